@@ -1,0 +1,153 @@
+//! The ClassAd: a set of attributes, each bound to an expression.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::expr::Expr;
+use crate::name::{htcondor_order, AttrName, PassThroughBuild};
+
+/// A ClassAd. Names are case-insensitive and keep the spelling they were first
+/// given; assigning an existing name replaces its expression.
+///
+/// Attributes are kept in the order they were inserted; [`ClassAd::iter`]
+/// yields them in the order HTCondor stores and prints them (shorter names
+/// first, then case-insensitively), so printed ads look like HTCondor's.
+#[derive(Clone, Default)]
+pub struct ClassAd {
+    entries: Vec<(AttrName, Expr)>,
+    /// Case-insensitive hash of a name -> position in `entries`.
+    index: HashMap<u64, u32, PassThroughBuild>,
+}
+
+impl ClassAd {
+    pub fn new() -> ClassAd {
+        ClassAd::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Sets `name` to `expr`. A name already present (ignoring case) keeps its
+    /// first spelling and takes the new expression.
+    pub fn insert(&mut self, name: impl Into<AttrName>, expr: Expr) {
+        let name = name.into();
+        if let Some(pos) = self.position(&name) {
+            self.entries[pos].1 = expr;
+            return;
+        }
+        let pos = self.entries.len() as u32;
+        self.index.entry(name.fold_hash()).or_insert(pos);
+        self.entries.push((name, expr));
+    }
+
+    /// Parses `text` as an expression and sets `name` to it.
+    pub fn insert_expr(&mut self, name: &str, text: &str) -> Result<(), crate::ParseError> {
+        let e = crate::parser::parse_expr(text)?;
+        self.insert(name, e);
+        Ok(())
+    }
+
+    /// Sets `name` to a literal value.
+    pub fn insert_value(&mut self, name: &str, v: impl Into<crate::Value>) {
+        self.insert(name, Expr::from_value(v.into()));
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<Expr> {
+        let pos = self.position(&AttrName::new(name))?;
+        let (_, e) = self.entries.remove(pos);
+        self.reindex();
+        Some(e)
+    }
+
+    fn reindex(&mut self) {
+        self.index.clear();
+        for (i, (n, _)) in self.entries.iter().enumerate() {
+            self.index.entry(n.fold_hash()).or_insert(i as u32);
+        }
+    }
+
+    fn position(&self, name: &AttrName) -> Option<usize> {
+        let pos = *self.index.get(&name.fold_hash())? as usize;
+        if self.entries[pos].0.matches(name) {
+            return Some(pos);
+        }
+        // Two different names with one hash: rare enough for a scan.
+        self.entries.iter().position(|(n, _)| n.matches(name))
+    }
+
+    /// The expression bound to `name` (any case).
+    #[inline]
+    pub fn lookup_name(&self, name: &AttrName) -> Option<&Expr> {
+        self.lookup_entry(name).map(|(_, e)| e)
+    }
+
+    /// The entry (name as spelled in this ad, and expression) for `name`.
+    #[inline]
+    pub fn lookup_entry(&self, name: &AttrName) -> Option<(&AttrName, &Expr)> {
+        let pos = self.position(name)?;
+        let (n, e) = &self.entries[pos];
+        Some((n, e))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Expr> {
+        self.lookup_name(&AttrName::new(name))
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// Attributes in the order they were first inserted.
+    pub fn iter_inserted(&self) -> impl Iterator<Item = (&AttrName, &Expr)> {
+        self.entries.iter().map(|(n, e)| (n, e))
+    }
+
+    /// Attributes in HTCondor's storage (and printing) order.
+    pub fn iter(&self) -> impl Iterator<Item = (&AttrName, &Expr)> {
+        let mut v: Vec<&(AttrName, Expr)> = self.entries.iter().collect();
+        v.sort_by(|a, b| htcondor_order(a.0.as_str(), b.0.as_str()));
+        v.into_iter().map(|(n, e)| (n, e))
+    }
+
+    /// Copies every attribute of `other` into this ad (later wins).
+    pub fn update(&mut self, other: &ClassAd) {
+        for (n, e) in &other.entries {
+            self.insert(n.clone(), e.clone());
+        }
+    }
+
+    /// Parses one ad in new syntax (`[ a = 1; b = "x" ]`).
+    pub fn parse(text: &str) -> Result<ClassAd, crate::ParseError> {
+        crate::parser::parse_ad(text)
+    }
+
+    /// Evaluates attribute `name` with this ad as MY and no TARGET.
+    pub fn eval_attr(&self, name: &str, env: &crate::Env) -> crate::Value {
+        crate::eval::eval_attr(self, None, name, env)
+    }
+
+    /// Evaluates `expr` with this ad as MY and no TARGET.
+    pub fn eval(&self, expr: &Expr, env: &crate::Env) -> crate::Value {
+        crate::eval::eval_expr(expr, Some(self), None, env)
+    }
+}
+
+impl fmt::Debug for ClassAd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+/// Prints the ad on one line in new syntax, as HTCondor's unparser does.
+impl fmt::Display for ClassAd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        crate::unparse::ad_into(&mut s, self);
+        f.write_str(&s)
+    }
+}

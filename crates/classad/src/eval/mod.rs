@@ -1,0 +1,577 @@
+//! The evaluator: HTCondor's semantics for attribute lookup, scoping,
+//! three-valued logic and the match context.
+//!
+//! An evaluation has up to two top-level ads, MY and TARGET, as in a
+//! `MatchClassAd`. An unscoped name is looked up in the ad the expression lives
+//! in, then in the ads enclosing it, and finally (HTCondor's default, "old
+//! ClassAd semantics") in the other ad of the match. `MY` and `TARGET` are
+//! relative to the ad an expression lives in: inside TARGET's own expressions,
+//! `MY` is TARGET.
+//!
+//! Nothing here reads the clock: `time()` and `CurrentTime` come from [`Env`].
+
+pub mod ops;
+
+use std::sync::Arc;
+
+use crate::ad::ClassAd;
+use crate::expr::{BinOp, Expr};
+use crate::name::AttrName;
+use crate::value::{AdValue, ListValue, Value};
+
+/// What the outside world tells an evaluation: the time, the local zone, a
+/// random seed, and how to find a user's home directory. Pure code takes these
+/// as inputs so that every result is reproducible.
+#[derive(Clone)]
+pub struct Env {
+    /// Seconds since the epoch, for `time()`, `currentTime()` and `CurrentTime`.
+    pub now: i64,
+    /// The local zone's offset east of UTC in seconds (for `formatTime`, `splitTime`, ...).
+    pub utc_offset: i32,
+    /// Seed for `random()`.
+    pub seed: u64,
+    /// Looks up a user's home directory, for `userHome()`; `None` means unknown.
+    pub user_home: Option<Arc<dyn Fn(&str) -> Option<String> + Send + Sync>>,
+}
+
+impl Default for Env {
+    fn default() -> Env {
+        Env {
+            now: 0,
+            utc_offset: 0,
+            seed: 0x5eed,
+            user_home: None,
+        }
+    }
+}
+
+impl Env {
+    /// An environment at time `now` (epoch seconds), in UTC.
+    pub fn at(now: i64) -> Env {
+        Env {
+            now,
+            ..Env::default()
+        }
+    }
+}
+
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Env")
+            .field("now", &self.now)
+            .field("utc_offset", &self.utc_offset)
+            .field("seed", &self.seed)
+            .finish()
+    }
+}
+
+/// Which ad of the match an expression lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    My,
+    Target,
+}
+
+impl Side {
+    fn other(self) -> Side {
+        match self {
+            Side::My => Side::Target,
+            Side::Target => Side::My,
+        }
+    }
+}
+
+/// Where an expression is being evaluated: no ad, directly in MY or TARGET, or
+/// inside a nested ad (which knows its enclosing scope).
+#[derive(Clone, Debug, Default)]
+pub enum Scope {
+    #[default]
+    None,
+    Top(Side),
+    Nested(Arc<ScopeNode>),
+}
+
+#[derive(Debug)]
+pub struct ScopeNode {
+    pub ad: Arc<ClassAd>,
+    pub parent: Scope,
+}
+
+impl Scope {
+    /// The top-level ad this scope hangs from, if any.
+    fn root_side(&self) -> Option<Side> {
+        let mut s = self;
+        loop {
+            match s {
+                Scope::None => return None,
+                Scope::Top(side) => return Some(*side),
+                Scope::Nested(n) => s = &n.parent,
+            }
+        }
+    }
+
+    pub fn nested(ad: Arc<ClassAd>, parent: Scope) -> Scope {
+        Scope::Nested(Arc::new(ScopeNode { ad, parent }))
+    }
+}
+
+/// Evaluation could not finish: it recursed deeper than HTCondor allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EvalFailed;
+
+impl std::fmt::Display for EvalFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("evaluation recursed too deeply")
+    }
+}
+impl std::error::Error for EvalFailed {}
+
+/// How deep attribute references may nest during one evaluation.
+pub const MAX_ATTR_DEPTH: u32 = 200;
+
+const INLINE_VISITING: usize = 16;
+
+/// One evaluation in progress. Built-in functions receive it to evaluate their
+/// arguments.
+pub struct Evaluator<'a> {
+    my: Option<&'a ClassAd>,
+    target: Option<&'a ClassAd>,
+    pub env: &'a Env,
+    /// Attribute expressions being evaluated right now, to turn a cycle into
+    /// UNDEFINED instead of a hang.
+    visiting: [*const Expr; INLINE_VISITING],
+    visiting_len: usize,
+    visiting_spill: Vec<*const Expr>,
+    failed: bool,
+    rng: u64,
+}
+
+impl<'a> Evaluator<'a> {
+    pub fn new(my: Option<&'a ClassAd>, target: Option<&'a ClassAd>, env: &'a Env) -> Evaluator<'a> {
+        Evaluator {
+            my,
+            target,
+            env,
+            visiting: [std::ptr::null(); INLINE_VISITING],
+            visiting_len: 0,
+            visiting_spill: Vec::new(),
+            failed: false,
+            rng: env.seed ^ 0x9e37_79b9_7f4a_7c15,
+        }
+    }
+
+    /// The scope of an expression that lives directly in MY (or no ad at all).
+    pub fn my_scope(&self) -> Scope {
+        if self.my.is_some() {
+            Scope::Top(Side::My)
+        } else {
+            Scope::None
+        }
+    }
+
+    /// True once the evaluation has hit the recursion limit.
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
+    fn side_ad(&self, side: Side) -> Option<&'a ClassAd> {
+        match side {
+            Side::My => self.my,
+            Side::Target => self.target,
+        }
+    }
+
+    /// The next number from this evaluation's random sequence (splitmix64).
+    pub fn next_random(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn enter(&mut self, e: *const Expr) -> Result<(), Value> {
+        if self.failed {
+            return Err(Value::Error);
+        }
+        let inline = &self.visiting[..self.visiting_len];
+        if inline.contains(&e) || self.visiting_spill.contains(&e) {
+            return Err(Value::Undefined);
+        }
+        if self.visiting_len + self.visiting_spill.len() >= MAX_ATTR_DEPTH as usize {
+            self.failed = true;
+            return Err(Value::Error);
+        }
+        if self.visiting_len < INLINE_VISITING {
+            self.visiting[self.visiting_len] = e;
+            self.visiting_len += 1;
+        } else {
+            self.visiting_spill.push(e);
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        if self.visiting_spill.pop().is_none() {
+            self.visiting_len -= 1;
+        }
+    }
+
+    /// Evaluates the expression bound to an attribute, guarding against cycles.
+    fn eval_bound(&mut self, e: &Expr, scope: &Scope) -> Value {
+        if let Err(v) = self.enter(e) {
+            return v;
+        }
+        let v = self.eval(e, scope);
+        self.leave();
+        v
+    }
+
+    /// Evaluates `e` in `scope`.
+    pub fn eval(&mut self, e: &Expr, scope: &Scope) -> Value {
+        match e {
+            Expr::Lit(v) => v.clone(),
+            Expr::RelTimeLit(secs) => Value::Real(*secs),
+            Expr::Attr(name) => self.eval_attr_ref(name, scope),
+            Expr::Absolute(name) => self.eval_absolute(name, scope),
+            Expr::Select(base, name) => self.eval_select(base, name, scope),
+            Expr::Index(base, idx) => {
+                let b = self.eval(base, scope);
+                let i = self.eval(idx, scope);
+                self.index(b, i)
+            }
+            Expr::Unary(op, x) => {
+                let v = self.eval(x, scope);
+                ops::unary(*op, &v)
+            }
+            Expr::Binary(BinOp::And, l, r) => self.eval_and(l, r, scope),
+            Expr::Binary(BinOp::Or, l, r) => self.eval_or(l, r, scope),
+            Expr::Binary(op, l, r) => {
+                let a = self.eval(l, scope);
+                let b = self.eval(r, scope);
+                ops::binary(*op, &a, &b)
+            }
+            Expr::Cond(c, t, f) => match self.eval(c, scope) {
+                Value::Error => Value::Error,
+                Value::Undefined => Value::Undefined,
+                v => match v.as_bool() {
+                    Some(true) => self.eval(t, scope),
+                    Some(false) => self.eval(f, scope),
+                    None => Value::Error,
+                },
+            },
+            Expr::Elvis(a, b) => match self.eval(a, scope) {
+                Value::Undefined => self.eval(b, scope),
+                v => v,
+            },
+            Expr::Paren(x) => self.eval(x, scope),
+            Expr::Call(call) => match call.builtin {
+                Some(f) => f(self, &call.args, scope),
+                None => Value::Error,
+            },
+            Expr::List(items) => Value::List(ListValue {
+                items: items.clone(),
+                scope: scope.clone(),
+            }),
+            Expr::Ad(ad) => Value::Ad(AdValue {
+                ad: ad.clone(),
+                parent: scope.clone(),
+            }),
+        }
+    }
+
+    fn eval_and(&mut self, l: &Expr, r: &Expr, scope: &Scope) -> Value {
+        let lv = self.eval(l, scope);
+        match lv {
+            Value::Error => Value::Error,
+            Value::Undefined => match self.eval(r, scope) {
+                Value::Error => Value::Error,
+                Value::Undefined => Value::Undefined,
+                rv => match rv.as_bool() {
+                    Some(false) => Value::Bool(false),
+                    Some(true) => Value::Undefined,
+                    None => Value::Error,
+                },
+            },
+            lv => match lv.as_bool() {
+                None => Value::Error,
+                Some(false) => Value::Bool(false),
+                Some(true) => match self.eval(r, scope) {
+                    Value::Error => Value::Error,
+                    Value::Undefined => Value::Undefined,
+                    rv => rv.as_bool().map_or(Value::Error, Value::Bool),
+                },
+            },
+        }
+    }
+
+    fn eval_or(&mut self, l: &Expr, r: &Expr, scope: &Scope) -> Value {
+        let lv = self.eval(l, scope);
+        match lv {
+            Value::Error => Value::Error,
+            Value::Undefined => match self.eval(r, scope) {
+                Value::Error => Value::Error,
+                Value::Undefined => Value::Undefined,
+                rv => match rv.as_bool() {
+                    Some(true) => Value::Bool(true),
+                    Some(false) => Value::Undefined,
+                    None => Value::Error,
+                },
+            },
+            lv => match lv.as_bool() {
+                None => Value::Error,
+                Some(true) => Value::Bool(true),
+                Some(false) => match self.eval(r, scope) {
+                    Value::Error => Value::Error,
+                    Value::Undefined => Value::Undefined,
+                    rv => rv.as_bool().map_or(Value::Error, Value::Bool),
+                },
+            },
+        }
+    }
+
+    /// `MY`, `TARGET` and `parent` as values, seen from `scope`.
+    fn special(&self, name: &AttrName, scope: &Scope) -> Option<Value> {
+        let n = name.as_str();
+        if n.len() == 2 && n.eq_ignore_ascii_case("my") {
+            let side = scope.root_side()?;
+            return Some(self.top_ad_value(side));
+        }
+        if n.len() == 6 && n.eq_ignore_ascii_case("target") {
+            let side = scope.root_side()?.other();
+            return Some(self.top_ad_value(side));
+        }
+        if n.len() == 6 && n.eq_ignore_ascii_case("parent") {
+            return match scope {
+                Scope::None => None,
+                Scope::Nested(node) => Some(match &node.parent {
+                    Scope::None => Value::Undefined,
+                    Scope::Top(side) => self.top_ad_value(*side),
+                    Scope::Nested(p) => Value::Ad(AdValue {
+                        ad: p.ad.clone(),
+                        parent: p.parent.clone(),
+                    }),
+                }),
+                // The top-level ads of a match are held by a context ad of
+                // their own (HTCondor's MatchClassAd), which has nothing else.
+                Scope::Top(_) => Some(Value::ad(ClassAd::new())),
+            };
+        }
+        None
+    }
+
+    fn top_ad_value(&self, side: Side) -> Value {
+        match self.side_ad(side) {
+            // The top-level ads are borrowed; a copy is made only when an
+            // expression asks for the whole ad as a value (rare).
+            Some(ad) => Value::Ad(AdValue {
+                ad: Arc::new(ad.clone()),
+                parent: Scope::None,
+            }),
+            None => Value::Undefined,
+        }
+    }
+
+    /// Looks `name` up in a top-level ad; `CurrentTime` missing there is the clock.
+    fn lookup_top(&mut self, side: Side, name: &AttrName) -> Option<Value> {
+        let ad = self.side_ad(side)?;
+        if let Some(e) = ad.lookup_name(name) {
+            return Some(self.eval_bound(e, &Scope::Top(side)));
+        }
+        if name.is("CurrentTime") {
+            return Some(Value::Int(self.env.now));
+        }
+        None
+    }
+
+    fn eval_attr_ref(&mut self, name: &AttrName, scope: &Scope) -> Value {
+        if let Some(v) = self.special(name, scope) {
+            return v;
+        }
+        let mut s = scope;
+        loop {
+            match s {
+                Scope::None => return Value::Undefined,
+                Scope::Nested(node) => {
+                    if let Some(e) = node.ad.lookup_name(name) {
+                        let here = s.clone();
+                        return self.eval_bound(e, &here);
+                    }
+                    s = &node.parent;
+                }
+                Scope::Top(side) => {
+                    if let Some(v) = self.lookup_top(*side, name) {
+                        return v;
+                    }
+                    // Old ClassAd semantics: fall back to the other ad.
+                    let other = side.other();
+                    if let Some(ad) = self.side_ad(other) {
+                        if let Some(e) = ad.lookup_name(name) {
+                            return self.eval_bound(e, &Scope::Top(other));
+                        }
+                    }
+                    return Value::Undefined;
+                }
+            }
+        }
+    }
+
+    fn eval_absolute(&mut self, name: &AttrName, scope: &Scope) -> Value {
+        // `.name` starts from the outermost ad of the scope.
+        match scope.root_side() {
+            Some(side) => self.lookup_top(side, name).unwrap_or(Value::Undefined),
+            None => {
+                self.failed = true;
+                Value::Error
+            }
+        }
+    }
+
+    fn eval_select(&mut self, base: &Expr, name: &AttrName, scope: &Scope) -> Value {
+        // Fast path for MY.x and TARGET.x: no copy of the ad.
+        if let Expr::Attr(b) = base {
+            let n = b.as_str();
+            let side = if n.eq_ignore_ascii_case("my") {
+                scope.root_side()
+            } else if n.eq_ignore_ascii_case("target") {
+                scope.root_side().map(Side::other)
+            } else {
+                None
+            };
+            if let Some(side) = side {
+                return self.lookup_top(side, name).unwrap_or(Value::Undefined);
+            }
+            if (n.eq_ignore_ascii_case("my") || n.eq_ignore_ascii_case("target"))
+                && matches!(scope, Scope::None)
+            {
+                return Value::Undefined;
+            }
+        }
+        let b = self.eval(base, scope);
+        self.select(b, name)
+    }
+
+    /// `value.name`: an attribute of a nested ad, or of every ad in a list.
+    pub fn select(&mut self, base: Value, name: &AttrName) -> Value {
+        match base {
+            Value::Ad(adv) => self.lookup_in_ad(&adv, name),
+            Value::List(l) => {
+                let mut out = Vec::with_capacity(l.items.len());
+                for item in l.items.iter() {
+                    let v = self.eval(item, &l.scope);
+                    out.push(match v {
+                        Value::Ad(adv) => self.lookup_in_ad(&adv, name),
+                        Value::Undefined => Value::Undefined,
+                        _ => Value::Error,
+                    });
+                }
+                Value::list_of(out)
+            }
+            Value::Undefined => Value::Undefined,
+            _ => Value::Error,
+        }
+    }
+
+    /// The value of attribute `name` of a nested ad.
+    pub fn lookup_in_ad(&mut self, adv: &AdValue, name: &AttrName) -> Value {
+        match adv.ad.lookup_name(name) {
+            Some(e) => {
+                let scope = Scope::nested(adv.ad.clone(), adv.parent.clone());
+                self.eval_bound(e, &scope)
+            }
+            None => Value::Undefined,
+        }
+    }
+
+    /// Evaluates `e` inside a nested ad (the ad is its scope).
+    pub fn eval_in_ad(&mut self, e: &Expr, adv: &AdValue) -> Value {
+        let scope = Scope::nested(adv.ad.clone(), adv.parent.clone());
+        self.eval(e, &scope)
+    }
+
+    /// The expression bound to an unscoped name, and the scope it lives in.
+    pub fn find_attr(&self, name: &AttrName, scope: &Scope) -> Option<(Expr, Scope)> {
+        let mut s = scope;
+        loop {
+            match s {
+                Scope::None => return None,
+                Scope::Nested(node) => {
+                    if let Some(e) = node.ad.lookup_name(name) {
+                        return Some((e.clone(), s.clone()));
+                    }
+                    s = &node.parent;
+                }
+                Scope::Top(side) => {
+                    for side in [*side, side.other()] {
+                        if let Some(e) = self.side_ad(side).and_then(|ad| ad.lookup_name(name)) {
+                            return Some((e.clone(), Scope::Top(side)));
+                        }
+                    }
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// `base[index]`: a list element by position, or a nested ad's attribute by name.
+    pub fn index(&mut self, base: Value, idx: Value) -> Value {
+        match (&base, &idx) {
+            (Value::Error, _) | (_, Value::Error) => Value::Error,
+            (Value::List(l), Value::Int(i)) => {
+                if *i < 0 || *i as usize >= l.items.len() {
+                    return Value::Error;
+                }
+                let e = l.items[*i as usize].clone();
+                self.eval(&e, &l.scope.clone())
+            }
+            (Value::Ad(adv), Value::Str(s)) => self.lookup_in_ad(adv, &AttrName::new(s)),
+            (Value::Undefined, _) | (_, Value::Undefined) => Value::Undefined,
+            _ => Value::Error,
+        }
+    }
+
+    /// Evaluates every element of a list value.
+    pub fn list_values(&mut self, l: &ListValue) -> Vec<Value> {
+        l.items.iter().map(|e| self.eval(e, &l.scope)).collect()
+    }
+}
+
+fn finish(ev: &Evaluator<'_>, v: Value) -> Result<Value, EvalFailed> {
+    if ev.failed {
+        Err(EvalFailed)
+    } else {
+        Ok(v)
+    }
+}
+
+/// Evaluates `expr` as an expression of MY, with TARGET as the other ad of the
+/// match. Either ad may be absent.
+pub fn try_eval_expr(
+    expr: &Expr,
+    my: Option<&ClassAd>,
+    target: Option<&ClassAd>,
+    env: &Env,
+) -> Result<Value, EvalFailed> {
+    let mut ev = Evaluator::new(my, target, env);
+    let scope = ev.my_scope();
+    let v = ev.eval(expr, &scope);
+    finish(&ev, v)
+}
+
+/// As [`try_eval_expr`], with a failed evaluation read as ERROR.
+pub fn eval_expr(expr: &Expr, my: Option<&ClassAd>, target: Option<&ClassAd>, env: &Env) -> Value {
+    try_eval_expr(expr, my, target, env).unwrap_or(Value::Error)
+}
+
+/// Evaluates attribute `name` of `my` (UNDEFINED if it has none).
+pub fn eval_attr(my: &ClassAd, target: Option<&ClassAd>, name: &str, env: &Env) -> Value {
+    let name = AttrName::new(name);
+    match my.lookup_name(&name) {
+        Some(e) => {
+            let mut ev = Evaluator::new(Some(my), target, env);
+            let v = ev.eval_bound(e, &Scope::Top(Side::My));
+            finish(&ev, v).unwrap_or(Value::Error)
+        }
+        None => Value::Undefined,
+    }
+}

@@ -1,0 +1,415 @@
+//! The ClassAd parser: expressions and ads in new syntax.
+//!
+//! Precedence, loosest first: `?:` (ternary, right-associative), `||`, `&&`,
+//! `|`, `^`, `&`, equality (`== != =?= =!= is isnt`), relational, shifts,
+//! additive, multiplicative, unary, then postfix (`.name`, `[index]`).
+
+use std::sync::Arc;
+
+use crate::ad::ClassAd;
+use crate::error::ParseError;
+use crate::expr::{BinOp, Call, Expr, UnOp};
+use crate::lexer::{Lexer, StringMode, Tok, Token};
+use crate::name::AttrName;
+use crate::value::{AbsTime, Value};
+
+/// How deeply sub-expressions may nest (parentheses, arguments, lists, ads).
+pub const MAX_NESTING: u32 = 200;
+/// How deep the finished tree may be (long operator chains count too), so
+/// that evaluating or dropping it can never exhaust the stack.
+pub const MAX_TREE_DEPTH: u32 = 2000;
+
+pub struct Parser<'s> {
+    src: &'s str,
+    lexer: Lexer<'s>,
+    tok: Token,
+    nesting: u32,
+}
+
+type Parsed = Result<(Expr, u32), ParseError>;
+
+impl<'s> Parser<'s> {
+    pub fn new(src: &'s str, mode: StringMode) -> Result<Parser<'s>, ParseError> {
+        let mut lexer = Lexer::new(src, mode);
+        let tok = lexer.next_token()?;
+        Ok(Parser {
+            src,
+            lexer,
+            tok,
+            nesting: 0,
+        })
+    }
+
+    /// Byte offset where the current (not yet consumed) token starts.
+    pub fn token_start(&self) -> usize {
+        self.tok.start
+    }
+
+    /// Byte offset just past the last consumed token.
+    pub fn at_eof(&self) -> bool {
+        self.tok.tok == Tok::Eof
+    }
+
+    pub fn current(&self) -> &Tok {
+        &self.tok.tok
+    }
+
+    fn bump(&mut self) -> Result<Token, ParseError> {
+        let next = self.lexer.next_token()?;
+        Ok(std::mem::replace(&mut self.tok, next))
+    }
+
+    fn error(&self, expected: &str) -> ParseError {
+        ParseError::at(self.src, self.tok.start, &self.tok.tok.describe(), expected)
+    }
+
+    fn expect(&mut self, t: Tok, expected: &str) -> Result<Token, ParseError> {
+        if self.tok.tok == t {
+            self.bump()
+        } else {
+            Err(self.error(expected))
+        }
+    }
+
+    fn check_depth(&self, depth: u32, at: usize) -> Result<(), ParseError> {
+        if depth > MAX_TREE_DEPTH {
+            return Err(ParseError::at(
+                self.src,
+                at,
+                "an expression nested too deeply",
+                format!("at most {MAX_TREE_DEPTH} levels of operators"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A whole expression (the ternary level).
+    pub fn expr(&mut self) -> Result<Expr, ParseError> {
+        self.expression().map(|(e, _)| e)
+    }
+
+    fn expression(&mut self) -> Parsed {
+        self.nesting += 1;
+        if self.nesting > MAX_NESTING {
+            return Err(ParseError::at(
+                self.src,
+                self.tok.start,
+                "an expression nested too deeply",
+                format!("at most {MAX_NESTING} levels of nesting"),
+            ));
+        }
+        let r = self.ternary();
+        self.nesting -= 1;
+        r
+    }
+
+    fn ternary(&mut self) -> Parsed {
+        let start = self.tok.start;
+        let (cond, d) = self.binary(1)?;
+        if self.tok.tok != Tok::Question {
+            return Ok((cond, d));
+        }
+        self.bump()?;
+        let (then, d1) = self.expression()?;
+        self.expect(Tok::Colon, "':' of the conditional expression")?;
+        self.nesting += 1;
+        let r = self.ternary();
+        self.nesting -= 1;
+        let (els, d2) = r?;
+        let depth = 1 + d.max(d1).max(d2);
+        self.check_depth(depth, start)?;
+        Ok((Expr::Cond(Box::new(cond), Box::new(then), Box::new(els)), depth))
+    }
+
+    fn binop(&self) -> Option<BinOp> {
+        Some(match self.tok.tok {
+            Tok::OrOr => BinOp::Or,
+            Tok::AndAnd => BinOp::And,
+            Tok::Bar => BinOp::BitOr,
+            Tok::Caret => BinOp::BitXor,
+            Tok::Amp => BinOp::BitAnd,
+            Tok::EqEq => BinOp::Eq,
+            Tok::NotEq => BinOp::Ne,
+            Tok::MetaEq | Tok::Is => BinOp::MetaEq,
+            Tok::MetaNe | Tok::Isnt => BinOp::MetaNe,
+            Tok::Lt => BinOp::Lt,
+            Tok::Le => BinOp::Le,
+            Tok::Gt => BinOp::Gt,
+            Tok::Ge => BinOp::Ge,
+            Tok::Shl => BinOp::Shl,
+            Tok::Shr => BinOp::Shr,
+            Tok::UShr => BinOp::UShr,
+            Tok::Plus => BinOp::Add,
+            Tok::Minus => BinOp::Sub,
+            Tok::Star => BinOp::Mul,
+            Tok::Slash => BinOp::Div,
+            Tok::Percent => BinOp::Mod,
+            _ => return None,
+        })
+    }
+
+    /// Left-associative binary operators of precedence `min` and tighter.
+    fn binary(&mut self, min: u8) -> Parsed {
+        let start = self.tok.start;
+        let (mut lhs, mut depth) = self.unary()?;
+        while let Some(op) = self.binop() {
+            let prec = op.precedence();
+            if prec < min {
+                break;
+            }
+            self.bump()?;
+            let (rhs, rd) = self.binary(prec + 1)?;
+            depth = 1 + depth.max(rd);
+            self.check_depth(depth, start)?;
+            lhs = Expr::Binary(op, Box::new(lhs), Box::new(rhs));
+        }
+        Ok((lhs, depth))
+    }
+
+    fn unary(&mut self) -> Parsed {
+        let op = match self.tok.tok {
+            Tok::Minus => UnOp::Neg,
+            Tok::Plus => UnOp::Plus,
+            Tok::Bang => UnOp::Not,
+            Tok::Tilde => UnOp::BitNot,
+            _ => return self.postfix(),
+        };
+        let start = self.tok.start;
+        self.bump()?;
+        self.nesting += 1;
+        if self.nesting > MAX_NESTING {
+            return Err(ParseError::at(
+                self.src,
+                start,
+                "an expression nested too deeply",
+                format!("at most {MAX_NESTING} levels of nesting"),
+            ));
+        }
+        let r = self.unary();
+        self.nesting -= 1;
+        let (x, d) = r?;
+        Ok((Expr::Unary(op, Box::new(x)), d + 1))
+    }
+
+    fn postfix(&mut self) -> Parsed {
+        let start = self.tok.start;
+        let (mut e, mut depth) = self.primary()?;
+        loop {
+            match self.tok.tok {
+                Tok::Dot => {
+                    self.bump()?;
+                    let name = self.attr_name("an attribute name after '.'")?;
+                    e = Expr::Select(Box::new(e), name);
+                    depth += 1;
+                }
+                Tok::LBracket => {
+                    self.bump()?;
+                    let (idx, d) = self.expression()?;
+                    self.expect(Tok::RBracket, "']' closing the subscript")?;
+                    depth = 1 + depth.max(d);
+                    e = Expr::Index(Box::new(e), Box::new(idx));
+                }
+                Tok::Elvis => {
+                    self.bump()?;
+                    let (rhs, d) = self.binary(1)?;
+                    depth = 1 + depth.max(d);
+                    e = Expr::Elvis(Box::new(e), Box::new(rhs));
+                }
+                _ => break,
+            }
+            self.check_depth(depth, start)?;
+        }
+        Ok((e, depth))
+    }
+
+    fn attr_name(&mut self, expected: &str) -> Result<AttrName, ParseError> {
+        match &self.tok.tok {
+            Tok::Name { text, .. } => {
+                let n = AttrName::new(text);
+                self.bump()?;
+                Ok(n)
+            }
+            _ => Err(self.error(expected)),
+        }
+    }
+
+    fn primary(&mut self) -> Parsed {
+        let start = self.tok.start;
+        let t = self.bump()?;
+        let e = match t.tok {
+            Tok::Int(i) => Expr::Lit(Value::Int(i)),
+            Tok::Real(r) => Expr::Lit(Value::Real(r)),
+            Tok::Str(s) => Expr::Lit(Value::Str(Arc::from(s))),
+            Tok::True => Expr::Lit(Value::Bool(true)),
+            Tok::False => Expr::Lit(Value::Bool(false)),
+            Tok::Undefined => Expr::Lit(Value::Undefined),
+            Tok::Error => Expr::Lit(Value::Error),
+            Tok::Name { text, quoted } => {
+                if !quoted && self.tok.tok == Tok::LParen {
+                    return self.call(text, start);
+                }
+                Expr::Attr(AttrName::new(&text))
+            }
+            Tok::Dot => {
+                let name = self.attr_name("an attribute name after '.'")?;
+                Expr::Absolute(name)
+            }
+            Tok::LParen => {
+                let (inner, d) = self.expression()?;
+                self.expect(Tok::RParen, "')'")?;
+                return Ok((Expr::Paren(Box::new(inner)), d + 1));
+            }
+            Tok::LBrace => return self.list(),
+            Tok::LBracket => {
+                let ad = self.ad_body()?;
+                return Ok((Expr::Ad(Arc::new(ad)), 1));
+            }
+            other => {
+                return Err(ParseError::at(self.src, t.start, &other.describe(), "an expression"));
+            }
+        };
+        Ok((e, 1))
+    }
+
+    fn call(&mut self, name: String, start: usize) -> Parsed {
+        self.expect(Tok::LParen, "'('")?;
+        let mut args = Vec::new();
+        let mut depth = 0;
+        if self.tok.tok != Tok::RParen {
+            loop {
+                let (a, d) = self.expression()?;
+                depth = depth.max(d);
+                args.push(a);
+                if self.tok.tok == Tok::Comma {
+                    self.bump()?;
+                    continue;
+                }
+                break;
+            }
+        }
+        self.expect(Tok::RParen, "',' or ')' in the argument list")?;
+        if let Some(lit) = self.fold_time_literal(&name, &args, start)? {
+            return Ok((lit, 1));
+        }
+        let builtin = crate::functions::lookup(&name);
+        Ok((
+            Expr::Call(Box::new(Call {
+                name: name.into_boxed_str(),
+                builtin,
+                args,
+            })),
+            depth + 1,
+        ))
+    }
+
+    /// `absTime("...")` and `relTime("...")` with a literal string are time
+    /// literals, read (and refused) at parse time, as HTCondor does.
+    fn fold_time_literal(&self, name: &str, args: &[Expr], start: usize) -> Result<Option<Expr>, ParseError> {
+        let [Expr::Lit(Value::Str(s))] = args else {
+            return Ok(None);
+        };
+        if name.eq_ignore_ascii_case("absTime") {
+            return match crate::time::parse_abstime(s) {
+                Some(t) => Ok(Some(Expr::Lit(Value::AbsTime(t)))),
+                None => Err(ParseError::at(
+                    self.src,
+                    start,
+                    &format!("absTime(\"{s}\")"),
+                    "an absolute time like \"2024-01-31T12:00:00-06:00\"",
+                )),
+            };
+        }
+        if name.eq_ignore_ascii_case("relTime") {
+            return match crate::time::parse_reltime(s) {
+                Some(secs) => Ok(Some(Expr::RelTimeLit(secs))),
+                None => Err(ParseError::at(
+                    self.src,
+                    start,
+                    &format!("relTime(\"{s}\")"),
+                    "a relative time like \"1+02:03:04\" or \"1d2h3m4s\"",
+                )),
+            };
+        }
+        Ok(None)
+    }
+
+    fn list(&mut self) -> Parsed {
+        let mut items = Vec::new();
+        let mut depth = 0;
+        if self.tok.tok != Tok::RBrace {
+            loop {
+                let (e, d) = self.expression()?;
+                depth = depth.max(d);
+                items.push(e);
+                if self.tok.tok == Tok::Comma {
+                    self.bump()?;
+                    continue;
+                }
+                break;
+            }
+        }
+        self.expect(Tok::RBrace, "',' or '}' in the list")?;
+        Ok((Expr::List(items.into()), depth + 1))
+    }
+
+    /// The inside of `[ ... ]`, after the `[`; consumes the closing `]`.
+    pub fn ad_body(&mut self) -> Result<ClassAd, ParseError> {
+        let mut ad = ClassAd::new();
+        loop {
+            match &self.tok.tok {
+                Tok::RBracket => {
+                    self.bump()?;
+                    return Ok(ad);
+                }
+                Tok::Semi => {
+                    self.bump()?;
+                }
+                Tok::Name { text, .. } => {
+                    let name = AttrName::new(text);
+                    self.bump()?;
+                    self.expect(Tok::Assign, "'=' after the attribute name")?;
+                    let (e, _) = self.expression()?;
+                    ad.insert(name, e);
+                    match self.tok.tok {
+                        Tok::Semi | Tok::RBracket => {}
+                        _ => return Err(self.error("';' or ']' after the attribute's value")),
+                    }
+                }
+                _ => return Err(self.error("an attribute name, ';' or ']'")),
+            }
+        }
+    }
+}
+
+/// Parses one complete expression; anything after it is an error.
+pub fn parse_expr(src: &str) -> Result<Expr, ParseError> {
+    parse_expr_mode(src, StringMode::Escapes)
+}
+
+pub(crate) fn parse_expr_mode(src: &str, mode: StringMode) -> Result<Expr, ParseError> {
+    let mut p = Parser::new(src, mode)?;
+    if p.at_eof() {
+        return Err(p.error("an expression"));
+    }
+    let e = p.expr()?;
+    if !p.at_eof() {
+        return Err(p.error("an operator or the end of the expression"));
+    }
+    Ok(e)
+}
+
+/// Parses one ad in new syntax, `[ name = expr; ... ]`, and nothing after it.
+pub fn parse_ad(src: &str) -> Result<ClassAd, ParseError> {
+    let mut p = Parser::new(src, StringMode::Escapes)?;
+    p.expect(Tok::LBracket, "'[' starting a ClassAd")?;
+    let ad = p.ad_body()?;
+    if !p.at_eof() {
+        return Err(p.error("the end of the input after the ClassAd"));
+    }
+    Ok(ad)
+}
+
+/// An absolute time literal value.
+pub fn abstime(secs: i64, offset: i32) -> Value {
+    Value::AbsTime(AbsTime { secs, offset })
+}
