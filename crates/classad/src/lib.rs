@@ -18,12 +18,16 @@ pub mod error;
 pub mod eval;
 pub mod expr;
 pub mod functions;
+pub mod json;
 pub mod lexer;
+pub mod matching;
 pub mod name;
 pub mod parser;
+pub mod reader;
 pub mod time;
 pub mod unparse;
 pub mod value;
+pub mod vectors;
 
 pub use ad::ClassAd;
 pub use error::ParseError;

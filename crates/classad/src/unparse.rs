@@ -9,6 +9,10 @@ use crate::value::{AbsTime, Value};
 
 /// Appends the canonical one-line form of `e`.
 pub fn expr_into(out: &mut String, e: &Expr) {
+    stacker::maybe_grow(32 * 1024, 1024 * 1024, || expr_node_into(out, e))
+}
+
+fn expr_node_into(out: &mut String, e: &Expr) {
     match e {
         Expr::Lit(v) => value_into(out, v),
         Expr::RelTimeLit(secs) => {

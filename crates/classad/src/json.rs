@@ -1,0 +1,1 @@
+//! HTCondor's JSON form of ClassAds (to be written).
