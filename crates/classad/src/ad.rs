@@ -72,12 +72,17 @@ impl ClassAd {
     }
 
     fn position(&self, name: &AttrName) -> Option<usize> {
-        let pos = *self.index.get(&name.fold_hash())? as usize;
-        if self.entries[pos].0.matches(name) {
+        self.position_hashed(name.fold_hash(), name.as_str())
+    }
+
+    #[inline]
+    fn position_hashed(&self, hash: u64, name: &str) -> Option<usize> {
+        let pos = *self.index.get(&hash)? as usize;
+        if self.entries[pos].0.is(name) {
             return Some(pos);
         }
         // Two different names with one hash: rare enough for a scan.
-        self.entries.iter().position(|(n, _)| n.matches(name))
+        self.entries.iter().position(|(n, _)| n.is(name))
     }
 
     /// The expression bound to `name` (any case).
@@ -94,8 +99,10 @@ impl ClassAd {
         Some((n, e))
     }
 
+    /// The expression bound to `name` (any case); no allocation.
     pub fn get(&self, name: &str) -> Option<&Expr> {
-        self.lookup_name(&AttrName::new(name))
+        let pos = self.position_hashed(crate::name::fold_hash(name), name)?;
+        Some(&self.entries[pos].1)
     }
 
     pub fn contains(&self, name: &str) -> bool {

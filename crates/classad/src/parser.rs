@@ -197,6 +197,10 @@ impl<'s> Parser<'s> {
             match self.tok.tok {
                 Tok::Dot => {
                     self.bump()?;
+                    // HTCondor reads `a..b` as `a.b`.
+                    if self.tok.tok == Tok::Dot {
+                        self.bump()?;
+                    }
                     let name = self.attr_name("an attribute name after '.'")?;
                     e = Expr::Select(Box::new(e), name);
                     depth += 1;

@@ -355,14 +355,17 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// `MY`, `TARGET` and `parent` as values, seen from `scope`.
+    /// `MY`, `TARGET` (also `other`) and `parent` as values, seen from `scope`.
+    /// In HTCondor these are attributes of the match context that holds the two
+    /// ads; they are resolved first here, so an ad attribute with one of these
+    /// names cannot shadow them.
     fn special(&self, name: &AttrName, scope: &Scope) -> Option<Value> {
         let n = name.as_str();
         if n.len() == 2 && n.eq_ignore_ascii_case("my") {
             let side = scope.root_side()?;
             return Some(self.top_ad_value(side));
         }
-        if n.len() == 6 && n.eq_ignore_ascii_case("target") {
+        if n.eq_ignore_ascii_case("target") || n.eq_ignore_ascii_case("other") {
             let side = scope.root_side()?.other();
             return Some(self.top_ad_value(side));
         }
@@ -458,7 +461,7 @@ impl<'a> Evaluator<'a> {
             let n = b.as_str();
             let side = if n.eq_ignore_ascii_case("my") {
                 scope.root_side()
-            } else if n.eq_ignore_ascii_case("target") {
+            } else if n.eq_ignore_ascii_case("target") || n.eq_ignore_ascii_case("other") {
                 scope.root_side().map(Side::other)
             } else {
                 None
@@ -471,7 +474,9 @@ impl<'a> Evaluator<'a> {
                 }
                 return self.lookup_top(side, name).unwrap_or(Value::Undefined);
             }
-            if (n.eq_ignore_ascii_case("my") || n.eq_ignore_ascii_case("target"))
+            if (n.eq_ignore_ascii_case("my")
+                || n.eq_ignore_ascii_case("target")
+                || n.eq_ignore_ascii_case("other"))
                 && matches!(scope, Scope::None)
             {
                 return Value::Undefined;
@@ -595,8 +600,7 @@ pub fn eval_expr(expr: &Expr, my: Option<&ClassAd>, target: Option<&ClassAd>, en
 
 /// Evaluates attribute `name` of `my` (UNDEFINED if it has none).
 pub fn eval_attr(my: &ClassAd, target: Option<&ClassAd>, name: &str, env: &Env) -> Value {
-    let name = AttrName::new(name);
-    match my.lookup_name(&name) {
+    match my.get(name) {
         Some(e) => {
             let mut ev = Evaluator::new(Some(my), target, env);
             let v = ev.eval_bound(e, &Scope::Top(Side::My));
