@@ -15,9 +15,14 @@ fn vectors_dir() -> PathBuf {
     }
 }
 
-/// A fixed "now" inside the window the vectors are written for (2001..2100).
+/// A fixed "now" inside the window the vectors are written for (2001..2100),
+/// and a password database that knows the one user the vectors ask about.
 fn env() -> Env {
-    Env::at(1_800_000_000)
+    let mut env = Env::at(1_800_000_000);
+    env.user_home = Some(std::sync::Arc::new(|user: &str| {
+        (user == "nobody").then(|| "/nonexistent".to_string())
+    }));
+    env
 }
 
 fn check(mode: &str, file: &str) {

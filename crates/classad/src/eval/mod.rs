@@ -19,6 +19,9 @@ use crate::expr::{BinOp, Expr};
 use crate::name::AttrName;
 use crate::value::{AdValue, ListValue, Value};
 
+/// Finds a user's home directory by login name (supplied by the I/O layer).
+pub type UserHomeLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// What the outside world tells an evaluation: the time, the local zone, a
 /// random seed, and how to find a user's home directory. Pure code takes these
 /// as inputs so that every result is reproducible.
@@ -31,7 +34,7 @@ pub struct Env {
     /// Seed for `random()`.
     pub seed: u64,
     /// Looks up a user's home directory, for `userHome()`; `None` means unknown.
-    pub user_home: Option<Arc<dyn Fn(&str) -> Option<String> + Send + Sync>>,
+    pub user_home: Option<UserHomeLookup>,
 }
 
 impl Default for Env {
@@ -244,7 +247,7 @@ impl<'a> Evaluator<'a> {
         }
         self.depth += 1;
         // Checking the stack costs a little, so only every few levels.
-        let v = if self.depth % 16 == 0 {
+        let v = if self.depth.is_multiple_of(16) {
             stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || self.eval_node(e, scope))
         } else {
             self.eval_node(e, scope)

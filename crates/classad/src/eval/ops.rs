@@ -159,8 +159,13 @@ fn time_arith(op: BinOp, a: &Value, b: &Value) -> Value {
         (BinOp::Div, R(x), n) => match num(n) {
             Some(Num::I(0)) => Value::Error,
             Some(Num::I(i)) => Value::RelTime(x / i as f64),
-            Some(Num::R(r)) if r == 0.0 => Value::Error,
-            Some(Num::R(r)) => Value::RelTime(x / r),
+            Some(Num::R(r)) => {
+                if r == 0.0 {
+                    Value::Error
+                } else {
+                    Value::RelTime(x / r)
+                }
+            }
             None => Value::Error,
         },
         _ => Value::Error,
