@@ -400,7 +400,7 @@ impl<'s> Lexer<'s> {
             if self.mode == StringMode::Old {
                 // Old syntax: `\"` is a quote unless it closes the string at the end of the line.
                 let after = self.peek_at(self.pos + 2);
-                if e == q && !(after == b'\n' || after == b'\r' || after == 0) {
+                if e == q && !(after == b'\n' || after == 0) {
                     out.push(q);
                     self.pos += 2;
                 } else {
