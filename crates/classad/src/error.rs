@@ -20,13 +20,20 @@ pub struct ParseError {
 }
 
 impl ParseError {
-    pub(crate) fn at(src: &str, offset: usize, found: &str, expected: impl Into<String>) -> ParseError {
+    pub(crate) fn at(
+        src: &str,
+        offset: usize,
+        found: &str,
+        expected: impl Into<String>,
+    ) -> ParseError {
         let offset = offset.min(src.len());
         let before = &src[..floor_char_boundary(src, offset)];
         let line = before.matches('\n').count() + 1;
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
         let column = before[line_start..].chars().count() + 1;
-        let line_end = src[line_start..].find('\n').map_or(src.len(), |i| line_start + i);
+        let line_end = src[line_start..]
+            .find('\n')
+            .map_or(src.len(), |i| line_start + i);
         ParseError {
             line,
             column,
@@ -39,9 +46,17 @@ impl ParseError {
 
     /// The error with a caret under the offending column, for terminals.
     pub fn display_with_source(&self, origin: &str) -> String {
-        let mut s = format!("{origin}:{}:{}: {}\n", self.line, self.column, self.message());
+        let mut s = format!(
+            "{origin}:{}:{}: {}\n",
+            self.line,
+            self.column,
+            self.message()
+        );
         s.push_str(&format!("  | {}\n", self.source_line));
-        s.push_str(&format!("  | {}^", " ".repeat(self.column.saturating_sub(1))));
+        s.push_str(&format!(
+            "  | {}^",
+            " ".repeat(self.column.saturating_sub(1))
+        ));
         s
     }
 
@@ -59,7 +74,13 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}, column {}: {}", self.line, self.column, self.message())
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line,
+            self.column,
+            self.message()
+        )
     }
 }
 

@@ -9,7 +9,10 @@ pub enum Tok {
     /// A string literal (adjacent literals already joined).
     Str(String),
     /// An identifier, or a quoted name when `quoted` is set.
-    Name { text: String, quoted: bool },
+    Name {
+        text: String,
+        quoted: bool,
+    },
     True,
     False,
     Undefined,
@@ -235,7 +238,8 @@ impl<'s> Lexer<'s> {
             b'0'..=b'9' => self.number(false),
             b'.' if n1.is_ascii_digit() => self.number(false),
             b'-' if !self.prev_ends_operand
-                && (n1.is_ascii_digit() || (n1 == b'.' && self.peek_at(start + 2).is_ascii_digit())) =>
+                && (n1.is_ascii_digit()
+                    || (n1 == b'.' && self.peek_at(start + 2).is_ascii_digit())) =>
             {
                 self.number(true)
             }
@@ -245,7 +249,8 @@ impl<'s> Lexer<'s> {
                 Ok(Tok::Name { text, quoted: true })
             }
             b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
-                while matches!(self.peek_at(self.pos), b'a'..=b'z' | b'A'..=b'Z' | b'_' | b'0'..=b'9') {
+                while matches!(self.peek_at(self.pos), b'a'..=b'z' | b'A'..=b'Z' | b'_' | b'0'..=b'9')
+                {
                     self.pos += 1;
                 }
                 let text = &self.src[start..self.pos];
@@ -325,7 +330,11 @@ impl<'s> Lexer<'s> {
                 self.pos += 1;
             }
             if self.pos == frac_start {
-                return Err(self.err(start, &self.src[start..self.pos], "digits after the decimal point"));
+                return Err(self.err(
+                    start,
+                    &self.src[start..self.pos],
+                    "digits after the decimal point",
+                ));
             }
         }
         if matches!(self.peek_at(self.pos), b'e' | b'E') {
@@ -347,7 +356,11 @@ impl<'s> Lexer<'s> {
             while matches!(self.peek_at(end), b'a'..=b'z' | b'A'..=b'Z' | b'_' | b'0'..=b'9') {
                 end += 1;
             }
-            return Err(self.err(start, &self.src[start..end], "a number (hexadecimal and suffixes are not ClassAd syntax)"));
+            return Err(self.err(
+                start,
+                &self.src[start..end],
+                "a number (hexadecimal and suffixes are not ClassAd syntax)",
+            ));
         }
         let text = &self.src[start..self.pos];
         if is_real {
@@ -355,7 +368,11 @@ impl<'s> Lexer<'s> {
             return Ok(Tok::Real(text.parse::<f64>().unwrap_or(f64::INFINITY)));
         }
         if int_digits > 1 && self.bytes[digits_start] == b'0' {
-            return Err(self.err(start, text, "a decimal number without leading zeros (octal is not ClassAd syntax)"));
+            return Err(self.err(
+                start,
+                text,
+                "a decimal number without leading zeros (octal is not ClassAd syntax)",
+            ));
         }
         // HTCondor reads an integer that does not fit in 64 bits as 0.
         Ok(Tok::Int(text.parse::<i64>().unwrap_or(0)))
@@ -383,7 +400,11 @@ impl<'s> Lexer<'s> {
         let mut out: Vec<u8> = Vec::new();
         loop {
             if self.pos >= self.bytes.len() {
-                let what = if q == b'"' { "a closing '\"'" } else { "a closing \"'\"" };
+                let what = if q == b'"' {
+                    "a closing '\"'"
+                } else {
+                    "a closing \"'\""
+                };
                 return Err(self.err(start, "an unterminated literal", what));
             }
             let c = self.bytes[self.pos];

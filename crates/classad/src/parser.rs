@@ -129,7 +129,10 @@ impl<'s> Parser<'s> {
         let (els, d2) = self.nested(LIGHT_COST, |p| p.ternary())?;
         let depth = 1 + d.max(d1).max(d2);
         self.check_depth(depth, start)?;
-        Ok((Expr::Cond(Box::new(cond), Box::new(then), Box::new(els)), depth))
+        Ok((
+            Expr::Cond(Box::new(cond), Box::new(then), Box::new(els)),
+            depth,
+        ))
     }
 
     fn binop(&self) -> Option<BinOp> {
@@ -270,7 +273,12 @@ impl<'s> Parser<'s> {
                 return Ok((Expr::Ad(Arc::new(ad)), 1));
             }
             other => {
-                return Err(ParseError::at(self.src, t.start, &other.describe(), "an expression"));
+                return Err(ParseError::at(
+                    self.src,
+                    t.start,
+                    &other.describe(),
+                    "an expression",
+                ));
             }
         };
         Ok((e, 1))
@@ -309,7 +317,12 @@ impl<'s> Parser<'s> {
 
     /// `absTime("...")` and `relTime("...")` with a literal string are time
     /// literals, read (and refused) at parse time, as HTCondor does.
-    fn fold_time_literal(&self, name: &str, args: &[Expr], start: usize) -> Result<Option<Expr>, ParseError> {
+    fn fold_time_literal(
+        &self,
+        name: &str,
+        args: &[Expr],
+        start: usize,
+    ) -> Result<Option<Expr>, ParseError> {
         let [Expr::Lit(Value::Str(s))] = args else {
             return Ok(None);
         };

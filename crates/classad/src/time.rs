@@ -62,7 +62,12 @@ pub fn civil(secs: i64, offset: i32) -> Civil {
 pub fn format_reltime(secs: f64) -> String {
     let neg = secs < 0.0;
     let total = secs.abs().trunc() as i64;
-    let (d, h, m, s) = (total / 86400, (total % 86400) / 3600, (total % 3600) / 60, total % 60);
+    let (d, h, m, s) = (
+        total / 86400,
+        (total % 86400) / 3600,
+        (total % 3600) / 60,
+        total % 60,
+    );
     let mut out = String::new();
     if neg {
         out.push('-');
@@ -105,7 +110,10 @@ pub fn parse_abstime(s: &str) -> Option<AbsTime> {
                 .map(|c| std::str::from_utf8(c).unwrap_or(""))
                 .collect()
         };
-        if parts.is_empty() || parts.len() > 3 || !parts.iter().all(|p| p.len() == 2 && digits_only(p)) {
+        if parts.is_empty()
+            || parts.len() > 3
+            || !parts.iter().all(|p| p.len() == 2 && digits_only(p))
+        {
             return None;
         }
         h = parts[0].parse().ok()?;
@@ -140,7 +148,11 @@ fn parse_zone(z: &str) -> Option<i32> {
         return None;
     }
     let h: i32 = body[..2].parse().ok()?;
-    let m: i32 = if body.len() == 4 { body[2..].parse().ok()? } else { 0 };
+    let m: i32 = if body.len() == 4 {
+        body[2..].parse().ok()?
+    } else {
+        0
+    };
     if h > 23 || m > 59 {
         return None;
     }
@@ -157,7 +169,10 @@ pub fn parse_reltime(s: &str) -> Option<f64> {
     if body.is_empty() {
         return None;
     }
-    let secs = if body.bytes().any(|b| matches!(b, b'd' | b'h' | b'm' | b's' | b'D' | b'H' | b'M' | b'S')) {
+    let secs = if body
+        .bytes()
+        .any(|b| matches!(b, b'd' | b'h' | b'm' | b's' | b'D' | b'H' | b'M' | b'S'))
+    {
         parse_unit_form(body)?
     } else {
         parse_colon_form(body)?
@@ -242,7 +257,10 @@ mod tests {
     fn abstime_forms() {
         let t = parse_abstime("2020-01-01T00:00:00+02:00").unwrap();
         assert_eq!(format_abstime(t), "2020-01-01T00:00:00+02:00");
-        assert_eq!(format_abstime(AbsTime { secs: 0, offset: 0 }), "1970-01-01T00:00:00-00:00");
+        assert_eq!(
+            format_abstime(AbsTime { secs: 0, offset: 0 }),
+            "1970-01-01T00:00:00-00:00"
+        );
         assert!(parse_abstime("not a date").is_none());
     }
 }

@@ -154,7 +154,11 @@ pub fn real_into(out: &mut String, r: f64) {
     if r.is_nan() {
         out.push_str("real(\"NaN\")");
     } else if r.is_infinite() {
-        out.push_str(if r > 0.0 { "real(\"INF\")" } else { "real(\"-INF\")" });
+        out.push_str(if r > 0.0 {
+            "real(\"INF\")"
+        } else {
+            "real(\"-INF\")"
+        });
     } else if r == 0.0 {
         out.push_str(if r.is_sign_negative() { "-0.0" } else { "0.0" });
     } else {

@@ -81,7 +81,10 @@ pub fn run_expr_case(case: &Json, env: &Env) -> Json {
         (None, Some(_)) => Some(ClassAd::new()),
         _ => my,
     };
-    let type_only = case.get("type_only").and_then(Json::as_bool).unwrap_or(false);
+    let type_only = case
+        .get("type_only")
+        .and_then(Json::as_bool)
+        .unwrap_or(false);
     let value = match try_eval_expr(&expr, my.as_ref(), target.as_ref(), env) {
         Ok(v) => value_json(&v, type_only),
         Err(_) => json!({ "type": "eval_failed" }),
@@ -101,8 +104,14 @@ pub fn run_match_case(case: &Json, env: &Env) -> Json {
     };
     let m = crate::matching::evaluate_match(&my, &target, env);
     out.insert("symmetric_match".into(), json!(m.symmetric));
-    out.insert("my_requirements".into(), value_json(&m.my_requirements, false));
-    out.insert("target_requirements".into(), value_json(&m.target_requirements, false));
+    out.insert(
+        "my_requirements".into(),
+        value_json(&m.my_requirements, false),
+    );
+    out.insert(
+        "target_requirements".into(),
+        value_json(&m.target_requirements, false),
+    );
     out.insert("my_rank".into(), value_json(&m.my_rank, false));
     out.insert("target_rank".into(), value_json(&m.target_rank, false));
     Json::Object(out)

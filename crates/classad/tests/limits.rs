@@ -47,14 +47,22 @@ fn attribute_chains_and_cycles() {
     let chain = |n: usize| {
         let mut ad = ClassAd::new();
         for i in 0..n {
-            ad.insert(format!("a{i}").as_str(), parse_expr(&format!("a{}", i + 1)).unwrap());
+            ad.insert(
+                format!("a{i}").as_str(),
+                parse_expr(&format!("a{}", i + 1)).unwrap(),
+            );
         }
         ad.insert(format!("a{n}").as_str(), parse_expr("0").unwrap());
         ad
     };
     let e = parse_expr("a0").unwrap();
     let env = Env::default();
-    assert_eq!(try_eval_expr(&e, Some(&chain(399)), None, &env).unwrap().to_string(), "0");
+    assert_eq!(
+        try_eval_expr(&e, Some(&chain(399)), None, &env)
+            .unwrap()
+            .to_string(),
+        "0"
+    );
     assert!(try_eval_expr(&e, Some(&chain(400)), None, &env).is_err());
     assert!(try_eval_expr(&e, Some(&chain(100_000)), None, &env).is_err());
 

@@ -71,7 +71,12 @@ fn policy_evaluation_does_not_allocate() {
             assert!(matches!(v, Value::Bool(_)));
         }
         let after = ALLOCATIONS.load(Ordering::SeqCst);
-        assert_eq!(after - before, 0, "evaluating {attr} allocated {} times", after - before);
+        assert_eq!(
+            after - before,
+            0,
+            "evaluating {attr} allocated {} times",
+            after - before
+        );
     }
 }
 
@@ -85,5 +90,10 @@ fn symmetric_match_does_not_allocate() {
         assert!(classad::matching::symmetric_match(&job, &machine, &env));
     }
     let after = ALLOCATIONS.load(Ordering::SeqCst);
-    assert_eq!(after - before, 0, "a symmetric match allocated {} times", after - before);
+    assert_eq!(
+        after - before,
+        0,
+        "a symmetric match allocated {} times",
+        after - before
+    );
 }

@@ -27,8 +27,12 @@ fn env() -> Env {
 
 fn check(mode: &str, file: &str) {
     let path = vectors_dir().join(file);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e} (is ../shared beside the repository?)", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {}: {e} (is ../shared beside the repository?)",
+            path.display()
+        )
+    });
     let env = env();
     let mut failures = Vec::new();
     let mut count = 0;
@@ -39,13 +43,25 @@ fn check(mode: &str, file: &str) {
         let d = diff(mode, &case, &ours);
         if !d.is_empty() {
             let id = case.get("id").and_then(|v| v.as_str()).unwrap_or("?");
-            let input = case.get("expr").or_else(|| case.get("ad_text")).cloned().unwrap_or_default();
-            failures.push(format!("{id}  input {}\n    {}", input.to_string().chars().take(200).collect::<String>(), d.join("\n    ")));
+            let input = case
+                .get("expr")
+                .or_else(|| case.get("ad_text"))
+                .cloned()
+                .unwrap_or_default();
+            failures.push(format!(
+                "{id}  input {}\n    {}",
+                input.to_string().chars().take(200).collect::<String>(),
+                d.join("\n    ")
+            ));
         }
     }
     assert!(count > 0, "{file} has no cases");
     if !failures.is_empty() {
-        panic!("{} of {count} {mode} cases differ from HTCondor:\n{}", failures.len(), failures.join("\n"));
+        panic!(
+            "{} of {count} {mode} cases differ from HTCondor:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
     }
 }
 

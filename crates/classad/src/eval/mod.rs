@@ -155,7 +155,11 @@ pub struct Evaluator<'a> {
 }
 
 impl<'a> Evaluator<'a> {
-    pub fn new(my: Option<&'a ClassAd>, target: Option<&'a ClassAd>, env: &'a Env) -> Evaluator<'a> {
+    pub fn new(
+        my: Option<&'a ClassAd>,
+        target: Option<&'a ClassAd>,
+        env: &'a Env,
+    ) -> Evaluator<'a> {
         Evaluator {
             my,
             target,

@@ -63,12 +63,9 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> Value {
     match op {
         BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod => arith(op, a, b),
         BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => compare(op, a, b),
-        BinOp::BitAnd
-        | BinOp::BitOr
-        | BinOp::BitXor
-        | BinOp::Shl
-        | BinOp::Shr
-        | BinOp::UShr => bitwise(op, a, b),
+        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr | BinOp::UShr => {
+            bitwise(op, a, b)
+        }
         // Logical operators are evaluated by the evaluator (short-circuit);
         // on values alone they follow the same rules.
         BinOp::And | BinOp::Or => logical(op, a, b),
