@@ -1,1 +1,45 @@
-fn main(){}
+//! `ferrocondor`: the one binary for every tool and daemon.
+//!
+//! This file only wires things together: parse the command line, read the
+//! outside world (the clock), run a command, turn its outcome into an exit
+//! status. The commands live in their own modules; errors and exit codes in
+//! `errors`. The binary is the outermost layer: it may read files and the
+//! clock so that the crates beneath it never do.
+
+mod adfile;
+mod args;
+mod classad_cmd;
+mod errors;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+fn main() -> ExitCode {
+    // clap prints usage errors itself and exits with 2, the same code as ours.
+    let cli = Cli::parse();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let result = match &cli.command {
+        Command::Classad(a) => {
+            let env = classad::Env::at(a.now.unwrap_or_else(real_clock));
+            classad_cmd::run(&a.command, &env, &mut out)
+        }
+    };
+    let result = result.and_then(|outcome| {
+        out.flush()?;
+        Ok(outcome)
+    });
+    errors::finish(result)
+}
+
+/// The real time, read here so that the ClassAd crate stays pure.
+fn real_clock() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}

@@ -1,0 +1,113 @@
+//! The command line, declared with clap. Only shapes live here; what each
+//! command does is in its own module.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const EXIT_CODES: &str = "\
+Exit status:
+  0  done; for `classad match` the ads match, for `vectors --check` every case agrees
+  1  done, and the answer is no: the ads do not match, or some vector cases differ
+  2  usage error, unreadable file, or text that does not parse";
+
+/// ferrocondor: a high-throughput batch system that speaks HTCondor's languages.
+#[derive(Debug, Parser)]
+#[command(name = "ferrocondor", version, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The ClassAd language: evaluate expressions, match ads, check HTCondor's vectors.
+    Classad(ClassadArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES)]
+pub struct ClassadArgs {
+    /// Evaluate as if the time were SECONDS since the epoch (default: the real clock).
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
+    pub now: Option<i64>,
+
+    #[command(subcommand)]
+    pub command: ClassadCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClassadCommand {
+    /// Evaluate an expression and print its value as a ClassAd literal.
+    ///
+    /// Unscoped names are looked up in the --my ad, then (as HTCondor does) in
+    /// the --target ad; MY.x and TARGET.x name one side. Ad files may be in old
+    /// syntax (`Name = expr` lines, as `condor_q -l` prints) or new syntax
+    /// (`[ Name = expr; ... ]`).
+    Eval {
+        /// The expression, e.g. 'Memory >= 1024 && OpSys == "LINUX"'.
+        #[arg(value_name = "EXPR", allow_hyphen_values = true)]
+        expr: String,
+        /// The ad the expression belongs to (MY).
+        #[arg(long, value_name = "AD_FILE")]
+        my: Option<PathBuf>,
+        /// The other ad of a match (TARGET).
+        #[arg(long, value_name = "AD_FILE")]
+        target: Option<PathBuf>,
+    },
+    /// Match a job ad against a machine ad and explain the result.
+    ///
+    /// Prints whether the ads match (each side's Requirements true against the
+    /// other), each side's Requirements and Rank, and every top-level `&&`
+    /// clause of a Requirements that is not true, with its value.
+    Match {
+        /// The job ad (old or new syntax).
+        #[arg(value_name = "JOB_AD")]
+        job: PathBuf,
+        /// The machine (slot) ad (old or new syntax).
+        #[arg(value_name = "MACHINE_AD")]
+        machine: PathBuf,
+    },
+    /// Run HTCondor oracle cases (JSON lines) and print ferrocondor's answers.
+    ///
+    /// Each input line is a case in the oracle's input format; each output line
+    /// is the case with the fields ferrocondor computes. With --check, compare
+    /// with the answers already in the file instead and report the differences.
+    Vectors {
+        /// Which kind of case the file holds.
+        #[arg(value_enum)]
+        mode: VectorMode,
+        /// The cases (JSON lines); standard input if absent or `-`.
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
+        /// Compare with the answers in the file; print `N passed, N failed`.
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum VectorMode {
+    /// Expressions: parse, unparse, value (classad_expr.jsonl).
+    Expr,
+    /// Whole ads in old or new syntax (classad_ads.jsonl).
+    Ad,
+    /// Symmetric matches: Requirements and Rank of both sides (classad_match.jsonl).
+    Match,
+}
+
+impl VectorMode {
+    /// The mode's name in `classad::vectors`.
+    pub fn name(self) -> &'static str {
+        match self {
+            VectorMode::Expr => "expr",
+            VectorMode::Ad => "ad",
+            VectorMode::Match => "match",
+        }
+    }
+}
