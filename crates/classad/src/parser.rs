@@ -405,13 +405,17 @@ pub fn parse_expr(src: &str) -> Result<Expr, ParseError> {
 }
 
 pub(crate) fn parse_expr_mode(src: &str, mode: StringMode) -> Result<Expr, ParseError> {
+    let end = match mode {
+        StringMode::Escapes => "an operator or the end of the expression",
+        StringMode::Old => "an operator or the end of the line",
+    };
     let mut p = Parser::new(src, mode)?;
     if p.at_eof() {
         return Err(p.error("an expression"));
     }
     let e = p.expr()?;
     if !p.at_eof() {
-        return Err(p.error("an operator or the end of the expression"));
+        return Err(p.error(end));
     }
     Ok(e)
 }
@@ -430,4 +434,10 @@ pub fn parse_ad(src: &str) -> Result<ClassAd, ParseError> {
 /// An absolute time literal value.
 pub fn abstime(secs: i64, offset: i32) -> Value {
     Value::AbsTime(AbsTime { secs, offset })
+}
+
+/// Parses one complete old-syntax value (backslashes in strings are literal,
+/// except `\"`); anything after the expression is an error.
+pub fn parse_old_value_whole(src: &str) -> Result<Expr, ParseError> {
+    parse_expr_mode(src, StringMode::Old)
 }

