@@ -1,0 +1,133 @@
+//! Pure crates stay pure: checked by reading their sources and manifests.
+
+use std::path::{Path, PathBuf};
+
+/// The crates that hold semantics and must never do I/O (ARCHITECTURE.md).
+const PURE: &[&str] = &[
+    "classad",
+    "config",
+    "submit",
+    "startd",
+    "negotiator",
+    "schedd",
+    "sim",
+];
+
+/// Crates that do I/O; a pure crate may not depend on them.
+const IO_CRATES: &[&str] = &[
+    "store",
+    "starter",
+    "host",
+    "wire",
+    "daemons",
+    "tokio",
+    "rusqlite",
+    "reqwest",
+    "hyper",
+    "axum",
+    "nix",
+    "rustix",
+    "rand",
+    "getrandom",
+];
+
+/// Calls a pure crate must not make, with why.
+const FORBIDDEN: &[(&str, &str)] = &[
+    (
+        "SystemTime::now",
+        "reads the clock: take `now` as an argument",
+    ),
+    ("Instant::now", "reads the clock: take `now` as an argument"),
+    ("Utc::now", "reads the clock: take `now` as an argument"),
+    ("Local::now", "reads the clock and the local zone"),
+    (
+        "std::env::var",
+        "reads the environment: take it as an argument",
+    ),
+    ("env::var(", "reads the environment: take it as an argument"),
+    (
+        "std::fs::",
+        "touches the file system: files come in through a trait",
+    ),
+    (
+        "File::open",
+        "touches the file system: files come in through a trait",
+    ),
+    ("std::net::", "uses the network"),
+    ("std::process::Command", "spawns a process"),
+    ("thread_rng", "an unseeded random number generator"),
+];
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn pure_crates_do_no_io() {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for name in PURE {
+        let src = workspace().join("crates").join(name).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for f in files {
+            checked += 1;
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                for (pat, why) in FORBIDDEN {
+                    if code.contains(pat) {
+                        problems.push(format!("{}:{}: `{pat}` {why}", f.display(), i + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 0, "no pure crate sources found");
+    assert!(
+        problems.is_empty(),
+        "pure crates doing I/O:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn pure_crates_depend_on_no_io_crate() {
+    let mut problems = Vec::new();
+    for name in PURE {
+        let manifest = workspace().join("crates").join(name).join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        // Only [dependencies]: tests and benchmarks may use what they like.
+        let deps = text
+            .split("\n[")
+            .find(|s| s.starts_with("dependencies]"))
+            .unwrap_or("");
+        for line in deps.lines().skip(1) {
+            let dep = line.split(['=', '.', ' ']).next().unwrap_or("").trim();
+            if IO_CRATES.contains(&dep) {
+                problems.push(format!("{}: depends on `{dep}`", manifest.display()));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "pure crates with I/O dependencies:\n{}",
+        problems.join("\n")
+    );
+}
