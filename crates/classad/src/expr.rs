@@ -139,8 +139,8 @@ impl Expr {
     /// The literal expression for a computed value.
     pub fn from_value(v: Value) -> Expr {
         match v {
-            Value::List(l) => Expr::List(l.items),
-            Value::Ad(a) => Expr::Ad(a.ad),
+            Value::List(l) => Expr::List(l.items.clone()),
+            Value::Ad(a) => Expr::Ad(a.ad.clone()),
             other => Expr::Lit(other),
         }
     }

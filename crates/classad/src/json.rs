@@ -526,7 +526,7 @@ impl<'t> JsonReader<'t> {
             && raw.ends_with(")\\/")
             && s.len() >= 8;
         if !is_expr {
-            return Ok(Expr::Lit(Value::Str(Arc::from(s))));
+            return Ok(Expr::Lit(Value::Str(crate::value::ArcStr::from(s))));
         }
         let inner = &s[6..s.len() - 2];
         crate::parser::parse_expr(inner).map_err(|e| {

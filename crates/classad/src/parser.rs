@@ -247,7 +247,7 @@ impl<'s> Parser<'s> {
         let e = match t.tok {
             Tok::Int(i) => Expr::Lit(Value::Int(i)),
             Tok::Real(r) => Expr::Lit(Value::Real(r)),
-            Tok::Str(s) => Expr::Lit(Value::Str(Arc::from(s))),
+            Tok::Str(s) => Expr::Lit(Value::Str(crate::value::ArcStr::from(s))),
             Tok::True => Expr::Lit(Value::Bool(true)),
             Tok::False => Expr::Lit(Value::Bool(false)),
             Tok::Undefined => Expr::Lit(Value::Undefined),

@@ -1,7 +1,10 @@
 //! ClassAd values: what an expression evaluates to.
 
 use std::fmt;
+use std::ops::Deref;
 use std::sync::Arc;
+
+pub use arcstr::ArcStr;
 
 use crate::ad::ClassAd;
 use crate::eval::Scope;
@@ -20,7 +23,8 @@ pub enum Value {
     Bool(bool),
     Int(i64),
     Real(f64),
-    Str(Arc<str>),
+    /// A string: a thin, shared pointer, so a value stays two words.
+    Str(ArcStr),
     List(ListValue),
     Ad(AdValue),
     /// Seconds since the epoch, and the zone offset (seconds east of UTC) it prints in.
@@ -30,20 +34,56 @@ pub enum Value {
 }
 
 /// A list value: the element expressions and the scope to evaluate them in.
+/// (One pointer, so that every value fits in two machine words.)
 #[derive(Clone, Debug)]
-pub struct ListValue {
+pub struct ListValue(Arc<ListData>);
+
+#[derive(Debug)]
+pub struct ListData {
     pub items: Arc<[Expr]>,
     pub(crate) scope: Scope,
 }
 
+impl ListValue {
+    pub(crate) fn new(items: Arc<[Expr]>, scope: Scope) -> ListValue {
+        ListValue(Arc::new(ListData { items, scope }))
+    }
+}
+
+impl Deref for ListValue {
+    type Target = ListData;
+    fn deref(&self) -> &ListData {
+        &self.0
+    }
+}
+
 /// A nested ad value, with the scope that encloses it (its `parent`).
 #[derive(Clone, Debug)]
-pub struct AdValue {
+pub struct AdValue(Arc<AdData>);
+
+#[derive(Debug)]
+pub struct AdData {
     pub ad: Arc<ClassAd>,
     pub(crate) parent: Scope,
 }
 
+impl AdValue {
+    pub(crate) fn new(ad: Arc<ClassAd>, parent: Scope) -> AdValue {
+        AdValue(Arc::new(AdData { ad, parent }))
+    }
+}
+
+impl Deref for AdValue {
+    type Target = AdData;
+    fn deref(&self) -> &AdData {
+        &self.0
+    }
+}
+
+/// An absolute time: seconds since the epoch, and the zone offset it prints
+/// in. Packed so that a [`Value`] stays two words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, packed(4))]
 pub struct AbsTime {
     pub secs: i64,
     pub offset: i32,
@@ -83,24 +123,18 @@ impl ValueType {
 
 impl Value {
     pub fn str(s: &str) -> Value {
-        Value::Str(Arc::from(s))
+        Value::Str(ArcStr::from(s))
     }
 
     /// A list of already-computed values (each becomes a literal element).
     pub fn list_of(values: Vec<Value>) -> Value {
         let items: Vec<Expr> = values.into_iter().map(Expr::from_value).collect();
-        Value::List(ListValue {
-            items: items.into(),
-            scope: Scope::None,
-        })
+        Value::List(ListValue::new(items.into(), Scope::None))
     }
 
     /// A nested-ad value with no enclosing scope.
     pub fn ad(ad: ClassAd) -> Value {
-        Value::Ad(AdValue {
-            ad: Arc::new(ad),
-            parent: Scope::None,
-        })
+        Value::Ad(AdValue::new(Arc::new(ad), Scope::None))
     }
 
     pub fn value_type(&self) -> ValueType {
@@ -188,7 +222,7 @@ impl From<&str> for Value {
 }
 impl From<String> for Value {
     fn from(s: String) -> Value {
-        Value::Str(Arc::from(s))
+        Value::Str(ArcStr::from(s))
     }
 }
 
@@ -198,5 +232,13 @@ impl fmt::Display for Value {
         let mut s = String::new();
         crate::unparse::value_into(&mut s, self);
         f.write_str(&s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_value_is_two_words() {
+        assert_eq!(std::mem::size_of::<super::Value>(), 16);
     }
 }

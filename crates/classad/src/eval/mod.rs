@@ -301,14 +301,8 @@ impl<'a> Evaluator<'a> {
                 Some(f) => f(self, &call.args, scope),
                 None => Value::Error,
             },
-            Expr::List(items) => Value::List(ListValue {
-                items: items.clone(),
-                scope: scope.clone(),
-            }),
-            Expr::Ad(ad) => Value::Ad(AdValue {
-                ad: ad.clone(),
-                parent: scope.clone(),
-            }),
+            Expr::List(items) => Value::List(ListValue::new(items.clone(), scope.clone())),
+            Expr::Ad(ad) => Value::Ad(AdValue::new(ad.clone(), scope.clone())),
         }
     }
 
@@ -382,10 +376,7 @@ impl<'a> Evaluator<'a> {
                 Scope::Nested(node) => Some(match &node.parent {
                     Scope::None => Value::Undefined,
                     Scope::Top(side) => self.top_ad_value(*side),
-                    Scope::Nested(p) => Value::Ad(AdValue {
-                        ad: p.ad.clone(),
-                        parent: p.parent.clone(),
-                    }),
+                    Scope::Nested(p) => Value::Ad(AdValue::new(p.ad.clone(), p.parent.clone())),
                 }),
                 // The top-level ads of a match are held by a context ad of
                 // their own (HTCondor's MatchClassAd), which has nothing else.
@@ -399,10 +390,7 @@ impl<'a> Evaluator<'a> {
         match self.side_ad(side) {
             // The top-level ads are borrowed; a copy is made only when an
             // expression asks for the whole ad as a value (rare).
-            Some(ad) => Value::Ad(AdValue {
-                ad: Arc::new(ad.clone()),
-                parent: Scope::None,
-            }),
+            Some(ad) => Value::Ad(AdValue::new(Arc::new(ad.clone()), Scope::None)),
             None => Value::Undefined,
         }
     }

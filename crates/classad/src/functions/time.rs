@@ -283,10 +283,7 @@ fn tm_of(ev: &mut Evaluator<'_>, v: &Value) -> Option<Tm> {
     let ad = match v {
         Value::RelTime(_) => return None,
         Value::Ad(a) => a.clone(),
-        _ => crate::value::AdValue {
-            ad: std::sync::Arc::new(split(ev, v)?),
-            parent: Scope::None,
-        },
+        _ => crate::value::AdValue::new(std::sync::Arc::new(split(ev, v)?), Scope::None),
     };
     let mut field = |name: &str| match ev.lookup_in_ad(&ad, &AttrName::new(name)) {
         Value::Int(i) => Some(i),
