@@ -1,10 +1,9 @@
 //! The ClassAd: a set of attributes, each bound to an expression.
 
-use std::collections::HashMap;
 use std::fmt;
 
 use crate::expr::Expr;
-use crate::name::{htcondor_order, AttrName, PassThroughBuild};
+use crate::name::{htcondor_order, same_name, AttrName};
 
 /// A ClassAd. Names are case-insensitive and keep the spelling they were first
 /// given; assigning an existing name replaces its expression.
@@ -15,8 +14,11 @@ use crate::name::{htcondor_order, AttrName, PassThroughBuild};
 #[derive(Clone, Default)]
 pub struct ClassAd {
     entries: Vec<(AttrName, Expr)>,
-    /// Case-insensitive hash of a name -> position in `entries`.
-    index: HashMap<u64, u32, PassThroughBuild>,
+    /// An open-addressing table over the names' case-insensitive hashes: each
+    /// slot holds a position in `entries` plus one (0 is empty). Its size is a
+    /// power of two at least twice the number of entries, so a lookup is
+    /// usually one probe and one name comparison.
+    slots: Vec<u32>,
 }
 
 impl ClassAd {
@@ -40,9 +42,13 @@ impl ClassAd {
             self.entries[pos].1 = expr;
             return;
         }
-        let pos = self.entries.len() as u32;
-        self.index.entry(name.fold_hash()).or_insert(pos);
         self.entries.push((name, expr));
+        if self.entries.len() * 2 > self.slots.len() {
+            self.reindex();
+        } else {
+            let pos = self.entries.len() - 1;
+            self.place(pos);
+        }
     }
 
     /// Parses `text` as an expression and sets `name` to it.
@@ -65,10 +71,26 @@ impl ClassAd {
     }
 
     fn reindex(&mut self) {
-        self.index.clear();
-        for (i, (n, _)) in self.entries.iter().enumerate() {
-            self.index.entry(n.fold_hash()).or_insert(i as u32);
+        let size = (self.entries.len() * 2).next_power_of_two().max(8);
+        self.slots.clear();
+        self.slots.resize(size, 0);
+        for pos in 0..self.entries.len() {
+            self.place(pos);
         }
+    }
+
+    #[inline]
+    fn first_slot(&self, hash: u64) -> usize {
+        ((hash ^ (hash >> 29)) as usize) & (self.slots.len() - 1)
+    }
+
+    fn place(&mut self, pos: usize) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.first_slot(self.entries[pos].0.fold_hash());
+        while self.slots[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = pos as u32 + 1;
     }
 
     fn position(&self, name: &AttrName) -> Option<usize> {
@@ -77,12 +99,23 @@ impl ClassAd {
 
     #[inline]
     fn position_hashed(&self, hash: u64, name: &str) -> Option<usize> {
-        let pos = *self.index.get(&hash)? as usize;
-        if self.entries[pos].0.is(name) {
-            return Some(pos);
+        if self.slots.is_empty() {
+            return None;
         }
-        // Two different names with one hash: rare enough for a scan.
-        self.entries.iter().position(|(n, _)| n.is(name))
+        let mask = self.slots.len() - 1;
+        let mut i = self.first_slot(hash);
+        loop {
+            let slot = self.slots[i];
+            if slot == 0 {
+                return None;
+            }
+            let pos = slot as usize - 1;
+            let n = &self.entries[pos].0;
+            if n.fold_hash() == hash && same_name(n.as_str(), name) {
+                return Some(pos);
+            }
+            i = (i + 1) & mask;
+        }
     }
 
     /// The expression bound to `name` (any case).

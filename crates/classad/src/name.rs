@@ -7,7 +7,7 @@
 
 use std::cmp::Ordering;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 use std::sync::Arc;
 
 /// An attribute name with its precomputed case-insensitive hash.
@@ -15,14 +15,53 @@ use std::sync::Arc;
 pub struct AttrName {
     text: Arc<str>,
     hash: u64,
+    special: Special,
+}
+
+/// Names the evaluator treats specially, recognised once when the name is
+/// made rather than on every evaluation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Special {
+    None,
+    /// `MY`: the ad the expression lives in.
+    My,
+    /// `TARGET` or `other`: the other ad of the match.
+    Target,
+    /// `parent`: the enclosing scope.
+    Parent,
+    /// `CurrentTime`: the clock, when the ad does not define it.
+    CurrentTime,
+}
+
+impl Special {
+    fn of(text: &str) -> Special {
+        if text.eq_ignore_ascii_case("my") {
+            Special::My
+        } else if text.eq_ignore_ascii_case("target") || text.eq_ignore_ascii_case("other") {
+            Special::Target
+        } else if text.eq_ignore_ascii_case("parent") {
+            Special::Parent
+        } else if text.eq_ignore_ascii_case("currenttime") {
+            Special::CurrentTime
+        } else {
+            Special::None
+        }
+    }
 }
 
 impl AttrName {
     pub fn new(text: &str) -> AttrName {
         AttrName {
             hash: fold_hash(text),
+            special: Special::of(text),
             text: Arc::from(text),
         }
+    }
+
+    /// Whether this is one of the names the evaluator treats specially.
+    #[inline]
+    pub fn special(&self) -> Special {
+        self.special
     }
 
     /// The spelling this name was written with.
@@ -36,13 +75,15 @@ impl AttrName {
     }
 
     /// True if both names are the same ignoring ASCII case.
+    #[inline]
     pub fn matches(&self, other: &AttrName) -> bool {
-        self.hash == other.hash && self.text.eq_ignore_ascii_case(&other.text)
+        self.hash == other.hash && same_name(&self.text, &other.text)
     }
 
     /// True if this name is `text` ignoring ASCII case.
+    #[inline]
     pub fn is(&self, text: &str) -> bool {
-        self.text.eq_ignore_ascii_case(text)
+        same_name(&self.text, text)
     }
 }
 
@@ -77,6 +118,12 @@ impl From<&str> for AttrName {
     }
 }
 
+/// Case-insensitive name equality, with the common exact-spelling case first.
+#[inline]
+pub fn same_name(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (a.as_bytes() == b.as_bytes() || a.eq_ignore_ascii_case(b))
+}
+
 /// FNV-1a over the ASCII-lowercased bytes: short names, hashed once.
 pub fn fold_hash(text: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -96,23 +143,3 @@ pub fn htcondor_order(a: &str, b: &str) -> Ordering {
             .cmp(b.bytes().map(|c| c.to_ascii_lowercase()))
     })
 }
-
-/// A hasher that passes a precomputed `u64` through untouched.
-#[derive(Default)]
-pub struct PassThroughHasher(u64);
-
-impl Hasher for PassThroughHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8) ^ u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-pub type PassThroughBuild = BuildHasherDefault<PassThroughHasher>;

@@ -26,7 +26,10 @@ pub fn value_json(v: &Value, type_only: bool) -> Json {
         Value::Int(i) => Some(json!(i)),
         Value::Real(r) => Some(real_json(*r)),
         Value::Str(s) => Some(json!(&**s)),
-        Value::AbsTime(t) => Some(Json::from({ t.secs })),
+        Value::AbsTime(t) => {
+            let secs = t.secs;
+            Some(Json::from(secs))
+        }
         Value::RelTime(r) => Some(real_json(*r)),
         _ => None,
     };

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use crate::ad::ClassAd;
 use crate::expr::{BinOp, Expr};
-use crate::name::AttrName;
+use crate::name::{AttrName, Special};
 use crate::value::{AdValue, ListValue, Value};
 
 /// Finds a user's home directory by login name (supplied by the I/O layer).
@@ -203,10 +203,8 @@ impl<'a> Evaluator<'a> {
         z ^ (z >> 31)
     }
 
+    #[inline]
     fn enter(&mut self, e: *const Expr) -> Result<(), Value> {
-        if self.failed {
-            return Err(Value::Error);
-        }
         let inline = &self.visiting[..self.visiting_len];
         if inline.contains(&e) || self.visiting_spill.contains(&e) {
             return Err(Value::Undefined);
@@ -237,51 +235,71 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Evaluates `e` in `scope`.
+    #[inline]
     pub fn eval(&mut self, e: &Expr, scope: &Scope) -> Value {
-        let costs = !matches!(
-            e,
-            Expr::Lit(_) | Expr::RelTimeLit(_) | Expr::Call(_) | Expr::List(_) | Expr::Ad(_)
-        );
-        if !costs {
-            return self.eval_node(e, scope);
-        }
-        if self.depth >= MAX_EVAL_DEPTH || self.failed {
-            self.failed = true;
-            return Value::Error;
-        }
-        self.depth += 1;
-        // Checking the stack costs a little, so only every few levels.
-        let v = if self.depth.is_multiple_of(16) {
-            stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || self.eval_node(e, scope))
-        } else {
-            self.eval_node(e, scope)
-        };
-        self.depth -= 1;
-        v
-    }
-
-    fn eval_node(&mut self, e: &Expr, scope: &Scope) -> Value {
         match e {
             Expr::Lit(v) => v.clone(),
-            Expr::RelTimeLit(secs) => Value::Real(*secs),
+            // Literals, calls, lists and ads cost nothing against the depth limit.
+            Expr::RelTimeLit(_) | Expr::Call(_) | Expr::List(_) | Expr::Ad(_) => {
+                self.eval_uncounted(e, scope)
+            }
+            _ => {
+                if self.depth >= MAX_EVAL_DEPTH {
+                    return self.fail();
+                }
+                self.depth += 1;
+                // Checking the stack costs a little, so only every few levels.
+                let v = if self.depth.is_multiple_of(16) {
+                    self.eval_on_enough_stack(e, scope)
+                } else {
+                    self.eval_counted(e, scope)
+                };
+                self.depth -= 1;
+                v
+            }
+        }
+    }
+
+    #[cold]
+    fn fail(&mut self) -> Value {
+        self.failed = true;
+        Value::Error
+    }
+
+    #[inline(never)]
+    fn eval_on_enough_stack(&mut self, e: &Expr, scope: &Scope) -> Value {
+        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || self.eval_counted(e, scope))
+    }
+
+    /// Operators and attribute references: the hot path of policy expressions.
+    fn eval_counted(&mut self, e: &Expr, scope: &Scope) -> Value {
+        match e {
             Expr::Attr(name) => self.eval_attr_ref(name, scope),
-            Expr::Absolute(name) => self.eval_absolute(name, scope),
-            Expr::Select(base, name) => self.eval_select(base, name, scope),
-            Expr::Index(base, idx) => {
-                let b = self.eval(base, scope);
-                let i = self.eval(idx, scope);
-                self.index(b, i)
-            }
-            Expr::Unary(op, x) => {
-                let v = self.eval(x, scope);
-                ops::unary(*op, &v)
-            }
+            Expr::Paren(x) => self.eval(x, scope),
             Expr::Binary(BinOp::And, l, r) => self.eval_and(l, r, scope),
             Expr::Binary(BinOp::Or, l, r) => self.eval_or(l, r, scope),
             Expr::Binary(op, l, r) => {
                 let a = self.eval(l, scope);
                 let b = self.eval(r, scope);
                 ops::binary(*op, &a, &b)
+            }
+            Expr::Unary(op, x) => {
+                let v = self.eval(x, scope);
+                ops::unary(*op, &v)
+            }
+            Expr::Select(base, name) => self.eval_select(base, name, scope),
+            _ => self.eval_rare(e, scope),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_rare(&mut self, e: &Expr, scope: &Scope) -> Value {
+        match e {
+            Expr::Absolute(name) => self.eval_absolute(name, scope),
+            Expr::Index(base, idx) => {
+                let b = self.eval(base, scope);
+                let i = self.eval(idx, scope);
+                self.index(b, i)
             }
             Expr::Cond(c, t, f) => match self.eval(c, scope) {
                 Value::Error => Value::Error,
@@ -296,13 +314,22 @@ impl<'a> Evaluator<'a> {
                 Value::Undefined => self.eval(b, scope),
                 v => v,
             },
-            Expr::Paren(x) => self.eval(x, scope),
+            other => self.eval_uncounted(other, scope),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_uncounted(&mut self, e: &Expr, scope: &Scope) -> Value {
+        match e {
+            Expr::Lit(v) => v.clone(),
+            Expr::RelTimeLit(secs) => Value::Real(*secs),
             Expr::Call(call) => match call.builtin {
                 Some(f) => f(self, &call.args, scope),
                 None => Value::Error,
             },
             Expr::List(items) => Value::List(ListValue::new(items.clone(), scope.clone())),
             Expr::Ad(ad) => Value::Ad(AdValue::new(ad.clone(), scope.clone())),
+            other => self.eval(other, scope),
         }
     }
 
@@ -361,17 +388,11 @@ impl<'a> Evaluator<'a> {
     /// ads; they are resolved first here, so an ad attribute with one of these
     /// names cannot shadow them.
     fn special(&self, name: &AttrName, scope: &Scope) -> Option<Value> {
-        let n = name.as_str();
-        if n.len() == 2 && n.eq_ignore_ascii_case("my") {
-            let side = scope.root_side()?;
-            return Some(self.top_ad_value(side));
-        }
-        if n.eq_ignore_ascii_case("target") || n.eq_ignore_ascii_case("other") {
-            let side = scope.root_side()?.other();
-            return Some(self.top_ad_value(side));
-        }
-        if n.len() == 6 && n.eq_ignore_ascii_case("parent") {
-            return match scope {
+        match name.special() {
+            Special::None | Special::CurrentTime => None,
+            Special::My => Some(self.top_ad_value(scope.root_side()?)),
+            Special::Target => Some(self.top_ad_value(scope.root_side()?.other())),
+            Special::Parent => match scope {
                 Scope::None => None,
                 Scope::Nested(node) => Some(match &node.parent {
                     Scope::None => Value::Undefined,
@@ -381,9 +402,8 @@ impl<'a> Evaluator<'a> {
                 // The top-level ads of a match are held by a context ad of
                 // their own (HTCondor's MatchClassAd), which has nothing else.
                 Scope::Top(_) => Some(Value::ad(ClassAd::new())),
-            };
+            },
         }
-        None
     }
 
     fn top_ad_value(&self, side: Side) -> Value {
@@ -401,7 +421,7 @@ impl<'a> Evaluator<'a> {
         if let Some(e) = ad.lookup_name(name) {
             return Some(self.eval_bound(e, &Scope::Top(side)));
         }
-        if name.is("CurrentTime") {
+        if name.special() == Special::CurrentTime {
             return Some(Value::Int(self.env.now));
         }
         None
@@ -453,13 +473,10 @@ impl<'a> Evaluator<'a> {
     fn eval_select(&mut self, base: &Expr, name: &AttrName, scope: &Scope) -> Value {
         // Fast path for MY.x and TARGET.x: no copy of the ad.
         if let Expr::Attr(b) = base {
-            let n = b.as_str();
-            let side = if n.eq_ignore_ascii_case("my") {
-                scope.root_side()
-            } else if n.eq_ignore_ascii_case("target") || n.eq_ignore_ascii_case("other") {
-                scope.root_side().map(Side::other)
-            } else {
-                None
+            let side = match b.special() {
+                Special::My => scope.root_side(),
+                Special::Target => scope.root_side().map(Side::other),
+                _ => None,
             };
             if let Some(side) = side {
                 // HTCondor evaluates the `MY`/`TARGET` reference itself one level down.
@@ -469,11 +486,7 @@ impl<'a> Evaluator<'a> {
                 }
                 return self.lookup_top(side, name).unwrap_or(Value::Undefined);
             }
-            if (n.eq_ignore_ascii_case("my")
-                || n.eq_ignore_ascii_case("target")
-                || n.eq_ignore_ascii_case("other"))
-                && matches!(scope, Scope::None)
-            {
+            if matches!(b.special(), Special::My | Special::Target) && matches!(scope, Scope::None) {
                 return Value::Undefined;
             }
         }

@@ -47,6 +47,26 @@ fn real_result(r: f64, a: f64, b: f64) -> Value {
 }
 
 pub fn binary(op: BinOp, a: &Value, b: &Value) -> Value {
+    // The common case in policy expressions: two numbers compared or combined.
+    if let (Value::Int(x), Value::Int(y)) = (a, b) {
+        let (x, y) = (*x, *y);
+        match op {
+            BinOp::Lt => return Value::Bool(x < y),
+            BinOp::Le => return Value::Bool(x <= y),
+            BinOp::Gt => return Value::Bool(x > y),
+            BinOp::Ge => return Value::Bool(x >= y),
+            BinOp::Eq => return Value::Bool(x == y),
+            BinOp::Ne => return Value::Bool(x != y),
+            BinOp::Add => return Value::Int(x.wrapping_add(y)),
+            BinOp::Sub => return Value::Int(x.wrapping_sub(y)),
+            BinOp::Mul => return Value::Int(x.wrapping_mul(y)),
+            _ => {}
+        }
+    }
+    binary_general(op, a, b)
+}
+
+fn binary_general(op: BinOp, a: &Value, b: &Value) -> Value {
     match op {
         BinOp::MetaEq => return identical(a, b),
         BinOp::MetaNe => {
