@@ -50,7 +50,14 @@ impl Special {
 }
 
 impl AttrName {
+    /// The name spelled `text`. Names are interned process-wide (up to a
+    /// bound), so that the same spelling in two ads shares one text and most
+    /// lookups compare pointers rather than bytes.
     pub fn new(text: &str) -> AttrName {
+        interned(text)
+    }
+
+    fn make(text: &str) -> AttrName {
         AttrName {
             hash: fold_hash(text),
             special: Special::of(text),
@@ -118,10 +125,37 @@ impl From<&str> for AttrName {
     }
 }
 
+/// How many distinct spellings the interner keeps; past that, names are made
+/// fresh (still correct, just compared by bytes), so hostile input cannot
+/// grow it without bound.
+const INTERN_LIMIT: usize = 1 << 16;
+
+fn interned(text: &str) -> AttrName {
+    use std::collections::HashMap;
+    use std::sync::{OnceLock, RwLock};
+    static TABLE: OnceLock<RwLock<HashMap<Box<str>, AttrName>>> = OnceLock::new();
+    let table = TABLE.get_or_init(Default::default);
+    if let Some(n) = table.read().unwrap_or_else(|e| e.into_inner()).get(text) {
+        return n.clone();
+    }
+    let mut w = table.write().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = w.get(text) {
+        return n.clone();
+    }
+    let n = AttrName::make(text);
+    if w.len() < INTERN_LIMIT {
+        w.insert(Box::from(text), n.clone());
+    }
+    n
+}
+
 /// Case-insensitive name equality, with the common exact-spelling case first.
 #[inline]
 pub fn same_name(a: &str, b: &str) -> bool {
-    a.len() == b.len() && (a.as_bytes() == b.as_bytes() || a.eq_ignore_ascii_case(b))
+    a.len() == b.len()
+        && (std::ptr::eq(a.as_ptr(), b.as_ptr())
+            || a.as_bytes() == b.as_bytes()
+            || a.eq_ignore_ascii_case(b))
 }
 
 /// FNV-1a over the ASCII-lowercased bytes: short names, hashed once.

@@ -225,7 +225,13 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Evaluates the expression bound to an attribute, guarding against cycles.
+    #[inline]
     fn eval_bound(&mut self, e: &Expr, scope: &Scope) -> Value {
+        // Most attributes of a machine or job ad are literals, which cannot
+        // take part in a cycle.
+        if let Expr::Lit(v) = e {
+            return v.clone();
+        }
         if let Err(v) = self.enter(e) {
             return v;
         }
@@ -275,7 +281,7 @@ impl<'a> Evaluator<'a> {
     fn eval_counted(&mut self, e: &Expr, scope: &Scope) -> Value {
         match e {
             Expr::Attr(name) => self.eval_attr_ref(name, scope),
-            Expr::Paren(x) => self.eval(x, scope),
+            Expr::Paren(x) => self.eval_parens(x, scope),
             Expr::Binary(BinOp::And, l, r) => self.eval_and(l, r, scope),
             Expr::Binary(BinOp::Or, l, r) => self.eval_or(l, r, scope),
             Expr::Binary(op, l, r) => {
@@ -290,6 +296,24 @@ impl<'a> Evaluator<'a> {
             Expr::Select(base, name) => self.eval_select(base, name, scope),
             _ => self.eval_rare(e, scope),
         }
+    }
+
+    /// Nested parentheses each cost one level, as in HTCondor, but need no
+    /// call of their own.
+    #[inline]
+    fn eval_parens(&mut self, mut x: &Expr, scope: &Scope) -> Value {
+        let mut extra = 0;
+        while let Expr::Paren(inner) = x {
+            extra += 1;
+            x = inner;
+        }
+        if self.depth + extra >= MAX_EVAL_DEPTH {
+            return self.fail();
+        }
+        self.depth += extra;
+        let v = self.eval(x, scope);
+        self.depth -= extra;
+        v
     }
 
     #[inline(never)]
