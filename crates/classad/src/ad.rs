@@ -97,7 +97,7 @@ impl ClassAd {
         self.position_hashed(name.fold_hash(), name.as_str())
     }
 
-    #[inline]
+    #[inline(always)]
     fn position_hashed(&self, hash: u64, name: &str) -> Option<usize> {
         if self.slots.is_empty() {
             return None;

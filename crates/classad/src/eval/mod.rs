@@ -12,6 +12,7 @@
 
 pub mod ops;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::ad::ClassAd;
@@ -116,6 +117,12 @@ impl Scope {
     pub fn nested(ad: Arc<ClassAd>, parent: Scope) -> Scope {
         Scope::Nested(Arc::new(ScopeNode { ad, parent }))
     }
+}
+
+/// True when this thread's stack has little room left.
+#[inline]
+fn stack_is_low() -> bool {
+    stacker::remaining_stack().is_some_and(|r| r < 128 * 1024)
 }
 
 /// Evaluation could not finish: it recursed deeper than HTCondor allows.
@@ -241,28 +248,47 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Evaluates `e` in `scope`.
-    #[inline]
     pub fn eval(&mut self, e: &Expr, scope: &Scope) -> Value {
-        match e {
-            Expr::Lit(v) => v.clone(),
-            // Literals, calls, lists and ads cost nothing against the depth limit.
-            Expr::RelTimeLit(_) | Expr::Call(_) | Expr::List(_) | Expr::Ad(_) => {
-                self.eval_uncounted(e, scope)
-            }
-            _ => {
+        // Checking the stack costs a little, so only every few levels; deep
+        // enough, evaluation continues on a fresh stack segment.
+        if self.depth.is_multiple_of(16) && self.depth > 0 && stack_is_low() {
+            return self.eval_on_new_stack(e, scope);
+        }
+        // Operators and attribute references cost one level each against
+        // HTCondor's depth limit; literals, calls, lists and ads cost nothing.
+        macro_rules! counted {
+            ($body:expr) => {{
                 if self.depth >= MAX_EVAL_DEPTH {
                     return self.fail();
                 }
                 self.depth += 1;
-                // Checking the stack costs a little, so only every few levels.
-                let v = if self.depth.is_multiple_of(16) {
-                    self.eval_on_enough_stack(e, scope)
-                } else {
-                    self.eval_counted(e, scope)
-                };
+                let v = $body;
                 self.depth -= 1;
                 v
+            }};
+        }
+        match e {
+            Expr::Lit(v) => v.clone(),
+            Expr::Attr(name) => counted!(self.eval_attr_ref(name, scope)),
+            Expr::Paren(x) => self.eval_parens(x, scope),
+            Expr::Binary(op, l, r) => counted!(match op {
+                BinOp::And => self.eval_and(l, r, scope),
+                BinOp::Or => self.eval_or(l, r, scope),
+                _ => {
+                    let a = self.operand(l, scope);
+                    let b = self.operand(r, scope);
+                    ops::binary(*op, &a, &b)
+                }
+            }),
+            Expr::Unary(op, x) => counted!({
+                let v = self.eval(x, scope);
+                ops::unary(*op, &v)
+            }),
+            Expr::Select(base, name) => counted!(self.eval_select(base, name, scope)),
+            Expr::Absolute(_) | Expr::Index(..) | Expr::Cond(..) | Expr::Elvis(..) => {
+                counted!(self.eval_rare(e, scope))
             }
+            _ => self.eval_uncounted(e, scope),
         }
     }
 
@@ -272,30 +298,10 @@ impl<'a> Evaluator<'a> {
         Value::Error
     }
 
+    #[cold]
     #[inline(never)]
-    fn eval_on_enough_stack(&mut self, e: &Expr, scope: &Scope) -> Value {
-        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || self.eval_counted(e, scope))
-    }
-
-    /// Operators and attribute references: the hot path of policy expressions.
-    fn eval_counted(&mut self, e: &Expr, scope: &Scope) -> Value {
-        match e {
-            Expr::Attr(name) => self.eval_attr_ref(name, scope),
-            Expr::Paren(x) => self.eval_parens(x, scope),
-            Expr::Binary(BinOp::And, l, r) => self.eval_and(l, r, scope),
-            Expr::Binary(BinOp::Or, l, r) => self.eval_or(l, r, scope),
-            Expr::Binary(op, l, r) => {
-                let a = self.eval(l, scope);
-                let b = self.eval(r, scope);
-                ops::binary(*op, &a, &b)
-            }
-            Expr::Unary(op, x) => {
-                let v = self.eval(x, scope);
-                ops::unary(*op, &v)
-            }
-            Expr::Select(base, name) => self.eval_select(base, name, scope),
-            _ => self.eval_rare(e, scope),
-        }
+    fn eval_on_new_stack(&mut self, e: &Expr, scope: &Scope) -> Value {
+        stacker::grow(2 * 1024 * 1024, || self.eval(e, scope))
     }
 
     /// Nested parentheses each cost one level, as in HTCondor, but need no
@@ -316,6 +322,7 @@ impl<'a> Evaluator<'a> {
         v
     }
 
+    /// Absolute references, subscripts and the conditionals (counted by the caller).
     #[inline(never)]
     fn eval_rare(&mut self, e: &Expr, scope: &Scope) -> Value {
         match e {
@@ -357,11 +364,57 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// An operand's value, borrowed where it can be: a literal, or an
+    /// attribute of MY or TARGET bound to a literal (most attributes of a
+    /// machine or job ad). Anything else is evaluated. This is the hot path of
+    /// policy expressions: no call, no copy, no reference count.
+    #[inline(always)]
+    fn operand<'x>(&mut self, e: &'x Expr, scope: &Scope) -> Cow<'x, Value>
+    where
+        'a: 'x,
+    {
+        match e {
+            Expr::Lit(v) => return Cow::Borrowed(v),
+            Expr::Attr(name) if name.special() == Special::None => {
+                if let Scope::Top(side) = scope {
+                    if let Some(Expr::Lit(v)) = self.side_ad(*side).and_then(|ad| ad.lookup_name(name)) {
+                        // A reference costs a level, as in HTCondor.
+                        if self.depth >= MAX_EVAL_DEPTH {
+                            return Cow::Owned(self.fail());
+                        }
+                        return Cow::Borrowed(v);
+                    }
+                }
+            }
+            Expr::Select(base, name) => {
+                if let (Expr::Attr(b), Some(root)) = (&**base, scope.root_side()) {
+                    let side = match b.special() {
+                        Special::My => Some(root),
+                        Special::Target => Some(root.other()),
+                        _ => None,
+                    };
+                    if let Some(Expr::Lit(v)) = side
+                        .and_then(|side| self.side_ad(side))
+                        .and_then(|ad| ad.lookup_name(name))
+                    {
+                        // The select and the MY/TARGET reference below it.
+                        if self.depth + 1 >= MAX_EVAL_DEPTH {
+                            return Cow::Owned(self.fail());
+                        }
+                        return Cow::Borrowed(v);
+                    }
+                }
+            }
+            _ => {}
+        }
+        Cow::Owned(self.eval(e, scope))
+    }
+
     fn eval_and(&mut self, l: &Expr, r: &Expr, scope: &Scope) -> Value {
-        let lv = self.eval(l, scope);
-        match lv {
+        let lv = self.operand(l, scope);
+        match &*lv {
             Value::Error => Value::Error,
-            Value::Undefined => match self.eval(r, scope) {
+            Value::Undefined => match &*self.operand(r, scope) {
                 Value::Error => Value::Error,
                 Value::Undefined => Value::Undefined,
                 rv => match rv.as_bool() {
@@ -373,7 +426,7 @@ impl<'a> Evaluator<'a> {
             lv => match lv.as_bool() {
                 None => Value::Error,
                 Some(false) => Value::Bool(false),
-                Some(true) => match self.eval(r, scope) {
+                Some(true) => match &*self.operand(r, scope) {
                     Value::Error => Value::Error,
                     Value::Undefined => Value::Undefined,
                     rv => rv.as_bool().map_or(Value::Error, Value::Bool),
@@ -383,10 +436,10 @@ impl<'a> Evaluator<'a> {
     }
 
     fn eval_or(&mut self, l: &Expr, r: &Expr, scope: &Scope) -> Value {
-        let lv = self.eval(l, scope);
-        match lv {
+        let lv = self.operand(l, scope);
+        match &*lv {
             Value::Error => Value::Error,
-            Value::Undefined => match self.eval(r, scope) {
+            Value::Undefined => match &*self.operand(r, scope) {
                 Value::Error => Value::Error,
                 Value::Undefined => Value::Undefined,
                 rv => match rv.as_bool() {
@@ -398,7 +451,7 @@ impl<'a> Evaluator<'a> {
             lv => match lv.as_bool() {
                 None => Value::Error,
                 Some(true) => Value::Bool(true),
-                Some(false) => match self.eval(r, scope) {
+                Some(false) => match &*self.operand(r, scope) {
                     Value::Error => Value::Error,
                     Value::Undefined => Value::Undefined,
                     rv => rv.as_bool().map_or(Value::Error, Value::Bool),
@@ -440,6 +493,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Looks `name` up in a top-level ad; `CurrentTime` missing there is the clock.
+    #[inline(always)]
     fn lookup_top(&mut self, side: Side, name: &AttrName) -> Option<Value> {
         let ad = self.side_ad(side)?;
         if let Some(e) = ad.lookup_name(name) {
