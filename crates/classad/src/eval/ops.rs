@@ -46,26 +46,56 @@ fn real_result(r: f64, a: f64, b: f64) -> Value {
     }
 }
 
+#[inline]
 pub fn binary(op: BinOp, a: &Value, b: &Value) -> Value {
-    // The common case in policy expressions: two numbers compared or combined.
-    if let (Value::Int(x), Value::Int(y)) = (a, b) {
-        let (x, y) = (*x, *y);
-        match op {
-            BinOp::Lt => return Value::Bool(x < y),
-            BinOp::Le => return Value::Bool(x <= y),
-            BinOp::Gt => return Value::Bool(x > y),
-            BinOp::Ge => return Value::Bool(x >= y),
-            BinOp::Eq => return Value::Bool(x == y),
-            BinOp::Ne => return Value::Bool(x != y),
-            BinOp::Add => return Value::Int(x.wrapping_add(y)),
-            BinOp::Sub => return Value::Int(x.wrapping_sub(y)),
-            BinOp::Mul => return Value::Int(x.wrapping_mul(y)),
-            _ => {}
+    // The common cases in policy expressions: two numbers compared or
+    // combined. Everything else, and every corner case, goes the long way.
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => {
+            let (x, y) = (*x, *y);
+            match op {
+                BinOp::Lt => return Value::Bool(x < y),
+                BinOp::Le => return Value::Bool(x <= y),
+                BinOp::Gt => return Value::Bool(x > y),
+                BinOp::Ge => return Value::Bool(x >= y),
+                BinOp::Eq => return Value::Bool(x == y),
+                BinOp::Ne => return Value::Bool(x != y),
+                BinOp::Add => return Value::Int(x.wrapping_add(y)),
+                BinOp::Sub => return Value::Int(x.wrapping_sub(y)),
+                BinOp::Mul => return Value::Int(x.wrapping_mul(y)),
+                _ => {}
+            }
         }
+        (Value::Str(x), Value::Str(y)) if matches!(op, BinOp::Eq | BinOp::Ne) => {
+            // Case-insensitive equality needs no ordering.
+            return Value::Bool(x.eq_ignore_ascii_case(y) == (op == BinOp::Eq));
+        }
+        (Value::Real(_) | Value::Int(_), Value::Real(_) | Value::Int(_)) => {
+            let x = a.as_number().unwrap_or(0.0);
+            let y = b.as_number().unwrap_or(0.0);
+            // Ordered comparisons are false with a NaN, as in compare().
+            match op {
+                BinOp::Lt => return Value::Bool(x < y),
+                BinOp::Le => return Value::Bool(x <= y),
+                BinOp::Gt => return Value::Bool(x > y),
+                BinOp::Ge => return Value::Bool(x >= y),
+                BinOp::Add | BinOp::Sub | BinOp::Mul => {
+                    let r = match op {
+                        BinOp::Add => x + y,
+                        BinOp::Sub => x - y,
+                        _ => x * y,
+                    };
+                    return real_result(r, x, y);
+                }
+                _ => {}
+            }
+        }
+        _ => {}
     }
     binary_general(op, a, b)
 }
 
+#[inline(never)]
 fn binary_general(op: BinOp, a: &Value, b: &Value) -> Value {
     match op {
         BinOp::MetaEq => return identical(a, b),
