@@ -1,18 +1,19 @@
 //! The ClassAd lexer: tokens with their byte offsets.
 
+use std::borrow::Cow;
+
 use crate::error::ParseError;
 
+/// A token. Names and strings borrow from the source where they can (no
+/// escapes to undo), so lexing allocates only for the rare literal that needs it.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Tok {
+pub enum Tok<'s> {
     Int(i64),
     Real(f64),
     /// A string literal (adjacent literals already joined).
-    Str(String),
+    Str(Cow<'s, str>),
     /// An identifier, or a quoted name when `quoted` is set.
-    Name {
-        text: String,
-        quoted: bool,
-    },
+    Name { text: Cow<'s, str>, quoted: bool },
     True,
     False,
     Undefined,
@@ -58,7 +59,63 @@ pub enum Tok {
     Eof,
 }
 
-impl Tok {
+impl Tok<'_> {
+    /// The same token, owning its text.
+    pub fn into_static(self) -> Tok<'static> {
+        match self {
+            Tok::Str(s) => Tok::Str(Cow::Owned(s.into_owned())),
+            Tok::Name { text, quoted } => Tok::Name {
+                text: Cow::Owned(text.into_owned()),
+                quoted,
+            },
+            Tok::Int(i) => Tok::Int(i),
+            Tok::Real(r) => Tok::Real(r),
+            Tok::True => Tok::True,
+            Tok::False => Tok::False,
+            Tok::Undefined => Tok::Undefined,
+            Tok::Error => Tok::Error,
+            Tok::LParen => Tok::LParen,
+            Tok::RParen => Tok::RParen,
+            Tok::LBrace => Tok::LBrace,
+            Tok::RBrace => Tok::RBrace,
+            Tok::LBracket => Tok::LBracket,
+            Tok::RBracket => Tok::RBracket,
+            Tok::Comma => Tok::Comma,
+            Tok::Semi => Tok::Semi,
+            Tok::Dot => Tok::Dot,
+            Tok::Assign => Tok::Assign,
+            Tok::Question => Tok::Question,
+            Tok::Colon => Tok::Colon,
+            Tok::Elvis => Tok::Elvis,
+            Tok::OrOr => Tok::OrOr,
+            Tok::AndAnd => Tok::AndAnd,
+            Tok::Bar => Tok::Bar,
+            Tok::Caret => Tok::Caret,
+            Tok::Amp => Tok::Amp,
+            Tok::EqEq => Tok::EqEq,
+            Tok::NotEq => Tok::NotEq,
+            Tok::MetaEq => Tok::MetaEq,
+            Tok::MetaNe => Tok::MetaNe,
+            Tok::Is => Tok::Is,
+            Tok::Isnt => Tok::Isnt,
+            Tok::Lt => Tok::Lt,
+            Tok::Le => Tok::Le,
+            Tok::Gt => Tok::Gt,
+            Tok::Ge => Tok::Ge,
+            Tok::Shl => Tok::Shl,
+            Tok::Shr => Tok::Shr,
+            Tok::UShr => Tok::UShr,
+            Tok::Plus => Tok::Plus,
+            Tok::Minus => Tok::Minus,
+            Tok::Star => Tok::Star,
+            Tok::Slash => Tok::Slash,
+            Tok::Percent => Tok::Percent,
+            Tok::Bang => Tok::Bang,
+            Tok::Tilde => Tok::Tilde,
+            Tok::Eof => Tok::Eof,
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Tok::Int(i) => format!("number {i}"),
@@ -139,8 +196,8 @@ impl Tok {
 }
 
 #[derive(Clone, Debug)]
-pub struct Token {
-    pub tok: Tok,
+pub struct Token<'s> {
+    pub tok: Tok<'s>,
     pub start: usize,
     pub end: usize,
 }
@@ -207,7 +264,7 @@ impl<'s> Lexer<'s> {
         }
     }
 
-    pub fn next_token(&mut self) -> Result<Token, ParseError> {
+    pub fn next_token(&mut self) -> Result<Token<'s>, ParseError> {
         self.skip_trivia()?;
         let start = self.pos;
         let tok = self.scan()?;
@@ -219,17 +276,17 @@ impl<'s> Lexer<'s> {
         })
     }
 
-    fn scan(&mut self) -> Result<Tok, ParseError> {
+    fn scan(&mut self) -> Result<Tok<'s>, ParseError> {
         let start = self.pos;
         let c = self.peek_at(start);
         if start >= self.bytes.len() {
             return Ok(Tok::Eof);
         }
-        let two = |l: &mut Lexer, t: Tok| {
+        let two = |l: &mut Lexer, t: Tok<'s>| {
             l.pos += 2;
             Ok(t)
         };
-        let one = |l: &mut Lexer, t: Tok| {
+        let one = |l: &mut Lexer, t: Tok<'s>| {
             l.pos += 1;
             Ok(t)
         };
@@ -254,8 +311,8 @@ impl<'s> Lexer<'s> {
                     self.pos += 1;
                 }
                 let text = &self.src[start..self.pos];
-                Ok(keyword(text).unwrap_or_else(|| Tok::Name {
-                    text: text.to_string(),
+                Ok(keyword(text).unwrap_or(Tok::Name {
+                    text: Cow::Borrowed(text),
                     quoted: false,
                 }))
             }
@@ -311,7 +368,7 @@ impl<'s> Lexer<'s> {
         }
     }
 
-    fn number(&mut self, negative: bool) -> Result<Tok, ParseError> {
+    fn number(&mut self, negative: bool) -> Result<Tok<'s>, ParseError> {
         let start = self.pos;
         if negative {
             self.pos += 1;
@@ -378,14 +435,15 @@ impl<'s> Lexer<'s> {
         Ok(Tok::Int(text.parse::<i64>().unwrap_or(0)))
     }
 
-    fn string(&mut self) -> Result<Tok, ParseError> {
+    fn string(&mut self) -> Result<Tok<'s>, ParseError> {
         let mut s = self.quoted(b'"')?;
         // Adjacent string literals are one string.
         loop {
             let save = self.pos;
             self.skip_trivia()?;
             if self.peek_at(self.pos) == b'"' {
-                s.push_str(&self.quoted(b'"')?);
+                let next = self.quoted(b'"')?;
+                s.to_mut().push_str(&next);
             } else {
                 self.pos = save;
                 return Ok(Tok::Str(s));
@@ -394,8 +452,16 @@ impl<'s> Lexer<'s> {
     }
 
     /// Reads a literal quoted with `q`, starting at the opening quote.
-    fn quoted(&mut self, q: u8) -> Result<String, ParseError> {
+    fn quoted(&mut self, q: u8) -> Result<Cow<'s, str>, ParseError> {
         let start = self.pos;
+        // The common case: no escapes, so the text is a slice of the source.
+        let body = &self.bytes[start + 1..];
+        if let Some(end) = body.iter().position(|&c| c == q || c == b'\\') {
+            if body[end] == q {
+                self.pos = start + 1 + end + 1;
+                return Ok(Cow::Borrowed(&self.src[start + 1..start + 1 + end]));
+            }
+        }
         self.pos += 1;
         let mut out: Vec<u8> = Vec::new();
         loop {
@@ -457,14 +523,14 @@ impl<'s> Lexer<'s> {
                 other => out.push(other),
             }
         }
-        Ok(match String::from_utf8(out) {
+        Ok(Cow::Owned(match String::from_utf8(out) {
             Ok(s) => s,
             Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        })
+        }))
     }
 }
 
-fn keyword(text: &str) -> Option<Tok> {
+fn keyword(text: &str) -> Option<Tok<'static>> {
     let t = match text.len() {
         2 if text.eq_ignore_ascii_case("is") => Tok::Is,
         4 if text.eq_ignore_ascii_case("true") => Tok::True,

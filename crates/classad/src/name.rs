@@ -10,12 +10,15 @@ use std::fmt;
 use std::hash::Hasher;
 use std::sync::Arc;
 
-/// An attribute name with its precomputed case-insensitive hash.
+/// An attribute name with its precomputed case-insensitive hash: one
+/// pointer, so expression trees and ads stay small.
 #[derive(Clone)]
-pub struct AttrName {
-    text: Arc<str>,
+pub struct AttrName(Arc<NameData>);
+
+struct NameData {
     hash: u64,
     special: Special,
+    text: Box<str>,
 }
 
 /// Names the evaluator treats specially, recognised once when the name is
@@ -58,39 +61,41 @@ impl AttrName {
     }
 
     fn make(text: &str) -> AttrName {
-        AttrName {
+        AttrName(Arc::new(NameData {
             hash: fold_hash(text),
             special: Special::of(text),
-            text: Arc::from(text),
-        }
+            text: Box::from(text),
+        }))
     }
 
     /// Whether this is one of the names the evaluator treats specially.
     #[inline]
     pub fn special(&self) -> Special {
-        self.special
+        self.0.special
     }
 
     /// The spelling this name was written with.
     pub fn as_str(&self) -> &str {
-        &self.text
+        &self.0.text
     }
 
     /// The case-insensitive hash (equal for names that are equal ignoring case).
+    #[inline]
     pub fn fold_hash(&self) -> u64 {
-        self.hash
+        self.0.hash
     }
 
     /// True if both names are the same ignoring ASCII case.
     #[inline]
     pub fn matches(&self, other: &AttrName) -> bool {
-        self.hash == other.hash && same_name(&self.text, &other.text)
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.0.hash == other.0.hash && same_name(&self.0.text, &other.0.text))
     }
 
     /// True if this name is `text` ignoring ASCII case.
     #[inline]
     pub fn is(&self, text: &str) -> bool {
-        same_name(&self.text, text)
+        same_name(&self.0.text, text)
     }
 }
 
@@ -103,19 +108,19 @@ impl Eq for AttrName {}
 
 impl std::hash::Hash for AttrName {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.hash)
+        state.write_u64(self.0.hash)
     }
 }
 
 impl fmt::Debug for AttrName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", &*self.text)
+        write!(f, "{:?}", &*self.0.text)
     }
 }
 
 impl fmt::Display for AttrName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
+        f.write_str(&self.0.text)
     }
 }
 
@@ -130,10 +135,31 @@ impl From<&str> for AttrName {
 /// grow it without bound.
 const INTERN_LIMIT: usize = 1 << 16;
 
+/// FNV-1a, for the interner's table of exact spellings (short keys, and no
+/// need to resist chosen collisions there: the table is bounded).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
 fn interned(text: &str) -> AttrName {
     use std::collections::HashMap;
+    use std::hash::BuildHasherDefault;
     use std::sync::{OnceLock, RwLock};
-    static TABLE: OnceLock<RwLock<HashMap<Box<str>, AttrName>>> = OnceLock::new();
+    type Table = HashMap<Box<str>, AttrName, BuildHasherDefault<Fnv>>;
+    static TABLE: OnceLock<RwLock<Table>> = OnceLock::new();
     let table = TABLE.get_or_init(Default::default);
     if let Some(n) = table.read().unwrap_or_else(|e| e.into_inner()).get(text) {
         return n.clone();

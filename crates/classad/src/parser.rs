@@ -29,11 +29,14 @@ pub const MAX_TREE_DEPTH: u32 = 2000;
 pub struct Parser<'s> {
     src: &'s str,
     lexer: Lexer<'s>,
-    tok: Token,
+    tok: Token<'s>,
     nesting: u32,
 }
 
-type Parsed = Result<(Expr, u32), ParseError>;
+/// Errors travel boxed inside the parser, so that every parse function
+/// returns a small value (the public entry points unbox them).
+type PErr = Box<ParseError>;
+type Parsed = Result<(Expr, u32), PErr>;
 
 impl<'s> Parser<'s> {
     pub fn new(src: &'s str, mode: StringMode) -> Result<Parser<'s>, ParseError> {
@@ -57,20 +60,20 @@ impl<'s> Parser<'s> {
         self.tok.tok == Tok::Eof
     }
 
-    pub fn current(&self) -> &Tok {
+    pub fn current(&self) -> &Tok<'s> {
         &self.tok.tok
     }
 
-    fn bump(&mut self) -> Result<Token, ParseError> {
+    fn bump(&mut self) -> Result<Token<'s>, PErr> {
         let next = self.lexer.next_token()?;
         Ok(std::mem::replace(&mut self.tok, next))
     }
 
-    fn error(&self, expected: &str) -> ParseError {
-        ParseError::at(self.src, self.tok.start, &self.tok.tok.describe(), expected)
+    fn error(&self, expected: &str) -> PErr {
+        Box::new(ParseError::at(self.src, self.tok.start, &self.tok.tok.describe(), expected))
     }
 
-    fn expect(&mut self, t: Tok, expected: &str) -> Result<Token, ParseError> {
+    fn expect(&mut self, t: Tok<'s>, expected: &str) -> Result<Token<'s>, PErr> {
         if self.tok.tok == t {
             self.bump()
         } else {
@@ -78,21 +81,21 @@ impl<'s> Parser<'s> {
         }
     }
 
-    fn check_depth(&self, depth: u32, at: usize) -> Result<(), ParseError> {
+    fn check_depth(&self, depth: u32, at: usize) -> Result<(), PErr> {
         if depth > MAX_TREE_DEPTH {
-            return Err(ParseError::at(
+            return Err(Box::new(ParseError::at(
                 self.src,
                 at,
                 "an expression nested too deeply",
                 format!("at most {MAX_TREE_DEPTH} levels of operators"),
-            ));
+            )));
         }
         Ok(())
     }
 
     /// A whole expression (the ternary level).
     pub fn expr(&mut self) -> Result<Expr, ParseError> {
-        self.expression().map(|(e, _)| e)
+        self.expression().map(|(e, _)| e).map_err(|e| *e)
     }
 
     fn expression(&mut self) -> Parsed {
@@ -102,12 +105,12 @@ impl<'s> Parser<'s> {
     /// Runs `f` one nesting level deeper, refusing input nested past HTCondor's limit.
     fn nested(&mut self, cost: u32, f: impl FnOnce(&mut Self) -> Parsed) -> Parsed {
         if self.nesting + cost > MAX_NESTING {
-            return Err(ParseError::at(
+            return Err(Box::new(ParseError::at(
                 self.src,
                 self.tok.start,
                 "an expression nested too deeply",
                 "fewer nested parentheses, lists, calls or operators",
-            ));
+            )));
         }
         self.nesting += cost;
         // Deep input must give an error, never a stack overflow, whatever
@@ -230,7 +233,7 @@ impl<'s> Parser<'s> {
         Ok((e, depth))
     }
 
-    fn attr_name(&mut self, expected: &str) -> Result<AttrName, ParseError> {
+    fn attr_name(&mut self, expected: &str) -> Result<AttrName, PErr> {
         match &self.tok.tok {
             Tok::Name { text, .. } => {
                 let n = AttrName::new(text);
@@ -247,14 +250,14 @@ impl<'s> Parser<'s> {
         let e = match t.tok {
             Tok::Int(i) => Expr::Lit(Value::Int(i)),
             Tok::Real(r) => Expr::Lit(Value::Real(r)),
-            Tok::Str(s) => Expr::Lit(Value::Str(crate::value::ArcStr::from(s))),
+            Tok::Str(s) => Expr::Lit(Value::Str(crate::value::ArcStr::from(&*s))),
             Tok::True => Expr::Lit(Value::Bool(true)),
             Tok::False => Expr::Lit(Value::Bool(false)),
             Tok::Undefined => Expr::Lit(Value::Undefined),
             Tok::Error => Expr::Lit(Value::Error),
             Tok::Name { text, quoted } => {
                 if !quoted && self.tok.tok == Tok::LParen {
-                    return self.call(text, start);
+                    return self.call(text.into_owned(), start);
                 }
                 Expr::Attr(AttrName::new(&text))
             }
@@ -269,16 +272,16 @@ impl<'s> Parser<'s> {
             }
             Tok::LBrace => return self.list(),
             Tok::LBracket => {
-                let ad = self.ad_body()?;
+                let ad = self.ad_body_boxed()?;
                 return Ok((Expr::Ad(Arc::new(ad)), 1));
             }
             other => {
-                return Err(ParseError::at(
+                return Err(Box::new(ParseError::at(
                     self.src,
                     t.start,
                     &other.describe(),
                     "an expression",
-                ));
+                )));
             }
         };
         Ok((e, 1))
@@ -322,30 +325,30 @@ impl<'s> Parser<'s> {
         name: &str,
         args: &[Expr],
         start: usize,
-    ) -> Result<Option<Expr>, ParseError> {
+    ) -> Result<Option<Expr>, PErr> {
         let [Expr::Lit(Value::Str(s))] = args else {
             return Ok(None);
         };
         if name.eq_ignore_ascii_case("absTime") {
             return match crate::time::parse_abstime(s) {
                 Some(t) => Ok(Some(Expr::Lit(Value::AbsTime(t)))),
-                None => Err(ParseError::at(
+                None => Err(Box::new(ParseError::at(
                     self.src,
                     start,
                     &format!("absTime(\"{s}\")"),
                     "an absolute time like \"2024-01-31T12:00:00-06:00\"",
-                )),
+                ))),
             };
         }
         if name.eq_ignore_ascii_case("relTime") {
             return match crate::time::parse_reltime(s) {
                 Some(secs) => Ok(Some(Expr::RelTimeLit(secs))),
-                None => Err(ParseError::at(
+                None => Err(Box::new(ParseError::at(
                     self.src,
                     start,
                     &format!("relTime(\"{s}\")"),
                     "a relative time like \"1+02:03:04\" or \"1d2h3m4s\"",
-                )),
+                ))),
             };
         }
         Ok(None)
@@ -372,6 +375,10 @@ impl<'s> Parser<'s> {
 
     /// The inside of `[ ... ]`, after the `[`; consumes the closing `]`.
     pub fn ad_body(&mut self) -> Result<ClassAd, ParseError> {
+        self.ad_body_boxed().map_err(|e| *e)
+    }
+
+    fn ad_body_boxed(&mut self) -> Result<ClassAd, PErr> {
         let mut ad = ClassAd::new();
         loop {
             match &self.tok.tok {
@@ -411,11 +418,11 @@ pub(crate) fn parse_expr_mode(src: &str, mode: StringMode) -> Result<Expr, Parse
     };
     let mut p = Parser::new(src, mode)?;
     if p.at_eof() {
-        return Err(p.error("an expression"));
+        return Err(*p.error("an expression"));
     }
     let e = p.expr()?;
     if !p.at_eof() {
-        return Err(p.error(end));
+        return Err(*p.error(end));
     }
     Ok(e)
 }
@@ -423,10 +430,10 @@ pub(crate) fn parse_expr_mode(src: &str, mode: StringMode) -> Result<Expr, Parse
 /// Parses one ad in new syntax, `[ name = expr; ... ]`, and nothing after it.
 pub fn parse_ad(src: &str) -> Result<ClassAd, ParseError> {
     let mut p = Parser::new(src, StringMode::Escapes)?;
-    p.expect(Tok::LBracket, "'[' starting a ClassAd")?;
+    p.expect(Tok::LBracket, "'[' starting a ClassAd").map_err(|e| *e)?;
     let ad = p.ad_body()?;
     if !p.at_eof() {
-        return Err(p.error("the end of the input after the ClassAd"));
+        return Err(*p.error("the end of the input after the ClassAd"));
     }
     Ok(ad)
 }

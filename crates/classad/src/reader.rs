@@ -560,7 +560,7 @@ enum NewAttempt {
     Failed {
         error: ParseError,
         end: usize,
-        token: Option<Tok>,
+        token: Option<Tok<'static>>,
     },
 }
 
@@ -636,7 +636,7 @@ fn closing_bracket(lexer: &mut Lexer) -> Option<usize> {
 /// tokens that could continue (names, numbers, `=`, `<`, ...), and after a
 /// string literal it reads on through white space looking for another one to
 /// join; an unterminated literal or comment reads to the end.
-fn failure_extent(src: &str, at: usize) -> (usize, Option<Tok>) {
+fn failure_extent(src: &str, at: usize) -> (usize, Option<Tok<'static>>) {
     let len = src.len();
     if at >= len {
         return (len, Some(Tok::Eof));
@@ -683,7 +683,7 @@ fn failure_extent(src: &str, at: usize) -> (usize, Option<Tok>) {
         | Tok::Question => end + 1,
         _ => end,
     };
-    (extent.min(len), Some(t.tok))
+    (extent.min(len), Some(t.tok.into_static()))
 }
 
 /// One JSON step: an object, or the `[` of an array (or, inside one, a `,`
