@@ -26,7 +26,8 @@ pub enum Expr {
     /// `base[index]`
     Index(Box<Expr>, Box<Expr>),
     Unary(UnOp, Box<Expr>),
-    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// Both operands in one allocation: ads hold many binary operators.
+    Binary(BinOp, Box<(Expr, Expr)>),
     /// `cond ? then : else`
     Cond(Box<Expr>, Box<Expr>, Box<Expr>),
     /// `a ?: b`

@@ -234,8 +234,9 @@ impl<'s> Lexer<'s> {
         self.pos
     }
 
-    fn err(&self, at: usize, found: &str, expected: &str) -> ParseError {
-        ParseError::at(self.src, at, found, expected)
+    #[cold]
+    fn err(&self, at: usize, found: &str, expected: &str) -> Box<ParseError> {
+        Box::new(ParseError::at(self.src, at, found, expected))
     }
 
     fn peek_at(&self, i: usize) -> u8 {
@@ -243,7 +244,7 @@ impl<'s> Lexer<'s> {
     }
 
     /// Skips white space and comments.
-    fn skip_trivia(&mut self) -> Result<(), ParseError> {
+    fn skip_trivia(&mut self) -> Result<(), Box<ParseError>> {
         loop {
             let c = self.peek_at(self.pos);
             if c == b' ' || c == b'\t' || c == b'\n' || c == b'\r' || c == 0x0b || c == 0x0c {
@@ -264,7 +265,7 @@ impl<'s> Lexer<'s> {
         }
     }
 
-    pub fn next_token(&mut self) -> Result<Token<'s>, ParseError> {
+    pub fn next_token(&mut self) -> Result<Token<'s>, Box<ParseError>> {
         self.skip_trivia()?;
         let start = self.pos;
         let tok = self.scan()?;
@@ -276,7 +277,7 @@ impl<'s> Lexer<'s> {
         })
     }
 
-    fn scan(&mut self) -> Result<Tok<'s>, ParseError> {
+    fn scan(&mut self) -> Result<Tok<'s>, Box<ParseError>> {
         let start = self.pos;
         let c = self.peek_at(start);
         if start >= self.bytes.len() {
@@ -368,7 +369,7 @@ impl<'s> Lexer<'s> {
         }
     }
 
-    fn number(&mut self, negative: bool) -> Result<Tok<'s>, ParseError> {
+    fn number(&mut self, negative: bool) -> Result<Tok<'s>, Box<ParseError>> {
         let start = self.pos;
         if negative {
             self.pos += 1;
@@ -435,7 +436,7 @@ impl<'s> Lexer<'s> {
         Ok(Tok::Int(text.parse::<i64>().unwrap_or(0)))
     }
 
-    fn string(&mut self) -> Result<Tok<'s>, ParseError> {
+    fn string(&mut self) -> Result<Tok<'s>, Box<ParseError>> {
         let mut s = self.quoted(b'"')?;
         // Adjacent string literals are one string.
         loop {
@@ -452,7 +453,7 @@ impl<'s> Lexer<'s> {
     }
 
     /// Reads a literal quoted with `q`, starting at the opening quote.
-    fn quoted(&mut self, q: u8) -> Result<Cow<'s, str>, ParseError> {
+    fn quoted(&mut self, q: u8) -> Result<Cow<'s, str>, Box<ParseError>> {
         let start = self.pos;
         // The common case: no escapes, so the text is a slice of the source.
         let body = &self.bytes[start + 1..];

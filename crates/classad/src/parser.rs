@@ -41,7 +41,7 @@ type Parsed = Result<(Expr, u32), PErr>;
 impl<'s> Parser<'s> {
     pub fn new(src: &'s str, mode: StringMode) -> Result<Parser<'s>, ParseError> {
         let mut lexer = Lexer::new(src, mode);
-        let tok = lexer.next_token()?;
+        let tok = lexer.next_token().map_err(|e| *e)?;
         Ok(Parser {
             src,
             lexer,
@@ -114,8 +114,13 @@ impl<'s> Parser<'s> {
         }
         self.nesting += cost;
         // Deep input must give an error, never a stack overflow, whatever
-        // stack the caller's thread has.
-        let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || f(self));
+        // stack the caller's thread has. Checking the stack costs a little,
+        // so only about every ten levels of parentheses.
+        let r = if self.nesting / 60 != (self.nesting - cost) / 60 {
+            stacker::maybe_grow(256 * 1024, 2 * 1024 * 1024, || f(self))
+        } else {
+            f(self)
+        };
         self.nesting -= cost;
         r
     }
@@ -175,10 +180,12 @@ impl<'s> Parser<'s> {
                 break;
             }
             self.bump()?;
-            let (rhs, rd) = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.binary(prec + 1))?;
+            // At most one level per precedence, so no stack check here: the
+            // nesting check covers the growth.
+            let (rhs, rd) = self.binary(prec + 1)?;
             depth = 1 + depth.max(rd);
             self.check_depth(depth, start)?;
-            lhs = Expr::Binary(op, Box::new(lhs), Box::new(rhs));
+            lhs = Expr::Binary(op, Box::new((lhs, rhs)));
         }
         Ok((lhs, depth))
     }

@@ -580,7 +580,7 @@ fn new_ad_at(src: &str, pos: usize) -> NewAttempt {
     let mut lexer = Lexer::new(rest, StringMode::Escapes);
     let first = match lexer.next_token() {
         Ok(t) => t,
-        Err(e) => return failed(shifted(e)),
+        Err(e) => return failed(shifted(*e)),
     };
     if first.tok != Tok::LBracket {
         let e = ParseError::at(

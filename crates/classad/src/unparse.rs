@@ -41,7 +41,8 @@ fn expr_node_into(out: &mut String, e: &Expr) {
             out.push_str(op.symbol());
             expr_into(out, x);
         }
-        Expr::Binary(op, l, r) => {
+        Expr::Binary(op, operands) => {
+            let (l, r) = &**operands;
             expr_into(out, l);
             out.push(' ');
             out.push_str(op.symbol());

@@ -159,7 +159,8 @@ fn failing_clauses(
 fn conjuncts<'e>(expr: &'e Expr, out: &mut Vec<&'e Expr>) {
     match expr {
         Expr::Paren(inner) => conjuncts(inner, out),
-        Expr::Binary(BinOp::And, left, right) => {
+        Expr::Binary(BinOp::And, operands) => {
+            let (left, right) = &**operands;
             conjuncts(left, out);
             conjuncts(right, out);
         }

@@ -280,7 +280,8 @@ impl<'a> Evaluator<'a> {
         }
         // Hot kinds first, tested one by one: conditional branches predict
         // better than one jump table shared by every node of every tree.
-        if let Expr::Binary(op, l, r) = e {
+        if let Expr::Binary(op, operands) = e {
+            let (l, r) = &**operands;
             return counted!(match op {
                 BinOp::And => self.eval_and(l, r, scope),
                 BinOp::Or => self.eval_or(l, r, scope),
