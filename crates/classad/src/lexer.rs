@@ -13,7 +13,10 @@ pub enum Tok<'s> {
     /// A string literal (adjacent literals already joined).
     Str(Cow<'s, str>),
     /// An identifier, or a quoted name when `quoted` is set.
-    Name { text: Cow<'s, str>, quoted: bool },
+    Name {
+        text: Cow<'s, str>,
+        quoted: bool,
+    },
     True,
     False,
     Undefined,

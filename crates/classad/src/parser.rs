@@ -70,7 +70,12 @@ impl<'s> Parser<'s> {
     }
 
     fn error(&self, expected: &str) -> PErr {
-        Box::new(ParseError::at(self.src, self.tok.start, &self.tok.tok.describe(), expected))
+        Box::new(ParseError::at(
+            self.src,
+            self.tok.start,
+            &self.tok.tok.describe(),
+            expected,
+        ))
     }
 
     fn expect(&mut self, t: Tok<'s>, expected: &str) -> Result<Token<'s>, PErr> {
@@ -437,7 +442,8 @@ pub(crate) fn parse_expr_mode(src: &str, mode: StringMode) -> Result<Expr, Parse
 /// Parses one ad in new syntax, `[ name = expr; ... ]`, and nothing after it.
 pub fn parse_ad(src: &str) -> Result<ClassAd, ParseError> {
     let mut p = Parser::new(src, StringMode::Escapes)?;
-    p.expect(Tok::LBracket, "'[' starting a ClassAd").map_err(|e| *e)?;
+    p.expect(Tok::LBracket, "'[' starting a ClassAd")
+        .map_err(|e| *e)?;
     let ad = p.ad_body()?;
     if !p.at_eof() {
         return Err(*p.error("the end of the input after the ClassAd"));

@@ -600,7 +600,8 @@ impl<'a> Evaluator<'a> {
                 }
                 return self.lookup_top(side, name).unwrap_or(Value::Undefined);
             }
-            if matches!(b.special(), Special::My | Special::Target) && matches!(scope, Scope::None) {
+            if matches!(b.special(), Special::My | Special::Target) && matches!(scope, Scope::None)
+            {
                 return Value::Undefined;
             }
         }

@@ -258,7 +258,9 @@ pub fn compare(op: BinOp, a: &Value, b: &Value) -> Value {
     }
     match (a, b) {
         (Value::Str(x), Value::Str(y)) => ordering_result(op, Some(strcase_cmp(x, y))),
-        (Value::AbsTime(x), Value::AbsTime(y)) => ordering_result(op, Some({ x.secs }.cmp(&{ y.secs }))),
+        (Value::AbsTime(x), Value::AbsTime(y)) => {
+            ordering_result(op, Some({ x.secs }.cmp(&{ y.secs })))
+        }
         (Value::RelTime(x), Value::RelTime(y)) => ordering_result(op, x.partial_cmp(y)),
         _ => Value::Error,
     }
