@@ -19,6 +19,11 @@ use clap::Parser;
 
 use args::{Cli, Command};
 
+/// mimalloc: ClassAd trees are many small allocations, and it makes parsing
+/// them markedly faster than the system allocator (see the classad benchmark).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // clap prints usage errors itself and exits with 2, the same code as ours.
     let cli = Cli::parse();
