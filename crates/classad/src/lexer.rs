@@ -242,17 +242,32 @@ impl<'s> Lexer<'s> {
         Box::new(ParseError::at(self.src, at, found, expected))
     }
 
+    /// How many decimal digits start at `i`.
+    #[inline]
+    fn digits_at(&self, i: usize) -> usize {
+        self.bytes
+            .get(i..)
+            .map_or(0, |r| r.iter().take_while(|&&c| CLASS[c as usize] == DIGIT).count())
+    }
+
+    #[inline]
     fn peek_at(&self, i: usize) -> u8 {
         *self.bytes.get(i).unwrap_or(&0)
     }
 
     /// Skips white space and comments.
+    #[inline]
     fn skip_trivia(&mut self) -> Result<(), Box<ParseError>> {
         loop {
+            // Runs of white space, a byte at a time from the slice.
+            let rest = &self.bytes[self.pos.min(self.bytes.len())..];
+            let blanks = rest.iter().take_while(|&&c| CLASS[c as usize] == SPACE).count();
+            self.pos += blanks;
             let c = self.peek_at(self.pos);
-            if c == b' ' || c == b'\t' || c == b'\n' || c == b'\r' || c == 0x0b || c == 0x0c {
-                self.pos += 1;
-            } else if c == b'/' && self.peek_at(self.pos + 1) == b'/' {
+            if c != b'/' {
+                return Ok(());
+            }
+            if self.peek_at(self.pos + 1) == b'/' {
                 while self.pos < self.bytes.len() && self.bytes[self.pos] != b'\n' {
                     self.pos += 1;
                 }
@@ -310,10 +325,11 @@ impl<'s> Lexer<'s> {
                 Ok(Tok::Name { text, quoted: true })
             }
             b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
-                while matches!(self.peek_at(self.pos), b'a'..=b'z' | b'A'..=b'Z' | b'_' | b'0'..=b'9')
-                {
-                    self.pos += 1;
-                }
+                let len = self.bytes[start..]
+                    .iter()
+                    .take_while(|&&c| CLASS[c as usize] >= IDENT)
+                    .count();
+                self.pos = start + len;
                 let text = &self.src[start..self.pos];
                 Ok(keyword(text).unwrap_or(Tok::Name {
                     text: Cow::Borrowed(text),
@@ -378,18 +394,14 @@ impl<'s> Lexer<'s> {
             self.pos += 1;
         }
         let digits_start = self.pos;
-        while self.peek_at(self.pos).is_ascii_digit() {
-            self.pos += 1;
-        }
+        self.pos += self.digits_at(self.pos);
         let int_digits = self.pos - digits_start;
         let mut is_real = false;
         if self.peek_at(self.pos) == b'.' {
             is_real = true;
             self.pos += 1;
             let frac_start = self.pos;
-            while self.peek_at(self.pos).is_ascii_digit() {
-                self.pos += 1;
-            }
+            self.pos += self.digits_at(self.pos);
             if self.pos == frac_start {
                 return Err(self.err(
                     start,
@@ -405,9 +417,7 @@ impl<'s> Lexer<'s> {
                 self.pos += 1;
             }
             let exp_start = self.pos;
-            while self.peek_at(self.pos).is_ascii_digit() {
-                self.pos += 1;
-            }
+            self.pos += self.digits_at(self.pos);
             if self.pos == exp_start {
                 return Err(self.err(start, &self.src[start..self.pos], "digits in the exponent"));
             }
@@ -533,6 +543,32 @@ impl<'s> Lexer<'s> {
         }))
     }
 }
+
+/// Byte classes for the lexer's inner loops.
+const OTHER: u8 = 0;
+const SPACE: u8 = 1;
+/// Letters, digits and `_`; `IDENT` and above continue a name.
+const IDENT: u8 = 2;
+const DIGIT: u8 = 3;
+
+static CLASS: [u8; 256] = {
+    let mut t = [OTHER; 256];
+    let mut i = 0;
+    while i < 256 {
+        let c = i as u8;
+        t[i] = if c == b' ' || c == b'\t' || c == b'\n' || c == b'\r' || c == 0x0b || c == 0x0c {
+            SPACE
+        } else if c.is_ascii_digit() {
+            DIGIT
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            IDENT
+        } else {
+            OTHER
+        };
+        i += 1;
+    }
+    t
+};
 
 fn keyword(text: &str) -> Option<Tok<'static>> {
     let t = match text.len() {
