@@ -245,9 +245,11 @@ impl<'s> Lexer<'s> {
     /// How many decimal digits start at `i`.
     #[inline]
     fn digits_at(&self, i: usize) -> usize {
-        self.bytes
-            .get(i..)
-            .map_or(0, |r| r.iter().take_while(|&&c| CLASS[c as usize] == DIGIT).count())
+        self.bytes.get(i..).map_or(0, |r| {
+            r.iter()
+                .take_while(|&&c| CLASS[c as usize] == DIGIT)
+                .count()
+        })
     }
 
     #[inline]
@@ -261,7 +263,10 @@ impl<'s> Lexer<'s> {
         loop {
             // Runs of white space, a byte at a time from the slice.
             let rest = &self.bytes[self.pos.min(self.bytes.len())..];
-            let blanks = rest.iter().take_while(|&&c| CLASS[c as usize] == SPACE).count();
+            let blanks = rest
+                .iter()
+                .take_while(|&&c| CLASS[c as usize] == SPACE)
+                .count();
             self.pos += blanks;
             let c = self.peek_at(self.pos);
             if c != b'/' {
