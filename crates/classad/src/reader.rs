@@ -104,29 +104,14 @@ pub fn parse_next(text: &str, syntax: Syntax) -> Next {
 /// Reads every ad of `text` the way the Python bindings' `parseAds` does:
 /// [`parse_next`] again on the rest of the text after each ad.
 pub fn parse_ads(text: &str, syntax: Syntax) -> AdStream {
-    let mut ads = Vec::new();
     let mut pos = 0;
-    loop {
-        let mut state = ListState::default();
-        match next_at(text, pos, syntax, &mut state) {
-            Next::Ad(r) => {
-                pos += r.consumed;
-                ads.push(r);
-            }
-            Next::End => {
-                return AdStream {
-                    ads,
-                    stop: Stop::End,
-                }
-            }
-            Next::Error(e) => {
-                return AdStream {
-                    ads,
-                    stop: Stop::Error(e),
-                }
-            }
+    collect(|| {
+        let next = next_at(text, pos, syntax, &mut ListState::default());
+        if let Next::Ad(r) = &next {
+            pos += r.consumed;
         }
-    }
+        next
+    })
 }
 
 /// Reads every ad of `text` the way HTCondor's tools read an ad file: one
@@ -135,9 +120,14 @@ pub fn parse_ads(text: &str, syntax: Syntax) -> AdStream {
 /// their ads.
 pub fn read_ads(text: &str, syntax: Syntax) -> AdStream {
     let mut reader = AdReader::new(text, syntax);
+    collect(|| reader.next_ad())
+}
+
+/// Gathers ads from `next` until the end or an error.
+fn collect(mut next: impl FnMut() -> Next) -> AdStream {
     let mut ads = Vec::new();
     loop {
-        match reader.next_ad() {
+        match next() {
             Next::Ad(r) => ads.push(r),
             Next::End => {
                 return AdStream {

@@ -283,8 +283,8 @@ impl<'a> Evaluator<'a> {
         if let Expr::Binary(op, operands) = e {
             let (l, r) = &**operands;
             return counted!(match op {
-                BinOp::And => self.eval_and(l, r, scope),
-                BinOp::Or => self.eval_or(l, r, scope),
+                BinOp::And => self.eval_logic(l, r, scope, false),
+                BinOp::Or => self.eval_logic(l, r, scope, true),
                 _ => {
                     let a = self.operand(l, scope);
                     let b = self.operand(r, scope);
@@ -446,7 +446,11 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    fn eval_and(&mut self, l: &Expr, r: &Expr, scope: &Scope) -> Value {
+    /// `&&` (`decides` = false) and `||` (`decides` = true): non-strict, and
+    /// short-circuit as HTCondor's are. A left side equal to `decides`
+    /// settles it; UNDEFINED on the left is settled only by the right side;
+    /// ERROR, or a value that is not a boolean or a number, is ERROR.
+    fn eval_logic(&mut self, l: &Expr, r: &Expr, scope: &Scope, decides: bool) -> Value {
         let lv = self.operand(l, scope);
         match &*lv {
             Value::Error => Value::Error,
@@ -454,40 +458,15 @@ impl<'a> Evaluator<'a> {
                 Value::Error => Value::Error,
                 Value::Undefined => Value::Undefined,
                 rv => match rv.as_bool() {
-                    Some(false) => Value::Bool(false),
-                    Some(true) => Value::Undefined,
+                    Some(b) if b == decides => Value::Bool(decides),
+                    Some(_) => Value::Undefined,
                     None => Value::Error,
                 },
             },
             lv => match lv.as_bool() {
                 None => Value::Error,
-                Some(false) => Value::Bool(false),
-                Some(true) => match &*self.operand(r, scope) {
-                    Value::Error => Value::Error,
-                    Value::Undefined => Value::Undefined,
-                    rv => rv.as_bool().map_or(Value::Error, Value::Bool),
-                },
-            },
-        }
-    }
-
-    fn eval_or(&mut self, l: &Expr, r: &Expr, scope: &Scope) -> Value {
-        let lv = self.operand(l, scope);
-        match &*lv {
-            Value::Error => Value::Error,
-            Value::Undefined => match &*self.operand(r, scope) {
-                Value::Error => Value::Error,
-                Value::Undefined => Value::Undefined,
-                rv => match rv.as_bool() {
-                    Some(true) => Value::Bool(true),
-                    Some(false) => Value::Undefined,
-                    None => Value::Error,
-                },
-            },
-            lv => match lv.as_bool() {
-                None => Value::Error,
-                Some(true) => Value::Bool(true),
-                Some(false) => match &*self.operand(r, scope) {
+                Some(b) if b == decides => Value::Bool(decides),
+                Some(_) => match &*self.operand(r, scope) {
                     Value::Error => Value::Error,
                     Value::Undefined => Value::Undefined,
                     rv => rv.as_bool().map_or(Value::Error, Value::Bool),
