@@ -258,32 +258,46 @@ impl<'s> Lexer<'s> {
     }
 
     /// Skips white space and comments.
-    #[inline]
+    #[inline(always)]
     fn skip_trivia(&mut self) -> Result<(), Box<ParseError>> {
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
+        self.pos += rest
+            .iter()
+            .take_while(|&&c| CLASS[c as usize] == SPACE)
+            .count();
+        if self.peek_at(self.pos) == b'/' && matches!(self.peek_at(self.pos + 1), b'/' | b'*') {
+            return self.skip_comments();
+        }
+        Ok(())
+    }
+
+    /// Comments (and the white space between them): rare, so out of line.
+    #[cold]
+    #[inline(never)]
+    fn skip_comments(&mut self) -> Result<(), Box<ParseError>> {
         loop {
-            // Runs of white space, a byte at a time from the slice.
-            let rest = &self.bytes[self.pos.min(self.bytes.len())..];
-            let blanks = rest
+            let rest = self.bytes.get(self.pos..).unwrap_or_default();
+            self.pos += rest
                 .iter()
                 .take_while(|&&c| CLASS[c as usize] == SPACE)
                 .count();
-            self.pos += blanks;
-            let c = self.peek_at(self.pos);
-            if c != b'/' {
+            if self.peek_at(self.pos) != b'/' {
                 return Ok(());
             }
-            if self.peek_at(self.pos + 1) == b'/' {
-                while self.pos < self.bytes.len() && self.bytes[self.pos] != b'\n' {
-                    self.pos += 1;
+            match self.peek_at(self.pos + 1) {
+                b'/' => {
+                    while self.pos < self.bytes.len() && self.bytes[self.pos] != b'\n' {
+                        self.pos += 1;
+                    }
                 }
-            } else if c == b'/' && self.peek_at(self.pos + 1) == b'*' {
-                let start = self.pos;
-                match self.src[self.pos + 2..].find("*/") {
-                    Some(i) => self.pos += 2 + i + 2,
-                    None => return Err(self.err(start, "'/*'", "a comment closed by '*/'")),
+                b'*' => {
+                    let start = self.pos;
+                    match self.src[self.pos + 2..].find("*/") {
+                        Some(i) => self.pos += 2 + i + 2,
+                        None => return Err(self.err(start, "'/*'", "a comment closed by '*/'")),
+                    }
                 }
-            } else {
-                return Ok(());
+                _ => return Ok(()),
             }
         }
     }
