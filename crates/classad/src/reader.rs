@@ -530,8 +530,13 @@ fn finish_new_ad(src: &str, ad: ClassAd, end: usize) -> Step {
             dropped: None,
         };
     }
+    old_syntax_after_empty_ad(src, end)
+}
+
+/// After an empty ad, HTCondor's reader takes the rest as old-syntax lines;
+/// a bad line there aborts the read.
+fn old_syntax_after_empty_ad(src: &str, end: usize) -> Step {
     match read_long_form(src, end, LongForm::FALLBACK) {
-        // A bad line here makes HTCondor abort the read.
         Step::Ad {
             ad,
             end,
@@ -750,14 +755,7 @@ fn finish_json_ad(src: &str, ad: ClassAd, end: usize) -> Step {
     if ad.is_empty() {
         // As for new syntax, an empty object sends HTCondor's reader to
         // old-syntax lines.
-        return match read_long_form(src, end, LongForm::FALLBACK) {
-            Step::Ad {
-                ad,
-                end,
-                dropped: Some(e),
-            } if ad.is_empty() => Step::Failed { error: e, end },
-            other => other,
-        };
+        return old_syntax_after_empty_ad(src, end);
     }
     Step::Ad {
         ad,
