@@ -29,7 +29,7 @@ pub enum Expr {
     /// Both operands in one allocation: ads hold many binary operators.
     Binary(BinOp, Box<(Expr, Expr)>),
     /// `cond ? then : else`
-    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    Cond(Box<(Expr, Expr, Expr)>),
     /// `a ?: b`
     Elvis(Box<Expr>, Box<Expr>),
     Paren(Box<Expr>),

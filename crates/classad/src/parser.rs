@@ -142,10 +142,7 @@ impl<'s> Parser<'s> {
         let (els, d2) = self.nested(LIGHT_COST, |p| p.ternary())?;
         let depth = 1 + d.max(d1).max(d2);
         self.check_depth(depth, start)?;
-        Ok((
-            Expr::Cond(Box::new(cond), Box::new(then), Box::new(els)),
-            depth,
-        ))
+        Ok((Expr::Cond(Box::new((cond, then, els))), depth))
     }
 
     fn binop(&self) -> Option<BinOp> {

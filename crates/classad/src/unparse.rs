@@ -49,7 +49,8 @@ fn expr_node_into(out: &mut String, e: &Expr) {
             out.push(' ');
             expr_into(out, r);
         }
-        Expr::Cond(c, t, f) => {
+        Expr::Cond(parts) => {
+            let (c, t, f) = &**parts;
             expr_into(out, c);
             out.push_str(" ? ");
             expr_into(out, t);

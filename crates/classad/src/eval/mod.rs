@@ -352,12 +352,12 @@ impl<'a> Evaluator<'a> {
                 let i = self.eval(idx, scope);
                 self.index(b, i)
             }
-            Expr::Cond(c, t, f) => match self.eval(c, scope) {
+            Expr::Cond(parts) => match self.eval(&parts.0, scope) {
                 Value::Error => Value::Error,
                 Value::Undefined => Value::Undefined,
                 v => match v.as_bool() {
-                    Some(true) => self.eval(t, scope),
-                    Some(false) => self.eval(f, scope),
+                    Some(true) => self.eval(&parts.1, scope),
+                    Some(false) => self.eval(&parts.2, scope),
                     None => Value::Error,
                 },
             },
