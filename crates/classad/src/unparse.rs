@@ -7,14 +7,27 @@ use crate::expr::Expr;
 use crate::lexer::name_needs_quotes;
 use crate::value::{AbsTime, Value};
 
-/// Appends the canonical one-line form of `e`.
-pub fn expr_into(out: &mut String, e: &Expr) {
-    stacker::maybe_grow(32 * 1024, 1024 * 1024, || expr_node_into(out, e))
+/// Which of HTCondor's two ad syntaxes a printing is for. They differ only in
+/// strings: new syntax escapes backslashes and control characters, old syntax
+/// (`Name = expr` lines, as `condor_q -l` prints) escapes only the quote.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Style {
+    New,
+    Old,
 }
 
-fn expr_node_into(out: &mut String, e: &Expr) {
+/// Appends the canonical one-line form of `e`.
+pub fn expr_into(out: &mut String, e: &Expr) {
+    styled_expr_into(out, e, Style::New)
+}
+
+fn styled_expr_into(out: &mut String, e: &Expr, style: Style) {
+    stacker::maybe_grow(32 * 1024, 1024 * 1024, || expr_node_into(out, e, style))
+}
+
+fn expr_node_into(out: &mut String, e: &Expr, style: Style) {
     match e {
-        Expr::Lit(v) => value_into(out, v),
+        Expr::Lit(v) => styled_value_into(out, v, style),
         Expr::RelTimeLit(secs) => {
             out.push_str("relTime(\"");
             out.push_str(&crate::time::format_reltime(*secs));
@@ -26,45 +39,45 @@ fn expr_node_into(out: &mut String, e: &Expr) {
             name_into(out, n.as_str());
         }
         Expr::Select(base, n) => {
-            expr_into(out, base);
+            styled_expr_into(out, base, style);
             out.push('.');
             name_into(out, n.as_str());
         }
         Expr::Index(base, idx) => {
-            expr_into(out, base);
+            styled_expr_into(out, base, style);
             out.push('[');
-            expr_into(out, idx);
+            styled_expr_into(out, idx, style);
             out.push(']');
         }
         Expr::Unary(op, x) => {
             out.push(' ');
             out.push_str(op.symbol());
-            expr_into(out, x);
+            styled_expr_into(out, x, style);
         }
         Expr::Binary(op, operands) => {
             let (l, r) = &**operands;
-            expr_into(out, l);
+            styled_expr_into(out, l, style);
             out.push(' ');
             out.push_str(op.symbol());
             out.push(' ');
-            expr_into(out, r);
+            styled_expr_into(out, r, style);
         }
         Expr::Cond(parts) => {
             let (c, t, f) = &**parts;
-            expr_into(out, c);
+            styled_expr_into(out, c, style);
             out.push_str(" ? ");
-            expr_into(out, t);
+            styled_expr_into(out, t, style);
             out.push_str(" : ");
-            expr_into(out, f);
+            styled_expr_into(out, f, style);
         }
         Expr::Elvis(a, b) => {
-            expr_into(out, a);
+            styled_expr_into(out, a, style);
             out.push_str(" ?: ");
-            expr_into(out, b);
+            styled_expr_into(out, b, style);
         }
         Expr::Paren(x) => {
             out.push('(');
-            expr_into(out, x);
+            styled_expr_into(out, x, style);
             out.push(')');
         }
         Expr::Call(c) => {
@@ -74,28 +87,32 @@ fn expr_node_into(out: &mut String, e: &Expr) {
                 if i > 0 {
                     out.push(',');
                 }
-                expr_into(out, a);
+                styled_expr_into(out, a, style);
             }
             out.push(')');
         }
-        Expr::List(items) => list_into(out, items),
-        Expr::Ad(ad) => ad_into(out, ad),
+        Expr::List(items) => list_into(out, items, style),
+        Expr::Ad(ad) => styled_ad_into(out, ad, style),
     }
 }
 
-fn list_into(out: &mut String, items: &[Expr]) {
+fn list_into(out: &mut String, items: &[Expr], style: Style) {
     out.push_str("{ ");
     for (i, e) in items.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        expr_into(out, e);
+        styled_expr_into(out, e, style);
     }
     out.push_str(" }");
 }
 
 /// `[ a = 1; b = 2 ]`, attributes in HTCondor's order.
 pub fn ad_into(out: &mut String, ad: &ClassAd) {
+    styled_ad_into(out, ad, Style::New)
+}
+
+fn styled_ad_into(out: &mut String, ad: &ClassAd, style: Style) {
     out.push_str("[ ");
     for (i, (n, e)) in ad.iter().enumerate() {
         if i > 0 {
@@ -103,7 +120,7 @@ pub fn ad_into(out: &mut String, ad: &ClassAd) {
         }
         name_into(out, n.as_str());
         out.push_str(" = ");
-        expr_into(out, e);
+        styled_expr_into(out, e, style);
     }
     out.push_str(" ]");
 }
@@ -121,6 +138,10 @@ pub fn name_into(out: &mut String, name: &str) {
 
 /// Appends a value as a ClassAd literal.
 pub fn value_into(out: &mut String, v: &Value) {
+    styled_value_into(out, v, Style::New)
+}
+
+fn styled_value_into(out: &mut String, v: &Value, style: Style) {
     match v {
         Value::Undefined => out.push_str("undefined"),
         Value::Error => out.push_str("error"),
@@ -130,9 +151,12 @@ pub fn value_into(out: &mut String, v: &Value) {
             let _ = write!(out, "{i}");
         }
         Value::Real(r) => real_into(out, *r),
-        Value::Str(s) => string_into(out, s),
-        Value::List(l) => list_into(out, &l.items),
-        Value::Ad(a) => ad_into(out, &a.ad),
+        Value::Str(s) => match style {
+            Style::New => string_into(out, s),
+            Style::Old => old_string_into(out, s),
+        },
+        Value::List(l) => list_into(out, &l.items, style),
+        Value::Ad(a) => styled_ad_into(out, &a.ad, style),
         Value::AbsTime(t) => {
             out.push_str("absTime(\"");
             out.push_str(&format_abstime(*t));
@@ -208,6 +232,40 @@ fn escape_into(out: &mut String, s: &str, quote: u8) {
             }
         }
     }
+}
+
+/// A string in old syntax: only the quote is escaped (the old-syntax reader
+/// takes every other backslash literally), and a string ending in a backslash
+/// still reads back, because `\"` before the end of a line closes it.
+fn old_string_into(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        if c == '"' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+}
+
+/// An expression as old syntax prints it (strings differ; see [`ad_to_old_syntax`]).
+pub fn expr_to_old_syntax(e: &Expr) -> String {
+    let mut s = String::new();
+    styled_expr_into(&mut s, e, Style::Old);
+    s
+}
+
+/// An ad in old syntax, one `Name = expr` line per attribute in HTCondor's
+/// order, as `condor_q -l` prints it.
+pub fn ad_to_old_syntax(ad: &ClassAd) -> String {
+    let mut s = String::new();
+    for (name, e) in ad.iter() {
+        s.push_str(name.as_str());
+        s.push_str(" = ");
+        styled_expr_into(&mut s, e, Style::Old);
+        s.push('\n');
+    }
+    s
 }
 
 /// The canonical text of an expression.
