@@ -73,6 +73,19 @@ pub enum ClassadCommand {
         #[arg(value_name = "MACHINE_AD")]
         machine: PathBuf,
     },
+    /// Print an ad in old syntax, new syntax or HTCondor's JSON form.
+    ///
+    /// Reads one ad (old or new syntax) and prints it the way HTCondor would:
+    /// `old` as `condor_q -l` (`Name = expr` lines), `new` as one `[ ... ]`,
+    /// `json` as `condor_q -json` prints one ad.
+    Print {
+        /// The ad (old or new syntax).
+        #[arg(value_name = "AD_FILE")]
+        ad: PathBuf,
+        /// The form to print.
+        #[arg(long, value_enum, default_value = "old")]
+        format: AdFormat,
+    },
     /// Run HTCondor oracle cases (JSON lines) and print ferrocondor's answers.
     ///
     /// Each input line is a case in the oracle's input format; each output line
@@ -89,6 +102,16 @@ pub enum ClassadCommand {
         #[arg(long)]
         check: bool,
     },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AdFormat {
+    /// `Name = expr` lines, as `condor_q -l` prints.
+    Old,
+    /// One line, `[ Name = expr; ... ]`.
+    New,
+    /// HTCondor's JSON form, as `condor_q -json` prints one ad.
+    Json,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -11,7 +11,7 @@ use classad::unparse::value_to_string;
 use classad::{ClassAd, Env, Expr, Value};
 
 use crate::adfile;
-use crate::args::{ClassadCommand, VectorMode};
+use crate::args::{AdFormat, ClassadCommand, VectorMode};
 use crate::errors::{Error, Outcome};
 
 /// Where an expression given on the command line is said to come from.
@@ -23,10 +23,21 @@ pub fn run(command: &ClassadCommand, env: &Env, out: &mut dyn Write) -> Result<O
             eval(expr, my.as_deref(), target.as_deref(), env, out)
         }
         ClassadCommand::Match { job, machine } => match_ads(job, machine, env, out),
+        ClassadCommand::Print { ad, format } => print_ad(ad, *format, out),
         ClassadCommand::Vectors { mode, file, check } => {
             vectors(*mode, file.as_deref(), *check, env, out)
         }
     }
+}
+
+fn print_ad(path: &Path, format: AdFormat, out: &mut dyn Write) -> Result<Outcome, Error> {
+    let ad = adfile::read(path)?;
+    match format {
+        AdFormat::Old => write!(out, "{}", classad::unparse::ad_to_old_syntax(&ad))?,
+        AdFormat::New => writeln!(out, "{ad}")?,
+        AdFormat::Json => writeln!(out, "{}", classad::json::ad_to_json(&ad))?,
+    }
+    Ok(Outcome::Success)
 }
 
 fn eval(

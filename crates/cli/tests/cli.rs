@@ -298,3 +298,27 @@ fn vectors_refuse_a_line_that_is_not_json() {
         stderr(&o)
     );
 }
+
+#[test]
+fn print_converts_between_the_three_forms() {
+    let old = run(&["classad", "print", "examples/laptop.ad", "--format", "old"]);
+    assert!(old.status.success());
+    let old_text = String::from_utf8(old.stdout).unwrap();
+    assert!(old_text.contains("Memory = 1536\n"), "{old_text}");
+    let new = run(&["classad", "print", "examples/laptop.ad", "--format", "new"]);
+    let new_text = String::from_utf8(new.stdout).unwrap();
+    assert!(new_text.starts_with("[ ") && new_text.trim_end().ends_with(" ]"));
+    // Old and new forms of one ad read back as the same ad.
+    let a = classad::reader::parse_old_ad(&old_text).unwrap();
+    let b = classad::parse_ad(new_text.trim()).unwrap();
+    assert_eq!(a.to_string(), b.to_string());
+    let json = run(&["classad", "print", "examples/laptop.ad", "--format", "json"]);
+    let json_text = String::from_utf8(json.stdout).unwrap();
+    assert!(json_text.contains("\"Memory\": 1536"), "{json_text}");
+    assert_eq!(
+        classad::json::parse_json_ad(&json_text)
+            .unwrap()
+            .to_string(),
+        b.to_string()
+    );
+}
