@@ -41,6 +41,7 @@ use crate::error::ParseError;
 use crate::expr::Expr;
 use crate::lexer::{Lexer, StringMode, Tok};
 use crate::parser::Parser;
+use crate::value::{ArcStr, Value};
 
 /// Which form the text is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -458,6 +459,11 @@ fn parse_old_line(
     let rhs_start = lead + eq + 1;
     let rhs = line[rhs_start..].trim_start_matches(' ');
     let rhs_start = line.len() - rhs.len();
+    // Most lines of a machine or job ad are a plain literal; read those
+    // without a parser (the result is what the parser would give).
+    if let Some(lit) = plain_literal(rhs.trim_end()) {
+        return Ok((name.to_string(), lit));
+    }
     let parsed = match strictness {
         Strictness::Prefix => parse_old_value(rhs),
         // A `;` may end an old-syntax line (HTCondor ignores it).
@@ -469,6 +475,37 @@ fn parse_old_line(
     let expr = parsed
         .map_err(|e| ParseError::at(src, start + rhs_start + e.offset, &e.found, e.expected))?;
     Ok((name.to_string(), expr))
+}
+
+/// A value that is only a decimal integer, a string without backslashes or
+/// inner quotes, or `true`/`false` (any case), as the literal it is; `None`
+/// for anything else (which the parser then reads, and refuses if need be).
+fn plain_literal(text: &str) -> Option<Expr> {
+    let b = text.as_bytes();
+    match b.first()? {
+        b'"' => {
+            let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+            if inner.bytes().any(|c| c == b'"' || c == b'\\') {
+                return None;
+            }
+            Some(Expr::Lit(Value::Str(ArcStr::from(inner))))
+        }
+        b'0'..=b'9' | b'-' => {
+            let digits = text.strip_prefix('-').unwrap_or(text);
+            // Leading zeros are refused by the parser; leave them to it.
+            if digits.is_empty()
+                || !digits.bytes().all(|c| c.is_ascii_digit())
+                || (digits.len() > 1 && digits.starts_with('0'))
+            {
+                return None;
+            }
+            // As the lexer: an integer too big for 64 bits reads as 0.
+            Some(Expr::Lit(Value::Int(text.parse().unwrap_or(0))))
+        }
+        _ if text.eq_ignore_ascii_case("true") => Some(Expr::Lit(Value::Bool(true))),
+        _ if text.eq_ignore_ascii_case("false") => Some(Expr::Lit(Value::Bool(false))),
+        _ => None,
+    }
 }
 
 /// Parses an old-syntax value: one complete expression, anything after it

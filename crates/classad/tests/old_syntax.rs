@@ -45,3 +45,32 @@ fn old_and_new_syntax_differ_only_in_strings() {
         r#"strcat("a\b",x) == "q" && y > 1.500000000000000E+00"#
     );
 }
+
+#[test]
+fn plain_literal_lines_read_as_the_parser_reads_them() {
+    // The reader takes a shortcut for plain literals; it must agree with the
+    // parser on every form, including the ones it leaves to the parser.
+    for value in [
+        "42",
+        "-42",
+        "0",
+        "-0",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "9223372036854775808",
+        "\"text\"",
+        "\"\"",
+        "\"tab\there\"",
+        "TRUE",
+        "false",
+        "1.5",
+        "017",
+        "\"a\\\"b\"",
+        "1 + 2",
+    ] {
+        let via_reader =
+            parse_old_ad(&format!("A = {value}\n")).map(|ad| ad.get("A").unwrap().to_string());
+        let via_parser = classad::parser::parse_old_value_whole(value).map(|e| e.to_string());
+        assert_eq!(via_reader.ok(), via_parser.ok(), "{value}");
+    }
+}
