@@ -36,6 +36,39 @@ pub enum Expr {
     Call(Box<Call>),
     List(Arc<[Expr]>),
     Ad(Arc<ClassAd>),
+    /// An operator on literals (`15 * 60`), computed once when parsed. It
+    /// evaluates to `value` and prints as `expr`, so nothing a user sees
+    /// changes; only the work is saved.
+    Folded(Box<Folded>),
+}
+
+#[derive(Clone, Debug)]
+pub struct Folded {
+    pub value: Value,
+    /// The expression as written.
+    pub expr: Expr,
+    /// The evaluation depth the written expression would reach (HTCondor's
+    /// depth limit still applies to it).
+    pub cost: u32,
+}
+
+impl Folded {
+    /// The expression `l op r`: folded when both operands are constants,
+    /// except for `&&` and `||` (left to the evaluator's short-circuit).
+    pub(crate) fn binary(op: BinOp, l: Expr, r: Expr) -> Expr {
+        if !matches!(op, BinOp::And | BinOp::Or) {
+            if let (Some((a, ca)), Some((b, cb))) = (l.constant(), r.constant()) {
+                let value = crate::eval::ops::binary(op, a, b);
+                let cost = 1 + ca.max(cb);
+                return Expr::Folded(Box::new(Folded {
+                    value,
+                    expr: Expr::Binary(op, Box::new((l, r))),
+                    cost,
+                }));
+            }
+        }
+        Expr::Binary(op, Box::new((l, r)))
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -143,6 +176,15 @@ impl Expr {
             Value::List(l) => Expr::List(l.items.clone()),
             Value::Ad(a) => Expr::Ad(a.ad.clone()),
             other => Expr::Lit(other),
+        }
+    }
+
+    /// The value of a literal or folded constant, and its evaluation cost.
+    fn constant(&self) -> Option<(&Value, u32)> {
+        match self {
+            Expr::Lit(v) => Some((v, 0)),
+            Expr::Folded(f) => Some((&f.value, f.cost)),
+            _ => None,
         }
     }
 

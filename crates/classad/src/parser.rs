@@ -187,7 +187,7 @@ impl<'s> Parser<'s> {
             let (rhs, rd) = self.binary(prec + 1)?;
             depth = 1 + depth.max(rd);
             self.check_depth(depth, start)?;
-            lhs = Expr::Binary(op, Box::new((lhs, rhs)));
+            lhs = crate::expr::Folded::binary(op, lhs, rhs);
         }
         Ok((lhs, depth))
     }

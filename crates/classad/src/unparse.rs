@@ -92,6 +92,7 @@ fn expr_node_into(out: &mut String, e: &Expr, style: Style) {
             out.push(')');
         }
         Expr::List(items) => list_into(out, items, style),
+        Expr::Folded(f) => styled_expr_into(out, &f.expr, style),
         Expr::Ad(ad) => styled_ad_into(out, ad, style),
     }
 }

@@ -125,6 +125,7 @@ impl Scope {
 fn borrowed_cost(e: &Expr) -> u32 {
     match e {
         Expr::Lit(_) => 0,
+        Expr::Folded(f) => f.cost,
         Expr::Select(..) => 2,
         _ => 1,
     }
@@ -300,6 +301,12 @@ impl<'a> Evaluator<'a> {
         }
         match e {
             Expr::Lit(v) => v.clone(),
+            Expr::Folded(f) => {
+                if self.depth + f.cost > MAX_EVAL_DEPTH {
+                    return self.fail();
+                }
+                f.value.clone()
+            }
             Expr::Unary(op, x) => counted!({
                 let v = self.eval(x, scope);
                 ops::unary(*op, &v)
@@ -424,6 +431,7 @@ impl<'a> Evaluator<'a> {
     {
         let found = match e {
             Expr::Lit(v) => return Some(v),
+            Expr::Folded(f) => return Some(&f.value),
             Expr::Attr(name) if name.special() == Special::None => match scope {
                 Scope::Top(side) => self.side_ad(*side)?.lookup_name(name)?,
                 _ => return None,
