@@ -293,23 +293,7 @@ pub fn parse_json_ads(text: &str) -> Result<Vec<ClassAd>, ParseError> {
     r.skip_ws();
     if r.peek() == Some(b'[') {
         r.pos += 1;
-        r.skip_ws();
-        if r.peek() == Some(b']') {
-            r.pos += 1;
-        } else {
-            loop {
-                ads.push(r.top_object()?);
-                r.skip_ws();
-                match r.peek() {
-                    Some(b',') => r.pos += 1,
-                    Some(b']') => {
-                        r.pos += 1;
-                        break;
-                    }
-                    _ => return Err(r.error_here("',' or ']' in the list of ads")),
-                }
-            }
-        }
+        let ads = r.elements("',' or ']' in the list of ads", JsonReader::top_object)?;
         r.skip_ws();
         if r.pos < text.len() {
             return Err(r.error_here("the end of the input after the list of ads"));
@@ -453,28 +437,38 @@ impl<'t> JsonReader<'t> {
         }
     }
 
-    /// `[ value, ... ]`, at the `[`; no stray commas here.
-    fn array(&mut self) -> Result<Expr, ParseError> {
-        self.nest()?;
-        self.pos += 1;
+    /// The elements of an array, just after its `[`, through its `]`: read
+    /// by `item`, separated by single commas (no stray commas in arrays).
+    fn elements<T>(
+        &mut self,
+        expected: &str,
+        mut item: impl FnMut(&mut Self) -> Result<T, ParseError>,
+    ) -> Result<Vec<T>, ParseError> {
         let mut items = Vec::new();
         self.skip_ws();
         if self.peek() == Some(b']') {
             self.pos += 1;
-        } else {
-            loop {
-                items.push(self.value()?);
-                self.skip_ws();
-                match self.peek() {
-                    Some(b',') => self.pos += 1,
-                    Some(b']') => {
-                        self.pos += 1;
-                        break;
-                    }
-                    _ => return Err(self.error_here("',' or ']' in the array")),
+            return Ok(items);
+        }
+        loop {
+            items.push(item(self)?);
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(items);
                 }
+                _ => return Err(self.error_here(expected)),
             }
         }
+    }
+
+    /// `[ value, ... ]`, at the `[`; no stray commas here.
+    fn array(&mut self) -> Result<Expr, ParseError> {
+        self.nest()?;
+        self.pos += 1;
+        let items = self.elements("',' or ']' in the array", JsonReader::value)?;
         self.depth -= 1;
         Ok(Expr::List(items.into()))
     }
