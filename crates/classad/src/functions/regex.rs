@@ -41,13 +41,37 @@ impl Options {
     }
 }
 
+/// How many compiled patterns are kept: policies use a handful of patterns
+/// over and over, and compiling one costs far more than matching it.
+const CACHE_SIZE: usize = 32;
+
+type CacheKey = (String, [bool; 4]);
+
+/// The compiled form of `pattern` with the matching options `o`, from a small
+/// process-wide cache (a memo: it changes no result).
 pub(super) fn compile(pattern: &str, o: Options) -> Result<Regex, pcre2::Error> {
-    RegexBuilder::new()
+    use std::sync::{Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<Vec<(CacheKey, Regex)>>> = OnceLock::new();
+    let flags = [o.caseless, o.multi_line, o.dotall, o.extended];
+    let cache = CACHE.get_or_init(Default::default);
+    {
+        let c = cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, re)) = c.iter().find(|((p, f), _)| p == pattern && *f == flags) {
+            return Ok(re.clone());
+        }
+    }
+    let re = RegexBuilder::new()
         .caseless(o.caseless)
         .multi_line(o.multi_line)
         .dotall(o.dotall)
         .extended(o.extended)
-        .build(pattern)
+        .build(pattern)?;
+    let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if c.len() >= CACHE_SIZE {
+        c.remove(0);
+    }
+    c.push(((pattern.to_string(), flags), re.clone()));
+    Ok(re)
 }
 
 /// Evaluates `(pattern, target, [replacement,] [options])`: ERROR if any is
