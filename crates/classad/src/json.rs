@@ -268,13 +268,22 @@ fn json_escape_into(out: &mut String, s: &str) {
 
 /// Parses one JSON object as an ad; only white space may follow it.
 pub fn parse_json_ad(text: &str) -> Result<ClassAd, ParseError> {
+    read_whole(text, "the JSON object", JsonReader::top_object)
+}
+
+/// Reads one thing with `read`; only white space may follow it.
+fn read_whole<'t, T>(
+    text: &'t str,
+    what: &str,
+    read: impl FnOnce(&mut JsonReader<'t>) -> Result<T, ParseError>,
+) -> Result<T, ParseError> {
     let mut r = JsonReader::new(text);
-    let ad = r.top_object()?;
+    let t = read(&mut r)?;
     r.skip_ws();
     if r.pos < text.len() {
-        return Err(r.error_here("the end of the input after the JSON object"));
+        return Err(r.error_here(&format!("the end of the input after {what}")));
     }
-    Ok(ad)
+    Ok(t)
 }
 
 /// Parses one JSON object at the start of `text` (after white space) and
@@ -310,13 +319,7 @@ pub fn parse_json_ads(text: &str) -> Result<Vec<ClassAd>, ParseError> {
 /// Parses a single JSON value (as an attribute's value would be read) into
 /// an expression.
 pub fn parse_json_value(text: &str) -> Result<Expr, ParseError> {
-    let mut r = JsonReader::new(text);
-    let e = r.value()?;
-    r.skip_ws();
-    if r.pos < text.len() {
-        return Err(r.error_here("the end of the input after the JSON value"));
-    }
-    Ok(e)
+    read_whole(text, "the JSON value", JsonReader::value)
 }
 
 /// How deep arrays and objects may nest, so that hostile input cannot

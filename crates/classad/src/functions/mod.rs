@@ -29,9 +29,10 @@ pub type Builtin = fn(&mut Evaluator<'_>, &[Expr], &Scope) -> Value;
 
 /// The built-in named `name` (any case), if there is one.
 pub fn lookup(name: &str) -> Option<Builtin> {
-    let lower = name.to_ascii_lowercase();
+    // Compare case-insensitively in place: no lowercase copy per call parsed.
+    let key = name.bytes().map(|b| b.to_ascii_lowercase());
     TABLE
-        .binary_search_by(|(n, _)| n.cmp(&lower.as_str()))
+        .binary_search_by(|(n, _)| n.bytes().cmp(key.clone()))
         .ok()
         .map(|i| TABLE[i].1)
 }
