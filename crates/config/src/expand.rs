@@ -285,7 +285,12 @@ fn function(func: &str, body: &str, r: &dyn Resolve, salt: usize) -> Result<Stri
         },
         "SUBSTR" => {
             let mut args = body.split(',');
-            let text = argument(args.next().unwrap_or(""), r)?;
+            // Unlike the other functions, $SUBSTR takes only a macro name.
+            let name = args.next().unwrap_or("").trim();
+            let text = match r.raw(name) {
+                Some(raw) => expand(&raw, r)?,
+                None => String::new(),
+            };
             let start = args.next().and_then(|a| a.trim().parse::<i64>().ok());
             let len = args.next().map(|a| a.trim().parse::<i64>().ok());
             match (start, len) {

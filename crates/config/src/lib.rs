@@ -30,6 +30,6 @@ mod typed;
 pub use config::{Config, Definition, Found, LookupError, Origin};
 pub use error::{ConfigError, ErrorKind, Warning};
 pub use expand::ExpandError;
-pub use load::{load, LoadOptions, Root, COMPATIBLE_VERSION, DEFAULT_LOCATIONS};
+pub use load::{load, reconfigure, LoadOptions, Root, COMPATIBLE_VERSION, DEFAULT_LOCATIONS};
 pub use source::{FileError, Files, FixedHost, Host, MemFiles};
 pub use typed::{parse_bool, ParamError};

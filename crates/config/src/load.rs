@@ -613,7 +613,11 @@ impl Loader<'_> {
             if rest.is_empty() {
                 return Ok(false);
             }
-            return Ok(if rest.chars().all(is_name_char) {
+            // `defined $(X)` tests what X holds: a name is looked up, any
+            // other text (`1`, a path) counts as defined, as in HTCondor.
+            let is_name = rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && rest.chars().all(is_name_char);
+            return Ok(if is_name {
                 self.config.is_defined(rest)
             } else {
                 true
@@ -774,5 +778,19 @@ fn excluded(name: &str, regexp: Option<&str>) -> bool {
                 || name.starts_with('#')
                 || DEFAULT_EXCLUDE.iter().any(|s| name.ends_with(s))
         }
+    }
+}
+
+/// What a daemon does when told to reconfigure: read the configuration
+/// again; if it is broken, keep the one in force and say why.
+pub fn reconfigure(
+    current: Config,
+    opts: &LoadOptions,
+    files: &dyn Files,
+    host: &dyn Host,
+) -> (Config, Option<ConfigError>) {
+    match load(opts, files, host) {
+        Ok(new) => (new, None),
+        Err(e) => (current, Some(e)),
     }
 }

@@ -6,6 +6,8 @@
 //! optionally `env.json`, and HTCondor 25.14.1's answers in
 //! `expected.json` (and `typed.json` for parameters HTCondor converts to
 //! numbers or booleans). Set FERROCONDOR_VECTORS to read another copy.
+//! `tests/data/cases/` holds more cases of the same form that we wrote and
+//! HTCondor answered (see its README).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -182,10 +184,8 @@ fn check_case(case: &Path) -> Vec<String> {
     failures
 }
 
-#[test]
-fn every_configuration_vector_agrees_with_htcondor() {
-    let dir = vectors_dir();
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+fn check_all(dir: &Path, at_least: usize) {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .flatten()
         .map(|e| e.path())
@@ -193,8 +193,8 @@ fn every_configuration_vector_agrees_with_htcondor() {
         .collect();
     cases.sort();
     assert!(
-        cases.len() >= 61,
-        "expected at least 61 cases in {}",
+        cases.len() >= at_least,
+        "expected at least {at_least} cases in {}",
         dir.display()
     );
     let failures: Vec<String> = cases.iter().flat_map(|c| check_case(c)).collect();
@@ -204,5 +204,20 @@ fn every_configuration_vector_agrees_with_htcondor() {
         failures.len(),
         cases.len(),
         failures.join("\n")
+    );
+}
+
+#[test]
+fn every_configuration_vector_agrees_with_htcondor() {
+    check_all(&vectors_dir(), 61);
+}
+
+/// Cases of our own (`tests/data/cases/`), in the same form, answered by
+/// the same oracle: the corners our implementation had to pin down.
+#[test]
+fn our_oracle_cases_agree_with_htcondor() {
+    check_all(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/cases"),
+        24,
     );
 }
