@@ -7,7 +7,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done; for `classad match`: the ads match; for `vectors --check`: every case agrees |
-//! | 1 | done, and the answer is "no": the ads do not match, or some vector cases differ |
+//! | 1 | done, and the answer is "no": the ads do not match, some vector cases differ, or a configuration parameter asked for is not defined |
 //! | 2 | could not do what was asked: usage error, unreadable file, parse error, bad input |
 //!
 //! This is grep's and diff's convention, so `ferrocondor classad match` can sit
@@ -29,13 +29,15 @@ pub enum Outcome {
     NoMatch,
     /// Done, and some vector cases differ from the expected answers.
     ChecksFailed,
+    /// Done, and some configuration parameter asked for is not defined.
+    NotDefined,
 }
 
 impl Outcome {
     pub fn exit_code(self) -> u8 {
         match self {
             Outcome::Success => 0,
-            Outcome::NoMatch | Outcome::ChecksFailed => 1,
+            Outcome::NoMatch | Outcome::ChecksFailed | Outcome::NotDefined => 1,
         }
     }
 }
@@ -53,6 +55,14 @@ pub enum Error {
     /// ClassAd text that does not parse; `origin` names where it came from
     /// (a file name, or `<expression>` for the command line).
     Parse { origin: String, error: ParseError },
+    /// A configuration that cannot be read (the message names file and line).
+    Config(config::ConfigError),
+    /// A configuration value that cannot be expanded (a macro loop).
+    Lookup(config::LookupError),
+    /// A request that makes no sense as given.
+    Usage(String),
+    /// Something ferrocondor does not do yet; the message says what.
+    Unsupported(String),
     /// A line of a vectors file that is not a JSON object.
     Json {
         origin: String,
@@ -108,6 +118,10 @@ impl fmt::Display for Error {
                 line,
                 message,
             } => write!(f, "{origin}:{line}: not a JSON object: {message}"),
+            Error::Config(e) => write!(f, "configuration error: {e}"),
+            Error::Lookup(e) => write!(f, "configuration error: {e}"),
+            Error::Usage(m) => write!(f, "usage: {m}"),
+            Error::Unsupported(m) => write!(f, "not supported yet: {m}"),
         }
     }
 }

@@ -9,7 +9,9 @@
 mod adfile;
 mod args;
 mod classad_cmd;
+mod config_cmd;
 mod errors;
+mod system;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -26,13 +28,23 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     // clap prints usage errors itself and exits with 2, the same code as ours.
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(args::normalize_config_val(std::env::args().collect()));
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = match &cli.command {
         Command::Classad(a) => {
             let env = classad::Env::at(a.now.unwrap_or_else(real_clock));
             classad_cmd::run(&a.command, &env, &mut out)
+        }
+        Command::ConfigVal(a) => {
+            let host = system::RealHost::detect();
+            config_cmd::run(
+                a,
+                &system::DiskFiles,
+                &host,
+                &mut out,
+                &mut std::io::stderr(),
+            )
         }
     };
     let result = result.and_then(|outcome| {
