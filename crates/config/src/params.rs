@@ -81,6 +81,12 @@ pub static PARAMS: &[Param] = &[
         "Seconds between keep-alive messages on a claim.",
     ),
     p(
+        "ALLOW_INCLUDE_COMMAND",
+        "",
+        Boolean,
+        "ferrocondor only: whether `include command :` may run programs (off unless set before the include).",
+    ),
+    p(
         "ALLOW_PSLOT_PREEMPTION",
         "",
         Boolean,

@@ -131,3 +131,81 @@ fn pure_crates_depend_on_no_io_crate() {
         problems.join("\n")
     );
 }
+
+/// The `Config` methods that read a parameter by name.
+const PARAM_READERS: &[&str] = &[
+    ".get(\"",
+    ".raw(\"",
+    ".integer(\"",
+    ".integer_or(\"",
+    ".boolean(\"",
+    ".real(\"",
+    ".duration(\"",
+    ".list(\"",
+    ".expression(\"",
+];
+
+/// Every parameter the code reads is in the parameter table
+/// (`crates/config/src/params.rs`), so that table stays the complete list
+/// of knobs, with defaults and meanings.
+#[test]
+fn parameters_are_read_only_through_the_table() {
+    let table = std::fs::read_to_string(workspace().join("crates/config/src/params.rs")).unwrap();
+    let known = |name: &str| {
+        table.contains(&format!("p(\n        \"{name}\""))
+            || table.contains(&format!("p(\"{name}\""))
+    };
+    let mut problems = Vec::new();
+    let mut read = 0;
+    for krate in std::fs::read_dir(workspace().join("crates"))
+        .unwrap()
+        .flatten()
+    {
+        if krate.file_name() == "classad" || krate.file_name() == "tidy" {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&krate.path().join("src"), &mut files);
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            // Unit tests may ask for made-up names.
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            for (i, line) in code.lines().enumerate() {
+                for reader in PARAM_READERS {
+                    let Some(at) = line.find(reader) else {
+                        continue;
+                    };
+                    let rest = &line[at + reader.len()..];
+                    let name = rest.split('"').next().unwrap_or("");
+                    // Parameter names are written in capitals (START,
+                    // LOCAL_CONFIG_DIR); other `get("...")` calls are not
+                    // about configuration.
+                    if name.is_empty()
+                        || !name
+                            .chars()
+                            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                    {
+                        continue;
+                    }
+                    read += 1;
+                    if !known(name) {
+                        problems.push(format!(
+                            "{}:{}: reads {name}, which is not in crates/config/src/params.rs",
+                            f.display(),
+                            i + 1
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        read > 0,
+        "found no parameter reads: has the Config API changed?"
+    );
+    assert!(
+        problems.is_empty(),
+        "parameters missing from the table:\n{}",
+        problems.join("\n")
+    );
+}
