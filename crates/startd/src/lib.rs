@@ -1,0 +1,21 @@
+//! # startd — the execute point's policy engine
+//!
+//! How a machine's owner decides when remote jobs may start, are
+//! suspended, resumed, vacated or killed, as HTCondor's manual describes it
+//! (`policy-configuration.rst`, `startd-policy-v6.8.txt`): the machine's
+//! resources divided into slots, each slot's state and activity, the
+//! numbered transitions between them, and the slot ads the startd
+//! publishes.
+//!
+//! **Architecture invariant:** this crate is pure. Its inputs are the
+//! configuration, the host's readings, events and `now`; its outputs are
+//! slot ads and a list of actions for the daemon to carry out (start a
+//! starter, suspend a job, send a signal, run a hook). It never reads the
+//! clock, the machine or a socket, and never runs a program.
+//!
+//! Start reading at `resources` and `layout` (what the slots are).
+
+pub mod carve;
+pub mod layout;
+pub mod loadavg;
+pub mod resources;
