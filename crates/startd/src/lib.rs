@@ -13,9 +13,22 @@
 //! starter, suspend a job, send a signal, run a hook). It never reads the
 //! clock, the machine or a socket, and never runs a program.
 //!
-//! Start reading at `resources` and `layout` (what the slots are).
+//! Start reading at `engine` (the state machine: `Startd::tick` and
+//! `Startd::handle`), then `resources` and `layout` (what the slots are).
 
 pub mod carve;
+pub mod engine;
 pub mod layout;
 pub mod loadavg;
+pub mod policy;
+pub mod publish;
 pub mod resources;
+pub mod slot;
+pub mod state;
+
+pub use engine::{
+    Action, ClaimRequest, DrainHow, Event, Readings, Ready, Refusal, ShutdownHow, Startd,
+};
+pub use publish::MachineInfo;
+pub use slot::SlotResources;
+pub use state::{Activity, Cause, Pair, State, Transition};

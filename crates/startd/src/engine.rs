@@ -1,0 +1,1825 @@
+//! The engine: every slot's state machine, driven by `tick(now, readings)`
+//! and `handle(event, now)`, returning what happened ([`Transition`]s)
+//! and what the daemon must do ([`Action`]s), like raft-rs's `Ready`.
+//!
+//! The transitions and their numbers are those of HTCondor's manual
+//! (`policy-configuration.rst`, "State and Activity Transitions"). Each
+//! poll evaluates a slot's expressions in its own ad (with the running job
+//! as TARGET while there is one) and takes at most one transition at a
+//! time, repeating until the slot is settled, so chains like Matched ->
+//! Owner -> Unclaimed (8 then 1) happen within one poll, each recorded.
+
+use classad::{ClassAd, Env, Expr, Value};
+use config::Config;
+
+use crate::policy::{evaluate, is_true, Policy, PolicyError};
+use crate::publish::MachineInfo;
+use crate::slot::{BackfillExit, Claim, Retirement, Slot, SlotResources};
+use crate::state::{Activity, Cause, Pair, State, Transition};
+
+/// What the host reads, handed in at every poll.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Readings {
+    /// Seconds since the keyboard and the console were last used.
+    pub keyboard_idle: i64,
+    pub console_idle: i64,
+    /// The machine's load average (all processes).
+    pub load_avg: f64,
+    /// Load caused by each slot's job, by slot index (missing: 0).
+    pub condor_load: Vec<f64>,
+}
+
+/// Something the daemon must do.
+#[derive(Clone, Debug)]
+pub enum Action {
+    /// Start a starter for `job` on the slot's claim, at this niceness.
+    StartJob {
+        slot: String,
+        claim_id: String,
+        job: ClassAd,
+        nice: i64,
+    },
+    /// Stop (SIGSTOP or freeze) and resume the slot's job.
+    SuspendJob {
+        slot: String,
+    },
+    ContinueJob {
+        slot: String,
+    },
+    /// Ask the job to exit (its soft kill signal).
+    VacateJob {
+        slot: String,
+    },
+    /// Kill the job at once.
+    KillJob {
+        slot: String,
+    },
+    /// KILLING_TIMEOUT passed with the job still there: kill the starter and
+    /// everything under it.
+    KillStarterTree {
+        slot: String,
+    },
+    /// The claim is over: tell the schedd that held it.
+    ClaimEnded {
+        slot: String,
+        claim_id: String,
+        reason: String,
+    },
+    RunBenchmarks {
+        slot: String,
+    },
+    StartBackfill {
+        slot: String,
+    },
+    KillBackfill {
+        slot: String,
+    },
+    /// Draining is complete (every slot Drained).
+    DrainComplete,
+    /// Shutdown is complete: no claim is left; the daemon may exit.
+    ShutdownComplete,
+}
+
+/// The result of a poll or an event.
+#[derive(Clone, Debug, Default)]
+pub struct Ready {
+    pub transitions: Vec<Transition>,
+    pub actions: Vec<Action>,
+}
+
+/// An event the engine was given but will not act on, and why (the daemon
+/// passes this on: to the schedd for a refused claim, to the admin for a
+/// command that does not apply).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub slot: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.slot, self.reason)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// A schedd's request to claim a slot.
+#[derive(Clone, Debug)]
+pub struct ClaimRequest {
+    pub claim_id: String,
+    /// The job the claim is for.
+    pub job: ClassAd,
+    pub schedd: String,
+    pub user: String,
+    /// The schedd's keep-alive interval (else ALIVE_INTERVAL).
+    pub alive_interval: Option<i64>,
+    /// The negotiator found this job's user deserves the slot more than
+    /// the current claim's (user-priority preemption); otherwise a claim
+    /// on a claimed slot must win by the machine's RANK.
+    pub by_user_priority: bool,
+}
+
+/// How draining treats running jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DrainHow {
+    /// Jobs get their retirement time, then their vacate time.
+    Graceful,
+    /// Jobs get no retirement, only their vacate time.
+    Quick,
+    /// Jobs are killed at once.
+    Fast,
+}
+
+/// How a shutdown treats running jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShutdownHow {
+    /// Jobs run to completion, however long.
+    Peaceful,
+    /// Jobs get their retirement and vacate time.
+    Graceful,
+    /// Jobs are killed at once.
+    Fast,
+}
+
+/// A drain in progress.
+#[derive(Clone, Debug)]
+pub struct Drain {
+    pub id: u64,
+    pub how: DrainHow,
+    /// Return to normal by itself once every slot is drained.
+    pub resume_on_completion: bool,
+    /// START while draining (false when not given).
+    pub start_expr: Option<Expr>,
+    pub reason: String,
+    pub complete: bool,
+}
+
+/// Something that happened to the startd.
+#[derive(Clone, Debug)]
+pub enum Event {
+    /// The negotiator matched the slot to a job (transitions 6, 32).
+    Matched {
+        slot: String,
+    },
+    /// A schedd claims the slot (5, 9, 31; or, on a claimed slot, a claim
+    /// that preempts the current one).
+    RequestClaim {
+        slot: String,
+        request: Box<ClaimRequest>,
+    },
+    /// The schedd runs a job on its claim (11).
+    Activate {
+        slot: String,
+        claim_id: String,
+        job: Box<ClassAd>,
+    },
+    /// The slot's starter exited: the job is over (12, 18, 22-25).
+    StarterExited {
+        slot: String,
+    },
+    /// The schedd gives up its claim (or a claim waiting to preempt).
+    ReleaseClaim {
+        slot: String,
+        claim_id: String,
+    },
+    /// A keep-alive for a claim.
+    KeepAlive {
+        claim_id: String,
+    },
+    /// `condor_vacate`: evict the job of one slot (or all); `fast` kills.
+    Vacate {
+        slot: Option<String>,
+        fast: bool,
+    },
+    /// Benchmarks finished with these figures (4).
+    BenchmarksDone {
+        slot: String,
+        mips: i64,
+        kflops: i64,
+    },
+    /// The backfill client started (26) or exited (27, 29).
+    BackfillStarted {
+        slot: String,
+    },
+    BackfillExited {
+        slot: String,
+    },
+    /// `condor_drain`.
+    Drain {
+        how: DrainHow,
+        resume_on_completion: bool,
+        start_expr: Option<Expr>,
+        reason: String,
+    },
+    /// `condor_drain -cancel`, or finalizing a completed drain.
+    CancelDrain,
+    /// `condor_off` and friends.
+    Shutdown(ShutdownHow),
+}
+
+/// The execute point's policy engine for one machine.
+#[derive(Clone, Debug)]
+pub struct Startd {
+    pub slots: Vec<Slot>,
+    pub machine: MachineInfo,
+    pub readings: Readings,
+    pub drain: Option<Drain>,
+    pub shutdown: Option<ShutdownHow>,
+    shutdown_reported: bool,
+    drain_ids: u64,
+    /// Slots 1..=N see the real keyboard and console; the others see them
+    /// idle for longer by `idle_boost` seconds.
+    connected_keyboard: u32,
+    connected_console: u32,
+    idle_boost: i64,
+    /// When the startd started (disconnected slots count idle time from it).
+    started: i64,
+}
+
+/// How many transitions one slot may take in one poll: a guard against a
+/// policy that flips back and forth (Owner/Unclaimed with an IS_OWNER that
+/// depends on State, say).
+const MAX_STEPS: usize = 32;
+
+impl Startd {
+    /// A startd for `slots` (slot id, slot type, resources), all starting
+    /// in Owner/Idle at `now`.
+    pub fn new(
+        config: &Config,
+        machine: MachineInfo,
+        slots: Vec<(u32, Option<u32>, SlotResources)>,
+        now: i64,
+    ) -> Result<Startd, PolicyError> {
+        let mut out = Vec::with_capacity(slots.len());
+        for (id, slot_type, resources) in slots {
+            let policy = Policy::read(config, id, slot_type)?;
+            out.push(Slot::new(id, slot_type, resources, policy, now));
+        }
+        let number = |name: &str, default: i64| -> Result<i64, PolicyError> {
+            Ok(config
+                .integer(name)
+                .map_err(|e| PolicyError(e.to_string()))?
+                .unwrap_or(default))
+        };
+        Ok(Startd {
+            slots: out,
+            machine,
+            readings: Readings::default(),
+            drain: None,
+            shutdown: None,
+            shutdown_reported: false,
+            drain_ids: 0,
+            connected_keyboard: number("SLOTS_CONNECTED_TO_KEYBOARD", 0)?.max(0) as u32,
+            connected_console: number("SLOTS_CONNECTED_TO_CONSOLE", 0)?.max(0) as u32,
+            idle_boost: number("DISCONNECTED_KEYBOARD_IDLE_BOOST", 1200)?,
+            started: now,
+        })
+    }
+
+    /// Reads the policy again (`condor_reconfig`); states and claims stay.
+    pub fn reconfigure(&mut self, config: &Config) -> Result<(), PolicyError> {
+        let mut policies = Vec::with_capacity(self.slots.len());
+        for s in &self.slots {
+            policies.push(Policy::read(config, s.id, s.slot_type)?);
+        }
+        for (s, p) in self.slots.iter_mut().zip(policies) {
+            s.policy = p;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn env(&self, now: i64) -> Env {
+        Env {
+            now,
+            utc_offset: self.machine.utc_offset,
+            ..Env::default()
+        }
+    }
+
+    /// KeyboardIdle and ConsoleIdle as slot `i` sees them at `now`. Slots
+    /// 1..=SLOTS_CONNECTED_TO_KEYBOARD (CONSOLE) see the real idle times;
+    /// the others, as in HTCondor, the time since the startd started plus
+    /// DISCONNECTED_KEYBOARD_IDLE_BOOST, so the owner's typing never
+    /// touches them.
+    pub(crate) fn idle_times(&self, i: usize, now: i64) -> (i64, i64) {
+        let id = self.slots[i].id;
+        let r = &self.readings;
+        let disconnected = now - self.started + self.idle_boost;
+        let console = if id <= self.connected_console {
+            r.console_idle
+        } else {
+            disconnected
+        };
+        let keyboard = if id <= self.connected_keyboard {
+            r.keyboard_idle.min(console)
+        } else {
+            disconnected
+        };
+        (keyboard, console)
+    }
+
+    /// START for slot `i`: the drain's start expression while draining.
+    pub(crate) fn start_expr(&self, i: usize) -> Expr {
+        if let Some(d) = &self.drain {
+            return d
+                .start_expr
+                .clone()
+                .unwrap_or_else(|| Expr::from_value(Value::Bool(false)));
+        }
+        self.slots[i]
+            .policy
+            .expr("START")
+            .cloned()
+            .unwrap_or_else(|| Expr::from_value(Value::Bool(true)))
+    }
+
+    fn index(&self, slot: &str) -> Result<usize, Refusal> {
+        self.slots
+            .iter()
+            .position(|s| s.name.eq_ignore_ascii_case(slot))
+            .ok_or_else(|| Refusal {
+                slot: slot.to_string(),
+                reason: "no such slot".into(),
+            })
+    }
+
+    /// Evaluates a policy expression of slot `i` in its ad, with the
+    /// running job (if any) as TARGET; `_VANILLA` variants apply to
+    /// vanilla jobs. Returns the name used and the value.
+    fn eval(&self, i: usize, ad: &ClassAd, name: &'static str, now: i64) -> (String, Value) {
+        let s = &self.slots[i];
+        let job = s.job.as_ref();
+        let (used, expr) = s.policy.for_job(name, job);
+        let v = evaluate(expr, ad, job, &self.env(now));
+        (used, v)
+    }
+
+    /// START evaluated locally (no job): HTCondor's "START locally
+    /// evaluates to FALSE" is exactly false, UNDEFINED is not.
+    fn start_locally_false(&self, i: usize, ad: &ClassAd, now: i64) -> (bool, Value) {
+        let v = evaluate(Some(&self.start_expr(i)), ad, None, &self.env(now));
+        (
+            matches!(v, Value::Bool(false)) || v.as_bool() == Some(false),
+            v,
+        )
+    }
+
+    // ---- Polling --------------------------------------------------------
+
+    /// One poll: take the host's readings, update what depends on them,
+    /// and let every slot take the transitions its policy calls for.
+    pub fn tick(&mut self, now: i64, readings: Readings) -> Ready {
+        self.readings = readings;
+        self.share_load();
+        self.update_latches(now);
+        let mut ready = Ready::default();
+        for i in 0..self.slots.len() {
+            self.settle(i, now, &mut ready);
+        }
+        self.after_settling(now, &mut ready);
+        ready
+    }
+
+    /// Hands the machine's load out to the slots (see `loadavg`).
+    fn share_load(&mut self) {
+        let condor: Vec<f64> = (0..self.slots.len())
+            .map(|i| self.readings.condor_load.get(i).copied().unwrap_or(0.0))
+            .collect();
+        let owner_first: Vec<bool> = self.slots.iter().map(|s| s.state == State::Owner).collect();
+        let shares = distribute_load(self.readings.load_avg, &condor, &owner_first);
+        for (s, (load, condor)) in self.slots.iter_mut().zip(shares) {
+            s.load_avg = load;
+            s.condor_load_avg = condor;
+        }
+    }
+
+    /// STARTD_LATCH_EXPRS and the built-in CPU-busy clock.
+    fn update_latches(&mut self, now: i64) {
+        for i in 0..self.slots.len() {
+            let ad = self.slot_ad(i, now);
+            let env = self.env(now);
+            let busy = self.cpu_busy(&ad, &env);
+            let s = &mut self.slots[i];
+            match (busy, s.cpu_busy_since) {
+                (true, None) => s.cpu_busy_since = Some(now),
+                (false, Some(_)) => s.cpu_busy_since = None,
+                _ => {}
+            }
+            let latch_exprs = s.policy.latch_exprs.clone();
+            for (name, expr) in latch_exprs {
+                let v = classad::eval_expr(&expr, Some(&ad), None, &env);
+                let v = match v {
+                    Value::Bool(b) => Value::Int(b as i64),
+                    other => other,
+                };
+                let s = &mut self.slots[i];
+                match s.latches.iter_mut().find(|(n, _, _)| *n == name) {
+                    Some(l) if !same(&l.1, &v) => {
+                        l.1 = v;
+                        l.2 = now;
+                    }
+                    Some(_) => {}
+                    None => s.latches.push((name, v, now)),
+                }
+            }
+        }
+    }
+
+    /// Whether the CPU is busy with work not HTCondor's: the configuration's
+    /// CPUBusy/CpuBusy expression if it has one, else HTCondor's default
+    /// (non-HTCondor load of 0.5 or more).
+    fn cpu_busy(&self, ad: &ClassAd, env: &Env) -> bool {
+        let non_condor = match (
+            ad.eval_attr("LoadAvg", env),
+            ad.eval_attr("CondorLoadAvg", env),
+        ) {
+            (Value::Real(a), Value::Real(b)) => a - b,
+            _ => 0.0,
+        };
+        non_condor >= 0.5
+    }
+
+    fn settle(&mut self, i: usize, now: i64, ready: &mut Ready) {
+        for _ in 0..MAX_STEPS {
+            if !self.step(i, now, ready) {
+                return;
+            }
+        }
+    }
+
+    /// Records a transition of slot `i` and moves it.
+    fn go(&mut self, i: usize, to: Pair, number: u8, cause: Cause, now: i64, ready: &mut Ready) {
+        let s = &mut self.slots[i];
+        let from = s.pair();
+        if s.state != to.0 {
+            s.entered_state = now;
+        }
+        if from != to {
+            s.entered_activity = now;
+        }
+        s.state = to.0;
+        s.activity = to.1;
+        ready.transitions.push(Transition {
+            slot: s.name.clone(),
+            from,
+            to,
+            number,
+            cause,
+            at: now,
+        });
+    }
+
+    fn expr_cause(name: impl Into<String>, value: Value) -> Cause {
+        Cause::Expr {
+            name: name.into(),
+            value: value.to_string(),
+        }
+    }
+
+    /// Takes at most one transition of slot `i`; whether it did.
+    fn step(&mut self, i: usize, now: i64, ready: &mut Ready) -> bool {
+        let ad = self.slot_ad(i, now);
+        let s = &self.slots[i];
+        let name = s.name.clone();
+        match s.pair() {
+            Pair(State::Owner, Activity::Idle) => {
+                if self.drain.is_some() || self.shutdown.is_some() {
+                    if self.drain.is_some() {
+                        self.go(
+                            i,
+                            Pair(State::Drained, Activity::Retiring),
+                            36,
+                            Cause::Event("draining".into()),
+                            now,
+                            ready,
+                        );
+                        return true;
+                    }
+                    return false;
+                }
+                let (used, v) = self.eval(i, &ad, "IS_OWNER", now);
+                if !is_true(&v) {
+                    self.go(
+                        i,
+                        Pair(State::Unclaimed, Activity::Idle),
+                        1,
+                        Self::expr_cause(used, v),
+                        now,
+                        ready,
+                    );
+                    return true;
+                }
+                false
+            }
+            Pair(State::Unclaimed, Activity::Idle) => {
+                if self.drain.is_some() {
+                    self.go(
+                        i,
+                        Pair(State::Drained, Activity::Retiring),
+                        37,
+                        Cause::Event("draining".into()),
+                        now,
+                        ready,
+                    );
+                    return true;
+                }
+                let (used, v) = self.eval(i, &ad, "IS_OWNER", now);
+                if is_true(&v) || self.shutdown.is_some() {
+                    let cause = if self.shutdown.is_some() {
+                        Cause::Event("shutting down".into())
+                    } else {
+                        Self::expr_cause(used, v)
+                    };
+                    self.go(i, Pair(State::Owner, Activity::Idle), 2, cause, now, ready);
+                    return true;
+                }
+                let (used, v) = self.eval(i, &ad, "RunBenchmarks", now);
+                if is_true(&v) {
+                    self.go(
+                        i,
+                        Pair(State::Unclaimed, Activity::Benchmarking),
+                        3,
+                        Self::expr_cause(used, v),
+                        now,
+                        ready,
+                    );
+                    ready.actions.push(Action::RunBenchmarks { slot: name });
+                    return true;
+                }
+                if self.slots[i].policy.enable_backfill {
+                    let (used, v) = self.eval(i, &ad, "START_BACKFILL", now);
+                    if is_true(&v) {
+                        self.go(
+                            i,
+                            Pair(State::Backfill, Activity::Idle),
+                            7,
+                            Self::expr_cause(used, v),
+                            now,
+                            ready,
+                        );
+                        ready.actions.push(Action::StartBackfill { slot: name });
+                        return true;
+                    }
+                }
+                false
+            }
+            Pair(State::Matched, Activity::Idle) => {
+                let (false_, v) = self.start_locally_false(i, &ad, now);
+                if false_ {
+                    self.go(
+                        i,
+                        Pair(State::Owner, Activity::Idle),
+                        8,
+                        Self::expr_cause("START", v),
+                        now,
+                        ready,
+                    );
+                    return true;
+                }
+                let waited = now - s.entered_state;
+                if waited >= s.policy.match_timeout {
+                    let cause = Cause::Timer(format!(
+                        "MATCH_TIMEOUT: matched {waited} s ago and not claimed (limit {} s)",
+                        s.policy.match_timeout
+                    ));
+                    self.go(i, Pair(State::Owner, Activity::Idle), 8, cause, now, ready);
+                    return true;
+                }
+                if self.drain.is_some() || self.shutdown.is_some() {
+                    self.go(
+                        i,
+                        Pair(State::Owner, Activity::Idle),
+                        8,
+                        Cause::Event("draining or shutting down".into()),
+                        now,
+                        ready,
+                    );
+                    return true;
+                }
+                false
+            }
+            Pair(State::Claimed, Activity::Idle) => {
+                let claim = s.claim.as_ref().expect("a Claimed slot has a claim");
+                let cause = if let Some(c) = self.lease_expired(i, now) {
+                    Some((Retirement::Vacate, c))
+                } else if s.preempting.is_some() {
+                    Some((
+                        Retirement::Preempted,
+                        Cause::Event("a better claim is waiting".into()),
+                    ))
+                } else if self.drain.is_some() {
+                    Some((Retirement::Drain, Cause::Event("draining".into())))
+                } else if self.shutdown.is_some() {
+                    Some((Retirement::Shutdown, Cause::Event("shutting down".into())))
+                } else if s
+                    .policy
+                    .claim_worklife
+                    .is_some_and(|w| now - claim.claimed_at > w)
+                    && s.job.is_none()
+                {
+                    Some((
+                        Retirement::Vacate,
+                        Cause::Timer(format!(
+                            "CLAIM_WORKLIFE: the claim is {} s old (limit {} s) and takes no new job",
+                            now - claim.claimed_at,
+                            s.policy.claim_worklife.unwrap_or(0)
+                        )),
+                    ))
+                } else {
+                    let (false_, v) = self.start_locally_false(i, &ad, now);
+                    false_.then(|| (Retirement::Vacate, Self::expr_cause("START", v)))
+                };
+                match cause {
+                    Some((why, cause)) => {
+                        self.slots[i].retirement = Some(why);
+                        self.enter_preempting(i, &ad, 10, cause, now, ready);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            Pair(State::Claimed, Activity::Busy) => {
+                if let Some(cause) = self.lease_expired(i, now) {
+                    self.retire(i, Retirement::Vacate, Some(0), 13, cause, now, ready);
+                    return true;
+                }
+                let (used, want) = self.eval(i, &ad, "WANT_SUSPEND", now);
+                if is_true(&want) {
+                    let (used, v) = self.eval(i, &ad, "SUSPEND", now);
+                    if is_true(&v) {
+                        self.suspend(i, 14, Self::expr_cause(used, v), now, ready);
+                        return true;
+                    }
+                } else {
+                    let (used_p, v) = self.eval(i, &ad, "PREEMPT", now);
+                    if is_true(&v) {
+                        let limit = self.retirement_limit(i, &ad, now);
+                        let cause = Self::expr_cause(format!("{used_p} (with {used} {want})"), v);
+                        self.retire(i, Retirement::Preempt, limit, 13, cause, now, ready);
+                        return true;
+                    }
+                }
+                false
+            }
+            Pair(State::Claimed, Activity::Suspended) => {
+                let (used, v) = self.eval(i, &ad, "CONTINUE", now);
+                if is_true(&v) {
+                    let retiring = s.retirement.is_some();
+                    let (to, number) = if retiring {
+                        (Pair(State::Claimed, Activity::Retiring), 16)
+                    } else {
+                        (Pair(State::Claimed, Activity::Busy), 15)
+                    };
+                    self.resume(i, now);
+                    ready.actions.push(Action::ContinueJob { slot: name });
+                    self.go(i, to, number, Self::expr_cause(used, v), now, ready);
+                    return true;
+                }
+                if s.retirement.is_none() {
+                    let (used, v) = self.eval(i, &ad, "PREEMPT", now);
+                    if is_true(&v) {
+                        let limit = self.retirement_limit(i, &ad, now);
+                        let s = &mut self.slots[i];
+                        s.retirement = Some(Retirement::Preempt);
+                        s.retirement_limit = limit;
+                        self.resume(i, now);
+                        ready.actions.push(Action::ContinueJob { slot: name });
+                        self.go(
+                            i,
+                            Pair(State::Claimed, Activity::Retiring),
+                            16,
+                            Self::expr_cause(used, v),
+                            now,
+                            ready,
+                        );
+                        return true;
+                    }
+                } else if let Some(cause) = self.retirement_over(i, &ad, now) {
+                    self.resume(i, now);
+                    ready.actions.push(Action::ContinueJob { slot: name });
+                    self.enter_preempting(i, &ad, 17, cause, now, ready);
+                    return true;
+                }
+                false
+            }
+            Pair(State::Claimed, Activity::Retiring) => {
+                if s.retirement == Some(Retirement::Preempted) && s.preempting.is_none() {
+                    let s = &mut self.slots[i];
+                    s.retirement = None;
+                    s.retirement_limit = None;
+                    self.go(
+                        i,
+                        Pair(State::Claimed, Activity::Busy),
+                        19,
+                        Cause::Event("the preempting claim went away".into()),
+                        now,
+                        ready,
+                    );
+                    return true;
+                }
+                if !s.starter {
+                    self.enter_preempting(
+                        i,
+                        &ad,
+                        18,
+                        Cause::Event("the job exited".into()),
+                        now,
+                        ready,
+                    );
+                    return true;
+                }
+                if let Some(cause) = self.retirement_over(i, &ad, now) {
+                    self.enter_preempting(i, &ad, 18, cause, now, ready);
+                    return true;
+                }
+                let (_, want) = self.eval(i, &ad, "WANT_SUSPEND", now);
+                if is_true(&want) {
+                    let (used, v) = self.eval(i, &ad, "SUSPEND", now);
+                    if is_true(&v) {
+                        self.suspend(i, 20, Self::expr_cause(used, v), now, ready);
+                        return true;
+                    }
+                }
+                false
+            }
+            Pair(State::Preempting, activity) => {
+                if !s.starter {
+                    let to_claim = s.preempting.is_some();
+                    let number = match (activity, to_claim) {
+                        (Activity::Vacating, false) => 22,
+                        (Activity::Vacating, true) => 23,
+                        (_, true) => 24,
+                        (_, false) => 25,
+                    };
+                    self.end_claim(i, now, ready);
+                    let cause = Cause::Event(if self.slots[i].job.is_some() {
+                        "the job is gone".into()
+                    } else {
+                        "no job was running".into()
+                    });
+                    self.slots[i].job = None;
+                    self.slots[i].job_start = None;
+                    if to_claim {
+                        let new = self.slots[i].preempting.take();
+                        self.slots[i].claim = new;
+                        if let Some(c) = &mut self.slots[i].claim {
+                            c.claimed_at = now;
+                            c.last_alive = now;
+                        }
+                        self.go(
+                            i,
+                            Pair(State::Claimed, Activity::Idle),
+                            number,
+                            cause,
+                            now,
+                            ready,
+                        );
+                    } else {
+                        self.go(
+                            i,
+                            Pair(State::Owner, Activity::Idle),
+                            number,
+                            cause,
+                            now,
+                            ready,
+                        );
+                    }
+                    return true;
+                }
+                if activity == Activity::Vacating {
+                    let (used, v) = self.eval(i, &ad, "KILL", now);
+                    if is_true(&v) {
+                        ready.actions.push(Action::KillJob { slot: name });
+                        self.go(
+                            i,
+                            Pair(State::Preempting, Activity::Killing),
+                            21,
+                            Self::expr_cause(used, v),
+                            now,
+                            ready,
+                        );
+                        return true;
+                    }
+                    if let Some(deadline) = s.vacate_deadline {
+                        if now >= deadline {
+                            let cause = Cause::Timer(format!(
+                                "vacating took {} s, the vacate time granted",
+                                now - s.entered_activity
+                            ));
+                            ready.actions.push(Action::KillJob { slot: name });
+                            self.go(
+                                i,
+                                Pair(State::Preempting, Activity::Killing),
+                                21,
+                                cause,
+                                now,
+                                ready,
+                            );
+                            return true;
+                        }
+                    }
+                } else if activity == Activity::Killing
+                    && !s.killed_tree
+                    && now - s.entered_activity >= s.policy.killing_timeout
+                {
+                    self.slots[i].killed_tree = true;
+                    ready.actions.push(Action::KillStarterTree { slot: name });
+                }
+                false
+            }
+            Pair(State::Backfill, Activity::Idle) => {
+                if let Some(exit) = self.slots[i].backfill_exit.take() {
+                    if exit == BackfillExit::Claimed {
+                        // The claim that arrived during backfill takes the slot.
+                        let claim = self.slots[i].preempting.take();
+                        self.slots[i].claim = claim;
+                    }
+                    let (to, number, what) = match exit {
+                        BackfillExit::Owner => {
+                            (Pair(State::Owner, Activity::Idle), 30, "backfill evicted")
+                        }
+                        BackfillExit::Claimed => (
+                            Pair(State::Claimed, Activity::Idle),
+                            31,
+                            "claimed for a job",
+                        ),
+                        BackfillExit::Matched => (
+                            Pair(State::Matched, Activity::Idle),
+                            32,
+                            "matched for a job",
+                        ),
+                    };
+                    self.go(i, to, number, Cause::Event(what.into()), now, ready);
+                    return true;
+                }
+                let (used, v) = self.eval(i, &ad, "EVICT_BACKFILL", now);
+                if is_true(&v) || self.drain.is_some() || self.shutdown.is_some() {
+                    self.go(
+                        i,
+                        Pair(State::Owner, Activity::Idle),
+                        30,
+                        Self::expr_cause(used, v),
+                        now,
+                        ready,
+                    );
+                    return true;
+                }
+                false
+            }
+            Pair(State::Backfill, Activity::Busy) => {
+                let (used, v) = self.eval(i, &ad, "EVICT_BACKFILL", now);
+                if is_true(&v) || self.drain.is_some() || self.shutdown.is_some() {
+                    self.slots[i].backfill_exit = Some(BackfillExit::Owner);
+                    ready.actions.push(Action::KillBackfill { slot: name });
+                    self.go(
+                        i,
+                        Pair(State::Backfill, Activity::Killing),
+                        28,
+                        Self::expr_cause(used, v),
+                        now,
+                        ready,
+                    );
+                    return true;
+                }
+                false
+            }
+            Pair(State::Drained, Activity::Retiring) => {
+                if self.drain.is_none() {
+                    self.go(
+                        i,
+                        Pair(State::Owner, Activity::Idle),
+                        35,
+                        Cause::Event("draining was cancelled".into()),
+                        now,
+                        ready,
+                    );
+                    return true;
+                }
+                if self.slots.iter().all(|s| s.state == State::Drained) {
+                    self.go(
+                        i,
+                        Pair(State::Drained, Activity::Idle),
+                        33,
+                        Cause::Event("every slot is drained".into()),
+                        now,
+                        ready,
+                    );
+                    return true;
+                }
+                false
+            }
+            Pair(State::Drained, Activity::Idle) => {
+                if self.drain.is_none() {
+                    self.go(
+                        i,
+                        Pair(State::Owner, Activity::Idle),
+                        34,
+                        Cause::Event("draining was finalized or cancelled".into()),
+                        now,
+                        ready,
+                    );
+                    return true;
+                }
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// After every slot settled: a complete drain, a finished shutdown.
+    fn after_settling(&mut self, now: i64, ready: &mut Ready) {
+        if let Some(d) = &mut self.drain {
+            if !d.complete
+                && self
+                    .slots
+                    .iter()
+                    .all(|s| s.pair() == Pair(State::Drained, Activity::Idle))
+            {
+                d.complete = true;
+                ready.actions.push(Action::DrainComplete);
+                if d.resume_on_completion {
+                    self.drain = None;
+                    for i in 0..self.slots.len() {
+                        self.settle(i, now, ready);
+                    }
+                }
+            }
+        }
+        if self.shutdown.is_some()
+            && !self.shutdown_reported
+            && self
+                .slots
+                .iter()
+                .all(|s| s.claim.is_none() && !s.starter && !s.backfill_running)
+        {
+            self.shutdown_reported = true;
+            ready.actions.push(Action::ShutdownComplete);
+        }
+    }
+
+    fn lease_expired(&self, i: usize, now: i64) -> Option<Cause> {
+        let c = self.slots[i].claim.as_ref()?;
+        let silent = now - c.last_alive;
+        (silent > c.lease).then(|| {
+            Cause::Timer(format!(
+                "the claim lease expired: no keep-alive for {silent} s (lease {} s)",
+                c.lease
+            ))
+        })
+    }
+
+    // ---- Retirement, vacating and killing -------------------------------
+
+    /// The retirement time a job gets: the machine's MaxJobRetirementTime
+    /// (evaluated against the job) and the job's own, the smaller wins.
+    fn retirement_limit(&self, i: usize, ad: &ClassAd, now: i64) -> Option<i64> {
+        let s = &self.slots[i];
+        if self.shutdown == Some(ShutdownHow::Peaceful) {
+            return None;
+        }
+        let env = self.env(now);
+        let machine = number(&evaluate(
+            s.policy.expr("MaxJobRetirementTime"),
+            ad,
+            s.job.as_ref(),
+            &env,
+        ))
+        .unwrap_or(0);
+        let job = s.job.as_ref().and_then(|j| {
+            j.get("MaxJobRetirementTime")
+                .map(|e| classad::eval_expr(e, Some(j), Some(ad), &env))
+                .and_then(|v| number(&v))
+        });
+        Some(match job {
+            Some(j) => machine.min(j),
+            None => machine,
+        })
+    }
+
+    /// Seconds of vacating a job is granted when `remaining` seconds of
+    /// retirement are left: MachineMaxVacateTime, or the job's smaller
+    /// JobMaxVacateTime; a larger JobMaxVacateTime is met from retirement
+    /// time left over, up to its amount.
+    fn vacate_grant(&self, i: usize, ad: &ClassAd, remaining: i64, now: i64) -> i64 {
+        let s = &self.slots[i];
+        let env = self.env(now);
+        let machine = number(&evaluate(
+            s.policy.expr("MachineMaxVacateTime"),
+            ad,
+            s.job.as_ref(),
+            &env,
+        ))
+        .unwrap_or(600);
+        let job = s.job.as_ref().and_then(|j| {
+            j.get("JobMaxVacateTime")
+                .map(|e| classad::eval_expr(e, Some(j), Some(ad), &env))
+                .and_then(|v| number(&v))
+        });
+        match job {
+            None => machine,
+            Some(j) if j <= machine => j.max(0),
+            Some(j) => machine.max(remaining.min(j)),
+        }
+    }
+
+    /// In retirement: whether the job has used its retirement time (less
+    /// the vacate time it will be granted, so that vacating ends when
+    /// retirement does).
+    fn retirement_over(&self, i: usize, ad: &ClassAd, now: i64) -> Option<Cause> {
+        let s = &self.slots[i];
+        let limit = s.retirement_limit?;
+        let ran = s.job_run_time(now);
+        let remaining = limit - ran;
+        let grant = self.vacate_grant(i, ad, remaining, now);
+        (remaining <= grant).then(|| {
+            Cause::Timer(format!(
+                "retirement: the job has run {ran} s of its {limit} s (vacating takes up to {grant} s)"
+            ))
+        })
+    }
+
+    /// Claimed -> Retiring (13), with why and how long.
+    #[allow(clippy::too_many_arguments)]
+    fn retire(
+        &mut self,
+        i: usize,
+        why: Retirement,
+        limit: Option<i64>,
+        number: u8,
+        cause: Cause,
+        now: i64,
+        ready: &mut Ready,
+    ) {
+        let s = &mut self.slots[i];
+        s.retirement = Some(why);
+        s.retirement_limit = limit;
+        self.go(
+            i,
+            Pair(State::Claimed, Activity::Retiring),
+            number,
+            cause,
+            now,
+            ready,
+        );
+    }
+
+    fn suspend(&mut self, i: usize, number: u8, cause: Cause, now: i64, ready: &mut Ready) {
+        let s = &mut self.slots[i];
+        s.suspended_since = Some(now);
+        ready.actions.push(Action::SuspendJob {
+            slot: s.name.clone(),
+        });
+        self.go(
+            i,
+            Pair(State::Claimed, Activity::Suspended),
+            number,
+            cause,
+            now,
+            ready,
+        );
+    }
+
+    fn resume(&mut self, i: usize, now: i64) {
+        let s = &mut self.slots[i];
+        if let Some(since) = s.suspended_since.take() {
+            s.job_suspended_total += now - since;
+        }
+    }
+
+    /// Enters Preempting: Vacating (a soft kill, and a deadline) when
+    /// WANT_VACATE is true, else Killing (a hard kill).
+    fn enter_preempting(
+        &mut self,
+        i: usize,
+        ad: &ClassAd,
+        number: u8,
+        cause: Cause,
+        now: i64,
+        ready: &mut Ready,
+    ) {
+        let name = self.slots[i].name.clone();
+        let fast = matches!(self.shutdown, Some(ShutdownHow::Fast))
+            || matches!(&self.drain, Some(d) if d.how == DrainHow::Fast)
+            || self.slots[i].retirement_limit == Some(-1);
+        let (_, want) = self.eval(i, ad, "WANT_VACATE", now);
+        let starter = self.slots[i].starter;
+        let vacate = !fast && (is_true(&want) || !starter);
+        if vacate {
+            let s = &self.slots[i];
+            let remaining = s.retirement_limit.map_or(0, |l| l - s.job_run_time(now));
+            let grant = self.vacate_grant(i, ad, remaining, now);
+            let s = &mut self.slots[i];
+            s.vacate_deadline = Some(now + grant);
+            if starter {
+                ready.actions.push(Action::VacateJob { slot: name });
+            }
+            self.go(
+                i,
+                Pair(State::Preempting, Activity::Vacating),
+                number,
+                cause,
+                now,
+                ready,
+            );
+        } else {
+            self.slots[i].killed_tree = false;
+            ready.actions.push(Action::KillJob { slot: name });
+            self.go(
+                i,
+                Pair(State::Preempting, Activity::Killing),
+                number,
+                cause,
+                now,
+                ready,
+            );
+        }
+    }
+
+    /// The claim is over: add its times to the totals and tell its schedd.
+    fn end_claim(&mut self, i: usize, now: i64, ready: &mut Ready) {
+        let s = &mut self.slots[i];
+        s.total_job_run_time += s.job_run_time(now);
+        s.total_job_suspend_time += s.job_suspended_total;
+        s.job_suspended_total = 0;
+        s.suspended_since = None;
+        s.retirement = None;
+        s.retirement_limit = None;
+        s.vacate_deadline = None;
+        s.killed_tree = false;
+        if let Some(c) = s.claim.take() {
+            ready.actions.push(Action::ClaimEnded {
+                slot: s.name.clone(),
+                claim_id: c.id,
+                reason: "the claim was preempted or released".into(),
+            });
+        }
+    }
+
+    // ---- Events ---------------------------------------------------------
+
+    /// Acts on an event. A refused event changes nothing.
+    pub fn handle(&mut self, event: Event, now: i64) -> Result<Ready, Refusal> {
+        let mut ready = Ready::default();
+        let touched: Vec<usize> = match event {
+            Event::Matched { slot } => {
+                let i = self.index(&slot)?;
+                match self.slots[i].pair() {
+                    Pair(State::Unclaimed, Activity::Idle) => {
+                        self.go(
+                            i,
+                            Pair(State::Matched, Activity::Idle),
+                            6,
+                            Cause::Event("matched by the negotiator".into()),
+                            now,
+                            &mut ready,
+                        );
+                    }
+                    Pair(State::Backfill, Activity::Busy) => {
+                        self.kill_backfill(i, BackfillExit::Matched, now, &mut ready)
+                    }
+                    Pair(State::Backfill, Activity::Idle) => {
+                        self.slots[i].backfill_exit = Some(BackfillExit::Matched);
+                    }
+                    // A claimed slot hears of a preempting match too; the
+                    // claim request that follows is what counts.
+                    Pair(State::Claimed, _) => {}
+                    p => {
+                        return Err(Refusal {
+                            slot,
+                            reason: format!("cannot be matched in {p}"),
+                        })
+                    }
+                }
+                vec![i]
+            }
+            Event::RequestClaim { slot, request } => {
+                let i = self.index(&slot)?;
+                self.request_claim(i, *request, now, &mut ready)?;
+                vec![i]
+            }
+            Event::Activate {
+                slot,
+                claim_id,
+                job,
+            } => {
+                let i = self.index(&slot)?;
+                self.activate(i, &claim_id, *job, now, &mut ready)?;
+                vec![i]
+            }
+            Event::StarterExited { slot } => {
+                let i = self.index(&slot)?;
+                let s = &mut self.slots[i];
+                s.starter = false;
+                if s.pair() == Pair(State::Claimed, Activity::Busy)
+                    || s.pair() == Pair(State::Claimed, Activity::Suspended)
+                {
+                    if let Some(since) = s.suspended_since.take() {
+                        s.job_suspended_total += now - since;
+                    }
+                    let ran = s.job_run_time(now);
+                    s.total_job_run_time += ran;
+                    s.total_job_suspend_time += s.job_suspended_total;
+                    if let Some(c) = &mut s.claim {
+                        c.run_time += ran;
+                        c.suspend_time += s.job_suspended_total;
+                    }
+                    s.job = None;
+                    s.job_start = None;
+                    s.job_suspended_total = 0;
+                    self.go(
+                        i,
+                        Pair(State::Claimed, Activity::Idle),
+                        12,
+                        Cause::Event("the job exited".into()),
+                        now,
+                        &mut ready,
+                    );
+                }
+                vec![i]
+            }
+            Event::ReleaseClaim { slot, claim_id } => {
+                let i = self.index(&slot)?;
+                let s = &mut self.slots[i];
+                if s.preempting.as_ref().is_some_and(|c| c.id == claim_id) {
+                    s.preempting = None;
+                } else if s.claim.as_ref().is_some_and(|c| c.id == claim_id) {
+                    match s.pair() {
+                        Pair(State::Claimed, Activity::Idle) => {
+                            s.retirement = Some(Retirement::Vacate);
+                            let ad = self.slot_ad(i, now);
+                            self.enter_preempting(
+                                i,
+                                &ad,
+                                10,
+                                Cause::Event("the schedd released its claim".into()),
+                                now,
+                                &mut ready,
+                            );
+                        }
+                        Pair(State::Claimed, Activity::Busy) => {
+                            self.retire(
+                                i,
+                                Retirement::Vacate,
+                                Some(0),
+                                13,
+                                Cause::Event("the schedd released its claim".into()),
+                                now,
+                                &mut ready,
+                            );
+                        }
+                        Pair(State::Claimed, _) => {
+                            s.retirement = Some(Retirement::Vacate);
+                            s.retirement_limit = Some(0);
+                        }
+                        _ => {}
+                    }
+                } else {
+                    return Err(Refusal {
+                        slot,
+                        reason: format!("holds no claim {claim_id}"),
+                    });
+                }
+                vec![i]
+            }
+            Event::KeepAlive { claim_id } => {
+                let mut found = Vec::new();
+                for (i, s) in self.slots.iter_mut().enumerate() {
+                    for c in s.claim.iter_mut().chain(s.preempting.iter_mut()) {
+                        if c.id == claim_id {
+                            c.last_alive = now;
+                            found.push(i);
+                        }
+                    }
+                }
+                if found.is_empty() {
+                    return Err(Refusal {
+                        slot: String::new(),
+                        reason: format!("no claim {claim_id}"),
+                    });
+                }
+                found
+            }
+            Event::Vacate { slot, fast } => {
+                let which: Vec<usize> = match &slot {
+                    Some(s) => vec![self.index(s)?],
+                    None => (0..self.slots.len()).collect(),
+                };
+                for &i in &which {
+                    self.vacate(i, fast, now, &mut ready);
+                }
+                which
+            }
+            Event::BenchmarksDone { slot, mips, kflops } => {
+                let i = self.index(&slot)?;
+                let s = &mut self.slots[i];
+                s.last_benchmark = now;
+                s.mips = Some(mips);
+                s.kflops = Some(kflops);
+                if s.pair() == Pair(State::Unclaimed, Activity::Benchmarking) {
+                    self.go(
+                        i,
+                        Pair(State::Unclaimed, Activity::Idle),
+                        4,
+                        Cause::Event("benchmarks finished".into()),
+                        now,
+                        &mut ready,
+                    );
+                }
+                vec![i]
+            }
+            Event::BackfillStarted { slot } => {
+                let i = self.index(&slot)?;
+                self.slots[i].backfill_running = true;
+                if self.slots[i].pair() == Pair(State::Backfill, Activity::Idle) {
+                    self.go(
+                        i,
+                        Pair(State::Backfill, Activity::Busy),
+                        26,
+                        Cause::Event("the backfill client started".into()),
+                        now,
+                        &mut ready,
+                    );
+                }
+                vec![i]
+            }
+            Event::BackfillExited { slot } => {
+                let i = self.index(&slot)?;
+                self.slots[i].backfill_running = false;
+                match self.slots[i].activity {
+                    Activity::Busy => self.go(
+                        i,
+                        Pair(State::Backfill, Activity::Idle),
+                        27,
+                        Cause::Event("the backfill client exited".into()),
+                        now,
+                        &mut ready,
+                    ),
+                    Activity::Killing => self.go(
+                        i,
+                        Pair(State::Backfill, Activity::Idle),
+                        29,
+                        Cause::Event("the backfill client is gone".into()),
+                        now,
+                        &mut ready,
+                    ),
+                    _ => {}
+                }
+                vec![i]
+            }
+            Event::Drain {
+                how,
+                resume_on_completion,
+                start_expr,
+                reason,
+            } => {
+                if self.drain.is_some() {
+                    return Err(Refusal {
+                        slot: String::new(),
+                        reason: "already draining".into(),
+                    });
+                }
+                self.drain_ids += 1;
+                self.drain = Some(Drain {
+                    id: self.drain_ids,
+                    how,
+                    resume_on_completion,
+                    start_expr,
+                    reason,
+                    complete: false,
+                });
+                for i in 0..self.slots.len() {
+                    self.evict_for(
+                        i,
+                        how == DrainHow::Graceful,
+                        how == DrainHow::Fast,
+                        Retirement::Drain,
+                        "draining",
+                        now,
+                        &mut ready,
+                    );
+                }
+                (0..self.slots.len()).collect()
+            }
+            Event::CancelDrain => {
+                if self.drain.take().is_none() {
+                    return Err(Refusal {
+                        slot: String::new(),
+                        reason: "not draining".into(),
+                    });
+                }
+                (0..self.slots.len()).collect()
+            }
+            Event::Shutdown(how) => {
+                self.shutdown = Some(how);
+                for i in 0..self.slots.len() {
+                    self.evict_for(
+                        i,
+                        how != ShutdownHow::Fast,
+                        how == ShutdownHow::Fast,
+                        Retirement::Shutdown,
+                        "shutting down",
+                        now,
+                        &mut ready,
+                    );
+                }
+                (0..self.slots.len()).collect()
+            }
+        };
+        for i in touched {
+            self.settle(i, now, &mut ready);
+        }
+        // Draining one slot may complete the drain for all.
+        if self.drain.is_some() || self.shutdown.is_some() {
+            for i in 0..self.slots.len() {
+                self.settle(i, now, &mut ready);
+            }
+        }
+        self.after_settling(now, &mut ready);
+        Ok(ready)
+    }
+
+    /// Gets a claimed slot's job out for draining or shutdown: with its
+    /// retirement time (`graceful`), without (quick), or killing it (`fast`).
+    #[allow(clippy::too_many_arguments)]
+    fn evict_for(
+        &mut self,
+        i: usize,
+        graceful: bool,
+        fast: bool,
+        why: Retirement,
+        what: &str,
+        now: i64,
+        ready: &mut Ready,
+    ) {
+        let pair = self.slots[i].pair();
+        match pair {
+            Pair(State::Claimed, Activity::Busy) => {
+                let ad = self.slot_ad(i, now);
+                let limit = if fast {
+                    Some(-1)
+                } else if graceful {
+                    self.retirement_limit(i, &ad, now)
+                } else {
+                    Some(0)
+                };
+                self.retire(i, why, limit, 13, Cause::Event(what.into()), now, ready);
+            }
+            Pair(State::Claimed, Activity::Suspended | Activity::Retiring) => {
+                let ad = self.slot_ad(i, now);
+                let limit = if fast {
+                    Some(-1)
+                } else if graceful {
+                    self.retirement_limit(i, &ad, now)
+                } else {
+                    Some(0)
+                };
+                let s = &mut self.slots[i];
+                s.retirement = Some(why);
+                s.retirement_limit = match (s.retirement_limit, limit) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (_, l) => l,
+                };
+            }
+            Pair(State::Preempting, Activity::Vacating) if fast => {
+                ready.actions.push(Action::KillJob {
+                    slot: self.slots[i].name.clone(),
+                });
+                self.go(
+                    i,
+                    Pair(State::Preempting, Activity::Killing),
+                    21,
+                    Cause::Event(what.into()),
+                    now,
+                    ready,
+                );
+            }
+            Pair(State::Backfill, Activity::Busy) => {
+                self.kill_backfill(i, BackfillExit::Owner, now, ready)
+            }
+            Pair(State::Backfill, Activity::Idle) => {
+                self.slots[i].backfill_exit = Some(BackfillExit::Owner)
+            }
+            _ => {}
+        }
+    }
+
+    fn kill_backfill(&mut self, i: usize, exit: BackfillExit, now: i64, ready: &mut Ready) {
+        let name = self.slots[i].name.clone();
+        self.slots[i].backfill_exit = Some(exit.clone());
+        ready.actions.push(Action::KillBackfill { slot: name });
+        let why = match exit {
+            BackfillExit::Owner => "evicting backfill",
+            BackfillExit::Matched => "matched for a job",
+            BackfillExit::Claimed => "claimed for a job",
+        };
+        self.go(
+            i,
+            Pair(State::Backfill, Activity::Killing),
+            28,
+            Cause::Event(why.into()),
+            now,
+            ready,
+        );
+    }
+
+    /// `condor_vacate` on slot `i`.
+    fn vacate(&mut self, i: usize, fast: bool, now: i64, ready: &mut Ready) {
+        let cause = Cause::Event(
+            if fast {
+                "condor_vacate -fast"
+            } else {
+                "condor_vacate"
+            }
+            .into(),
+        );
+        let limit = Some(if fast { -1 } else { 0 });
+        match self.slots[i].pair() {
+            Pair(State::Claimed, Activity::Idle) => {
+                self.slots[i].retirement = Some(Retirement::Vacate);
+                self.slots[i].retirement_limit = limit;
+                let ad = self.slot_ad(i, now);
+                self.enter_preempting(i, &ad, 10, cause, now, ready);
+            }
+            Pair(State::Claimed, Activity::Busy) => {
+                self.retire(i, Retirement::Vacate, limit, 13, cause, now, ready)
+            }
+            Pair(State::Claimed, _) => {
+                let s = &mut self.slots[i];
+                s.retirement = Some(Retirement::Vacate);
+                s.retirement_limit = limit;
+                s.preempting = None;
+            }
+            Pair(State::Matched, _) => {
+                self.go(i, Pair(State::Owner, Activity::Idle), 8, cause, now, ready)
+            }
+            Pair(State::Preempting, Activity::Vacating) if fast => {
+                ready.actions.push(Action::KillJob {
+                    slot: self.slots[i].name.clone(),
+                });
+                self.go(
+                    i,
+                    Pair(State::Preempting, Activity::Killing),
+                    21,
+                    cause,
+                    now,
+                    ready,
+                );
+            }
+            Pair(State::Backfill, Activity::Busy) => {
+                self.kill_backfill(i, BackfillExit::Owner, now, ready)
+            }
+            Pair(State::Backfill, Activity::Idle) => {
+                self.slots[i].backfill_exit = Some(BackfillExit::Owner)
+            }
+            _ => {}
+        }
+    }
+
+    fn new_claim(&self, i: usize, r: ClaimRequest, ad: &ClassAd, now: i64) -> Claim {
+        let s = &self.slots[i];
+        let env = self.env(now);
+        let rank =
+            number_f(&evaluate(s.policy.rank.as_ref(), ad, Some(&r.job), &env)).unwrap_or(0.0);
+        let lease = match r
+            .job
+            .get("JobLeaseDuration")
+            .map(|e| classad::eval_expr(e, Some(&r.job), None, &env))
+        {
+            Some(v) if number(&v).is_some_and(|d| d > 0) => number(&v).unwrap_or(0),
+            _ => {
+                s.policy.max_claim_alives_missed
+                    * r.alive_interval.unwrap_or(s.policy.alive_interval)
+            }
+        };
+        let owner = match r.job.eval_attr("Owner", &env) {
+            Value::Str(o) => o.to_string(),
+            _ => r.user.split('@').next().unwrap_or("").to_string(),
+        };
+        Claim {
+            id: r.claim_id,
+            schedd: r.schedd,
+            user: r.user,
+            owner,
+            request: r.job,
+            rank,
+            claimed_at: now,
+            last_alive: now,
+            lease,
+            suspend_time: 0,
+            run_time: 0,
+        }
+    }
+
+    fn request_claim(
+        &mut self,
+        i: usize,
+        r: ClaimRequest,
+        now: i64,
+        ready: &mut Ready,
+    ) -> Result<(), Refusal> {
+        let ad = self.slot_ad(i, now);
+        let slot = self.slots[i].name.clone();
+        let refuse = |reason: String| Refusal {
+            slot: slot.clone(),
+            reason,
+        };
+        let start = evaluate(Some(&self.start_expr(i)), &ad, Some(&r.job), &self.env(now));
+        if !is_true(&start) {
+            return Err(refuse(format!("START is {start} for this job")));
+        }
+        let claim = self.new_claim(i, r.clone(), &ad, now);
+        let pair = self.slots[i].pair();
+        match pair {
+            Pair(State::Unclaimed, Activity::Idle) | Pair(State::Matched, Activity::Idle) => {
+                self.slots[i].claim = Some(claim);
+                let number = if pair.0 == State::Unclaimed { 5 } else { 9 };
+                self.go(
+                    i,
+                    Pair(State::Claimed, Activity::Idle),
+                    number,
+                    Cause::Event(format!("claimed by {}", r.schedd)),
+                    now,
+                    ready,
+                );
+                Ok(())
+            }
+            Pair(State::Backfill, Activity::Busy) => {
+                self.slots[i].preempting = Some(claim);
+                self.kill_backfill(i, BackfillExit::Claimed, now, ready);
+                Ok(())
+            }
+            Pair(State::Backfill, Activity::Idle | Activity::Killing) => {
+                self.slots[i].preempting = Some(claim);
+                self.slots[i].backfill_exit = Some(BackfillExit::Claimed);
+                Ok(())
+            }
+            Pair(State::Claimed, activity) => {
+                let s = &self.slots[i];
+                if s.preempting.is_some() {
+                    return Err(refuse("already being preempted by another claim".into()));
+                }
+                if matches!(s.retirement, Some(ref w) if *w != Retirement::Preempted) {
+                    return Err(refuse("its claim is already being evicted".into()));
+                }
+                let current = s.claim.as_ref().map_or(0.0, |c| c.rank);
+                if !r.by_user_priority && claim.rank <= current {
+                    return Err(refuse(format!(
+                        "RANK for this job ({}) is not better than for the current claim ({current})",
+                        claim.rank
+                    )));
+                }
+                let cause = Cause::Event(if r.by_user_priority {
+                    format!("preempted by a job of {} (user priority)", r.user)
+                } else {
+                    format!(
+                        "preempted by a job the machine ranks higher ({} > {current})",
+                        claim.rank
+                    )
+                });
+                self.slots[i].preempting = Some(claim);
+                match activity {
+                    Activity::Busy => {
+                        let limit = self.retirement_limit(i, &ad, now);
+                        self.retire(i, Retirement::Preempted, limit, 13, cause, now, ready);
+                    }
+                    Activity::Idle => {}
+                    _ => {
+                        let limit = self.retirement_limit(i, &ad, now);
+                        let s = &mut self.slots[i];
+                        if s.retirement.is_none() {
+                            s.retirement = Some(Retirement::Preempted);
+                            s.retirement_limit = limit;
+                        }
+                    }
+                }
+                Ok(())
+            }
+            p => Err(refuse(format!("cannot be claimed in {p}"))),
+        }
+    }
+
+    fn activate(
+        &mut self,
+        i: usize,
+        claim_id: &str,
+        job: ClassAd,
+        now: i64,
+        ready: &mut Ready,
+    ) -> Result<(), Refusal> {
+        let slot = self.slots[i].name.clone();
+        let refuse = |reason: String| Refusal {
+            slot: slot.clone(),
+            reason,
+        };
+        let s = &self.slots[i];
+        if s.pair() != Pair(State::Claimed, Activity::Idle) {
+            return Err(refuse(format!("cannot start a job in {}", s.pair())));
+        }
+        let claim = s.claim.as_ref().expect("claimed");
+        if claim.id != claim_id {
+            return Err(refuse(format!("claim {claim_id} does not hold this slot")));
+        }
+        if let Some(w) = s.policy.claim_worklife {
+            if now - claim.claimed_at > w {
+                return Err(refuse(format!(
+                    "the claim is {} s old, past CLAIM_WORKLIFE ({w} s): it takes no new job",
+                    now - claim.claimed_at
+                )));
+            }
+        }
+        let ad = self.slot_ad(i, now);
+        let env = self.env(now);
+        let nice = number(&evaluate(
+            s.policy.job_renice_increment.as_ref(),
+            &ad,
+            Some(&job),
+            &env,
+        ))
+        .unwrap_or(0);
+        let s = &mut self.slots[i];
+        s.job = Some(job.clone());
+        s.job_start = Some(now);
+        s.job_suspended_total = 0;
+        s.suspended_since = None;
+        s.starter = true;
+        ready.actions.push(Action::StartJob {
+            slot: s.name.clone(),
+            claim_id: claim_id.to_string(),
+            job,
+            nice,
+        });
+        self.go(
+            i,
+            Pair(State::Claimed, Activity::Busy),
+            11,
+            Cause::Event("the schedd started a job".into()),
+            now,
+            ready,
+        );
+        Ok(())
+    }
+}
+
+/// The manual's hand-out of the machine's load to slots ("Load Average for
+/// Multi-core Machines"): each slot first gets the load its own job
+/// causes; what is left is the owner's, given in portions of at most 1.0
+/// to slots in the Owner state first, then to the others in order; any
+/// still left goes to the HTCondor slots. Returns (LoadAvg,
+/// CondorLoadAvg) per slot.
+fn distribute_load(total: f64, condor: &[f64], owner_first: &[bool]) -> Vec<(f64, f64)> {
+    let mut load: Vec<f64> = condor.to_vec();
+    let mut left = (total - condor.iter().sum::<f64>()).max(0.0);
+    let order: Vec<usize> = (0..condor.len())
+        .filter(|&i| owner_first[i])
+        .chain((0..condor.len()).filter(|&i| !owner_first[i] && condor[i] == 0.0))
+        .collect();
+    for i in order {
+        if left <= 0.0 {
+            break;
+        }
+        let share = left.min(1.0);
+        load[i] += share;
+        left -= share;
+    }
+    if left > 0.0 && !condor.is_empty() {
+        // More owner load than slots: it lands on the busy slots too.
+        let busy: Vec<usize> = (0..condor.len()).filter(|&i| condor[i] > 0.0).collect();
+        let targets = if busy.is_empty() {
+            (0..condor.len()).collect()
+        } else {
+            busy
+        };
+        let each = left / targets.len() as f64;
+        for i in targets {
+            load[i] += each;
+        }
+    }
+    load.into_iter().zip(condor.iter().copied()).collect()
+}
+
+/// A value as whole seconds (reals truncated).
+fn number(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        Value::Real(x) if x.is_finite() => Some(*x as i64),
+        Value::Bool(b) => Some(*b as i64),
+        _ => None,
+    }
+}
+
+fn number_f(v: &Value) -> Option<f64> {
+    v.as_number()
+}
+
+/// Whether two latch values are the same (a change resets the latch time).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Real(x), Value::Real(y)) => x == y,
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Undefined, Value::Undefined) | (Value::Error, Value::Error) => true,
+        _ => false,
+    }
+}

@@ -1,0 +1,131 @@
+//! Slot states and activities, and the record of a transition between
+//! them, named as HTCondor names them.
+
+use std::fmt;
+
+/// A slot's state (HTCondor's "machine state").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum State {
+    /// In use by its owner, or not willing to run jobs.
+    Owner,
+    /// Willing to run jobs, and running none.
+    Unclaimed,
+    /// Matched by the negotiator to a schedd that has not claimed it yet.
+    Matched,
+    /// Claimed by a schedd.
+    Claimed,
+    /// Getting rid of the job of a claim that is being preempted.
+    Preempting,
+    /// Running backfill work while otherwise idle.
+    Backfill,
+    /// Being drained, or drained.
+    Drained,
+}
+
+/// A slot's activity within its state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Activity {
+    Idle,
+    Benchmarking,
+    Busy,
+    Suspended,
+    Retiring,
+    Vacating,
+    Killing,
+}
+
+impl State {
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Owner => "Owner",
+            State::Unclaimed => "Unclaimed",
+            State::Matched => "Matched",
+            State::Claimed => "Claimed",
+            State::Preempting => "Preempting",
+            State::Backfill => "Backfill",
+            State::Drained => "Drained",
+        }
+    }
+}
+
+impl Activity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Activity::Idle => "Idle",
+            Activity::Benchmarking => "Benchmarking",
+            Activity::Busy => "Busy",
+            Activity::Suspended => "Suspended",
+            Activity::Retiring => "Retiring",
+            Activity::Vacating => "Vacating",
+            Activity::Killing => "Killing",
+        }
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Display for Activity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A state and an activity: what `condor_status` shows for a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pair(pub State, pub Activity);
+
+impl fmt::Display for Pair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.0, self.1)
+    }
+}
+
+/// What made a transition happen.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cause {
+    /// A policy expression of the slot, and the value it had (printed as
+    /// a ClassAd literal: `true`, `undefined`, `42`).
+    Expr { name: String, value: String },
+    /// Something that happened: a match, a claim, a command, a job exit.
+    Event(String),
+    /// A timer ran out: `what` says which, with the numbers.
+    Timer(String),
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cause::Expr { name, value } => write!(f, "{name} is {value}"),
+            Cause::Event(e) => f.write_str(e),
+            Cause::Timer(t) => f.write_str(t),
+        }
+    }
+}
+
+/// One transition of one slot, numbered as in HTCondor's manual
+/// (`policy-configuration.rst`, "State and Activity Transitions").
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transition {
+    pub slot: String,
+    pub from: Pair,
+    pub to: Pair,
+    /// The transition's number in the manual (1 to 37).
+    pub number: u8,
+    pub cause: Cause,
+    /// When it happened (epoch seconds).
+    pub at: i64,
+}
+
+impl fmt::Display for Transition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} -> {} (transition {}): {}",
+            self.slot, self.from, self.to, self.number, self.cause
+        )
+    }
+}
