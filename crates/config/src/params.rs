@@ -1329,10 +1329,22 @@ pub static PARAMS: &[Param] = &[
         "Older name for STARTD_SLOT_ATTRS.",
     ),
     p(
+        "STARTD_VM_ATTRS",
+        "",
+        List,
+        "The HTCondor 6.8 name of STARTD_SLOT_ATTRS, still read so old policies run.",
+    ),
+    p(
         "STARTD_VM_EXPRS",
         "",
         List,
         "6.8-era name for STARTD_SLOT_ATTRS (vm<N>_<attr>).",
+    ),
+    p(
+        "STARTD_VM_EXPRS",
+        "",
+        List,
+        "The HTCondor 6.8 name of STARTD_SLOT_EXPRS, still read so old policies run.",
     ),
     p(
         "STARTER_ALLOW_RUNAS_OWNER",

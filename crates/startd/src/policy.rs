@@ -45,6 +45,8 @@ pub const PARAMS_READ: &[&str] = &[
     "STARTD_JOB_EXPRS",
     "STARTD_SLOT_ATTRS",
     "STARTD_SLOT_EXPRS",
+    "STARTD_VM_ATTRS",
+    "STARTD_VM_EXPRS",
     "STARTD_LATCH_EXPRS",
     "SLOTS_CONNECTED_TO_CONSOLE",
     "SLOTS_CONNECTED_TO_KEYBOARD",
@@ -207,9 +209,12 @@ impl Policy {
                 .into_iter()
                 .chain(list("STARTD_JOB_EXPRS")?)
                 .collect(),
+            // The 6.8 names (STARTD_VM_*) still count, so old policies run.
             slot_attrs: list("STARTD_SLOT_ATTRS")?
                 .into_iter()
                 .chain(list("STARTD_SLOT_EXPRS")?)
+                .chain(list("STARTD_VM_ATTRS")?)
+                .chain(list("STARTD_VM_EXPRS")?)
                 .collect(),
             latch_exprs,
             update_interval: number("UPDATE_INTERVAL", 300)?,
