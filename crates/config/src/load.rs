@@ -103,6 +103,18 @@ pub fn load(opts: &LoadOptions, files: &dyn Files, host: &dyn Host) -> Result<Co
         stack: Vec::new(),
     };
     if let Some(root) = find_root(&opts.root, files, host)? {
+        // HTCondor's CONFIG_ROOT: the directory of the root file.
+        let dir = dir_of(&root).trim_end_matches('/');
+        let dir = if dir.is_empty() && !root.starts_with('/') {
+            "."
+        } else if dir.is_empty() {
+            "/"
+        } else {
+            dir
+        };
+        loader
+            .config
+            .define("CONFIG_ROOT", dir.to_string(), Origin::Builtin);
         loader.file(&root, None)?;
         loader.local_config(&root)?;
     }

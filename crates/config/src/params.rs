@@ -1338,12 +1338,6 @@ pub static PARAMS: &[Param] = &[
         "STARTD_VM_EXPRS",
         "",
         List,
-        "6.8-era name for STARTD_SLOT_ATTRS (vm<N>_<attr>).",
-    ),
-    p(
-        "STARTD_VM_EXPRS",
-        "",
-        List,
         "The HTCondor 6.8 name of STARTD_SLOT_EXPRS, still read so old policies run.",
     ),
     p(

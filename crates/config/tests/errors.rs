@@ -386,3 +386,17 @@ fn reconfiguration_keeps_the_old_configuration_when_the_new_one_is_broken() {
     assert!(why.is_none());
     assert_eq!(new.get("START").unwrap().as_deref(), Some("True"));
 }
+
+#[test]
+fn config_root_is_the_root_files_directory() {
+    let files = MemFiles::new().with("/etc/condor/condor_config", "X = $(CONFIG_ROOT)/config.d\n");
+    let c = load(
+        &LoadOptions::new("TOOL", Root::File("/etc/condor/condor_config".into())),
+        &files,
+        &FixedHost::empty(),
+    )
+    .unwrap();
+    assert_eq!(c.get("X").unwrap().as_deref(), Some("/etc/condor/config.d"));
+    let c = load_files(&MemFiles::new().with("condor_config", "X = $(CONFIG_ROOT)/x\n")).unwrap();
+    assert_eq!(c.get("X").unwrap().as_deref(), Some("./x"));
+}
