@@ -226,7 +226,7 @@ pub fn parse_old_ad(text: &str) -> Result<ClassAd, ParseError> {
             ));
         }
         let (name, expr) = parse_old_line(text, start, line, Strictness::Whole)?;
-        ad.insert(name.as_str(), expr);
+        ad.insert(name, expr);
     }
     Ok(ad)
 }
@@ -236,7 +236,7 @@ pub fn parse_old_ad(text: &str) -> Result<ClassAd, ParseError> {
 pub fn parse_old_attr(line: &str) -> Result<(String, Expr), ParseError> {
     let line = line.strip_suffix('\n').unwrap_or(line);
     let line = line.strip_suffix('\r').unwrap_or(line);
-    parse_old_line(line, 0, line, Strictness::Whole)
+    parse_old_line(line, 0, line, Strictness::Whole).map(|(name, e)| (name.to_string(), e))
 }
 
 /// Whether text after an old-syntax value is an error (for people) or
@@ -396,7 +396,7 @@ fn read_long_form(src: &str, pos: usize, how: LongForm) -> Step {
             continue;
         }
         match parse_old_line(src, start, line, Strictness::Prefix) {
-            Ok((name, expr)) => ad.insert(name.as_str(), expr),
+            Ok((name, expr)) => ad.insert(name, expr),
             Err(e) => {
                 if how.drain_on_error {
                     // HTCondor discards the rest of the ad: every line up to
@@ -424,13 +424,14 @@ fn read_long_form(src: &str, pos: usize, how: LongForm) -> Step {
 }
 
 /// Splits and parses one old-syntax line (`line` starts at `start` in `src`;
-/// errors point into `src`).
-fn parse_old_line(
+/// errors point into `src`). The name borrows from `line`: the ad interns
+/// it, so a copy here would only be thrown away.
+fn parse_old_line<'l>(
     src: &str,
     start: usize,
-    line: &str,
+    line: &'l str,
     strictness: Strictness,
-) -> Result<(String, Expr), ParseError> {
+) -> Result<(&'l str, Expr), ParseError> {
     // Leading white space is skipped; the name is everything up to the first
     // `=`, less trailing spaces (tabs stay: `a\t= 1` names "a\t").
     let lead = line.len()
@@ -462,7 +463,7 @@ fn parse_old_line(
     // Most lines of a machine or job ad are a plain literal; read those
     // without a parser (the result is what the parser would give).
     if let Some(lit) = plain_literal(rhs.trim_end()) {
-        return Ok((name.to_string(), lit));
+        return Ok((name, lit));
     }
     let parsed = match strictness {
         Strictness::Prefix => parse_old_value(rhs),
@@ -474,7 +475,7 @@ fn parse_old_line(
     };
     let expr = parsed
         .map_err(|e| ParseError::at(src, start + rhs_start + e.offset, &e.found, e.expected))?;
-    Ok((name.to_string(), expr))
+    Ok((name, expr))
 }
 
 /// A value that is only a decimal integer, a string without backslashes or
