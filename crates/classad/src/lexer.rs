@@ -474,25 +474,56 @@ impl<'s> Lexer<'s> {
     /// The next token. A malformed one comes back as [`Kind::Bad`], its
     /// error kept for [`Lexer::take_error`]: the parser reads a token per
     /// step, and a small plain value is cheaper to hand back than a `Result`.
+    ///
+    /// Names and the punctuation that is always one character (most tokens
+    /// of an ad) are read here; everything else in [`Lexer::lex_other`].
     #[inline]
     pub(crate) fn lex(&mut self) -> Lexeme {
-        let (kind, start) = match self.skip_trivia() {
-            Ok(()) => {
-                let start = self.pos;
-                match self.scan() {
-                    Ok(k) => (k, start),
-                    Err(e) => (self.bad(e), start),
-                }
-            }
-            Err(e) => (self.bad(e), self.pos),
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
+        self.pos += rest
+            .iter()
+            .take_while(|&&c| CLASS[c as usize] == SPACE)
+            .count();
+        let mut start = self.pos;
+        let c = self.peek_at(start);
+        let mut owned = false;
+        let kind = if CLASS[c as usize] == IDENT {
+            let len = self.bytes[start..]
+                .iter()
+                .take_while(|&&c| CLASS[c as usize] >= IDENT)
+                .count();
+            self.pos = start + len;
+            keyword_kind(&self.bytes[start..self.pos]).unwrap_or(Kind::Name)
+        } else if let Some(k) = SINGLE[c as usize] {
+            self.pos += 1;
+            k
+        } else {
+            let (k, s) = self.lex_other();
+            start = s;
+            owned = self.owned_flag;
+            k
         };
         self.prev_ends_operand = kind.ends_operand();
         Lexeme {
             kind,
-            owned: self.owned_flag,
+            owned,
             start,
             end: self.pos,
             num: self.num,
+        }
+    }
+
+    /// Comments, numbers, literals, operators, the end, and errors: the
+    /// token's kind and where it starts.
+    #[inline(never)]
+    fn lex_other(&mut self) -> (Kind, usize) {
+        if let Err(e) = self.skip_trivia() {
+            return (self.bad(e), self.pos);
+        }
+        let start = self.pos;
+        match self.scan() {
+            Ok(k) => (k, start),
+            Err(e) => (self.bad(e), start),
         }
     }
 
@@ -804,7 +835,29 @@ static CLASS: [u8; 256] = {
     t
 };
 
+/// The tokens that are always one character, whatever follows them (`-`,
+/// `.` and `/` are not: a sign, a number or a comment may start there).
+static SINGLE: [Option<Kind>; 256] = {
+    let mut t = [None; 256];
+    t[b'(' as usize] = Some(Kind::LParen);
+    t[b')' as usize] = Some(Kind::RParen);
+    t[b'{' as usize] = Some(Kind::LBrace);
+    t[b'}' as usize] = Some(Kind::RBrace);
+    t[b'[' as usize] = Some(Kind::LBracket);
+    t[b']' as usize] = Some(Kind::RBracket);
+    t[b',' as usize] = Some(Kind::Comma);
+    t[b';' as usize] = Some(Kind::Semi);
+    t[b':' as usize] = Some(Kind::Colon);
+    t[b'+' as usize] = Some(Kind::Plus);
+    t[b'*' as usize] = Some(Kind::Star);
+    t[b'%' as usize] = Some(Kind::Percent);
+    t[b'~' as usize] = Some(Kind::Tilde);
+    t[b'^' as usize] = Some(Kind::Caret);
+    t
+};
+
 /// The keyword spelled `text` (any case), if it is one.
+#[inline]
 fn keyword_kind(text: &[u8]) -> Option<Kind> {
     let k = match text.len() {
         2 if text.eq_ignore_ascii_case(b"is") => Kind::Is,
