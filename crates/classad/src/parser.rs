@@ -98,16 +98,22 @@ impl<'s> Parser<'s> {
         }
     }
 
+    #[inline]
     fn check_depth(&self, depth: u32, at: usize) -> Result<(), PErr> {
         if depth > MAX_TREE_DEPTH {
-            return Err(Box::new(ParseError::at(
-                self.src,
-                at,
-                "an expression nested too deeply",
-                format!("at most {MAX_TREE_DEPTH} levels of operators"),
-            )));
+            return Err(self.too_deep(at));
         }
         Ok(())
+    }
+
+    #[cold]
+    fn too_deep(&self, at: usize) -> PErr {
+        Box::new(ParseError::at(
+            self.src,
+            at,
+            "an expression nested too deeply",
+            format!("at most {MAX_TREE_DEPTH} levels of operators"),
+        ))
     }
 
     /// A whole expression (the ternary level).
@@ -187,16 +193,28 @@ impl<'s> Parser<'s> {
     /// Left-associative binary operators of precedence `min` and tighter.
     fn binary(&mut self, min: u8) -> Parsed {
         let start = self.tok.start;
-        let (mut lhs, mut depth) = self.unary()?;
+        let first = self.unary()?;
+        self.binary_rest(min, first, start)
+    }
+
+    /// The operators of precedence `min` and tighter that follow `lhs`
+    /// (which starts at `start`). An operand followed by a looser or equal
+    /// operator, the usual case, is taken without another call.
+    fn binary_rest(&mut self, min: u8, (mut lhs, mut depth): (Expr, u32), start: usize) -> Parsed {
         while let Some(op) = self.binop() {
             let prec = op.precedence();
             if prec < min {
                 break;
             }
             self.bump()?;
+            let rhs_start = self.tok.start;
+            let mut rhs = self.unary()?;
             // At most one level per precedence, so no stack check here: the
             // nesting check covers the growth.
-            let (rhs, rd) = self.binary(prec + 1)?;
+            if self.binop().is_some_and(|next| next.precedence() > prec) {
+                rhs = self.binary_rest(prec + 1, rhs, rhs_start)?;
+            }
+            let (rhs, rd) = rhs;
             depth = 1 + depth.max(rd);
             self.check_depth(depth, start)?;
             lhs = crate::expr::Folded::binary(op, lhs, rhs);
@@ -204,13 +222,22 @@ impl<'s> Parser<'s> {
         Ok((lhs, depth))
     }
 
+    /// Prefix operators, then a postfix expression.
+    #[inline]
     fn unary(&mut self) -> Parsed {
+        match self.tok.kind {
+            Kind::Minus | Kind::Plus | Kind::Bang | Kind::Tilde => self.prefixed(),
+            _ => self.postfix(),
+        }
+    }
+
+    /// A prefix operator and its operand.
+    fn prefixed(&mut self) -> Parsed {
         let op = match self.tok.kind {
             Kind::Minus => UnOp::Neg,
             Kind::Plus => UnOp::Plus,
             Kind::Bang => UnOp::Not,
-            Kind::Tilde => UnOp::BitNot,
-            _ => return self.postfix(),
+            _ => UnOp::BitNot,
         };
         self.bump()?;
         let (x, d) = self.nested(LIGHT_COST, |p| p.unary())?;
