@@ -475,10 +475,26 @@ impl<'s> Lexer<'s> {
     /// error kept for [`Lexer::take_error`]: the parser reads a token per
     /// step, and a small plain value is cheaper to hand back than a `Result`.
     ///
+    pub(crate) fn lex(&mut self) -> Lexeme {
+        let mut t = Lexeme {
+            kind: Kind::Eof,
+            owned: false,
+            start: 0,
+            end: 0,
+            num: 0,
+        };
+        self.lex_into(&mut t);
+        t
+    }
+
+    /// Reads the next token into `t`, field by field. (The parser keeps its
+    /// current token in place and reads it field by field: a token returned
+    /// by value was stored in pieces and then copied whole, and a wide load
+    /// of freshly stored narrow pieces stalls the processor at every token.)
+    ///
     /// Names and the punctuation that is always one character (most tokens
     /// of an ad) are read here; everything else in [`Lexer::lex_other`].
-    #[inline]
-    pub(crate) fn lex(&mut self) -> Lexeme {
+    pub(crate) fn lex_into(&mut self, t: &mut Lexeme) {
         let rest = self.bytes.get(self.pos..).unwrap_or_default();
         self.pos += rest
             .iter()
@@ -504,13 +520,11 @@ impl<'s> Lexer<'s> {
             k
         };
         self.prev_ends_operand = kind.ends_operand();
-        Lexeme {
-            kind,
-            owned,
-            start,
-            end: self.pos,
-            num: self.num,
-        }
+        t.kind = kind;
+        t.owned = owned;
+        t.start = start;
+        t.end = self.pos;
+        t.num = self.num;
     }
 
     /// Comments, numbers, literals, operators, the end, and errors: the

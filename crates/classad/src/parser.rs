@@ -72,7 +72,7 @@ impl<'s> Parser<'s> {
     /// Consumes the current token and reads the next.
     #[inline]
     fn bump(&mut self) -> Result<(), PErr> {
-        self.tok = self.lexer.lex();
+        self.lexer.lex_into(&mut self.tok);
         if self.tok.kind == Kind::Bad {
             return Err(self.lexer.take_error());
         }
@@ -293,20 +293,23 @@ impl<'s> Parser<'s> {
     }
 
     fn primary(&mut self) -> Parsed {
-        let t = self.tok;
-        let start = t.start;
-        let e = match t.kind {
+        // The token's fields are read one by one, not copied whole (see
+        // `Lexer::lex_into`).
+        let start = self.tok.start;
+        let e = match self.tok.kind {
             Kind::Int => {
+                let i = self.tok.int();
                 self.bump()?;
-                Expr::Lit(Value::Int(t.int()))
+                Expr::Lit(Value::Int(i))
             }
             Kind::Real => {
+                let r = self.tok.real();
                 self.bump()?;
-                Expr::Lit(Value::Real(t.real()))
+                Expr::Lit(Value::Real(r))
             }
             Kind::Str => {
                 // The text may live in the lexer, which the next token reuses.
-                let s = crate::value::ArcStr::from(&*self.lexer.text_of(&t));
+                let s = crate::value::ArcStr::from(&*self.lexer.text_of(&self.tok));
                 self.bump()?;
                 Expr::Lit(Value::Str(s))
             }
@@ -327,7 +330,7 @@ impl<'s> Parser<'s> {
                 Expr::Lit(Value::Error)
             }
             Kind::Name => {
-                let text = &self.src[t.start..t.end];
+                let text = &self.src[start..self.tok.end];
                 self.bump()?;
                 if self.tok.kind == Kind::LParen {
                     return self.call(text, start);
@@ -335,7 +338,7 @@ impl<'s> Parser<'s> {
                 Expr::Attr(AttrName::new(text))
             }
             Kind::QuotedName => {
-                let text = self.lexer.text_of(&t).into_owned();
+                let text = self.lexer.text_of(&self.tok).into_owned();
                 self.bump()?;
                 Expr::Attr(AttrName::new(&text))
             }
@@ -366,7 +369,7 @@ impl<'s> Parser<'s> {
                 self.bump()?;
                 return Err(Box::new(ParseError::at(
                     self.src,
-                    t.start,
+                    start,
                     &found,
                     "an expression",
                 )));
