@@ -150,10 +150,14 @@ impl<'s> Parser<'s> {
 
     fn ternary(&mut self) -> Parsed {
         let start = self.tok.start;
-        let (cond, d) = self.binary(1)?;
-        if self.tok.kind != Kind::Question {
-            return Ok((cond, d));
+        // Without a `?`, the operand's result is handed back as it is: taking
+        // it apart and building it again would copy a tree node just
+        // written, which stalls (see `Lexer::lex_into`).
+        let cond = self.binary(1);
+        if self.tok.kind != Kind::Question || cond.is_err() {
+            return cond;
         }
+        let (cond, d) = cond?;
         self.bump()?;
         let (then, d1) = self.nested(LIGHT_COST, |p| p.ternary())?;
         self.expect(Kind::Colon, "':' of the conditional expression")?;
@@ -246,7 +250,17 @@ impl<'s> Parser<'s> {
 
     fn postfix(&mut self) -> Parsed {
         let start = self.tok.start;
-        let (mut e, mut depth) = self.primary()?;
+        // Most operands have no postfix operator: hand the primary back as it
+        // is (see `ternary`).
+        let first = self.primary();
+        if !matches!(self.tok.kind, Kind::Dot | Kind::LBracket | Kind::Elvis) || first.is_err() {
+            return first;
+        }
+        self.postfix_ops(first?, start)
+    }
+
+    /// The postfix operators after the operand `(e, depth)` that starts at `start`.
+    fn postfix_ops(&mut self, (mut e, mut depth): (Expr, u32), start: usize) -> Parsed {
         loop {
             match self.tok.kind {
                 Kind::Dot => {
