@@ -197,8 +197,14 @@ impl<'s> Parser<'s> {
     /// Left-associative binary operators of precedence `min` and tighter.
     fn binary(&mut self, min: u8) -> Parsed {
         let start = self.tok.start;
-        let first = self.unary()?;
-        self.binary_rest(min, first, start)
+        // A lone operand is handed back as it is (see `ternary`).
+        let first = self.unary();
+        match self.binop() {
+            Some(op) if op.precedence() >= min && first.is_ok() => {
+                self.binary_rest(min, first?, start)
+            }
+            _ => first,
+        }
     }
 
     /// The operators of precedence `min` and tighter that follow `lhs`
