@@ -177,24 +177,152 @@ impl Tok<'_> {
             _ => "?",
         }
     }
+}
 
+/// A token's kind, without its text or value: one byte, so that the parser's
+/// hot loop compares and copies tokens cheaply (the text stays in the source,
+/// or, for the rare literal with escapes, in the lexer; see [`Lexeme`]).
+///
+/// The kinds after which a `-` is the binary operator rather than a sign come
+/// first, up to [`Kind::Dot`], so that test is one comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Kind {
+    Int,
+    Real,
+    Str,
+    /// An identifier.
+    Name,
+    /// A name in single quotes.
+    QuotedName,
+    True,
+    False,
+    Undefined,
+    Error,
+    RParen,
+    RBrace,
+    RBracket,
+    Dot,
+    LParen,
+    LBrace,
+    LBracket,
+    Comma,
+    Semi,
+    Assign,
+    Question,
+    Colon,
+    Elvis,
+    OrOr,
+    AndAnd,
+    Bar,
+    Caret,
+    Amp,
+    EqEq,
+    NotEq,
+    MetaEq,
+    MetaNe,
+    Is,
+    Isnt,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Shl,
+    Shr,
+    UShr,
+    Plus,
+    Minus,
+    Star,
+    Slash,
+    Percent,
+    Bang,
+    Tilde,
+    Eof,
+    /// A malformed token; the error waits in the lexer ([`Lexer::take_error`]).
+    Bad,
+}
+
+impl Kind {
     /// Tokens after which a `-` is the binary operator rather than a sign.
-    fn ends_operand(&self) -> bool {
-        matches!(
-            self,
-            Tok::Int(_)
-                | Tok::Real(_)
-                | Tok::Str(_)
-                | Tok::Name { .. }
-                | Tok::True
-                | Tok::False
-                | Tok::Undefined
-                | Tok::Error
-                | Tok::RParen
-                | Tok::RBrace
-                | Tok::RBracket
-                | Tok::Dot
-        )
+    #[inline]
+    fn ends_operand(self) -> bool {
+        self as u8 <= Kind::Dot as u8
+    }
+
+    /// The token of a kind that has no text or value.
+    fn plain_tok(self) -> Tok<'static> {
+        match self {
+            Kind::True => Tok::True,
+            Kind::False => Tok::False,
+            Kind::Undefined => Tok::Undefined,
+            Kind::Error => Tok::Error,
+            Kind::LParen => Tok::LParen,
+            Kind::RParen => Tok::RParen,
+            Kind::LBrace => Tok::LBrace,
+            Kind::RBrace => Tok::RBrace,
+            Kind::LBracket => Tok::LBracket,
+            Kind::RBracket => Tok::RBracket,
+            Kind::Comma => Tok::Comma,
+            Kind::Semi => Tok::Semi,
+            Kind::Dot => Tok::Dot,
+            Kind::Assign => Tok::Assign,
+            Kind::Question => Tok::Question,
+            Kind::Colon => Tok::Colon,
+            Kind::Elvis => Tok::Elvis,
+            Kind::OrOr => Tok::OrOr,
+            Kind::AndAnd => Tok::AndAnd,
+            Kind::Bar => Tok::Bar,
+            Kind::Caret => Tok::Caret,
+            Kind::Amp => Tok::Amp,
+            Kind::EqEq => Tok::EqEq,
+            Kind::NotEq => Tok::NotEq,
+            Kind::MetaEq => Tok::MetaEq,
+            Kind::MetaNe => Tok::MetaNe,
+            Kind::Is => Tok::Is,
+            Kind::Isnt => Tok::Isnt,
+            Kind::Lt => Tok::Lt,
+            Kind::Le => Tok::Le,
+            Kind::Gt => Tok::Gt,
+            Kind::Ge => Tok::Ge,
+            Kind::Shl => Tok::Shl,
+            Kind::Shr => Tok::Shr,
+            Kind::UShr => Tok::UShr,
+            Kind::Plus => Tok::Plus,
+            Kind::Minus => Tok::Minus,
+            Kind::Star => Tok::Star,
+            Kind::Slash => Tok::Slash,
+            Kind::Percent => Tok::Percent,
+            Kind::Bang => Tok::Bang,
+            Kind::Tilde => Tok::Tilde,
+            // Kinds with text or a value are built by `Lexer::tok_of`.
+            Kind::Int | Kind::Real | Kind::Str | Kind::Name | Kind::QuotedName => Tok::Eof,
+            Kind::Eof | Kind::Bad => Tok::Eof,
+        }
+    }
+}
+
+/// A token as the parser reads it: its kind and where it is. A name's text is
+/// `src[start..end]`; a string's or quoted name's is the source between the
+/// quotes, or, when `owned` (escapes, or joined literals), the lexer's
+/// lexer's own buffer until the next token is read
+/// ([`Lexer::text_of`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Lexeme {
+    pub kind: Kind,
+    pub owned: bool,
+    pub start: usize,
+    pub end: usize,
+    /// `Int`: the value; `Real`: its bits.
+    pub num: u64,
+}
+
+impl Lexeme {
+    pub fn int(&self) -> i64 {
+        self.num as i64
+    }
+
+    pub fn real(&self) -> f64 {
+        f64::from_bits(self.num)
     }
 }
 
@@ -220,6 +348,15 @@ pub struct Lexer<'s> {
     pos: usize,
     mode: StringMode,
     prev_ends_operand: bool,
+    /// The value of the last `Int` or `Real` token (see [`Lexeme::num`]).
+    num: u64,
+    /// The text of the last string or quoted name, when it could not borrow
+    /// from the source (see [`Lexeme::owned`]).
+    owned: String,
+    /// The error behind the last [`Kind::Bad`] token.
+    error: Option<Box<ParseError>>,
+    /// Whether the last token's text is in `owned`.
+    owned_flag: bool,
 }
 
 impl<'s> Lexer<'s> {
@@ -230,6 +367,10 @@ impl<'s> Lexer<'s> {
             pos: 0,
             mode,
             prev_ends_operand: false,
+            num: 0,
+            owned: String::new(),
+            error: None,
+            owned_flag: false,
         }
     }
 
@@ -302,31 +443,142 @@ impl<'s> Lexer<'s> {
         }
     }
 
+    /// The next token, with its text and value (for callers outside the
+    /// parser; the parser reads [`Lexeme`]s).
     pub fn next_token(&mut self) -> Result<Token<'s>, Box<ParseError>> {
-        self.skip_trivia()?;
-        let start = self.pos;
-        let tok = self.scan()?;
-        self.prev_ends_operand = tok.ends_operand();
+        let l = self.lex();
+        if l.kind == Kind::Bad {
+            return Err(self.take_error());
+        }
         Ok(Token {
-            tok,
-            start,
-            end: self.pos,
+            tok: self.tok_of(&l),
+            start: l.start,
+            end: l.end,
         })
     }
 
-    fn scan(&mut self) -> Result<Tok<'s>, Box<ParseError>> {
+    /// The token `l` (the last one read) with its text and value.
+    pub(crate) fn tok_of(&self, l: &Lexeme) -> Tok<'s> {
+        match l.kind {
+            Kind::Int => Tok::Int(l.int()),
+            Kind::Real => Tok::Real(l.real()),
+            Kind::Str => Tok::Str(self.text_of(l)),
+            Kind::Name | Kind::QuotedName => Tok::Name {
+                text: self.text_of(l),
+                quoted: l.kind == Kind::QuotedName,
+            },
+            other => other.plain_tok(),
+        }
+    }
+
+    /// The next token. A malformed one comes back as [`Kind::Bad`], its
+    /// error kept for [`Lexer::take_error`]: the parser reads a token per
+    /// step, and a small plain value is cheaper to hand back than a `Result`.
+    ///
+    pub(crate) fn lex(&mut self) -> Lexeme {
+        let mut t = Lexeme {
+            kind: Kind::Eof,
+            owned: false,
+            start: 0,
+            end: 0,
+            num: 0,
+        };
+        self.lex_into(&mut t);
+        t
+    }
+
+    /// Reads the next token into `t`, field by field. (The parser keeps its
+    /// current token in place and reads it field by field: a token returned
+    /// by value was stored in pieces and then copied whole, and a wide load
+    /// of freshly stored narrow pieces stalls the processor at every token.)
+    ///
+    /// Names and the punctuation that is always one character (most tokens
+    /// of an ad) are read here; everything else in [`Lexer::lex_other`].
+    pub(crate) fn lex_into(&mut self, t: &mut Lexeme) {
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
+        self.pos += rest
+            .iter()
+            .take_while(|&&c| CLASS[c as usize] == SPACE)
+            .count();
+        let mut start = self.pos;
+        let c = self.peek_at(start);
+        let mut owned = false;
+        let kind = if CLASS[c as usize] == IDENT {
+            let len = self.bytes[start..]
+                .iter()
+                .take_while(|&&c| CLASS[c as usize] >= IDENT)
+                .count();
+            self.pos = start + len;
+            keyword_kind(&self.bytes[start..self.pos]).unwrap_or(Kind::Name)
+        } else if let Some(k) = SINGLE[c as usize] {
+            self.pos += 1;
+            k
+        } else {
+            let (k, s) = self.lex_other();
+            start = s;
+            owned = self.owned_flag;
+            k
+        };
+        self.prev_ends_operand = kind.ends_operand();
+        t.kind = kind;
+        t.owned = owned;
+        t.start = start;
+        t.end = self.pos;
+        t.num = self.num;
+    }
+
+    /// Comments, numbers, literals, operators, the end, and errors: the
+    /// token's kind and where it starts.
+    #[inline(never)]
+    fn lex_other(&mut self) -> (Kind, usize) {
+        if let Err(e) = self.skip_trivia() {
+            return (self.bad(e), self.pos);
+        }
+        let start = self.pos;
+        match self.scan() {
+            Ok(k) => (k, start),
+            Err(e) => (self.bad(e), start),
+        }
+    }
+
+    #[cold]
+    fn bad(&mut self, e: Box<ParseError>) -> Kind {
+        self.error = Some(e);
+        Kind::Bad
+    }
+
+    /// The error behind the [`Kind::Bad`] token just read.
+    #[cold]
+    pub(crate) fn take_error(&mut self) -> Box<ParseError> {
+        self.error
+            .take()
+            .unwrap_or_else(|| self.err(self.pos, "end of input", "an expression"))
+    }
+
+    /// The text of a name, string or quoted name just read (`l` must be the
+    /// last token read, for the owned case).
+    pub(crate) fn text_of(&self, l: &Lexeme) -> Cow<'s, str> {
+        match l.kind {
+            Kind::Name => Cow::Borrowed(&self.src[l.start..l.end]),
+            _ if l.owned => Cow::Owned(self.owned.clone()),
+            _ => Cow::Borrowed(&self.src[l.start + 1..l.end - 1]),
+        }
+    }
+
+    fn scan(&mut self) -> Result<Kind, Box<ParseError>> {
         let start = self.pos;
         let c = self.peek_at(start);
+        self.owned_flag = false;
         if start >= self.bytes.len() {
-            return Ok(Tok::Eof);
+            return Ok(Kind::Eof);
         }
-        let two = |l: &mut Lexer, t: Tok<'s>| {
+        let two = |l: &mut Lexer, k: Kind| {
             l.pos += 2;
-            Ok(t)
+            Ok(k)
         };
-        let one = |l: &mut Lexer, t: Tok<'s>| {
+        let one = |l: &mut Lexer, k: Kind| {
             l.pos += 1;
-            Ok(t)
+            Ok(k)
         };
         let n1 = self.peek_at(start + 1);
         match c {
@@ -341,7 +593,8 @@ impl<'s> Lexer<'s> {
             b'"' => self.string(),
             b'\'' => {
                 let text = self.quoted(b'\'')?;
-                Ok(Tok::Name { text, quoted: true })
+                self.keep(text);
+                Ok(Kind::QuotedName)
             }
             b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
                 let len = self.bytes[start..]
@@ -349,57 +602,53 @@ impl<'s> Lexer<'s> {
                     .take_while(|&&c| CLASS[c as usize] >= IDENT)
                     .count();
                 self.pos = start + len;
-                let text = &self.src[start..self.pos];
-                Ok(keyword(text).unwrap_or(Tok::Name {
-                    text: Cow::Borrowed(text),
-                    quoted: false,
-                }))
+                Ok(keyword_kind(&self.bytes[start..self.pos]).unwrap_or(Kind::Name))
             }
-            b'(' => one(self, Tok::LParen),
-            b')' => one(self, Tok::RParen),
-            b'{' => one(self, Tok::LBrace),
-            b'}' => one(self, Tok::RBrace),
-            b'[' => one(self, Tok::LBracket),
-            b']' => one(self, Tok::RBracket),
-            b',' => one(self, Tok::Comma),
-            b';' => one(self, Tok::Semi),
-            b'.' => one(self, Tok::Dot),
-            b':' => one(self, Tok::Colon),
-            b'+' => one(self, Tok::Plus),
-            b'-' => one(self, Tok::Minus),
-            b'*' => one(self, Tok::Star),
-            b'/' => one(self, Tok::Slash),
-            b'%' => one(self, Tok::Percent),
-            b'~' => one(self, Tok::Tilde),
-            b'^' => one(self, Tok::Caret),
-            b'?' if n1 == b':' => two(self, Tok::Elvis),
-            b'?' => one(self, Tok::Question),
-            b'|' if n1 == b'|' => two(self, Tok::OrOr),
-            b'|' => one(self, Tok::Bar),
-            b'&' if n1 == b'&' => two(self, Tok::AndAnd),
-            b'&' => one(self, Tok::Amp),
-            b'!' if n1 == b'=' => two(self, Tok::NotEq),
-            b'!' => one(self, Tok::Bang),
-            b'=' if n1 == b'=' => two(self, Tok::EqEq),
+            b'(' => one(self, Kind::LParen),
+            b')' => one(self, Kind::RParen),
+            b'{' => one(self, Kind::LBrace),
+            b'}' => one(self, Kind::RBrace),
+            b'[' => one(self, Kind::LBracket),
+            b']' => one(self, Kind::RBracket),
+            b',' => one(self, Kind::Comma),
+            b';' => one(self, Kind::Semi),
+            b'.' => one(self, Kind::Dot),
+            b':' => one(self, Kind::Colon),
+            b'+' => one(self, Kind::Plus),
+            b'-' => one(self, Kind::Minus),
+            b'*' => one(self, Kind::Star),
+            b'/' => one(self, Kind::Slash),
+            b'%' => one(self, Kind::Percent),
+            b'~' => one(self, Kind::Tilde),
+            b'^' => one(self, Kind::Caret),
+            b'?' if n1 == b':' => two(self, Kind::Elvis),
+            b'?' => one(self, Kind::Question),
+            b'|' if n1 == b'|' => two(self, Kind::OrOr),
+            b'|' => one(self, Kind::Bar),
+            b'&' if n1 == b'&' => two(self, Kind::AndAnd),
+            b'&' => one(self, Kind::Amp),
+            b'!' if n1 == b'=' => two(self, Kind::NotEq),
+            b'!' => one(self, Kind::Bang),
+            b'=' if n1 == b'=' => two(self, Kind::EqEq),
             b'=' if n1 == b'?' && self.peek_at(start + 2) == b'=' => {
                 self.pos += 3;
-                Ok(Tok::MetaEq)
+                Ok(Kind::MetaEq)
             }
             b'=' if n1 == b'!' && self.peek_at(start + 2) == b'=' => {
                 self.pos += 3;
-                Ok(Tok::MetaNe)
+                Ok(Kind::MetaNe)
             }
-            b'=' => one(self, Tok::Assign),
-            b'<' if n1 == b'<' => two(self, Tok::Shl),
-            b'<' if n1 == b'=' => two(self, Tok::Le),
-            b'<' => one(self, Tok::Lt),
+            b'=' => one(self, Kind::Assign),
+            b'<' if n1 == b'<' => two(self, Kind::Shl),
+            b'<' if n1 == b'=' => two(self, Kind::Le),
+            b'<' => one(self, Kind::Lt),
             b'>' if n1 == b'>' && self.peek_at(start + 2) == b'>' => {
                 self.pos += 3;
-                Ok(Tok::UShr)
+                Ok(Kind::UShr)
             }
-            b'>' if n1 == b'>' => two(self, Tok::Shr),
-            b'>' if n1 == b'=' => two(self, Tok::Ge),
-            b'>' => one(self, Tok::Gt),
+            b'>' if n1 == b'>' => two(self, Kind::Shr),
+            b'>' if n1 == b'=' => two(self, Kind::Ge),
+            b'>' => one(self, Kind::Gt),
             _ => {
                 let ch = self.src[start..].chars().next().unwrap_or('?');
                 Err(self.err(start, &format!("'{ch}'"), "an expression"))
@@ -407,7 +656,15 @@ impl<'s> Lexer<'s> {
         }
     }
 
-    fn number(&mut self, negative: bool) -> Result<Tok<'s>, Box<ParseError>> {
+    /// Keeps a literal's text that could not borrow from the source.
+    fn keep(&mut self, text: Cow<'s, str>) {
+        if let Cow::Owned(s) = text {
+            self.owned = s;
+            self.owned_flag = true;
+        }
+    }
+
+    fn number(&mut self, negative: bool) -> Result<Kind, Box<ParseError>> {
         let start = self.pos;
         if negative {
             self.pos += 1;
@@ -455,7 +712,8 @@ impl<'s> Lexer<'s> {
         let text = &self.src[start..self.pos];
         if is_real {
             // Rust's parser rounds correctly and gives infinity on overflow, as strtod does.
-            return Ok(Tok::Real(text.parse::<f64>().unwrap_or(f64::INFINITY)));
+            self.num = text.parse::<f64>().unwrap_or(f64::INFINITY).to_bits();
+            return Ok(Kind::Real);
         }
         if int_digits > 1 && self.bytes[digits_start] == b'0' {
             return Err(self.err(
@@ -465,10 +723,11 @@ impl<'s> Lexer<'s> {
             ));
         }
         // HTCondor reads an integer that does not fit in 64 bits as 0.
-        Ok(Tok::Int(text.parse::<i64>().unwrap_or(0)))
+        self.num = decimal_i64(&self.bytes[digits_start..self.pos], negative).unwrap_or(0) as u64;
+        Ok(Kind::Int)
     }
 
-    fn string(&mut self) -> Result<Tok<'s>, Box<ParseError>> {
+    fn string(&mut self) -> Result<Kind, Box<ParseError>> {
         let mut s = self.quoted(b'"')?;
         // Adjacent string literals are one string.
         loop {
@@ -479,7 +738,8 @@ impl<'s> Lexer<'s> {
                 s.to_mut().push_str(&next);
             } else {
                 self.pos = save;
-                return Ok(Tok::Str(s));
+                self.keep(s);
+                return Ok(Kind::Str);
             }
         }
     }
@@ -589,17 +849,55 @@ static CLASS: [u8; 256] = {
     t
 };
 
-fn keyword(text: &str) -> Option<Tok<'static>> {
-    let t = match text.len() {
-        2 if text.eq_ignore_ascii_case("is") => Tok::Is,
-        4 if text.eq_ignore_ascii_case("true") => Tok::True,
-        4 if text.eq_ignore_ascii_case("isnt") => Tok::Isnt,
-        5 if text.eq_ignore_ascii_case("false") => Tok::False,
-        5 if text.eq_ignore_ascii_case("error") => Tok::Error,
-        9 if text.eq_ignore_ascii_case("undefined") => Tok::Undefined,
+/// The tokens that are always one character, whatever follows them (`-`,
+/// `.` and `/` are not: a sign, a number or a comment may start there).
+static SINGLE: [Option<Kind>; 256] = {
+    let mut t = [None; 256];
+    t[b'(' as usize] = Some(Kind::LParen);
+    t[b')' as usize] = Some(Kind::RParen);
+    t[b'{' as usize] = Some(Kind::LBrace);
+    t[b'}' as usize] = Some(Kind::RBrace);
+    t[b'[' as usize] = Some(Kind::LBracket);
+    t[b']' as usize] = Some(Kind::RBracket);
+    t[b',' as usize] = Some(Kind::Comma);
+    t[b';' as usize] = Some(Kind::Semi);
+    t[b':' as usize] = Some(Kind::Colon);
+    t[b'+' as usize] = Some(Kind::Plus);
+    t[b'*' as usize] = Some(Kind::Star);
+    t[b'%' as usize] = Some(Kind::Percent);
+    t[b'~' as usize] = Some(Kind::Tilde);
+    t[b'^' as usize] = Some(Kind::Caret);
+    t
+};
+
+/// The keyword spelled `text` (any case), if it is one.
+#[inline]
+fn keyword_kind(text: &[u8]) -> Option<Kind> {
+    let k = match text.len() {
+        2 if text.eq_ignore_ascii_case(b"is") => Kind::Is,
+        4 if text.eq_ignore_ascii_case(b"true") => Kind::True,
+        4 if text.eq_ignore_ascii_case(b"isnt") => Kind::Isnt,
+        5 if text.eq_ignore_ascii_case(b"false") => Kind::False,
+        5 if text.eq_ignore_ascii_case(b"error") => Kind::Error,
+        9 if text.eq_ignore_ascii_case(b"undefined") => Kind::Undefined,
         _ => return None,
     };
-    Some(t)
+    Some(k)
+}
+
+/// The value of ASCII decimal `digits` (with a leading `-` when `negative`),
+/// or `None` when it does not fit in 64 bits, as `str::parse::<i64>` reads it.
+fn decimal_i64(digits: &[u8], negative: bool) -> Option<i64> {
+    let mut v: u64 = 0;
+    for &c in digits {
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    if negative {
+        // 0 - v, so that -2^63 fits.
+        0i64.checked_sub_unsigned(v)
+    } else {
+        i64::try_from(v).ok()
+    }
 }
 
 /// True if `name` must be quoted to be read back as an attribute name.
@@ -611,5 +909,5 @@ pub fn name_needs_quotes(name: &str) -> bool {
     if !b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_') {
         return true;
     }
-    keyword(name).is_some() || name.eq_ignore_ascii_case("parent")
+    keyword_kind(name.as_bytes()).is_some() || name.eq_ignore_ascii_case("parent")
 }

@@ -5,6 +5,7 @@
 //! lowercased bytes, computed once when the name is made (at parse time), so a
 //! lookup during evaluation never lowercases or hashes a string again.
 
+use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::Hasher;
@@ -158,7 +159,63 @@ impl Hasher for Fnv {
     }
 }
 
+/// How many names each thread keeps at hand in front of the shared table
+/// (a power of two).
+const RECENT_SLOTS: usize = 256;
+
+thread_local! {
+    /// The names this thread found or made most recently, by a cheap hash of
+    /// their spelling: parsing meets the same few names over and over, and a
+    /// hit here costs a short hash and one comparison instead of the shared
+    /// table's lock and byte-by-byte hash. (Every name here came from the
+    /// shared table, or was made fresh once it was full, so sharing is
+    /// unchanged.)
+    static RECENT: RefCell<[Option<AttrName>; RECENT_SLOTS]> =
+        const { RefCell::new([const { None }; RECENT_SLOTS]) };
+}
+
 fn interned(text: &str) -> AttrName {
+    let slot = recent_slot(text.as_bytes());
+    let hit = RECENT.try_with(|recent| {
+        let mut recent = recent.try_borrow_mut().ok()?;
+        let entry = &mut recent[slot];
+        match entry {
+            Some(n) if *n.0.text == *text => Some(n.clone()),
+            _ => {
+                let n = interned_shared(text);
+                *entry = Some(n.clone());
+                Some(n)
+            }
+        }
+    });
+    // Without the thread's cache (as the thread exits), the shared table alone.
+    hit.ok().flatten().unwrap_or_else(|| interned_shared(text))
+}
+
+/// The slot of [`RECENT`] for a spelling: a multiplicative hash of its length
+/// and of up to its first and last eight bytes (the bytes between them only
+/// matter for names over sixteen bytes, where a clash costs one miss).
+#[inline]
+fn recent_slot(b: &[u8]) -> usize {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+    let (x, y) = match b.len() {
+        8.. => (word(0), word(b.len() - 8)),
+        4..=7 => {
+            let half = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or([0; 4]));
+            (u64::from(half(0)), u64::from(half(b.len() - 4)))
+        }
+        1..=3 => (
+            u64::from(b[0]) | u64::from(b[b.len() / 2]) << 8,
+            u64::from(b[b.len() - 1]),
+        ),
+        0 => (0, 0),
+    };
+    let h = (x ^ (b.len() as u64)).wrapping_mul(K) ^ y;
+    (h.wrapping_mul(K) >> (64 - RECENT_SLOTS.trailing_zeros())) as usize
+}
+
+fn interned_shared(text: &str) -> AttrName {
     use std::collections::HashMap;
     use std::hash::BuildHasherDefault;
     use std::sync::{OnceLock, RwLock};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::ad::ClassAd;
 use crate::error::ParseError;
 use crate::expr::{BinOp, Call, Expr, UnOp};
-use crate::lexer::{Lexer, StringMode, Tok, Token};
+use crate::lexer::{Kind, Lexeme, Lexer, StringMode, Tok};
 use crate::name::AttrName;
 use crate::value::{AbsTime, Value};
 
@@ -29,7 +29,8 @@ pub const MAX_TREE_DEPTH: u32 = 2000;
 pub struct Parser<'s> {
     src: &'s str,
     lexer: Lexer<'s>,
-    tok: Token<'s>,
+    /// The current (not yet consumed) token.
+    tok: Lexeme,
     nesting: u32,
 }
 
@@ -41,7 +42,10 @@ type Parsed = Result<(Expr, u32), PErr>;
 impl<'s> Parser<'s> {
     pub fn new(src: &'s str, mode: StringMode) -> Result<Parser<'s>, ParseError> {
         let mut lexer = Lexer::new(src, mode);
-        let tok = lexer.next_token().map_err(|e| *e)?;
+        let tok = lexer.lex();
+        if tok.kind == Kind::Bad {
+            return Err(*lexer.take_error());
+        }
         Ok(Parser {
             src,
             lexer,
@@ -55,47 +59,61 @@ impl<'s> Parser<'s> {
         self.tok.start
     }
 
-    /// Byte offset just past the last consumed token.
+    /// Whether the current token is the end of the input.
     pub fn at_eof(&self) -> bool {
-        self.tok.tok == Tok::Eof
+        self.tok.kind == Kind::Eof
     }
 
-    pub fn current(&self) -> &Tok<'s> {
-        &self.tok.tok
+    /// The current token, with its text and value.
+    pub fn current(&self) -> Tok<'s> {
+        self.lexer.tok_of(&self.tok)
     }
 
-    fn bump(&mut self) -> Result<Token<'s>, PErr> {
-        let next = self.lexer.next_token()?;
-        Ok(std::mem::replace(&mut self.tok, next))
+    /// Consumes the current token and reads the next.
+    #[inline]
+    fn bump(&mut self) -> Result<(), PErr> {
+        self.lexer.lex_into(&mut self.tok);
+        if self.tok.kind == Kind::Bad {
+            return Err(self.lexer.take_error());
+        }
+        Ok(())
     }
 
+    #[cold]
     fn error(&self, expected: &str) -> PErr {
         Box::new(ParseError::at(
             self.src,
             self.tok.start,
-            &self.tok.tok.describe(),
+            &self.current().describe(),
             expected,
         ))
     }
 
-    fn expect(&mut self, t: Tok<'s>, expected: &str) -> Result<Token<'s>, PErr> {
-        if self.tok.tok == t {
+    #[inline]
+    fn expect(&mut self, k: Kind, expected: &str) -> Result<(), PErr> {
+        if self.tok.kind == k {
             self.bump()
         } else {
             Err(self.error(expected))
         }
     }
 
+    #[inline]
     fn check_depth(&self, depth: u32, at: usize) -> Result<(), PErr> {
         if depth > MAX_TREE_DEPTH {
-            return Err(Box::new(ParseError::at(
-                self.src,
-                at,
-                "an expression nested too deeply",
-                format!("at most {MAX_TREE_DEPTH} levels of operators"),
-            )));
+            return Err(self.too_deep(at));
         }
         Ok(())
+    }
+
+    #[cold]
+    fn too_deep(&self, at: usize) -> PErr {
+        Box::new(ParseError::at(
+            self.src,
+            at,
+            "an expression nested too deeply",
+            format!("at most {MAX_TREE_DEPTH} levels of operators"),
+        ))
     }
 
     /// A whole expression (the ternary level).
@@ -132,13 +150,17 @@ impl<'s> Parser<'s> {
 
     fn ternary(&mut self) -> Parsed {
         let start = self.tok.start;
-        let (cond, d) = self.binary(1)?;
-        if self.tok.tok != Tok::Question {
-            return Ok((cond, d));
+        // Without a `?`, the operand's result is handed back as it is: taking
+        // it apart and building it again would copy a tree node just
+        // written, which stalls (see `Lexer::lex_into`).
+        let cond = self.binary(1);
+        if self.tok.kind != Kind::Question || cond.is_err() {
+            return cond;
         }
+        let (cond, d) = cond?;
         self.bump()?;
         let (then, d1) = self.nested(LIGHT_COST, |p| p.ternary())?;
-        self.expect(Tok::Colon, "':' of the conditional expression")?;
+        self.expect(Kind::Colon, "':' of the conditional expression")?;
         let (els, d2) = self.nested(LIGHT_COST, |p| p.ternary())?;
         let depth = 1 + d.max(d1).max(d2);
         self.check_depth(depth, start)?;
@@ -146,28 +168,28 @@ impl<'s> Parser<'s> {
     }
 
     fn binop(&self) -> Option<BinOp> {
-        Some(match self.tok.tok {
-            Tok::OrOr => BinOp::Or,
-            Tok::AndAnd => BinOp::And,
-            Tok::Bar => BinOp::BitOr,
-            Tok::Caret => BinOp::BitXor,
-            Tok::Amp => BinOp::BitAnd,
-            Tok::EqEq => BinOp::Eq,
-            Tok::NotEq => BinOp::Ne,
-            Tok::MetaEq | Tok::Is => BinOp::MetaEq,
-            Tok::MetaNe | Tok::Isnt => BinOp::MetaNe,
-            Tok::Lt => BinOp::Lt,
-            Tok::Le => BinOp::Le,
-            Tok::Gt => BinOp::Gt,
-            Tok::Ge => BinOp::Ge,
-            Tok::Shl => BinOp::Shl,
-            Tok::Shr => BinOp::Shr,
-            Tok::UShr => BinOp::UShr,
-            Tok::Plus => BinOp::Add,
-            Tok::Minus => BinOp::Sub,
-            Tok::Star => BinOp::Mul,
-            Tok::Slash => BinOp::Div,
-            Tok::Percent => BinOp::Mod,
+        Some(match self.tok.kind {
+            Kind::OrOr => BinOp::Or,
+            Kind::AndAnd => BinOp::And,
+            Kind::Bar => BinOp::BitOr,
+            Kind::Caret => BinOp::BitXor,
+            Kind::Amp => BinOp::BitAnd,
+            Kind::EqEq => BinOp::Eq,
+            Kind::NotEq => BinOp::Ne,
+            Kind::MetaEq | Kind::Is => BinOp::MetaEq,
+            Kind::MetaNe | Kind::Isnt => BinOp::MetaNe,
+            Kind::Lt => BinOp::Lt,
+            Kind::Le => BinOp::Le,
+            Kind::Gt => BinOp::Gt,
+            Kind::Ge => BinOp::Ge,
+            Kind::Shl => BinOp::Shl,
+            Kind::Shr => BinOp::Shr,
+            Kind::UShr => BinOp::UShr,
+            Kind::Plus => BinOp::Add,
+            Kind::Minus => BinOp::Sub,
+            Kind::Star => BinOp::Mul,
+            Kind::Slash => BinOp::Div,
+            Kind::Percent => BinOp::Mod,
             _ => return None,
         })
     }
@@ -175,16 +197,34 @@ impl<'s> Parser<'s> {
     /// Left-associative binary operators of precedence `min` and tighter.
     fn binary(&mut self, min: u8) -> Parsed {
         let start = self.tok.start;
-        let (mut lhs, mut depth) = self.unary()?;
+        // A lone operand is handed back as it is (see `ternary`).
+        let first = self.unary();
+        match self.binop() {
+            Some(op) if op.precedence() >= min && first.is_ok() => {
+                self.binary_rest(min, first?, start)
+            }
+            _ => first,
+        }
+    }
+
+    /// The operators of precedence `min` and tighter that follow `lhs`
+    /// (which starts at `start`). An operand followed by a looser or equal
+    /// operator, the usual case, is taken without another call.
+    fn binary_rest(&mut self, min: u8, (mut lhs, mut depth): (Expr, u32), start: usize) -> Parsed {
         while let Some(op) = self.binop() {
             let prec = op.precedence();
             if prec < min {
                 break;
             }
             self.bump()?;
+            let rhs_start = self.tok.start;
+            let mut rhs = self.unary()?;
             // At most one level per precedence, so no stack check here: the
             // nesting check covers the growth.
-            let (rhs, rd) = self.binary(prec + 1)?;
+            if self.binop().is_some_and(|next| next.precedence() > prec) {
+                rhs = self.binary_rest(prec + 1, rhs, rhs_start)?;
+            }
+            let (rhs, rd) = rhs;
             depth = 1 + depth.max(rd);
             self.check_depth(depth, start)?;
             lhs = crate::expr::Folded::binary(op, lhs, rhs);
@@ -192,13 +232,22 @@ impl<'s> Parser<'s> {
         Ok((lhs, depth))
     }
 
+    /// Prefix operators, then a postfix expression.
+    #[inline]
     fn unary(&mut self) -> Parsed {
-        let op = match self.tok.tok {
-            Tok::Minus => UnOp::Neg,
-            Tok::Plus => UnOp::Plus,
-            Tok::Bang => UnOp::Not,
-            Tok::Tilde => UnOp::BitNot,
-            _ => return self.postfix(),
+        match self.tok.kind {
+            Kind::Minus | Kind::Plus | Kind::Bang | Kind::Tilde => self.prefixed(),
+            _ => self.postfix(),
+        }
+    }
+
+    /// A prefix operator and its operand.
+    fn prefixed(&mut self) -> Parsed {
+        let op = match self.tok.kind {
+            Kind::Minus => UnOp::Neg,
+            Kind::Plus => UnOp::Plus,
+            Kind::Bang => UnOp::Not,
+            _ => UnOp::BitNot,
         };
         self.bump()?;
         let (x, d) = self.nested(LIGHT_COST, |p| p.unary())?;
@@ -207,27 +256,37 @@ impl<'s> Parser<'s> {
 
     fn postfix(&mut self) -> Parsed {
         let start = self.tok.start;
-        let (mut e, mut depth) = self.primary()?;
+        // Most operands have no postfix operator: hand the primary back as it
+        // is (see `ternary`).
+        let first = self.primary();
+        if !matches!(self.tok.kind, Kind::Dot | Kind::LBracket | Kind::Elvis) || first.is_err() {
+            return first;
+        }
+        self.postfix_ops(first?, start)
+    }
+
+    /// The postfix operators after the operand `(e, depth)` that starts at `start`.
+    fn postfix_ops(&mut self, (mut e, mut depth): (Expr, u32), start: usize) -> Parsed {
         loop {
-            match self.tok.tok {
-                Tok::Dot => {
+            match self.tok.kind {
+                Kind::Dot => {
                     self.bump()?;
                     // HTCondor reads `a..b` as `a.b`.
-                    if self.tok.tok == Tok::Dot {
+                    if self.tok.kind == Kind::Dot {
                         self.bump()?;
                     }
                     let name = self.attr_name("an attribute name after '.'")?;
                     e = Expr::Select(Box::new(e), name);
                     depth += 1;
                 }
-                Tok::LBracket => {
+                Kind::LBracket => {
                     self.bump()?;
                     let (idx, d) = self.expression()?;
-                    self.expect(Tok::RBracket, "']' closing the subscript")?;
+                    self.expect(Kind::RBracket, "']' closing the subscript")?;
                     depth = 1 + depth.max(d);
                     e = Expr::Index(Box::new(e), Box::new(idx));
                 }
-                Tok::Elvis => {
+                Kind::Elvis => {
                     // HTCondor binds `?:` at the postfix level, to the right:
                     // `a ?: b * 2` is `(a ?: b) * 2`.
                     self.bump()?;
@@ -243,9 +302,9 @@ impl<'s> Parser<'s> {
     }
 
     fn attr_name(&mut self, expected: &str) -> Result<AttrName, PErr> {
-        match &self.tok.tok {
-            Tok::Name { text, .. } => {
-                let n = AttrName::new(text);
+        match self.tok.kind {
+            Kind::Name | Kind::QuotedName => {
+                let n = AttrName::new(&self.lexer.text_of(&self.tok));
                 self.bump()?;
                 Ok(n)
             }
@@ -254,41 +313,84 @@ impl<'s> Parser<'s> {
     }
 
     fn primary(&mut self) -> Parsed {
+        // The token's fields are read one by one, not copied whole (see
+        // `Lexer::lex_into`).
         let start = self.tok.start;
-        let t = self.bump()?;
-        let e = match t.tok {
-            Tok::Int(i) => Expr::Lit(Value::Int(i)),
-            Tok::Real(r) => Expr::Lit(Value::Real(r)),
-            Tok::Str(s) => Expr::Lit(Value::Str(crate::value::ArcStr::from(&*s))),
-            Tok::True => Expr::Lit(Value::Bool(true)),
-            Tok::False => Expr::Lit(Value::Bool(false)),
-            Tok::Undefined => Expr::Lit(Value::Undefined),
-            Tok::Error => Expr::Lit(Value::Error),
-            Tok::Name { text, quoted } => {
-                if !quoted && self.tok.tok == Tok::LParen {
-                    return self.call(text.into_owned(), start);
+        let e = match self.tok.kind {
+            Kind::Int => {
+                let i = self.tok.int();
+                self.bump()?;
+                Expr::Lit(Value::Int(i))
+            }
+            Kind::Real => {
+                let r = self.tok.real();
+                self.bump()?;
+                Expr::Lit(Value::Real(r))
+            }
+            Kind::Str => {
+                // The text may live in the lexer, which the next token reuses.
+                let s = crate::value::ArcStr::from(&*self.lexer.text_of(&self.tok));
+                self.bump()?;
+                Expr::Lit(Value::Str(s))
+            }
+            Kind::True => {
+                self.bump()?;
+                Expr::Lit(Value::Bool(true))
+            }
+            Kind::False => {
+                self.bump()?;
+                Expr::Lit(Value::Bool(false))
+            }
+            Kind::Undefined => {
+                self.bump()?;
+                Expr::Lit(Value::Undefined)
+            }
+            Kind::Error => {
+                self.bump()?;
+                Expr::Lit(Value::Error)
+            }
+            Kind::Name => {
+                let text = &self.src[start..self.tok.end];
+                self.bump()?;
+                if self.tok.kind == Kind::LParen {
+                    return self.call(text, start);
                 }
+                Expr::Attr(AttrName::new(text))
+            }
+            Kind::QuotedName => {
+                let text = self.lexer.text_of(&self.tok).into_owned();
+                self.bump()?;
                 Expr::Attr(AttrName::new(&text))
             }
-            Tok::Dot => {
+            Kind::Dot => {
+                self.bump()?;
                 let name = self.attr_name("an attribute name after '.'")?;
                 Expr::Absolute(name)
             }
-            Tok::LParen => {
+            Kind::LParen => {
+                self.bump()?;
                 let (inner, d) = self.expression()?;
-                self.expect(Tok::RParen, "')'")?;
+                self.expect(Kind::RParen, "')'")?;
                 return Ok((Expr::Paren(Box::new(inner)), d + 1));
             }
-            Tok::LBrace => return self.list(),
-            Tok::LBracket => {
+            Kind::LBrace => {
+                self.bump()?;
+                return self.list();
+            }
+            Kind::LBracket => {
+                self.bump()?;
                 let ad = self.ad_body_boxed()?;
                 return Ok((Expr::Ad(Arc::new(ad)), 1));
             }
-            other => {
+            _ => {
+                // Read the next token first, as for any other token: a
+                // malformed one there is the error to report.
+                let found = self.current().describe();
+                self.bump()?;
                 return Err(Box::new(ParseError::at(
                     self.src,
-                    t.start,
-                    &other.describe(),
+                    start,
+                    &found,
                     "an expression",
                 )));
             }
@@ -296,30 +398,30 @@ impl<'s> Parser<'s> {
         Ok((e, 1))
     }
 
-    fn call(&mut self, name: String, start: usize) -> Parsed {
-        self.expect(Tok::LParen, "'('")?;
+    fn call(&mut self, name: &str, start: usize) -> Parsed {
+        self.expect(Kind::LParen, "'('")?;
         let mut args = Vec::new();
         let mut depth = 0;
-        if self.tok.tok != Tok::RParen {
+        if self.tok.kind != Kind::RParen {
             loop {
                 let (a, d) = self.expression()?;
                 depth = depth.max(d);
                 args.push(a);
-                if self.tok.tok == Tok::Comma {
+                if self.tok.kind == Kind::Comma {
                     self.bump()?;
                     continue;
                 }
                 break;
             }
         }
-        self.expect(Tok::RParen, "',' or ')' in the argument list")?;
-        if let Some(lit) = self.fold_time_literal(&name, &args, start)? {
+        self.expect(Kind::RParen, "',' or ')' in the argument list")?;
+        if let Some(lit) = self.fold_time_literal(name, &args, start)? {
             return Ok((lit, 1));
         }
-        let builtin = crate::functions::lookup(&name);
+        let builtin = crate::functions::lookup(name);
         Ok((
             Expr::Call(Box::new(Call {
-                name: name.into_boxed_str(),
+                name: Box::from(name),
                 builtin,
                 args,
             })),
@@ -366,19 +468,19 @@ impl<'s> Parser<'s> {
     fn list(&mut self) -> Parsed {
         let mut items = Vec::new();
         let mut depth = 0;
-        if self.tok.tok != Tok::RBrace {
+        if self.tok.kind != Kind::RBrace {
             loop {
                 let (e, d) = self.expression()?;
                 depth = depth.max(d);
                 items.push(e);
-                if self.tok.tok == Tok::Comma {
+                if self.tok.kind == Kind::Comma {
                     self.bump()?;
                     continue;
                 }
                 break;
             }
         }
-        self.expect(Tok::RBrace, "',' or '}' in the list")?;
+        self.expect(Kind::RBrace, "',' or '}' in the list")?;
         Ok((Expr::List(items.into()), depth + 1))
     }
 
@@ -390,22 +492,22 @@ impl<'s> Parser<'s> {
     fn ad_body_boxed(&mut self) -> Result<ClassAd, PErr> {
         let mut ad = ClassAd::new();
         loop {
-            match &self.tok.tok {
-                Tok::RBracket => {
+            match self.tok.kind {
+                Kind::RBracket => {
                     self.bump()?;
                     return Ok(ad);
                 }
-                Tok::Semi => {
+                Kind::Semi => {
                     self.bump()?;
                 }
-                Tok::Name { text, .. } => {
-                    let name = AttrName::new(text);
+                Kind::Name | Kind::QuotedName => {
+                    let name = AttrName::new(&self.lexer.text_of(&self.tok));
                     self.bump()?;
-                    self.expect(Tok::Assign, "'=' after the attribute name")?;
+                    self.expect(Kind::Assign, "'=' after the attribute name")?;
                     let (e, _) = self.expression()?;
                     ad.insert(name, e);
-                    match self.tok.tok {
-                        Tok::Semi | Tok::RBracket => {}
+                    match self.tok.kind {
+                        Kind::Semi | Kind::RBracket => {}
                         _ => return Err(self.error("';' or ']' after the attribute's value")),
                     }
                 }
@@ -439,7 +541,7 @@ pub(crate) fn parse_expr_mode(src: &str, mode: StringMode) -> Result<Expr, Parse
 /// Parses one ad in new syntax, `[ name = expr; ... ]`, and nothing after it.
 pub fn parse_ad(src: &str) -> Result<ClassAd, ParseError> {
     let mut p = Parser::new(src, StringMode::Escapes)?;
-    p.expect(Tok::LBracket, "'[' starting a ClassAd")
+    p.expect(Kind::LBracket, "'[' starting a ClassAd")
         .map_err(|e| *e)?;
     let ad = p.ad_body()?;
     if !p.at_eof() {
