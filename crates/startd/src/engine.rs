@@ -74,6 +74,29 @@ pub enum Action {
     KillBackfill {
         slot: String,
     },
+    /// Job hooks: run `hook` (HOOK_FETCH_WORK) with the slot ad on its
+    /// standard input; its output comes back as `Event::FetchedWork`.
+    FetchWork {
+        slot: String,
+        hook: String,
+        slot_ad: ClassAd,
+    },
+    /// Run `hook` (HOOK_REPLY_FETCH) with `accept` or `reject`, the job ad
+    /// and the slot ad on its standard input.
+    ReplyFetch {
+        slot: String,
+        hook: String,
+        accept: bool,
+        job: ClassAd,
+        slot_ad: ClassAd,
+    },
+    /// Run `hook` (HOOK_EVICT_CLAIM) for a claim on fetched work that ends.
+    EvictClaim {
+        slot: String,
+        hook: String,
+        job: ClassAd,
+        slot_ad: ClassAd,
+    },
     /// Draining is complete (every slot Drained).
     DrainComplete,
     /// Shutdown is complete: no claim is left; the daemon may exit.
@@ -204,6 +227,11 @@ pub enum Event {
     },
     BackfillExited {
         slot: String,
+    },
+    /// What HOOK_FETCH_WORK printed: a job ad, or nothing (no work).
+    FetchedWork {
+        slot: String,
+        job: Option<Box<ClassAd>>,
     },
     /// `condor_drain`.
     Drain {
@@ -378,7 +406,148 @@ impl Startd {
             self.settle(i, now, &mut ready);
         }
         self.after_settling(now, &mut ready);
+        self.fetch_work(now, &mut ready);
         ready
+    }
+
+    /// Job hooks: each slot with a fetch hook asks for work when it could
+    /// take some and FetchWorkDelay seconds (default 300, an expression over
+    /// the slot and its job) have passed since its last fetch finished.
+    fn fetch_work(&mut self, now: i64, ready: &mut Ready) {
+        if self.drain.is_some() || self.shutdown.is_some() {
+            return;
+        }
+        for i in 0..self.slots.len() {
+            let s = &self.slots[i];
+            let Some(hooks) = &s.policy.hooks else {
+                continue;
+            };
+            let could_take = matches!(
+                s.pair(),
+                Pair(State::Unclaimed, Activity::Idle)
+                    | Pair(State::Claimed, Activity::Idle | Activity::Busy)
+            );
+            if s.fetching || !could_take {
+                continue;
+            }
+            let ad = self.slot_ad(i, now);
+            let delay = match s.policy.fetch_work_delay.as_ref() {
+                Some(e) => {
+                    number(&evaluate(Some(e), &ad, s.job.as_ref(), &self.env(now))).unwrap_or(300)
+                }
+                None => 300,
+            };
+            if s.last_fetch.is_some_and(|t| now - t < delay) {
+                continue;
+            }
+            let action = Action::FetchWork {
+                slot: s.name.clone(),
+                hook: hooks.fetch_work.clone(),
+                slot_ad: ad,
+            };
+            self.slots[i].fetching = true;
+            ready.actions.push(action);
+        }
+    }
+
+    /// What HOOK_FETCH_WORK returned. A job is taken if the slot is
+    /// Unclaimed (or Claimed/Idle on fetched work) and START is true for
+    /// it, or if the slot is running a job and RANK prefers the fetched one;
+    /// otherwise it is refused. Either way HOOK_REPLY_FETCH hears of it.
+    fn fetched_work(&mut self, i: usize, job: Option<ClassAd>, now: i64, ready: &mut Ready) {
+        let s = &mut self.slots[i];
+        s.fetching = false;
+        s.last_fetch = Some(now);
+        let Some(hooks) = s.policy.hooks.clone() else {
+            return;
+        };
+        let Some(mut job) = job else {
+            // No more work: a claim on fetched work is given up.
+            if s.pair() == Pair(State::Claimed, Activity::Idle)
+                && s.claim.as_ref().is_some_and(|c| c.fetched.is_some())
+            {
+                s.retirement = Some(Retirement::Vacate);
+                let ad = self.slot_ad(i, now);
+                self.enter_preempting(
+                    i,
+                    &ad,
+                    10,
+                    Cause::Event("the fetch hook returned no work".into()),
+                    now,
+                    ready,
+                );
+            }
+            return;
+        };
+        job.insert_value("HookKeyword", hooks.keyword.as_str());
+        let ad = self.slot_ad(i, now);
+        let env = self.env(now);
+        let start = is_true(&evaluate(Some(&self.start_expr(i)), &ad, Some(&job), &env));
+        let request = ClaimRequest {
+            claim_id: format!("fetched:{}:{now}", self.slots[i].name),
+            user: match job.eval_attr("Owner", &env) {
+                Value::Str(o) => o.to_string(),
+                _ => String::new(),
+            },
+            job: job.clone(),
+            schedd: format!("hook:{}", hooks.keyword),
+            alive_interval: None,
+            by_user_priority: false,
+        };
+        let mut claim = self.new_claim(i, request, &ad, now);
+        claim.fetched = Some(hooks.keyword.clone());
+        claim.pending_start = true;
+        // Fetched work keeps its claim for as long as the hook has work.
+        claim.lease = i64::MAX / 4;
+        let s = &self.slots[i];
+        let accept = match s.pair() {
+            Pair(State::Unclaimed, Activity::Idle) if start => {
+                self.slots[i].claim = Some(claim);
+                self.go(
+                    i,
+                    Pair(State::Claimed, Activity::Idle),
+                    5,
+                    Cause::Event("took fetched work".into()),
+                    now,
+                    ready,
+                );
+                true
+            }
+            Pair(State::Claimed, Activity::Idle)
+                if start && s.claim.as_ref().is_some_and(|c| c.fetched.is_some()) =>
+            {
+                if let Some(c) = &mut self.slots[i].claim {
+                    c.request = job.clone();
+                    c.pending_start = true;
+                }
+                true
+            }
+            Pair(State::Claimed, Activity::Busy)
+                if start
+                    && s.preempting.is_none()
+                    && claim.rank > s.claim.as_ref().map_or(0.0, |c| c.rank) =>
+            {
+                let cause = Cause::Event(format!(
+                    "preempted by fetched work the machine ranks higher ({} > {})",
+                    claim.rank,
+                    s.claim.as_ref().map_or(0.0, |c| c.rank)
+                ));
+                self.slots[i].preempting = Some(claim);
+                let limit = self.retirement_limit(i, &ad, now);
+                self.retire(i, Retirement::Preempted, limit, 13, cause, now, ready);
+                true
+            }
+            _ => false,
+        };
+        if let Some(hook) = hooks.reply_fetch {
+            ready.actions.push(Action::ReplyFetch {
+                slot: self.slots[i].name.clone(),
+                hook,
+                accept,
+                job,
+                slot_ad: self.slot_ad(i, now),
+            });
+        }
     }
 
     /// Hands the machine's load out to the slots (see `loadavg`).
@@ -601,6 +770,14 @@ impl Startd {
             }
             Pair(State::Claimed, Activity::Idle) => {
                 let claim = s.claim.as_ref().expect("a Claimed slot has a claim");
+                if claim.pending_start && self.drain.is_none() && self.shutdown.is_none() {
+                    // Fetched work starts as soon as its claim is idle.
+                    let (id, job) = (claim.id.clone(), claim.request.clone());
+                    if let Some(c) = &mut self.slots[i].claim {
+                        c.pending_start = false;
+                    }
+                    return self.activate(i, &id, job, now, ready).is_ok();
+                }
                 let cause = if let Some(c) = self.lease_expired(i, now) {
                     Some((Retirement::Vacate, c))
                 } else if s.preempting.is_some() {
@@ -1148,11 +1325,25 @@ impl Startd {
         s.vacate_deadline = None;
         s.killed_tree = false;
         if let Some(c) = s.claim.take() {
-            ready.actions.push(Action::ClaimEnded {
-                slot: s.name.clone(),
-                claim_id: c.id,
-                reason: "the claim was preempted or released".into(),
-            });
+            if c.fetched.is_some() {
+                let hook = s.policy.hooks.as_ref().and_then(|h| h.evict_claim.clone());
+                if let Some(hook) = hook {
+                    let slot = s.name.clone();
+                    let slot_ad = self.slot_ad(i, now);
+                    ready.actions.push(Action::EvictClaim {
+                        slot,
+                        hook,
+                        job: c.request,
+                        slot_ad,
+                    });
+                }
+            } else {
+                ready.actions.push(Action::ClaimEnded {
+                    slot: s.name.clone(),
+                    claim_id: c.id,
+                    reason: "the claim was preempted or released".into(),
+                });
+            }
         }
     }
 
@@ -1365,6 +1556,11 @@ impl Startd {
                     ),
                     _ => {}
                 }
+                vec![i]
+            }
+            Event::FetchedWork { slot, job } => {
+                let i = self.index(&slot)?;
+                self.fetched_work(i, job.map(|j| *j), now, &mut ready);
                 vec![i]
             }
             Event::Drain {
@@ -1608,6 +1804,8 @@ impl Startd {
             lease,
             suspend_time: 0,
             run_time: 0,
+            fetched: None,
+            pending_start: false,
         }
     }
 

@@ -53,6 +53,8 @@ pub const PARAMS_READ: &[&str] = &[
     "DISCONNECTED_KEYBOARD_IDLE_BOOST",
     "UPDATE_INTERVAL",
     "POLLING_INTERVAL",
+    "STARTD_JOB_HOOK_KEYWORD",
+    "FetchWorkDelay",
 ];
 
 /// The policy expressions a slot publishes in its ad under their own
@@ -121,6 +123,21 @@ pub struct Policy {
     pub latch_exprs: Vec<(String, Expr)>,
     pub update_interval: i64,
     pub polling_interval: i64,
+    /// Job hooks (`job-hooks-v7.txt`): the keyword of this slot's hooks
+    /// (SLOT<N>_JOB_HOOK_KEYWORD, else STARTD_JOB_HOOK_KEYWORD) when its
+    /// `<KEYWORD>_HOOK_FETCH_WORK` is defined, and the hook programs.
+    pub hooks: Option<Hooks>,
+    /// Seconds between attempts to fetch work (default 300).
+    pub fetch_work_delay: Option<Expr>,
+}
+
+/// The startd's job hooks for one keyword.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hooks {
+    pub keyword: String,
+    pub fetch_work: String,
+    pub reply_fetch: Option<String>,
+    pub evict_claim: Option<String>,
 }
 
 fn err(name: &str, e: impl std::fmt::Display) -> PolicyError {
@@ -189,6 +206,31 @@ impl Policy {
             }
         }
         let worklife = number("CLAIM_WORKLIFE", 1200)?;
+        let keyword = match config
+            .get(&format!("SLOT{slot}_JOB_HOOK_KEYWORD"))
+            .map_err(|e| err("JOB_HOOK_KEYWORD", e))?
+        {
+            Some(k) => Some(k),
+            None => config
+                .get("STARTD_JOB_HOOK_KEYWORD")
+                .map_err(|e| err("STARTD_JOB_HOOK_KEYWORD", e))?,
+        };
+        let hook = |keyword: &str, which: &str| -> Result<Option<String>, PolicyError> {
+            let name = format!("{keyword}_HOOK_{which}");
+            config.get(&name).map_err(|e| err(&name, e))
+        };
+        let hooks = match keyword {
+            Some(k) => match hook(&k, "FETCH_WORK")? {
+                Some(fetch_work) => Some(Hooks {
+                    reply_fetch: hook(&k, "REPLY_FETCH")?,
+                    evict_claim: hook(&k, "EVICT_CLAIM")?,
+                    keyword: k,
+                    fetch_work,
+                }),
+                None => None,
+            },
+            None => None,
+        };
         let enable_backfill = match text("ENABLE_BACKFILL")? {
             Some(t) => config::parse_bool(&t)
                 .ok_or_else(|| err("ENABLE_BACKFILL", "expected true or false"))?,
@@ -219,6 +261,8 @@ impl Policy {
             latch_exprs,
             update_interval: number("UPDATE_INTERVAL", 300)?,
             polling_interval: number("POLLING_INTERVAL", 5)?,
+            hooks,
+            fetch_work_delay: expr("FetchWorkDelay")?,
         })
     }
 

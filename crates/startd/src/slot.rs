@@ -41,6 +41,11 @@ pub struct Claim {
     /// Seconds this claim has spent with a job suspended, and running one.
     pub suspend_time: i64,
     pub run_time: i64,
+    /// For a claim made for fetched work (job hooks): the hook keyword.
+    pub fetched: Option<String>,
+    /// The claim's job has not been started yet (fetched work starts by
+    /// itself once the slot is Claimed/Idle).
+    pub pending_start: bool,
 }
 
 /// Why a claim is being retired or preempted; decides where the slot goes
@@ -114,6 +119,11 @@ pub struct Slot {
     /// Total claim time figures, published as TotalClaimRunTime etc.
     pub total_job_run_time: i64,
     pub total_job_suspend_time: i64,
+    /// Job hooks: the keyword of this slot's hooks (if it fetches work),
+    /// whether a fetch is under way, and when the last one finished.
+    pub hook_keyword: Option<String>,
+    pub fetching: bool,
+    pub last_fetch: Option<i64>,
 }
 
 /// Where a slot goes once its backfill client has been killed.
@@ -167,6 +177,9 @@ impl Slot {
             condor_load_avg: 0.0,
             total_job_run_time: 0,
             total_job_suspend_time: 0,
+            hook_keyword: None,
+            fetching: false,
+            last_fetch: None,
         }
     }
 
