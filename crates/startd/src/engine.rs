@@ -377,16 +377,30 @@ impl Startd {
     /// vanilla jobs. Returns the name used and the value.
     fn eval(&self, i: usize, ad: &ClassAd, name: &'static str, now: i64) -> (String, Value) {
         let s = &self.slots[i];
-        let job = s.job.as_ref();
+        let job = self.target(i);
         let (used, expr) = s.policy.for_job(name, job);
         let v = evaluate(expr, ad, job, &self.env(now));
         (used, v)
     }
 
-    /// START evaluated locally (no job): HTCondor's "START locally
-    /// evaluates to FALSE" is exactly false, UNDEFINED is not.
+    /// The ad a slot's policy sees as TARGET: the running job, else the job
+    /// its claim was made for (as HTCondor evaluates a claimed slot's
+    /// policy against the claim's request), else none.
+    fn target(&self, i: usize) -> Option<&ClassAd> {
+        let s = &self.slots[i];
+        s.job.as_ref().or(s.claim.as_ref().map(|c| &c.request))
+    }
+
+    /// START as the slot sees it now: "locally" (with no job) while
+    /// unclaimed, against the claim's job once claimed. "START evaluates to
+    /// FALSE" means exactly false: UNDEFINED is not.
     fn start_locally_false(&self, i: usize, ad: &ClassAd, now: i64) -> (bool, Value) {
-        let v = evaluate(Some(&self.start_expr(i)), ad, None, &self.env(now));
+        let v = evaluate(
+            Some(&self.start_expr(i)),
+            ad,
+            self.target(i),
+            &self.env(now),
+        );
         (
             matches!(v, Value::Bool(false)) || v.as_bool() == Some(false),
             v,

@@ -872,3 +872,15 @@ fn every_transition_records_slot_states_number_and_cause() {
     );
     assert_eq!(t.at, T0 + 10);
 }
+
+#[test]
+fn a_claimed_slot_judges_start_against_its_claims_job() {
+    // START reads the job: locally it is false (=?= makes it so), but a
+    // claimed slot evaluates it against the job it was claimed for, so the
+    // claim stands (the Bologna long-running slots depend on this).
+    let mut s = startd("START = TARGET.Owner =?= \"alice\"", 1);
+    s.tick(T0, readings(0, 0.0));
+    s.handle(request("slot1", "c1", job("alice")), T0).unwrap();
+    assert!(s.tick(T0 + 5, readings(0, 0.0)).transitions.is_empty());
+    assert_eq!(pair(&s, 0), "Claimed/Idle");
+}
