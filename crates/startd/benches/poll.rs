@@ -50,6 +50,7 @@ fn bologna() -> Startd {
                     cpus: 1.0,
                     memory: 2048,
                     disk: 20_000_000,
+                    swap: 0,
                     custom: Vec::new(),
                 },
             )
@@ -159,14 +160,86 @@ fn poll(c: &mut Criterion) {
     let busy = s.slots.iter().filter(|s| s.job.is_some()).count();
     assert!(busy >= 60, "only {busy} slots run jobs");
     eprintln!("{busy} of {SLOTS} slots run jobs");
-    let mut now = T0 + 10;
+    // Every poll at the same moment: each does the full evaluation, and no
+    // lease or worklife runs out halfway through the measurement.
+    let now = T0 + 10;
     c.bench_function("poll: 128-slot machine, Bologna policy", |b| {
-        b.iter(|| {
-            now += 5;
-            black_box(s.tick(now, readings(now)));
-        })
+        b.iter(|| black_box(s.tick(now, readings(now))))
     });
+    assert_eq!(s.slots.iter().filter(|s| s.job.is_some()).count(), busy);
 }
 
-criterion_group!(benches, poll);
+/// A 64-core machine as one partitionable slot.
+fn partitionable() -> Startd {
+    let config = config::load(
+        &LoadOptions::new("STARTD", Root::File("root.conf".into())),
+        &Disk(PathBuf::from("."))
+            .with_root("use FEATURE : PartitionableSlot\nRunBenchmarks = False\n"),
+        &FixedHost::empty().with_macro("DETECTED_CORES", "64"),
+    )
+    .unwrap();
+    let host = startd::resources::HostReadings::simple(64, 262_144, 2_000_000_000, 0);
+    let mut s = Startd::from_config(&config, "wn01.example.org", &host, T0).unwrap();
+    s.tick(T0, Readings::default());
+    s
+}
+
+/// Claims 64 one-core jobs on the partitionable slot: 64 dynamic slots.
+fn carve_64(s: &mut Startd) {
+    for n in 1..=64 {
+        let job = ClassAd::parse(&format!(
+            "[ ClusterId = {n}; ProcId = 0; Owner = \"u{n}\"; JobUniverse = 5; RequestCpus = 1; RequestMemory = 2048; RequestDisk = 1000000 ]"
+        ))
+        .unwrap();
+        let request = ClaimRequest {
+            claim_id: format!("c{n}"),
+            job,
+            schedd: "submit.example.org".into(),
+            user: format!("u{n}@example.org"),
+            alive_interval: None,
+            by_user_priority: false,
+        };
+        let job = request.job.clone();
+        s.handle(
+            Event::RequestClaim {
+                slot: "slot1".into(),
+                request: Box::new(request),
+            },
+            T0 + 1,
+        )
+        .expect("the job fits");
+        s.handle(
+            Event::Activate {
+                slot: format!("slot1_{n}"),
+                claim_id: format!("c{n}"),
+                job: Box::new(job),
+            },
+            T0 + 1,
+        )
+        .expect("the job starts");
+    }
+}
+
+fn carve(c: &mut Criterion) {
+    c.bench_function("carve: 64 dynamic slots from one partitionable slot", |b| {
+        b.iter_batched(
+            partitionable,
+            |mut s| {
+                carve_64(&mut s);
+                black_box(s)
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    let mut s = partitionable();
+    carve_64(&mut s);
+    assert_eq!(s.slots.len(), 65);
+    let now = T0 + 10;
+    c.bench_function("poll: partitionable slot with 64 dynamic slots", |b| {
+        b.iter(|| black_box(s.tick(now, Readings::default())))
+    });
+    assert_eq!(s.slots.iter().filter(|s| s.job.is_some()).count(), 64);
+}
+
+criterion_group!(benches, poll, carve);
 criterion_main!(benches);

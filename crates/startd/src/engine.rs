@@ -14,7 +14,12 @@ use config::Config;
 
 use crate::policy::{evaluate, is_true, Policy, PolicyError};
 use crate::publish::MachineInfo;
-use crate::slot::{BackfillExit, Claim, Retirement, Slot, SlotResources};
+use std::collections::BTreeMap;
+
+use crate::carve::Partitionable;
+use crate::layout::{layout, LayoutError};
+use crate::resources::{HostReadings, MachineResources, ResourceError};
+use crate::slot::{BackfillExit, Claim, Retirement, Slot, SlotKind, SlotResources};
 use crate::state::{Activity, Cause, Pair, State, Transition};
 
 /// What the host reads, handed in at every poll.
@@ -25,9 +30,30 @@ pub struct Readings {
     pub console_idle: i64,
     /// The machine's load average (all processes).
     pub load_avg: f64,
-    /// Load caused by each slot's job, by slot index (missing: 0).
+    /// Load caused by each slot's job, by slot index in `Startd::slots`
+    /// (missing: 0).
     pub condor_load: Vec<f64>,
 }
+
+/// Why a startd could not be set up from its configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SetupError {
+    Resources(ResourceError),
+    Layout(LayoutError),
+    Policy(PolicyError),
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupError::Resources(e) => write!(f, "{e}"),
+            SetupError::Layout(e) => write!(f, "{e}"),
+            SetupError::Policy(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {}
 
 /// Something the daemon must do.
 #[derive(Clone, Debug)]
@@ -263,6 +289,13 @@ pub struct Startd {
     idle_boost: i64,
     /// When the startd started (disconnected slots count idle time from it).
     started: i64,
+    /// The configuration (dynamic slots read their sizes from it).
+    config: Config,
+    /// What the machine offers (custom resources, GPU properties).
+    pub(crate) resources: Option<MachineResources>,
+    /// The partitionable slots, by name: what each has left and its
+    /// dynamic slots.
+    partitionables: BTreeMap<String, Partitionable>,
 }
 
 /// How many transitions one slot may take in one poll: a guard against a
@@ -302,7 +335,58 @@ impl Startd {
             connected_console: number("SLOTS_CONNECTED_TO_CONSOLE", 0)?.max(0) as u32,
             idle_boost: number("DISCONNECTED_KEYBOARD_IDLE_BOOST", 1200)?,
             started: now,
+            config: config.clone(),
+            resources: None,
+            partitionables: BTreeMap::new(),
         })
+    }
+
+    /// A startd as the configuration lays the machine out: the host's
+    /// readings, NUM_CPUS/MEMORY, custom resources and SLOT_TYPE_<N>
+    /// (`resources` and `layout`), each slot with its own policy, all
+    /// starting in Owner/Idle at `now`.
+    pub fn from_config(
+        config: &Config,
+        hostname: &str,
+        host: &HostReadings,
+        now: i64,
+    ) -> Result<Startd, SetupError> {
+        let resources =
+            MachineResources::from_config(config, host).map_err(SetupError::Resources)?;
+        let laid_out = layout(config, &resources).map_err(SetupError::Layout)?;
+        let mut machine = MachineInfo::new(
+            hostname,
+            resources.cpus as f64,
+            resources.memory,
+            resources.disk,
+        );
+        let text = |name: &str, default: &str| -> String {
+            config
+                .get(name)
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| default.to_string())
+        };
+        machine.arch = text("ARCH", "X86_64");
+        machine.opsys = text("OPSYS", "LINUX");
+        machine.opsys_and_ver = text("OPSYSANDVER", &machine.opsys);
+        let mut startd =
+            Startd::new(config, machine, Vec::new(), now).map_err(SetupError::Policy)?;
+        for slot in laid_out.slots {
+            let policy =
+                Policy::read(config, slot.id, slot.slot_type).map_err(SetupError::Policy)?;
+            let mut s = Slot::new(slot.id, slot.slot_type, slot.resources.clone(), policy, now);
+            s.name = slot.name.clone();
+            if slot.partitionable {
+                s.kind = SlotKind::Partitionable;
+                startd
+                    .partitionables
+                    .insert(slot.name.clone(), Partitionable::new(&slot));
+            }
+            startd.slots.push(s);
+        }
+        startd.resources = Some(resources);
+        Ok(startd)
     }
 
     /// Reads the policy again (`condor_reconfig`); states and claims stay.
@@ -564,16 +648,36 @@ impl Startd {
         }
     }
 
-    /// Hands the machine's load out to the slots (see `loadavg`).
+    /// Hands the machine's load out to the slots (`loadavg::assign_load`).
     fn share_load(&mut self) {
-        let condor: Vec<f64> = (0..self.slots.len())
-            .map(|i| self.readings.condor_load.get(i).copied().unwrap_or(0.0))
+        use crate::loadavg::{assign_load, LoadState, SlotLoadInput};
+        let inputs: Vec<SlotLoadInput> = self
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SlotLoadInput {
+                id: s.id,
+                sub_id: match &s.kind {
+                    SlotKind::Dynamic { sub_id, .. } => *sub_id,
+                    _ => 0,
+                },
+                state: match s.state {
+                    State::Owner => LoadState::Owner,
+                    State::Unclaimed => LoadState::Unclaimed,
+                    State::Matched => LoadState::Matched,
+                    State::Claimed => LoadState::Claimed,
+                    State::Preempting => LoadState::Preempting,
+                    State::Backfill => LoadState::Backfill,
+                    State::Drained => LoadState::Drained,
+                },
+                rank: s.claim.as_ref().map_or(0.0, |c| c.rank),
+                condor_load: self.readings.condor_load.get(i).copied().unwrap_or(0.0),
+            })
             .collect();
-        let owner_first: Vec<bool> = self.slots.iter().map(|s| s.state == State::Owner).collect();
-        let shares = distribute_load(self.readings.load_avg, &condor, &owner_first);
-        for (s, (load, condor)) in self.slots.iter_mut().zip(shares) {
-            s.load_avg = load;
-            s.condor_load_avg = condor;
+        let loads = assign_load(self.readings.load_avg, &inputs);
+        for (s, l) in self.slots.iter_mut().zip(loads) {
+            s.load_avg = l.load_avg();
+            s.condor_load_avg = l.condor_load_avg();
         }
     }
 
@@ -666,6 +770,9 @@ impl Startd {
         let s = &self.slots[i];
         let name = s.name.clone();
         match s.pair() {
+            Pair(State::Owner, Activity::Idle) if matches!(s.kind, SlotKind::Dynamic { .. }) => {
+                false
+            }
             Pair(State::Owner, Activity::Idle) => {
                 if self.drain.is_some() || self.shutdown.is_some() {
                     if self.drain.is_some() {
@@ -1118,8 +1225,10 @@ impl Startd {
         }
     }
 
-    /// After every slot settled: a complete drain, a finished shutdown.
+    /// After every slot settled: finished dynamic slots, a complete drain,
+    /// a finished shutdown.
     fn after_settling(&mut self, now: i64, ready: &mut Ready) {
+        self.reap_dynamic_slots();
         if let Some(d) = &mut self.drain {
             if !d.complete
                 && self
@@ -1400,8 +1509,10 @@ impl Startd {
             }
             Event::RequestClaim { slot, request } => {
                 let i = self.index(&slot)?;
+                let before = self.slots.len();
                 self.request_claim(i, *request, now, &mut ready)?;
-                vec![i]
+                // A claim on a partitionable slot lands on a new dynamic slot.
+                std::iter::once(i).chain(before..self.slots.len()).collect()
             }
             Event::Activate {
                 slot,
@@ -1840,6 +1951,9 @@ impl Startd {
         if !is_true(&start) {
             return Err(refuse(format!("START is {start} for this job")));
         }
+        if self.slots[i].kind == SlotKind::Partitionable {
+            return self.claim_partitionable(i, r, now, ready);
+        }
         let claim = self.new_claim(i, r.clone(), &ad, now);
         let pair = self.slots[i].pair();
         match pair {
@@ -1911,6 +2025,106 @@ impl Startd {
         }
     }
 
+    /// A claim on a partitionable slot: a dynamic slot sized for the job
+    /// (`carve`) is cut from what the partitionable slot has left, and the
+    /// claim is made on it (transition 5 for the new slot). The
+    /// partitionable slot stays Unclaimed with the rest.
+    fn claim_partitionable(
+        &mut self,
+        i: usize,
+        r: ClaimRequest,
+        now: i64,
+        ready: &mut Ready,
+    ) -> Result<(), Refusal> {
+        let slot = self.slots[i].name.clone();
+        let refuse = |reason: String| Refusal {
+            slot: slot.clone(),
+            reason,
+        };
+        if self.slots[i].pair() != Pair(State::Unclaimed, Activity::Idle) {
+            return Err(refuse(format!(
+                "cannot be claimed in {}",
+                self.slots[i].pair()
+            )));
+        }
+        let Some(machine) = self.resources.as_ref() else {
+            return Err(refuse(
+                "a partitionable slot needs the machine's resources".into(),
+            ));
+        };
+        let ad = self.slot_ad(i, now);
+        let p = self
+            .partitionables
+            .get_mut(&slot)
+            .ok_or_else(|| refuse("not a partitionable slot".into()))?;
+        let req = p
+            .request(&self.config, &r.job, &ad, now)
+            .map_err(|e| refuse(e.to_string()))?;
+        let dslot = p.carve(machine, &req).map_err(|e| refuse(e.to_string()))?;
+        let free = p.free.clone();
+        self.slots[i].resources = free;
+        let parent = &self.slots[i];
+        let mut d = Slot::new(
+            parent.id,
+            parent.slot_type,
+            dslot.resources.clone(),
+            parent.policy.clone(),
+            now,
+        );
+        d.name = dslot.name.clone();
+        d.kind = SlotKind::Dynamic {
+            parent: slot.clone(),
+            sub_id: dslot.sub_id,
+        };
+        d.state = State::Unclaimed;
+        d.entered_state = now;
+        d.entered_activity = now;
+        self.slots.push(d);
+        let j = self.slots.len() - 1;
+        let dad = self.slot_ad(j, now);
+        let claim = self.new_claim(j, r.clone(), &dad, now);
+        self.slots[j].claim = Some(claim);
+        let cause = Cause::Event(format!(
+            "claimed by {}: a dynamic slot carved from {slot}",
+            r.schedd
+        ));
+        self.go(
+            j,
+            Pair(State::Claimed, Activity::Idle),
+            5,
+            cause,
+            now,
+            ready,
+        );
+        Ok(())
+    }
+
+    /// Dynamic slots whose claim is over go away, their resources back to
+    /// their partitionable slot.
+    fn reap_dynamic_slots(&mut self) {
+        let mut i = 0;
+        while i < self.slots.len() {
+            let s = &self.slots[i];
+            let done = matches!(s.state, State::Owner | State::Unclaimed)
+                && s.claim.is_none()
+                && s.preempting.is_none()
+                && !s.starter;
+            if let (true, SlotKind::Dynamic { parent, sub_id }) = (done, &s.kind) {
+                let (parent, sub_id) = (parent.clone(), *sub_id);
+                if let Some(p) = self.partitionables.get_mut(&parent) {
+                    p.release(sub_id);
+                    let free = p.free.clone();
+                    if let Some(ps) = self.slots.iter_mut().find(|s| s.name == parent) {
+                        ps.resources = free;
+                    }
+                }
+                self.slots.remove(i);
+                continue;
+            }
+            i += 1;
+        }
+    }
+
     fn activate(
         &mut self,
         i: usize,
@@ -1971,43 +2185,6 @@ impl Startd {
         );
         Ok(())
     }
-}
-
-/// The manual's hand-out of the machine's load to slots ("Load Average for
-/// Multi-core Machines"): each slot first gets the load its own job
-/// causes; what is left is the owner's, given in portions of at most 1.0
-/// to slots in the Owner state first, then to the others in order; any
-/// still left goes to the HTCondor slots. Returns (LoadAvg,
-/// CondorLoadAvg) per slot.
-fn distribute_load(total: f64, condor: &[f64], owner_first: &[bool]) -> Vec<(f64, f64)> {
-    let mut load: Vec<f64> = condor.to_vec();
-    let mut left = (total - condor.iter().sum::<f64>()).max(0.0);
-    let order: Vec<usize> = (0..condor.len())
-        .filter(|&i| owner_first[i])
-        .chain((0..condor.len()).filter(|&i| !owner_first[i] && condor[i] == 0.0))
-        .collect();
-    for i in order {
-        if left <= 0.0 {
-            break;
-        }
-        let share = left.min(1.0);
-        load[i] += share;
-        left -= share;
-    }
-    if left > 0.0 && !condor.is_empty() {
-        // More owner load than slots: it lands on the busy slots too.
-        let busy: Vec<usize> = (0..condor.len()).filter(|&i| condor[i] > 0.0).collect();
-        let targets = if busy.is_empty() {
-            (0..condor.len()).collect()
-        } else {
-            busy
-        };
-        let each = left / targets.len() as f64;
-        for i in targets {
-            load[i] += each;
-        }
-    }
-    load.into_iter().zip(condor.iter().copied()).collect()
 }
 
 /// A value as whole seconds (reals truncated).

@@ -6,6 +6,7 @@
 use classad::{ClassAd, Expr, Value};
 
 use crate::engine::Startd;
+use crate::slot::SlotKind;
 use crate::state::State;
 
 /// The machine-wide facts every slot ad carries.
@@ -76,7 +77,23 @@ impl Startd {
         if let Some(t) = s.slot_type {
             int(&mut ad, "SlotTypeID", t as i64);
         }
-        text(&mut ad, "SlotType", "Static");
+        match &s.kind {
+            SlotKind::Static => text(&mut ad, "SlotType", "Static"),
+            SlotKind::Partitionable => {
+                ad.insert_value("PartitionableSlot", true);
+                text(&mut ad, "SlotType", "Partitionable");
+            }
+            SlotKind::Dynamic { parent, sub_id } => {
+                ad.insert_value("DynamicSlot", true);
+                text(&mut ad, "SlotType", "Dynamic");
+                text(
+                    &mut ad,
+                    "ParentSlotName",
+                    &format!("{parent}@{}", m.hostname),
+                );
+                int(&mut ad, "DSlotId", *sub_id as i64);
+            }
+        }
         text(&mut ad, "State", s.state.name());
         text(&mut ad, "Activity", s.activity.name());
         int(&mut ad, "EnteredCurrentState", s.entered_state);
@@ -84,20 +101,23 @@ impl Startd {
         text(&mut ad, "Arch", &m.arch);
         text(&mut ad, "OpSys", &m.opsys);
         text(&mut ad, "OpSysAndVer", &m.opsys_and_ver);
-        real(&mut ad, "Cpus", s.resources.cpus);
-        int(&mut ad, "Memory", s.resources.memory);
-        int(&mut ad, "Disk", s.resources.disk);
-        real(&mut ad, "TotalCpus", m.total_cpus);
-        int(&mut ad, "TotalMemory", m.total_memory);
-        int(&mut ad, "TotalDisk", m.total_disk);
+        match &self.resources {
+            // The machine as the configuration laid it out: resources,
+            // custom resources and GPU properties, as `layout` publishes them.
+            Some(machine) => {
+                ad.update(&machine.machine_attrs());
+                s.resources.publish(&s.provisioned, machine, &mut ad);
+            }
+            None => {
+                int(&mut ad, "Cpus", s.resources.whole_cpus());
+                int(&mut ad, "Memory", s.resources.memory);
+                int(&mut ad, "Disk", s.resources.disk);
+                real(&mut ad, "TotalCpus", m.total_cpus);
+                int(&mut ad, "TotalMemory", m.total_memory);
+                int(&mut ad, "TotalDisk", m.total_disk);
+            }
+        }
         int(&mut ad, "TotalSlots", self.slots.len() as i64);
-        for (name, amount) in &s.resources.custom {
-            real(&mut ad, name, *amount);
-        }
-        for (name, detected, total) in &m.custom {
-            text(&mut ad, &format!("Detected{name}"), detected);
-            real(&mut ad, &format!("Total{name}"), *total);
-        }
 
         // What the host says, as this slot sees it.
         let (keyboard, console) = self.idle_times(i, now);

@@ -7,17 +7,20 @@ use classad::ClassAd;
 use crate::policy::Policy;
 use crate::state::{Activity, Pair, State};
 
-/// The resources a slot offers (what its ad publishes as Cpus, Memory,
-/// Disk, ...).
-#[derive(Clone, Debug, PartialEq)]
-pub struct SlotResources {
-    pub cpus: f64,
-    /// MiB.
-    pub memory: i64,
-    /// KiB.
-    pub disk: i64,
-    /// Custom resources (`GPUs`, ...): name and amount.
-    pub custom: Vec<(String, f64)>,
+pub use crate::layout::SlotResources;
+
+/// Whether a slot is an ordinary one, a partitionable slot dynamic slots
+/// are carved from, or one of those dynamic slots.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SlotKind {
+    Static,
+    Partitionable,
+    /// Carved from the partitionable slot named `parent`, as its number
+    /// `sub_id` (`slot1_2`).
+    Dynamic {
+        parent: String,
+        sub_id: u32,
+    },
 }
 
 /// A claim: a schedd's right to run jobs on a slot.
@@ -73,7 +76,11 @@ pub struct Slot {
     pub slot_type: Option<u32>,
     /// `slot1`, ...
     pub name: String,
+    pub kind: SlotKind,
+    /// What the slot has now (for a partitionable slot: what is left), and
+    /// what it was given.
     pub resources: SlotResources,
+    pub provisioned: SlotResources,
     pub policy: Policy,
     pub state: State,
     pub activity: Activity,
@@ -149,6 +156,8 @@ impl Slot {
             id,
             slot_type,
             name: format!("slot{id}"),
+            kind: SlotKind::Static,
+            provisioned: resources.clone(),
             resources,
             policy,
             state: State::Owner,

@@ -35,6 +35,7 @@ pub fn startd(text: &str, n: u32) -> Startd {
                     cpus: 1.0,
                     memory: 1024,
                     disk: 10_000_000,
+                    swap: 0,
                     custom: Vec::new(),
                 },
             )
