@@ -12,14 +12,11 @@ pub fn run(
     a: &ConfigValArgs,
     files: &dyn Files,
     host: &dyn Host,
+    host_readings: &startd::resources::HostReadings,
+    now: i64,
     out: &mut dyn Write,
     diag: &mut dyn Write,
 ) -> Result<Outcome, Error> {
-    if a.evaluate {
-        return Err(Error::Unsupported(
-            "--evaluate evaluates against the local machine ad, which the startd publishes; the startd is not built yet".into(),
-        ));
-    }
     let opts = LoadOptions {
         subsystem: a.subsystem.to_ascii_uppercase(),
         local_name: a.local_name.clone(),
@@ -46,6 +43,9 @@ pub fn run(
     if a.json {
         return json(a, &config, out, diag);
     }
+    if a.evaluate {
+        return evaluate(a, &config, host_readings, now, out, diag);
+    }
     let mut outcome = Outcome::Success;
     for name in &a.names {
         let value = if a.raw {
@@ -61,6 +61,47 @@ pub fn run(
             Some(v) if a.verbose => verbose(name, &v, &config, out)?,
             Some(v) => writeln!(out, "{v}")?,
         }
+    }
+    Ok(outcome)
+}
+
+/// `-evaluate`: each value as a ClassAd expression, evaluated in the ad of
+/// the machine's first slot as the startd would publish it now (the
+/// machine laid out by the configuration, nobody at the keyboard).
+fn evaluate(
+    a: &ConfigValArgs,
+    config: &Config,
+    host: &startd::resources::HostReadings,
+    now: i64,
+    out: &mut dyn Write,
+    diag: &mut dyn Write,
+) -> Result<Outcome, Error> {
+    let hostname = config
+        .get("FULL_HOSTNAME")
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| "localhost".into());
+    let mut machine = startd::Startd::from_config(config, &hostname, host, now).map_err(|e| {
+        Error::Usage(format!(
+            "the machine ad cannot be built from this configuration: {e}"
+        ))
+    })?;
+    machine.tick(now, startd::Readings::default());
+    if machine.slots.is_empty() {
+        return Err(Error::Usage("the configuration lays out no slot".into()));
+    }
+    let ad = machine.slot_ad(0, now);
+    let env = classad::Env::at(now);
+    let mut outcome = Outcome::Success;
+    for name in &a.names {
+        let Some(text) = config.get(name).map_err(Error::Lookup)? else {
+            writeln!(diag, "Not defined: {name}")?;
+            outcome = Outcome::NotDefined;
+            continue;
+        };
+        let expr = classad::parse_expr(&text).map_err(|e| Error::parse(format!("<{name}>"), e))?;
+        let value = classad::eval_expr(&expr, Some(&ad), None, &env);
+        writeln!(out, "{}", classad::unparse::value_to_string(&value))?;
     }
     Ok(outcome)
 }

@@ -61,8 +61,6 @@ pub enum Error {
     Lookup(config::LookupError),
     /// A request that makes no sense as given.
     Usage(String),
-    /// Something ferrocondor does not do yet; the message says what.
-    Unsupported(String),
     /// A line of a vectors file that is not a JSON object.
     Json {
         origin: String,
@@ -121,7 +119,6 @@ impl fmt::Display for Error {
             Error::Config(e) => write!(f, "configuration error: {e}"),
             Error::Lookup(e) => write!(f, "configuration error: {e}"),
             Error::Usage(m) => write!(f, "usage: {m}"),
-            Error::Unsupported(m) => write!(f, "not supported yet: {m}"),
         }
     }
 }

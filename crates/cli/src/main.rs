@@ -38,10 +38,13 @@ fn main() -> ExitCode {
         }
         Command::ConfigVal(a) => {
             let host = system::RealHost::detect();
+            let readings = system::host_readings();
             config_cmd::run(
                 a,
                 &system::DiskFiles,
                 &host,
+                &readings,
+                real_clock(),
                 &mut out,
                 &mut std::io::stderr(),
             )

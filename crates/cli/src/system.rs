@@ -134,6 +134,15 @@ impl Host for RealHost {
     }
 }
 
+/// The machine's size for laying out slots: cores and memory as detected;
+/// disk and swap are not measured yet (the `host` crate will), so they are
+/// published as 0.
+pub fn host_readings() -> startd::resources::HostReadings {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let memory = memory_mb().unwrap_or(0) as i64;
+    startd::resources::HostReadings::simple(cores, memory, 0, 0)
+}
+
 fn read_trimmed(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()

@@ -149,9 +149,6 @@ fn a_broken_configuration_exits_two_and_says_where() {
         "{}",
         text(&o.stderr)
     );
-    let o = site(&["-evaluate", "START"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("startd"), "{}", text(&o.stderr));
 }
 
 /// Every configuration vector, asked the way the issue describes: in the
@@ -236,4 +233,22 @@ fn every_configuration_vector_through_json() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn evaluate_reads_values_as_expressions_against_the_machine_ad() {
+    let dir = root().join("crates/cli/tests/data/config");
+    let o = config_val(
+        &dir,
+        "evaluate.conf",
+        &["-evaluate", "HALF_THE_SLOTS", "IS_FIRST", "START"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let lines: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
+    let slots: i64 = lines[0].parse().expect("a number");
+    assert!(slots >= 0, "{lines:?}");
+    assert_eq!(lines[1], "true");
+    // START reads the job (TARGET), which there is none of.
+    assert_eq!(lines[2], "undefined");
 }
