@@ -90,12 +90,15 @@ pub fn format_reltime(secs: f64) -> String {
 pub fn parse_abstime(s: &str) -> Option<AbsTime> {
     let s = s.trim();
     let digits_only = |x: &str| x.bytes().all(|b| b.is_ascii_digit());
-    let (date, rest) = if s.len() >= 10 && s.as_bytes()[4] == b'-' {
-        (s[..10].to_string(), &s[10..])
-    } else if s.len() >= 8 && digits_only(&s[..8]) {
-        (format!("{}-{}-{}", &s[..4], &s[4..6], &s[6..8]), &s[8..])
-    } else {
-        return None;
+    // `get` rather than slicing: the text may hold any UTF-8, and a cut
+    // inside a character is simply not a date.
+    let (date, rest) = match (s.get(..10), s.get(10..), s.get(..8), s.get(8..)) {
+        (Some(date), Some(rest), _, _) if s.as_bytes()[4] == b'-' => (date.to_string(), rest),
+        (_, _, Some(digits), Some(rest)) if digits_only(digits) => (
+            format!("{}-{}-{}", &digits[..4], &digits[4..6], &digits[6..8]),
+            rest,
+        ),
+        _ => return None,
     };
     let date = NaiveDate::parse_from_str(&date, "%Y-%m-%d").ok()?;
     let mut rest = rest;
@@ -251,6 +254,15 @@ mod tests {
         assert_eq!(parse_reltime("1d2h"), Some(93600.0));
         assert_eq!(parse_reltime("01:02:03"), Some(3723.0));
         assert_eq!(parse_reltime("junk"), None);
+    }
+
+    #[test]
+    fn text_cut_inside_a_character_is_not_a_date() {
+        // Found by fuzzing: a multi-byte character where the date's 8th or
+        // 10th byte would end used to panic.
+        assert_eq!(parse_abstime("\u{2}t(\u{b}:'\u{8d}'E|."), None);
+        assert_eq!(parse_abstime("2024-01-\u{e9}1"), None);
+        assert_eq!(parse_abstime("1234567\u{e9}"), None);
     }
 
     #[test]

@@ -80,8 +80,9 @@ pub struct ConfigValArgs {
 }
 
 /// HTCondor's tools take long options after one dash; clap wants two.
-/// Rewrites the forms `condor_config_val` users type.
-pub fn normalize_config_val(args: Vec<String>) -> Vec<String> {
+/// Rewrites the forms `condor_config_val` users type. Arguments that are
+/// not UTF-8 are passed on untouched, for clap to judge.
+pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     const LONG: &[&str] = &[
         "verbose",
         "dump",
@@ -95,18 +96,20 @@ pub fn normalize_config_val(args: Vec<String>) -> Vec<String> {
         "defaults",
         "expand",
     ];
-    if args.get(1).map(String::as_str) != Some("config_val") {
+    if args.get(1).and_then(|a| a.to_str()) != Some("config_val") {
         return args;
     }
     args.into_iter()
         .enumerate()
-        .map(|(i, a)| match a.strip_prefix('-') {
-            Some(rest) if i > 1 && !rest.starts_with('-') && LONG.contains(&rest) => {
-                let rest = if rest == "subsys" { "subsystem" } else { rest };
-                format!("--{rest}")
-            }
-            _ => a,
-        })
+        .map(
+            |(i, a)| match a.to_str().and_then(|s| s.strip_prefix('-')) {
+                Some(rest) if i > 1 && !rest.starts_with('-') && LONG.contains(&rest) => {
+                    let rest = if rest == "subsys" { "subsystem" } else { rest };
+                    format!("--{rest}").into()
+                }
+                _ => a,
+            },
+        )
         .collect()
 }
 

@@ -28,7 +28,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     // clap prints usage errors itself and exits with 2, the same code as ours.
-    let cli = Cli::parse_from(args::normalize_config_val(std::env::args().collect()));
+    let cli = Cli::parse_from(args::normalize_config_val(std::env::args_os().collect()));
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = match &cli.command {

@@ -322,3 +322,17 @@ fn print_converts_between_the_three_forms() {
         b.to_string()
     );
 }
+
+#[test]
+fn arguments_that_are_not_utf8_are_a_usage_error_not_a_crash() {
+    use std::os::unix::ffi::OsStringExt;
+    for first in ["classad", "config_val"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ferrocondor"))
+            .arg(first)
+            .arg(std::ffi::OsString::from_vec(vec![b'e', 0xff, b'x']))
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        assert!(stderr(&o).contains("invalid UTF-8"), "{}", stderr(&o));
+    }
+}
