@@ -326,9 +326,9 @@ fn print_converts_between_the_three_forms() {
 #[test]
 fn arguments_that_are_not_utf8_are_a_usage_error_not_a_crash() {
     use std::os::unix::ffi::OsStringExt;
-    for first in ["classad", "config_val"] {
+    for first in [&["classad", "eval"][..], &["config_val"][..]] {
         let o = Command::new(env!("CARGO_BIN_EXE_ferrocondor"))
-            .arg(first)
+            .args(first)
             .arg(std::ffi::OsString::from_vec(vec![b'e', 0xff, b'x']))
             .output()
             .unwrap();
