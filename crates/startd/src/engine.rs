@@ -1328,7 +1328,16 @@ impl Startd {
     /// retirement does).
     fn retirement_over(&self, i: usize, ad: &ClassAd, now: i64) -> Option<Cause> {
         let s = &self.slots[i];
-        let limit = s.retirement_limit?;
+        let granted = s.retirement_limit?;
+        // MaxJobRetirementTime is an expression: if it now grants less than
+        // when retirement began (the owner changed it, or it reads the
+        // clock), the smaller holds. It never grants more.
+        let limit = if granted > 0 {
+            self.retirement_limit(i, ad, now)
+                .map_or(granted, |now_granted| now_granted.min(granted))
+        } else {
+            granted
+        };
         let ran = s.job_run_time(now);
         let remaining = limit - ran;
         let grant = self.vacate_grant(i, ad, remaining, now);

@@ -305,33 +305,34 @@ fn t16_suspended_to_retiring_when_preempt_turns_true() {
 
 #[test]
 fn t17_suspended_retirement_runs_out() {
-    let mut s = startd(
-        "WANT_SUSPEND = True\nSUSPEND = KeyboardIdle < 60\nCONTINUE = False\nMaxJobRetirementTime = MY.RetireFor\nSTARTD_ATTRS = RetireFor\nRetireFor = 3600",
-        1,
-    );
+    // A better claim arrives while the job is suspended: retirement starts
+    // with the hour the machine grants. Then the machine's
+    // MaxJobRetirementTime shrinks during the suspension (the manual: "only
+    // possible if MaxJobRetirementTime decreases during the suspension");
+    // suspension does not count, so the job has run 10 s of its new 0.
+    let policy = |retire: &str| {
+        format!(
+            "RunBenchmarks = False\nSLOTS_CONNECTED_TO_KEYBOARD = 1000\nRANK = (TARGET.Owner == \"boss\") * 10\n\
+             WANT_SUSPEND = True\nSUSPEND = KeyboardIdle < 60\nCONTINUE = False\n\
+             MaxJobRetirementTime = {retire}\nMachineMaxVacateTime = 0"
+        )
+    };
+    let mut s = startd(&policy("3600"), 1);
     s.tick(T0, readings(3600, 0.0));
     run_job(&mut s, job("alice"), T0);
     s.tick(T0 + 10, readings(5, 0.0));
     assert_eq!(pair(&s, 0), "Claimed/Suspended");
-    // A better claim arrives while the job is suspended: retirement starts
-    // with the hour the machine grants.
-    let mut better = job("bob");
-    better.insert_value("Better", true);
-    s.reconfigure(&config(
-        "RunBenchmarks = False\nRANK = TARGET.Better =?= True\nWANT_SUSPEND = True\nSUSPEND = KeyboardIdle < 60\nCONTINUE = False\nMaxJobRetirementTime = MY.RetireFor\nSTARTD_ATTRS = RetireFor\nRetireFor = 3600",
-    ))
-    .unwrap();
-    s.handle(request("slot1", "c2", better), T0 + 20).unwrap();
+    s.handle(request("slot1", "c2", job("boss")), T0 + 20)
+        .unwrap();
     assert_eq!(pair(&s, 0), "Claimed/Suspended");
-    // The machine's retirement time shrinks during the suspension; since
-    // suspension does not count, the job has run 10 s, and 0 s remain.
-    s.reconfigure(&config(
-        "RunBenchmarks = False\nWANT_SUSPEND = True\nSUSPEND = KeyboardIdle < 60\nCONTINUE = False\nMaxJobRetirementTime = 0\nMachineMaxVacateTime = 0",
-    ))
-    .unwrap();
-    s.slots[0].retirement_limit = Some(0);
+    assert!(s.tick(T0 + 25, readings(5, 0.0)).transitions.is_empty());
+    s.reconfigure(&config(&policy("0"))).unwrap();
     let r = s.tick(T0 + 30, readings(5, 0.0));
     assert_eq!(numbers(&r)[0], 17);
+    assert!(r
+        .actions
+        .iter()
+        .any(|a| matches!(a, Action::ContinueJob { .. })));
 }
 
 #[test]
@@ -883,4 +884,48 @@ fn a_claimed_slot_judges_start_against_its_claims_job() {
     s.handle(request("slot1", "c1", job("alice")), T0).unwrap();
     assert!(s.tick(T0 + 5, readings(0, 0.0)).transitions.is_empty());
     assert_eq!(pair(&s, 0), "Claimed/Idle");
+}
+
+#[test]
+fn slots_not_connected_to_the_keyboard_see_it_idle_since_the_startd_started_plus_a_boost() {
+    let mut s = startd("SLOTS_CONNECTED_TO_KEYBOARD = 1\nSLOTS_CONNECTED_TO_CONSOLE = 1\nDISCONNECTED_KEYBOARD_IDLE_BOOST = 1200", 2);
+    s.tick(T0 + 100, readings(5, 0.0));
+    let env = classad::Env::at(T0 + 100);
+    assert_eq!(
+        s.slot_ad(0, T0 + 100)
+            .eval_attr("KeyboardIdle", &env)
+            .to_string(),
+        "5"
+    );
+    assert_eq!(
+        s.slot_ad(1, T0 + 100)
+            .eval_attr("KeyboardIdle", &env)
+            .to_string(),
+        "1300"
+    );
+    assert_eq!(
+        s.slot_ad(1, T0 + 100)
+            .eval_attr("ConsoleIdle", &env)
+            .to_string(),
+        "1300"
+    );
+}
+
+#[test]
+fn running_jobs_attributes_and_per_slot_startd_attrs_are_published() {
+    let mut s = startd(
+        "STARTD_JOB_ATTRS = ImageSize, Owner\nSTARTD_ATTRS = Site\nSite = \"main\"\nSLOT1_STARTD_ATTRS = Site, Fast\nFast = True",
+        2,
+    );
+    s.tick(T0, readings(0, 0.0));
+    run_job(&mut s, job("alice"), T0);
+    let env = classad::Env::at(T0);
+    let a1 = s.slot_ad(0, T0);
+    let a2 = s.slot_ad(1, T0);
+    assert_eq!(a1.eval_attr("ImageSize", &env).to_string(), "1000");
+    assert_eq!(a1.eval_attr("Owner", &env).to_string(), "\"alice\"");
+    assert_eq!(a1.eval_attr("Fast", &env).to_string(), "true");
+    assert_eq!(a2.eval_attr("Fast", &env).to_string(), "undefined");
+    assert_eq!(a2.eval_attr("Site", &env).to_string(), "\"main\"");
+    assert_eq!(a2.eval_attr("ImageSize", &env).to_string(), "undefined");
 }
