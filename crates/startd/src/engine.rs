@@ -398,6 +398,7 @@ impl Startd {
         for (s, p) in self.slots.iter_mut().zip(policies) {
             s.policy = p;
         }
+        self.invalidate_ads();
         Ok(())
     }
 
@@ -684,7 +685,7 @@ impl Startd {
     /// STARTD_LATCH_EXPRS and the built-in CPU-busy clock.
     fn update_latches(&mut self, now: i64) {
         for i in 0..self.slots.len() {
-            let ad = self.slot_ad(i, now);
+            let ad = self.take_ad(i, now);
             let env = self.env(now);
             let busy = self.cpu_busy(&ad, &env);
             let s = &mut self.slots[i];
@@ -693,23 +694,33 @@ impl Startd {
                 (false, Some(_)) => s.cpu_busy_since = None,
                 _ => {}
             }
-            let latch_exprs = s.policy.latch_exprs.clone();
-            for (name, expr) in latch_exprs {
-                let v = classad::eval_expr(&expr, Some(&ad), None, &env);
-                let v = match v {
-                    Value::Bool(b) => Value::Int(b as i64),
-                    other => other,
-                };
+            let values: Vec<Value> = s
+                .policy
+                .latch_exprs
+                .iter()
+                .map(
+                    |(_, expr)| match classad::eval_expr(expr, Some(&ad), None, &env) {
+                        Value::Bool(b) => Value::Int(b as i64),
+                        other => other,
+                    },
+                )
+                .collect();
+            for (k, v) in values.into_iter().enumerate() {
                 let s = &mut self.slots[i];
-                match s.latches.iter_mut().find(|(n, _, _)| *n == name) {
+                let name = &s.policy.latch_exprs[k].0;
+                match s.latches.iter_mut().find(|(n, _, _)| n == name) {
                     Some(l) if !same(&l.1, &v) => {
                         l.1 = v;
                         l.2 = now;
                     }
                     Some(_) => {}
-                    None => s.latches.push((name, v, now)),
+                    None => {
+                        let name = name.clone();
+                        s.latches.push((name, v, now));
+                    }
                 }
             }
+            self.put_ad(i, ad);
         }
     }
 
@@ -766,7 +777,15 @@ impl Startd {
 
     /// Takes at most one transition of slot `i`; whether it did.
     fn step(&mut self, i: usize, now: i64, ready: &mut Ready) -> bool {
-        let ad = self.slot_ad(i, now);
+        let ad = self.take_ad(i, now);
+        let moved = self.step_with(i, &ad, now, ready);
+        // The slot may have been removed or replaced meanwhile only by
+        // events, never within a step, so index `i` is still this slot.
+        self.put_ad(i, ad);
+        moved
+    }
+
+    fn step_with(&mut self, i: usize, ad: &ClassAd, now: i64, ready: &mut Ready) -> bool {
         let s = &self.slots[i];
         let name = s.name.clone();
         match s.pair() {
@@ -1240,6 +1259,7 @@ impl Startd {
                 ready.actions.push(Action::DrainComplete);
                 if d.resume_on_completion {
                     self.drain = None;
+                    self.invalidate_ads();
                     for i in 0..self.slots.len() {
                         self.settle(i, now, ready);
                     }
@@ -1710,6 +1730,8 @@ impl Startd {
                     });
                 }
                 self.drain_ids += 1;
+                // START is the drain's own while draining.
+                self.invalidate_ads();
                 self.drain = Some(Drain {
                     id: self.drain_ids,
                     how,
@@ -1738,6 +1760,7 @@ impl Startd {
                         reason: "not draining".into(),
                     });
                 }
+                self.invalidate_ads();
                 (0..self.slots.len()).collect()
             }
             Event::Shutdown(how) => {

@@ -56,14 +56,73 @@ fn text(ad: &mut ClassAd, name: &str, v: &str) {
     ad.insert_value(name, v);
 }
 
+/// Attributes a slot ad has only while there is a claim, a job or a drain;
+/// removed from the persistent ad when there is none.
+const CLAIM_ATTRS: &[&str] = &[
+    "RemoteUser",
+    "RemoteOwner",
+    "ClientMachine",
+    "RemoteScheddName",
+    "TotalClaimRunTime",
+    "TotalClaimSuspendTime",
+];
+const JOB_ATTRS: &[&str] = &[
+    "JobStart",
+    "TotalJobRunTime",
+    "TotalJobSuspendTime",
+    "JobId",
+    "JobUniverse",
+];
+const DRAIN_ATTRS: &[&str] = &["Draining", "DrainingRequestId"];
+
+fn remove_all(ad: &mut ClassAd, names: &[&str]) {
+    for n in names {
+        if ad.contains(n) {
+            ad.remove(n);
+        }
+    }
+}
+
 impl Startd {
     /// The ad of slot `i` at `now`: what it publishes, and where its policy
     /// is evaluated.
     pub fn slot_ad(&self, i: usize, now: i64) -> ClassAd {
-        self.build_ad(i, now, true)
+        let mut ad = if self.slots[i].ad.is_empty() {
+            self.static_ad(i)
+        } else {
+            self.slots[i].ad.clone()
+        };
+        self.refresh(i, now, &mut ad, true);
+        ad
     }
 
-    fn build_ad(&self, i: usize, now: i64, cross_slot: bool) -> ClassAd {
+    /// Slot `i`'s own ad, brought up to date and lent out (the engine's
+    /// hot path: no copy of the policy's expressions). Give it back with
+    /// [`Startd::put_ad`].
+    pub(crate) fn take_ad(&mut self, i: usize, now: i64) -> ClassAd {
+        let mut ad = std::mem::take(&mut self.slots[i].ad);
+        if ad.is_empty() {
+            ad = self.static_ad(i);
+        }
+        self.refresh(i, now, &mut ad, true);
+        ad
+    }
+
+    pub(crate) fn put_ad(&mut self, i: usize, ad: ClassAd) {
+        self.slots[i].ad = ad;
+    }
+
+    /// Forgets every slot's ad, so the next use builds it again (after a
+    /// reconfiguration, or when draining changes START).
+    pub(crate) fn invalidate_ads(&mut self) {
+        for s in &mut self.slots {
+            s.ad = ClassAd::new();
+        }
+    }
+
+    /// What does not change from poll to poll: names, the machine, the
+    /// policy's expressions, STARTD_ATTRS.
+    fn static_ad(&self, i: usize) -> ClassAd {
         let s = &self.slots[i];
         let m = &self.machine;
         let mut ad = ClassAd::new();
@@ -94,60 +153,17 @@ impl Startd {
                 int(&mut ad, "DSlotId", *sub_id as i64);
             }
         }
-        text(&mut ad, "State", s.state.name());
-        text(&mut ad, "Activity", s.activity.name());
-        int(&mut ad, "EnteredCurrentState", s.entered_state);
-        int(&mut ad, "EnteredCurrentActivity", s.entered_activity);
         text(&mut ad, "Arch", &m.arch);
         text(&mut ad, "OpSys", &m.opsys);
         text(&mut ad, "OpSysAndVer", &m.opsys_and_ver);
         match &self.resources {
-            // The machine as the configuration laid it out: resources,
-            // custom resources and GPU properties, as `layout` publishes them.
-            Some(machine) => {
-                ad.update(&machine.machine_attrs());
-                s.resources.publish(&s.provisioned, machine, &mut ad);
-            }
+            Some(machine) => ad.update(&machine.machine_attrs()),
             None => {
-                int(&mut ad, "Cpus", s.resources.whole_cpus());
-                int(&mut ad, "Memory", s.resources.memory);
-                int(&mut ad, "Disk", s.resources.disk);
                 real(&mut ad, "TotalCpus", m.total_cpus);
                 int(&mut ad, "TotalMemory", m.total_memory);
                 int(&mut ad, "TotalDisk", m.total_disk);
             }
         }
-        int(&mut ad, "TotalSlots", self.slots.len() as i64);
-
-        // What the host says, as this slot sees it.
-        let (keyboard, console) = self.idle_times(i, now);
-        int(&mut ad, "KeyboardIdle", keyboard);
-        int(&mut ad, "ConsoleIdle", console);
-        real(&mut ad, "LoadAvg", s.load_avg);
-        real(&mut ad, "CondorLoadAvg", s.condor_load_avg);
-        real(&mut ad, "TotalLoadAvg", self.readings.load_avg);
-        real(
-            &mut ad,
-            "TotalCondorLoadAvg",
-            self.slots.iter().map(|s| s.condor_load_avg).sum(),
-        );
-        ad.insert_value("CpuIsBusy", s.cpu_busy_since.is_some());
-        let local = now + m.utc_offset as i64;
-        int(&mut ad, "ClockMin", local.rem_euclid(86_400) / 60);
-        // 1970-01-01 was a Thursday (day 4, Sunday being 0).
-        int(
-            &mut ad,
-            "ClockDay",
-            (local.div_euclid(86_400) + 4).rem_euclid(7),
-        );
-        int(&mut ad, "LastBenchmark", s.last_benchmark);
-        if let Some(v) = s.mips {
-            int(&mut ad, "Mips", v);
-        }
-        if let Some(v) = s.kflops {
-            int(&mut ad, "KFlops", v);
-        }
-
         // The policy, under its own names, so expressions can refer to one
         // another (the desktop PREEMPT reads SUSPEND and WANT_SUSPEND).
         for (name, e) in &s.policy.exprs {
@@ -155,20 +171,9 @@ impl Startd {
                 ad.insert(*name, e.clone());
             }
         }
-        let start = self.start_expr(i);
-        ad.insert("Start", start.clone());
-        // Not matchable while Matched, Preempting or Drained (and while
-        // draining, START is the drain's own start expression, false by
-        // default).
-        let not_matchable = matches!(s.state, State::Matched | State::Preempting | State::Drained);
-        ad.insert(
-            "Requirements",
-            if not_matchable {
-                Expr::from_value(Value::Bool(false))
-            } else {
-                start
-            },
-        );
+        // START is published as Start; while draining it is the drain's own
+        // start expression (false unless the drain gave one).
+        ad.insert("Start", self.start_expr(i));
         ad.insert(
             "Rank",
             s.policy
@@ -176,17 +181,72 @@ impl Startd {
                 .clone()
                 .unwrap_or_else(|| Expr::from_value(Value::Real(0.0))),
         );
-        real(
-            &mut ad,
-            "CurrentRank",
-            s.claim.as_ref().map_or(0.0, |c| c.rank),
-        );
         for (name, e) in &s.policy.startd_attrs {
             ad.insert(name.as_str(), e.clone());
         }
+        ad
+    }
+
+    /// What changes: the state, the host's readings, the claim and its
+    /// job, resources (a partitionable slot shrinks and grows), drain
+    /// figures, other slots' attributes.
+    fn refresh(&self, i: usize, now: i64, ad: &mut ClassAd, cross_slot: bool) {
+        let s = &self.slots[i];
+        let m = &self.machine;
+        text(ad, "State", s.state.name());
+        text(ad, "Activity", s.activity.name());
+        int(ad, "EnteredCurrentState", s.entered_state);
+        int(ad, "EnteredCurrentActivity", s.entered_activity);
+        match &self.resources {
+            Some(machine) => s.resources.publish(&s.provisioned, machine, ad),
+            None => {
+                int(ad, "Cpus", s.resources.whole_cpus());
+                int(ad, "Memory", s.resources.memory);
+                int(ad, "Disk", s.resources.disk);
+            }
+        }
+        int(ad, "TotalSlots", self.slots.len() as i64);
+
+        // What the host says, as this slot sees it.
+        let (keyboard, console) = self.idle_times(i, now);
+        int(ad, "KeyboardIdle", keyboard);
+        int(ad, "ConsoleIdle", console);
+        real(ad, "LoadAvg", s.load_avg);
+        real(ad, "CondorLoadAvg", s.condor_load_avg);
+        real(ad, "TotalLoadAvg", self.readings.load_avg);
+        real(
+            ad,
+            "TotalCondorLoadAvg",
+            self.slots.iter().map(|s| s.condor_load_avg).sum(),
+        );
+        ad.insert_value("CpuIsBusy", s.cpu_busy_since.is_some());
+        let local = now + m.utc_offset as i64;
+        int(ad, "ClockMin", local.rem_euclid(86_400) / 60);
+        // 1970-01-01 was a Thursday (day 4, Sunday being 0).
+        int(ad, "ClockDay", (local.div_euclid(86_400) + 4).rem_euclid(7));
+        int(ad, "LastBenchmark", s.last_benchmark);
+        if let Some(v) = s.mips {
+            int(ad, "Mips", v);
+        }
+        if let Some(v) = s.kflops {
+            int(ad, "KFlops", v);
+        }
+
+        // Not matchable while Matched, Preempting or Drained; otherwise
+        // Requirements is START, as HTCondor publishes it.
+        let not_matchable = matches!(s.state, State::Matched | State::Preempting | State::Drained);
+        ad.insert(
+            "Requirements",
+            if not_matchable {
+                Expr::from_value(Value::Bool(false))
+            } else {
+                Expr::attr("START")
+            },
+        );
+        real(ad, "CurrentRank", s.claim.as_ref().map_or(0.0, |c| c.rank));
         for (name, value, changed) in &s.latches {
             ad.insert_value(&format!("{name}Value"), value.clone());
-            int(&mut ad, &format!("{name}Time"), *changed);
+            int(ad, &format!("{name}Time"), *changed);
         }
         // Without a CpuBusy latch, CpuBusyTime is how long the CPU has been
         // busy (the 6.8 meaning the Bologna policy reads); with one, the
@@ -196,78 +256,93 @@ impl Startd {
             .iter()
             .any(|(n, _, _)| n.eq_ignore_ascii_case("CpuBusy"))
         {
-            int(
-                &mut ad,
-                "CpuBusyTime",
-                s.cpu_busy_since.map_or(0, |t| now - t),
-            );
+            int(ad, "CpuBusyTime", s.cpu_busy_since.map_or(0, |t| now - t));
         }
 
         // The claim and its job.
-        if let Some(c) = &s.claim {
-            text(&mut ad, "RemoteUser", &c.user);
-            text(&mut ad, "RemoteOwner", &c.owner);
-            text(&mut ad, "ClientMachine", &c.schedd);
-            text(&mut ad, "RemoteScheddName", &c.schedd);
-            int(
-                &mut ad,
-                "TotalClaimRunTime",
-                c.run_time + s.job_run_time(now),
-            );
-            int(
-                &mut ad,
-                "TotalClaimSuspendTime",
-                c.suspend_time + s.job_suspended_total + s.suspended_since.map_or(0, |t| now - t),
-            );
+        match &s.claim {
+            Some(c) => {
+                text(ad, "RemoteUser", &c.user);
+                text(ad, "RemoteOwner", &c.owner);
+                text(ad, "ClientMachine", &c.schedd);
+                text(ad, "RemoteScheddName", &c.schedd);
+                int(ad, "TotalClaimRunTime", c.run_time + s.job_run_time(now));
+                int(
+                    ad,
+                    "TotalClaimSuspendTime",
+                    c.suspend_time
+                        + s.job_suspended_total
+                        + s.suspended_since.map_or(0, |t| now - t),
+                );
+            }
+            None => remove_all(ad, CLAIM_ATTRS),
         }
-        if let (Some(job), Some(start)) = (&s.job, s.job_start) {
-            int(&mut ad, "JobStart", start);
-            int(&mut ad, "TotalJobRunTime", s.job_run_time(now));
-            int(
-                &mut ad,
-                "TotalJobSuspendTime",
-                s.job_suspended_total + s.suspended_since.map_or(0, |t| now - t),
-            );
-            let id = |a: &str| match job.eval_attr(a, &classad::Env::default()) {
-                Value::Int(i) => Some(i),
-                _ => None,
-            };
-            if let (Some(c), Some(p)) = (id("ClusterId"), id("ProcId")) {
-                text(&mut ad, "JobId", &format!("{c}.{p}"));
+        match (&s.job, s.job_start) {
+            (Some(job), Some(start)) => {
+                int(ad, "JobStart", start);
+                int(ad, "TotalJobRunTime", s.job_run_time(now));
+                int(
+                    ad,
+                    "TotalJobSuspendTime",
+                    s.job_suspended_total + s.suspended_since.map_or(0, |t| now - t),
+                );
+                let id = |a: &str| match job.eval_attr(a, &classad::Env::default()) {
+                    Value::Int(i) => Some(i),
+                    _ => None,
+                };
+                if let (Some(c), Some(p)) = (id("ClusterId"), id("ProcId")) {
+                    text(ad, "JobId", &format!("{c}.{p}"));
+                }
+                if let Some(u) = id("JobUniverse") {
+                    int(ad, "JobUniverse", u);
+                }
+                for name in &s.policy.job_attrs {
+                    match job.get(name) {
+                        Some(e) => ad.insert(name.as_str(), e.clone()),
+                        None if ad.contains(name) => {
+                            ad.remove(name);
+                        }
+                        None => {}
+                    }
+                }
             }
-            if let Some(u) = id("JobUniverse") {
-                int(&mut ad, "JobUniverse", u);
-            }
-            for name in &s.policy.job_attrs {
-                if let Some(e) = job.get(name) {
-                    ad.insert(name.as_str(), e.clone());
+            _ => {
+                remove_all(ad, JOB_ATTRS);
+                for name in &s.policy.job_attrs {
+                    if ad.contains(name) {
+                        ad.remove(name);
+                    }
                 }
             }
         }
-        if let Some(d) = &self.drain {
-            ad.insert_value("Draining", true);
-            int(&mut ad, "DrainingRequestId", d.id as i64);
+        match &self.drain {
+            Some(d) => {
+                ad.insert_value("Draining", true);
+                int(ad, "DrainingRequestId", d.id as i64);
+            }
+            None => remove_all(ad, DRAIN_ATTRS),
         }
         // Other slots' attributes, as STARTD_SLOT_ATTRS asks (also under
         // the 6.8 `vm<N>_` names).
         if cross_slot && !s.policy.slot_attrs.is_empty() {
             let env = self.env(now);
             for (j, other) in self.slots.iter().enumerate() {
-                let other_ad = if j == i {
-                    None
-                } else {
-                    Some(self.build_ad(j, now, false))
-                };
                 for name in &s.policy.slot_attrs {
-                    let v = match &other_ad {
-                        Some(a) => a.eval_attr(name, &env),
-                        None => ad.eval_attr(name, &env),
+                    let v = if j == i {
+                        ad.eval_attr(name, &env)
+                    } else {
+                        let mut other_ad = if other.ad.is_empty() {
+                            self.static_ad(j)
+                        } else {
+                            other.ad.clone()
+                        };
+                        self.refresh(j, now, &mut other_ad, false);
+                        other_ad.eval_attr(name, &env)
                     };
                     ad.insert_value(&format!("slot{}_{name}", other.id), v.clone());
                     ad.insert_value(&format!("vm{}_{name}", other.id), v);
                 }
             }
         }
-        ad
     }
 }

@@ -131,6 +131,9 @@ pub struct Slot {
     pub hook_keyword: Option<String>,
     pub fetching: bool,
     pub last_fetch: Option<i64>,
+    /// The slot's ad, kept between polls and brought up to date in place
+    /// (`publish`); empty until first built.
+    pub ad: ClassAd,
 }
 
 /// Where a slot goes once its backfill client has been killed.
@@ -189,6 +192,7 @@ impl Slot {
             hook_keyword: None,
             fetching: false,
             last_fetch: None,
+            ad: ClassAd::new(),
         }
     }
 
