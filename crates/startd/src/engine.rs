@@ -807,7 +807,7 @@ impl Startd {
                     }
                     return false;
                 }
-                let (used, v) = self.eval(i, &ad, "IS_OWNER", now);
+                let (used, v) = self.eval(i, ad, "IS_OWNER", now);
                 if !is_true(&v) {
                     self.go(
                         i,
@@ -833,7 +833,7 @@ impl Startd {
                     );
                     return true;
                 }
-                let (used, v) = self.eval(i, &ad, "IS_OWNER", now);
+                let (used, v) = self.eval(i, ad, "IS_OWNER", now);
                 if is_true(&v) || self.shutdown.is_some() {
                     let cause = if self.shutdown.is_some() {
                         Cause::Event("shutting down".into())
@@ -843,7 +843,7 @@ impl Startd {
                     self.go(i, Pair(State::Owner, Activity::Idle), 2, cause, now, ready);
                     return true;
                 }
-                let (used, v) = self.eval(i, &ad, "RunBenchmarks", now);
+                let (used, v) = self.eval(i, ad, "RunBenchmarks", now);
                 if is_true(&v) {
                     self.go(
                         i,
@@ -857,7 +857,7 @@ impl Startd {
                     return true;
                 }
                 if self.slots[i].policy.enable_backfill {
-                    let (used, v) = self.eval(i, &ad, "START_BACKFILL", now);
+                    let (used, v) = self.eval(i, ad, "START_BACKFILL", now);
                     if is_true(&v) {
                         self.go(
                             i,
@@ -874,7 +874,7 @@ impl Startd {
                 false
             }
             Pair(State::Matched, Activity::Idle) => {
-                let (false_, v) = self.start_locally_false(i, &ad, now);
+                let (false_, v) = self.start_locally_false(i, ad, now);
                 if false_ {
                     self.go(
                         i,
@@ -944,13 +944,13 @@ impl Startd {
                         )),
                     ))
                 } else {
-                    let (false_, v) = self.start_locally_false(i, &ad, now);
+                    let (false_, v) = self.start_locally_false(i, ad, now);
                     false_.then(|| (Retirement::Vacate, Self::expr_cause("START", v)))
                 };
                 match cause {
                     Some((why, cause)) => {
                         self.slots[i].retirement = Some(why);
-                        self.enter_preempting(i, &ad, 10, cause, now, ready);
+                        self.enter_preempting(i, ad, 10, cause, now, ready);
                         true
                     }
                     None => false,
@@ -961,17 +961,17 @@ impl Startd {
                     self.retire(i, Retirement::Vacate, Some(0), 13, cause, now, ready);
                     return true;
                 }
-                let (used, want) = self.eval(i, &ad, "WANT_SUSPEND", now);
+                let (used, want) = self.eval(i, ad, "WANT_SUSPEND", now);
                 if is_true(&want) {
-                    let (used, v) = self.eval(i, &ad, "SUSPEND", now);
+                    let (used, v) = self.eval(i, ad, "SUSPEND", now);
                     if is_true(&v) {
                         self.suspend(i, 14, Self::expr_cause(used, v), now, ready);
                         return true;
                     }
                 } else {
-                    let (used_p, v) = self.eval(i, &ad, "PREEMPT", now);
+                    let (used_p, v) = self.eval(i, ad, "PREEMPT", now);
                     if is_true(&v) {
-                        let limit = self.retirement_limit(i, &ad, now);
+                        let limit = self.retirement_limit(i, ad, now);
                         let cause = Self::expr_cause(format!("{used_p} (with {used} {want})"), v);
                         self.retire(i, Retirement::Preempt, limit, 13, cause, now, ready);
                         return true;
@@ -980,7 +980,7 @@ impl Startd {
                 false
             }
             Pair(State::Claimed, Activity::Suspended) => {
-                let (used, v) = self.eval(i, &ad, "CONTINUE", now);
+                let (used, v) = self.eval(i, ad, "CONTINUE", now);
                 if is_true(&v) {
                     let retiring = s.retirement.is_some();
                     let (to, number) = if retiring {
@@ -994,9 +994,9 @@ impl Startd {
                     return true;
                 }
                 if s.retirement.is_none() {
-                    let (used, v) = self.eval(i, &ad, "PREEMPT", now);
+                    let (used, v) = self.eval(i, ad, "PREEMPT", now);
                     if is_true(&v) {
-                        let limit = self.retirement_limit(i, &ad, now);
+                        let limit = self.retirement_limit(i, ad, now);
                         let s = &mut self.slots[i];
                         s.retirement = Some(Retirement::Preempt);
                         s.retirement_limit = limit;
@@ -1012,10 +1012,10 @@ impl Startd {
                         );
                         return true;
                     }
-                } else if let Some(cause) = self.retirement_over(i, &ad, now) {
+                } else if let Some(cause) = self.retirement_over(i, ad, now) {
                     self.resume(i, now);
                     ready.actions.push(Action::ContinueJob { slot: name });
-                    self.enter_preempting(i, &ad, 17, cause, now, ready);
+                    self.enter_preempting(i, ad, 17, cause, now, ready);
                     return true;
                 }
                 false
@@ -1038,7 +1038,7 @@ impl Startd {
                 if !s.starter {
                     self.enter_preempting(
                         i,
-                        &ad,
+                        ad,
                         18,
                         Cause::Event("the job exited".into()),
                         now,
@@ -1046,13 +1046,13 @@ impl Startd {
                     );
                     return true;
                 }
-                if let Some(cause) = self.retirement_over(i, &ad, now) {
-                    self.enter_preempting(i, &ad, 18, cause, now, ready);
+                if let Some(cause) = self.retirement_over(i, ad, now) {
+                    self.enter_preempting(i, ad, 18, cause, now, ready);
                     return true;
                 }
-                let (_, want) = self.eval(i, &ad, "WANT_SUSPEND", now);
+                let (_, want) = self.eval(i, ad, "WANT_SUSPEND", now);
                 if is_true(&want) {
-                    let (used, v) = self.eval(i, &ad, "SUSPEND", now);
+                    let (used, v) = self.eval(i, ad, "SUSPEND", now);
                     if is_true(&v) {
                         self.suspend(i, 20, Self::expr_cause(used, v), now, ready);
                         return true;
@@ -1105,7 +1105,7 @@ impl Startd {
                     return true;
                 }
                 if activity == Activity::Vacating {
-                    let (used, v) = self.eval(i, &ad, "KILL", now);
+                    let (used, v) = self.eval(i, ad, "KILL", now);
                     if is_true(&v) {
                         ready.actions.push(Action::KillJob { slot: name });
                         self.go(
@@ -1170,7 +1170,7 @@ impl Startd {
                     self.go(i, to, number, Cause::Event(what.into()), now, ready);
                     return true;
                 }
-                let (used, v) = self.eval(i, &ad, "EVICT_BACKFILL", now);
+                let (used, v) = self.eval(i, ad, "EVICT_BACKFILL", now);
                 if is_true(&v) || self.drain.is_some() || self.shutdown.is_some() {
                     self.go(
                         i,
@@ -1185,7 +1185,7 @@ impl Startd {
                 false
             }
             Pair(State::Backfill, Activity::Busy) => {
-                let (used, v) = self.eval(i, &ad, "EVICT_BACKFILL", now);
+                let (used, v) = self.eval(i, ad, "EVICT_BACKFILL", now);
                 if is_true(&v) || self.drain.is_some() || self.shutdown.is_some() {
                     self.slots[i].backfill_exit = Some(BackfillExit::Owner);
                     ready.actions.push(Action::KillBackfill { slot: name });
