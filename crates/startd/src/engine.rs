@@ -191,6 +191,18 @@ pub enum ShutdownHow {
     Fast,
 }
 
+/// HTCondor's draining estimates: when graceful (jobs keep their
+/// retirement time) and quick (only their vacate time) draining begun now
+/// would complete, and how many CPU-seconds of job run time each would
+/// throw away.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DrainFigures {
+    pub graceful_completion: i64,
+    pub graceful_badput: i64,
+    pub quick_completion: i64,
+    pub quick_badput: i64,
+}
+
 /// A drain in progress.
 #[derive(Clone, Debug)]
 pub struct Drain {
@@ -279,6 +291,12 @@ pub struct Startd {
     pub machine: MachineInfo,
     pub readings: Readings,
     pub drain: Option<Drain>,
+    /// What draining would cost if it began now (published in every slot
+    /// ad as HTCondor's Expected*Draining* figures), computed each poll.
+    pub(crate) drain_figures: DrainFigures,
+    /// When the last drain began and ended.
+    pub(crate) last_drain_start: Option<i64>,
+    pub(crate) last_drain_stop: Option<i64>,
     pub shutdown: Option<ShutdownHow>,
     shutdown_reported: bool,
     drain_ids: u64,
@@ -336,6 +354,9 @@ impl Startd {
             idle_boost: number("DISCONNECTED_KEYBOARD_IDLE_BOOST", 1200)?,
             started: now,
             config: config.clone(),
+            drain_figures: DrainFigures::default(),
+            last_drain_start: None,
+            last_drain_stop: None,
             resources: None,
             partitionables: BTreeMap::new(),
         })
@@ -500,6 +521,7 @@ impl Startd {
         self.readings = readings;
         self.share_load();
         self.update_latches(now);
+        self.estimate_draining(now);
         let mut ready = Ready::default();
         for i in 0..self.slots.len() {
             self.settle(i, now, &mut ready);
@@ -722,6 +744,38 @@ impl Startd {
             }
             self.put_ad(i, ad);
         }
+    }
+
+    /// The Expected*Draining* figures: each running job would either
+    /// finish its retirement and then vacate (graceful) or just vacate
+    /// (quick); the work thrown away is what it will have run by then,
+    /// weighted by its CPUs.
+    fn estimate_draining(&mut self, now: i64) {
+        let mut f = DrainFigures {
+            graceful_completion: now,
+            quick_completion: now,
+            ..DrainFigures::default()
+        };
+        for i in 0..self.slots.len() {
+            if self.slots[i].job.is_none() {
+                continue;
+            }
+            let ad = self.take_ad(i, now);
+            let s = &self.slots[i];
+            let ran = s.job_run_time(now);
+            let cpus = s.resources.cpus.max(1.0);
+            let remaining = self
+                .retirement_limit(i, &ad, now)
+                .map_or(0, |l| (l - ran).max(0));
+            let graceful_vacate = self.vacate_grant(i, &ad, remaining, now);
+            let quick_vacate = self.vacate_grant(i, &ad, 0, now);
+            f.graceful_completion = f.graceful_completion.max(now + remaining + graceful_vacate);
+            f.quick_completion = f.quick_completion.max(now + quick_vacate);
+            f.graceful_badput += ((ran + remaining) as f64 * cpus) as i64;
+            f.quick_badput += (ran as f64 * cpus) as i64;
+            self.put_ad(i, ad);
+        }
+        self.drain_figures = f;
     }
 
     /// Whether the CPU is busy with work not HTCondor's: the configuration's
@@ -1259,6 +1313,7 @@ impl Startd {
                 ready.actions.push(Action::DrainComplete);
                 if d.resume_on_completion {
                     self.drain = None;
+                    self.last_drain_stop = Some(now);
                     self.invalidate_ads();
                     for i in 0..self.slots.len() {
                         self.settle(i, now, ready);
@@ -1730,6 +1785,7 @@ impl Startd {
                     });
                 }
                 self.drain_ids += 1;
+                self.last_drain_start = Some(now);
                 // START is the drain's own while draining.
                 self.invalidate_ads();
                 self.drain = Some(Drain {
@@ -1761,6 +1817,7 @@ impl Startd {
                     });
                 }
                 self.invalidate_ads();
+                self.last_drain_stop = Some(now);
                 (0..self.slots.len()).collect()
             }
             Event::Shutdown(how) => {

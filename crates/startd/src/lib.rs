@@ -27,7 +27,8 @@ pub mod slot;
 pub mod state;
 
 pub use engine::{
-    Action, ClaimRequest, DrainHow, Event, Readings, Ready, Refusal, ShutdownHow, Startd,
+    Action, ClaimRequest, DrainFigures, DrainHow, Event, Readings, Ready, Refusal, SetupError,
+    ShutdownHow, Startd,
 };
 pub use publish::MachineInfo;
 pub use slot::SlotResources;

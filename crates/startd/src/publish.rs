@@ -315,6 +315,29 @@ impl Startd {
                 }
             }
         }
+        let f = &self.drain_figures;
+        int(
+            ad,
+            "ExpectedMachineGracefulDrainingCompletion",
+            f.graceful_completion.max(now),
+        );
+        int(
+            ad,
+            "ExpectedMachineGracefulDrainingBadput",
+            f.graceful_badput,
+        );
+        int(
+            ad,
+            "ExpectedMachineQuickDrainingCompletion",
+            f.quick_completion.max(now),
+        );
+        int(ad, "ExpectedMachineQuickDrainingBadput", f.quick_badput);
+        if let Some(t) = self.last_drain_start {
+            int(ad, "LastDrainStartTime", t);
+        }
+        if let Some(t) = self.last_drain_stop {
+            int(ad, "LastDrainStopTime", t);
+        }
         match &self.drain {
             Some(d) => {
                 ad.insert_value("Draining", true);

@@ -929,3 +929,43 @@ fn running_jobs_attributes_and_per_slot_startd_attrs_are_published() {
     assert_eq!(a2.eval_attr("Site", &env).to_string(), "\"main\"");
     assert_eq!(a2.eval_attr("ImageSize", &env).to_string(), "undefined");
 }
+
+#[test]
+fn the_slot_ad_says_what_draining_would_cost() {
+    let mut s = startd("MaxJobRetirementTime = 3600\nMachineMaxVacateTime = 600", 2);
+    s.tick(T0, readings(0, 0.0));
+    run_job(&mut s, job("alice"), T0);
+    s.tick(T0 + 1000, readings(0, 0.0));
+    let env = classad::Env::at(T0 + 1000);
+    let ad = s.slot_ad(1, T0 + 1000);
+    let get = |n: &str| ad.eval_attr(n, &env).to_string();
+    // Graceful: the job keeps the 2600 s of retirement left, then 600 s to
+    // vacate; its 3600 s of work are lost if it does not finish.
+    assert_eq!(
+        get("ExpectedMachineGracefulDrainingCompletion"),
+        (T0 + 1000 + 2600 + 600).to_string()
+    );
+    assert_eq!(get("ExpectedMachineGracefulDrainingBadput"), "3600");
+    // Quick: only the vacate time; 1000 s of work lost.
+    assert_eq!(
+        get("ExpectedMachineQuickDrainingCompletion"),
+        (T0 + 1000 + 600).to_string()
+    );
+    assert_eq!(get("ExpectedMachineQuickDrainingBadput"), "1000");
+    s.handle(
+        Event::Drain {
+            how: DrainHow::Quick,
+            resume_on_completion: false,
+            start_expr: None,
+            reason: "defrag".into(),
+        },
+        T0 + 1001,
+    )
+    .unwrap();
+    let ad = s.slot_ad(0, T0 + 1001);
+    assert_eq!(
+        ad.eval_attr("LastDrainStartTime", &env).to_string(),
+        (T0 + 1001).to_string()
+    );
+    assert_eq!(ad.eval_attr("Draining", &env).to_string(), "true");
+}
