@@ -521,7 +521,6 @@ impl Startd {
         self.readings = readings;
         self.share_load();
         self.update_latches(now);
-        self.estimate_draining(now);
         let mut ready = Ready::default();
         for i in 0..self.slots.len() {
             self.settle(i, now, &mut ready);
@@ -750,7 +749,7 @@ impl Startd {
     /// finish its retirement and then vacate (graceful) or just vacate
     /// (quick); the work thrown away is what it will have run by then,
     /// weighted by its CPUs.
-    fn estimate_draining(&mut self, now: i64) {
+    pub(crate) fn estimate_draining(&mut self, now: i64) {
         let mut f = DrainFigures {
             graceful_completion: now,
             quick_completion: now,
@@ -1488,7 +1487,11 @@ impl Startd {
             || self.slots[i].retirement_limit == Some(-1);
         let (_, want) = self.eval(i, ad, "WANT_VACATE", now);
         let starter = self.slots[i].starter;
-        let vacate = !fast && (is_true(&want) || !starter);
+        // WANT_VACATE is consulted only when the PREEMPT expression is why
+        // (HTCondor: `!preemptWasTrue() || wants_vacate()`); a better claim,
+        // condor_vacate, draining or shutdown always vacate gracefully.
+        let preempt_expr = self.slots[i].retirement == Some(Retirement::Preempt);
+        let vacate = !fast && (!preempt_expr || is_true(&want) || !starter);
         if vacate {
             let s = &self.slots[i];
             let remaining = s.retirement_limit.map_or(0, |l| l - s.job_run_time(now));

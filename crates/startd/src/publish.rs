@@ -96,6 +96,16 @@ impl Startd {
         ad
     }
 
+    /// Every slot's ad as the startd sends them to the collector, with the
+    /// machine-wide figures (the draining estimates) brought up to date
+    /// first. Polls do not compute those; publishing does.
+    pub fn published_ads(&mut self, now: i64) -> Vec<ClassAd> {
+        self.estimate_draining(now);
+        (0..self.slots.len())
+            .map(|i| self.slot_ad(i, now))
+            .collect()
+    }
+
     /// Slot `i`'s own ad, brought up to date and lent out (the engine's
     /// hot path: no copy of the policy's expressions). Give it back with
     /// [`Startd::put_ad`].

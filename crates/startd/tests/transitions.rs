@@ -937,7 +937,7 @@ fn the_slot_ad_says_what_draining_would_cost() {
     run_job(&mut s, job("alice"), T0);
     s.tick(T0 + 1000, readings(0, 0.0));
     let env = classad::Env::at(T0 + 1000);
-    let ad = s.slot_ad(1, T0 + 1000);
+    let ad = s.published_ads(T0 + 1000).remove(1);
     let get = |n: &str| ad.eval_attr(n, &env).to_string();
     // Graceful: the job keeps the 2600 s of retirement left, then 600 s to
     // vacate; its 3600 s of work are lost if it does not finish.

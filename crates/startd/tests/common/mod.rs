@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod examples;
+
 use classad::ClassAd;
 use config::{FixedHost, LoadOptions, MemFiles, Root};
 use startd::{ClaimRequest, Event, MachineInfo, Readings, Ready, SlotResources, Startd};
