@@ -94,8 +94,11 @@ pub enum Action {
     RunBenchmarks {
         slot: String,
     },
+    /// Start the backfill client (the configured BACKFILL_SYSTEM program,
+    /// if any) for the slot.
     StartBackfill {
         slot: String,
+        program: Option<crate::policy::BackfillProgram>,
     },
     KillBackfill {
         slot: String,
@@ -920,7 +923,11 @@ impl Startd {
                             now,
                             ready,
                         );
-                        ready.actions.push(Action::StartBackfill { slot: name });
+                        let program = self.slots[i].policy.backfill.clone();
+                        ready.actions.push(Action::StartBackfill {
+                            slot: name,
+                            program,
+                        });
                         return true;
                     }
                 }

@@ -55,6 +55,7 @@ pub const PARAMS_READ: &[&str] = &[
     "POLLING_INTERVAL",
     "STARTD_JOB_HOOK_KEYWORD",
     "FetchWorkDelay",
+    "BACKFILL_SYSTEM",
 ];
 
 /// The policy expressions a slot publishes in its ad under their own
@@ -109,6 +110,9 @@ pub struct Policy {
     pub max_claim_alives_missed: i64,
     pub alive_interval: i64,
     pub enable_backfill: bool,
+    /// The backfill program (`BACKFILL_SYSTEM`, and its
+    /// `<SYSTEM>_Executable`, `_Arguments`, `_InitialDir`, `_Owner`).
+    pub backfill: Option<BackfillProgram>,
     pub job_renice_increment: Option<Expr>,
     /// `STARTD_ATTRS`/`STARTD_EXPRS`: (name, expression) published as is.
     pub startd_attrs: Vec<(String, Expr)>,
@@ -129,6 +133,17 @@ pub struct Policy {
     pub hooks: Option<Hooks>,
     /// Seconds between attempts to fetch work (default 300).
     pub fetch_work_delay: Option<Expr>,
+}
+
+/// The backfill client the startd runs on idle slots (HTCondor supports
+/// BOINC; any program configured the same way will do).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackfillProgram {
+    pub system: String,
+    pub executable: Option<String>,
+    pub arguments: Option<String>,
+    pub initial_dir: Option<String>,
+    pub owner: Option<String>,
 }
 
 /// The startd's job hooks for one keyword.
@@ -231,6 +246,22 @@ impl Policy {
             },
             None => None,
         };
+        let backfill = match text("BACKFILL_SYSTEM")? {
+            Some(system) => {
+                let part = |what: &str| -> Result<Option<String>, PolicyError> {
+                    let name = format!("{system}_{what}");
+                    config.get(&name).map_err(|e| err(&name, e))
+                };
+                Some(BackfillProgram {
+                    executable: part("Executable")?,
+                    arguments: part("Arguments")?,
+                    initial_dir: part("InitialDir")?,
+                    owner: part("Owner")?,
+                    system,
+                })
+            }
+            None => None,
+        };
         let enable_backfill = match text("ENABLE_BACKFILL")? {
             Some(t) => config::parse_bool(&t)
                 .ok_or_else(|| err("ENABLE_BACKFILL", "expected true or false"))?,
@@ -245,6 +276,7 @@ impl Policy {
             max_claim_alives_missed: number("MAX_CLAIM_ALIVES_MISSED", 6)?,
             alive_interval: number("ALIVE_INTERVAL", 300)?,
             enable_backfill,
+            backfill,
             job_renice_increment: expr("JOB_RENICE_INCREMENT")?,
             startd_attrs,
             job_attrs: list("STARTD_JOB_ATTRS")?

@@ -969,3 +969,20 @@ fn the_slot_ad_says_what_draining_would_cost() {
     );
     assert_eq!(ad.eval_attr("Draining", &env).to_string(), "true");
 }
+
+#[test]
+fn backfill_starts_the_configured_program() {
+    let mut s = startd(
+        "ENABLE_BACKFILL = True\nSTART_BACKFILL = True\nBACKFILL_SYSTEM = BOINC\nBOINC_Executable = /usr/bin/boinc_client\nBOINC_Owner = nobody",
+        1,
+    );
+    let r = s.tick(T0, readings(600, 0.0));
+    let program = r.actions.iter().find_map(|a| match a {
+        Action::StartBackfill { program, .. } => program.clone(),
+        _ => None,
+    });
+    let program = program.expect("the backfill program");
+    assert_eq!(program.system, "BOINC");
+    assert_eq!(program.executable.as_deref(), Some("/usr/bin/boinc_client"));
+    assert_eq!(program.owner.as_deref(), Some("nobody"));
+}
