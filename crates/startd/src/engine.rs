@@ -806,6 +806,11 @@ impl Startd {
     fn go(&mut self, i: usize, to: Pair, number: u8, cause: Cause, now: i64, ready: &mut Ready) {
         let s = &mut self.slots[i];
         let from = s.pair();
+        let spent = now - s.entered_activity;
+        match s.time_in.iter_mut().find(|(p, _)| *p == from) {
+            Some((_, t)) => *t += spent,
+            None => s.time_in.push((from, spent)),
+        }
         if s.state != to.0 {
             s.entered_state = now;
         }

@@ -234,6 +234,28 @@ impl Startd {
         int(ad, "ClockMin", local.rem_euclid(86_400) / 60);
         // 1970-01-01 was a Thursday (day 4, Sunday being 0).
         int(ad, "ClockDay", (local.div_euclid(86_400) + 4).rem_euclid(7));
+        // TotalTime<State><Activity>: all time in each pair, this one's
+        // included so far.
+        let current = s.pair();
+        for (pair, secs) in &s.time_in {
+            let extra = if *pair == current {
+                now - s.entered_activity
+            } else {
+                0
+            };
+            int(
+                ad,
+                &format!("TotalTime{}{}", pair.0.name(), pair.1.name()),
+                secs + extra,
+            );
+        }
+        if !s.time_in.iter().any(|(p, _)| *p == current) {
+            int(
+                ad,
+                &format!("TotalTime{}{}", current.0.name(), current.1.name()),
+                now - s.entered_activity,
+            );
+        }
         int(ad, "LastBenchmark", s.last_benchmark);
         if let Some(v) = s.mips {
             int(ad, "Mips", v);

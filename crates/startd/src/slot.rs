@@ -131,6 +131,9 @@ pub struct Slot {
     pub hook_keyword: Option<String>,
     pub fetching: bool,
     pub last_fetch: Option<i64>,
+    /// Seconds spent in each state and activity before the current one
+    /// (published as TotalTime<State><Activity>).
+    pub time_in: Vec<(Pair, i64)>,
     /// The slot's ad, kept between polls and brought up to date in place
     /// (`publish`); empty until first built.
     pub ad: ClassAd,
@@ -192,6 +195,7 @@ impl Slot {
             hook_keyword: None,
             fetching: false,
             last_fetch: None,
+            time_in: Vec::new(),
             ad: ClassAd::new(),
         }
     }

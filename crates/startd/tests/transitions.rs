@@ -986,3 +986,21 @@ fn backfill_starts_the_configured_program() {
     assert_eq!(program.executable.as_deref(), Some("/usr/bin/boinc_client"));
     assert_eq!(program.owner.as_deref(), Some("nobody"));
 }
+
+#[test]
+fn the_slot_ad_counts_time_in_each_state_and_activity() {
+    let mut s = startd("", 1);
+    s.tick(T0 + 50, readings(0, 0.0));
+    run_job(&mut s, job("alice"), T0 + 100);
+    let env = classad::Env::at(T0 + 400);
+    let ad = s.slot_ad(0, T0 + 400);
+    assert_eq!(ad.eval_attr("TotalTimeOwnerIdle", &env).to_string(), "50");
+    assert_eq!(
+        ad.eval_attr("TotalTimeUnclaimedIdle", &env).to_string(),
+        "50"
+    );
+    assert_eq!(
+        ad.eval_attr("TotalTimeClaimedBusy", &env).to_string(),
+        "300"
+    );
+}
