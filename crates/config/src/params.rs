@@ -117,6 +117,12 @@ pub static PARAMS: &[Param] = &[
         "Clause submit ANDs into a vanilla job's Requirements (overrides APPEND_REQUIREMENTS).",
     ),
     p(
+        "ARCH",
+        "",
+        Text,
+        "The machine's architecture (X86_64, aarch64), detected from the host.",
+    ),
+    p(
         "BACKFILL_SYSTEM",
         "",
         Text,
@@ -463,6 +469,12 @@ pub static PARAMS: &[Param] = &[
         "$(LIBEXEC)/curl_plugin, $(LIBEXEC)/data_plugin, $(LIBEXEC)/box_plugin.py, $(LIBEXEC)/gdrive_plugin.py, $(LIBEXEC)/onedrive_plugin.py, $(STASH_PLUGIN)",
         List,
         "File transfer plugin programs, each serving some URL schemes.",
+    ),
+    p(
+        "FULL_HOSTNAME",
+        "",
+        Text,
+        "The host's fully qualified name, detected from the host.",
     ),
     p(
         "GPU_DISCOVERY_EXTRA",
@@ -1009,6 +1021,18 @@ pub static PARAMS: &[Param] = &[
         "",
         Integer,
         "Number of identical slots when no slot types are defined.",
+    ),
+    p(
+        "OPSYS",
+        "",
+        Text,
+        "The operating system (LINUX), detected from the host.",
+    ),
+    p(
+        "OPSYSANDVER",
+        "",
+        Text,
+        "The operating system and major version (Debian12), detected from the host.",
     ),
     p(
         "PERIODIC_CHECKPOINT",
