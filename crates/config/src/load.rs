@@ -23,6 +23,7 @@ use crate::params;
 use crate::source::{FileError, Files, Host};
 use crate::syntax::{self, is_name_char, AssignOp, IncludeKind, Lines, Statement};
 use crate::templates;
+use crate::typed::split_list;
 
 /// The HTCondor release whose configuration behaviour we reproduce; `if
 /// version >= X.Y.Z` compares with it, so admins' version guards choose
@@ -770,11 +771,6 @@ fn version_condition(rest: &str) -> Result<bool, String> {
     })
 }
 
-/// A list of file names separated by commas and/or blanks.
-fn split_list(list: &str) -> impl Iterator<Item = &str> {
-    list.split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|s| !s.is_empty())
-}
 
 /// Whether a file of `LOCAL_CONFIG_DIR` is skipped. With no
 /// `LOCAL_CONFIG_DIR_EXCLUDE_REGEXP`, HTCondor's default: hidden files,

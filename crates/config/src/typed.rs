@@ -49,6 +49,14 @@ impl From<LookupError> for ParamError {
     }
 }
 
+/// The items of a list as HTCondor's configuration writes lists: separated
+/// by commas and/or blanks (`STARTD_ATTRS`, `DAEMON_LIST`,
+/// `LOCAL_CONFIG_FILE`).
+pub fn split_list(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+}
+
 /// `true`/`false` as HTCondor's configuration writes them (any case, also
 /// `yes`/`no`, `t`/`f`, and numbers).
 pub fn parse_bool(text: &str) -> Option<bool> {
@@ -125,12 +133,7 @@ impl Config {
     pub fn list(&self, name: &str) -> Result<Vec<String>, ParamError> {
         Ok(self
             .get(name)?
-            .map(|t| {
-                t.split(|c: char| c == ',' || c.is_whitespace())
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect()
-            })
+            .map(|t| split_list(&t).map(str::to_string).collect())
             .unwrap_or_default())
     }
 

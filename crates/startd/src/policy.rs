@@ -9,33 +9,15 @@
 use classad::{ClassAd, Env, Expr, Value};
 use config::Config;
 
-/// Every parameter this module reads (checked against the parameter table
-/// by a test, like the tidy rule for literal reads).
+/// Every parameter this module reads besides the expressions of
+/// `PUBLISHED_EXPRS` (both are checked against the parameter table by a
+/// test, like the tidy rule for literal reads).
 pub const PARAMS_READ: &[&str] = &[
-    "START",
-    "IS_OWNER",
-    "SUSPEND",
-    "CONTINUE",
-    "PREEMPT",
-    "KILL",
-    "WANT_SUSPEND",
-    "WANT_VACATE",
-    "SUSPEND_VANILLA",
-    "CONTINUE_VANILLA",
-    "PREEMPT_VANILLA",
-    "KILL_VANILLA",
-    "WANT_SUSPEND_VANILLA",
-    "WANT_VACATE_VANILLA",
     "RANK",
-    "MaxJobRetirementTime",
-    "MachineMaxVacateTime",
     "CLAIM_WORKLIFE",
     "MATCH_TIMEOUT",
     "KILLING_TIMEOUT",
-    "RunBenchmarks",
     "ENABLE_BACKFILL",
-    "START_BACKFILL",
-    "EVICT_BACKFILL",
     "MAX_CLAIM_ALIVES_MISSED",
     "ALIVE_INTERVAL",
     "JOB_RENICE_INCREMENT",
@@ -187,12 +169,7 @@ impl Policy {
         };
         let list = |name: &str| -> Result<Vec<String>, PolicyError> {
             Ok(text(name)?
-                .map(|t| {
-                    t.split(|c: char| c == ',' || c.is_whitespace())
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_string)
-                        .collect()
-                })
+                .map(|t| config::split_list(&t).map(str::to_string).collect())
                 .unwrap_or_default())
         };
         let mut exprs = Vec::with_capacity(PUBLISHED_EXPRS.len());
