@@ -601,71 +601,10 @@ impl Loader<'_> {
         s
     }
 
-    /// Reads the simple conditions HTCondor allows after `if` and `elif`.
+    /// Reads the simple conditions HTCondor allows after `if` and `elif`
+    /// (shared with the submit language: `macros::condition`).
     fn condition(&self, text: &str) -> Result<bool, String> {
-        let expanded = self
-            .config
-            .expand(text)
-            .map_err(|e| format!("if {text}: {e}"))?;
-        let t = expanded.trim();
-        if let Some(rest) = t.strip_prefix('!') {
-            return self.simple_condition(rest.trim(), text).map(|b| !b);
-        }
-        self.simple_condition(t, text)
-    }
-
-    fn simple_condition(&self, t: &str, written: &str) -> Result<bool, String> {
-        let (word, rest) = match t.find(char::is_whitespace) {
-            Some(i) => (&t[..i], t[i..].trim()),
-            None => (t, ""),
-        };
-        let invalid = |why: &str| {
-            format!("`{t}` is not a valid `if` condition: {why}; use `defined NAME`, `version >= X.Y[.Z]`, true/false/yes/no, a number, or a macro holding one of these")
-        };
-        if word.eq_ignore_ascii_case("defined") {
-            if rest.is_empty() {
-                return Ok(false);
-            }
-            // `defined $(X)` tests what X holds: a name is looked up, any
-            // other text (`1`, a path) counts as defined, as in HTCondor.
-            let is_name = rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-                && rest.chars().all(is_name_char);
-            return Ok(if is_name {
-                self.config.is_defined(rest)
-            } else {
-                true
-            });
-        }
-        if word.eq_ignore_ascii_case("version") {
-            return version_condition(rest).map_err(|why| invalid(&why));
-        }
-        if t.is_empty() {
-            return if written.contains('$') {
-                Ok(false)
-            } else {
-                Err(invalid("there is no condition"))
-            };
-        }
-        match t.to_ascii_lowercase().as_str() {
-            "true" | "yes" => return Ok(true),
-            "false" | "no" => return Ok(false),
-            _ => {}
-        }
-        if let Ok(n) = t.parse::<i64>() {
-            return Ok(n != 0);
-        }
-        if t.contains(['.', 'e', 'E']) && !t.contains(['x', 'X']) {
-            if let Ok(x) = t.parse::<f64>() {
-                return Ok(x != 0.0);
-            }
-        }
-        if t.contains(|c: char| c.is_whitespace() || "<>=!&|\"'()+*/%?:".contains(c)) {
-            Err(invalid(
-                "comparisons and other complex conditions are not supported",
-            ))
-        } else {
-            Err(invalid("it is not a boolean or a number"))
-        }
+        crate::macros::condition(text, &self.config)
     }
 
     /// `LOCAL_CONFIG_DIR`, then `LOCAL_CONFIG_FILE`, read after the root.
@@ -739,38 +678,6 @@ impl Loader<'_> {
         }
     }
 }
-
-/// `version <op> X.Y[.Z]`, compared on the parts written.
-fn version_condition(rest: &str) -> Result<bool, String> {
-    let ops = [">=", "<=", "==", "!=", ">", "<"];
-    let Some(op) = ops.iter().find(|op| rest.starts_with(**op)) else {
-        return Err(
-            "`version` must be followed by a comparison (>=, <=, ==, !=, >, <) and a version"
-                .into(),
-        );
-    };
-    let literal = rest[op.len()..].trim();
-    let parts: Option<Vec<u32>> = literal.split('.').map(|p| p.parse().ok()).collect();
-    let parts = match parts {
-        Some(p) if (2..=3).contains(&p.len()) => p,
-        _ => {
-            return Err(format!(
-                "`{literal}` is not a version (expected major.minor or major.minor.patch)"
-            ))
-        }
-    };
-    let ours = &COMPATIBLE_VERSION[..parts.len()];
-    let ord = ours.cmp(&parts[..]);
-    Ok(match *op {
-        ">=" => ord.is_ge(),
-        "<=" => ord.is_le(),
-        "==" => ord.is_eq(),
-        "!=" => ord.is_ne(),
-        ">" => ord.is_gt(),
-        _ => ord.is_lt(),
-    })
-}
-
 
 /// Whether a file of `LOCAL_CONFIG_DIR` is skipped. With no
 /// `LOCAL_CONFIG_DIR_EXCLUDE_REGEXP`, HTCondor's default: hidden files,

@@ -9,8 +9,9 @@
 //! the small [`Macros`] trait, so that the submit crate expands with the very
 //! same code rather than a second copy that would drift from it.
 //!
-//! Nothing here changes how a configuration is read; `load` and `Config`
-//! do not use this module.
+//! The loader evaluates its own `if` conditions with [`condition`] too,
+//! through the [`Macros`] implementation of [`crate::Config`], so both
+//! languages share one reading of them.
 
 use crate::expand::{self, next_reference, ExpandError, RefKind, Resolve};
 use crate::syntax::{self, is_name_char, Statement};
@@ -28,6 +29,20 @@ pub trait Macros {
     /// `$RANDOM_INTEGER()`; `salt` tells the uses apart.
     fn random(&self, _salt: &str) -> u64 {
         0
+    }
+}
+
+/// A configuration is a table of macros: lookups apply its prefixes and
+/// defaults, as when its own values are expanded.
+impl Macros for crate::Config {
+    fn lookup(&self, name: &str) -> Option<String> {
+        Resolve::raw(self, name)
+    }
+    fn env(&self, name: &str) -> Option<String> {
+        Resolve::env(self, name)
+    }
+    fn random(&self, salt: &str) -> u64 {
+        Resolve::random(self, salt)
     }
 }
 
@@ -270,7 +285,10 @@ mod tests {
     #[test]
     fn self_references_take_the_previous_value() {
         assert_eq!(resolve_self_references("X", "$(X) b", Some("a")), "a b");
-        assert_eq!(resolve_self_references("x", "$(X:none) $(Y)", None), "none $(Y)");
+        assert_eq!(
+            resolve_self_references("x", "$(X:none) $(Y)", None),
+            "none $(Y)"
+        );
         assert_eq!(resolve_self_references("X", "plain", Some("a")), "plain");
     }
 
@@ -282,8 +300,13 @@ mod tests {
         assert_eq!(condition("! defined NOPE", &t), Ok(true));
         assert_eq!(condition("$(FLAG)", &t), Ok(false));
         assert_eq!(condition("version >= 8.0", &t), Ok(true));
-        assert!(condition("$(WANT) > 0", &t).unwrap_err().contains("complex"));
-        assert_eq!(conditional("if defined X"), Some(Conditional::If("defined X".into())));
+        assert!(condition("$(WANT) > 0", &t)
+            .unwrap_err()
+            .contains("complex"));
+        assert_eq!(
+            conditional("if defined X"),
+            Some(Conditional::If("defined X".into()))
+        );
         assert_eq!(conditional("else"), Some(Conditional::Else));
         assert_eq!(conditional("if = 3"), None);
     }

@@ -1,0 +1,524 @@
+//! # submit — HTCondor's submit description language
+//!
+//! A submit description (`executable = job.sh`, `arguments = $(Process)`,
+//! `queue 10`) becomes job ClassAds here, exactly as `condor_submit` makes
+//! them: the same attributes, defaults, `Requirements` clauses, quoting of
+//! arguments and environments, and `queue` forms. HTCondor 24.0.24's
+//! answers (`oracle/vectors/submit/`) check it. The macro language is the
+//! configuration's, expanded by the `config` crate's own expander
+//! (`config::macros`).
+//!
+//! **Architecture invariant:** this crate is pure. It never reads the
+//! clock, the environment or the disk: `qdate`, the owner, the cluster, the
+//! submit directory and the submitter's environment are arguments
+//! ([`SubmitOptions`]), files come through the [`Files`] trait, and the
+//! configuration is a [`config::Config`] the caller loaded.
+//!
+//! Start reading at [`submit`]; a job's ad is built in `job.rs`, its
+//! Requirements in `requirements.rs`, the `queue` forms in `queue.rs`.
+
+mod error;
+mod files;
+mod job;
+mod queue;
+mod quoting;
+mod reader;
+mod requirements;
+mod settings;
+mod table;
+mod units;
+
+use classad::{ClassAd, Value};
+use config::macros::Conditional;
+use config::Config;
+
+pub use error::{SubmitError, Warning};
+pub use files::{DirEntry, FileError, Files, MemFiles};
+
+use reader::{parse_statement, Reader, Statement};
+use table::{Definition, Table};
+
+/// What `condor_submit` is told besides the description itself.
+#[derive(Clone, Debug)]
+pub struct SubmitOptions {
+    /// The cluster the jobs go into (the schedd assigns it).
+    pub cluster: i64,
+    /// The first job's process number (0 for a new cluster).
+    pub first_proc: i64,
+    /// The submitting user (for `nice_user` and accounting groups).
+    pub owner: String,
+    /// The submit time, epoch seconds (`QDate`, `EnteredCurrentStatus`).
+    pub qdate: i64,
+    /// The absolute directory submit runs in: relative names are taken
+    /// from here (`Iwd` unless `initialdir` says otherwise).
+    pub cwd: String,
+    /// The submit file's name, for messages and `$(SUBMIT_FILE)`; empty
+    /// when the description came from elsewhere.
+    pub submit_file: String,
+    /// Commands given with `-a`: they act as if written just before the
+    /// first `queue` statement.
+    pub append: Vec<String>,
+    /// The submitter's environment, for `getenv = true` and `$ENV(NAME)`.
+    pub environment: Vec<(String, String)>,
+    /// Seed for `$RANDOM_CHOICE()` and `$RANDOM_INTEGER()`.
+    pub random_seed: u64,
+}
+
+impl SubmitOptions {
+    pub fn new(cluster: i64, owner: &str, qdate: i64, cwd: &str) -> SubmitOptions {
+        SubmitOptions {
+            cluster,
+            first_proc: 0,
+            owner: owner.to_string(),
+            qdate,
+            cwd: cwd.to_string(),
+            submit_file: String::new(),
+            append: Vec::new(),
+            environment: Vec::new(),
+            random_seed: 0,
+        }
+    }
+}
+
+/// The jobs a description queues, and what submit would warn about.
+#[derive(Clone, Debug, Default)]
+pub struct Submission {
+    pub jobs: Vec<ClassAd>,
+    pub warnings: Vec<Warning>,
+}
+
+/// How deeply `include` may nest.
+const MAX_INCLUDE_DEPTH: usize = 20;
+
+/// File name used in messages about `-a` commands.
+const APPEND_FILE: &str = "<-a>";
+
+/// Turns a submit description into job ads, as `condor_submit` would queue
+/// them. Nothing is half-done: an error anywhere gives no jobs.
+pub fn submit(
+    text: &str,
+    options: &SubmitOptions,
+    config: &Config,
+    files: &dyn Files,
+) -> Result<Submission, SubmitError> {
+    let settings = settings::Settings::read(config)?;
+    let mut table = Table::new(
+        options.environment.iter().cloned().collect(),
+        options.random_seed,
+    );
+    table.set_default("ARCH", settings.arch.clone());
+    table.set_default("OPSYS", settings.opsys.clone());
+    table.set_default("OPSYSANDVER", settings.opsys_and_ver.clone());
+    table.set_default("SPOOL", settings.spool.clone());
+    table.set_default("IsLinux", if settings.opsys == "LINUX" { "1" } else { "0" });
+    table.set_default(
+        "IsWindows",
+        if settings.opsys == "WINDOWS" {
+            "1"
+        } else {
+            "0"
+        },
+    );
+    table.set_default("SUBMIT_FILE", options.submit_file.clone());
+    table.set_default("Node", "");
+    let mut run = Run {
+        table,
+        cx: job::Context {
+            options,
+            settings: &settings,
+            files,
+        },
+        next_proc: options.first_proc,
+        jobs: Vec::new(),
+        queued: false,
+        appended: false,
+        queue_texts: Vec::new(),
+    };
+    let file = if options.submit_file.is_empty() {
+        "<submit>"
+    } else {
+        options.submit_file.as_str()
+    };
+    run.text(text, file, 0)?;
+    if !run.appended {
+        run.append()?;
+    }
+    if !run.queued {
+        return Err(SubmitError::new(
+            "the description has no `queue` statement, so it queues no job (end it with `queue`)",
+        )
+        .in_file(file));
+    }
+    let mut warnings = Vec::new();
+    if settings.warn_unused {
+        warnings = run.unused();
+    }
+    Ok(Submission {
+        jobs: run.jobs,
+        warnings,
+    })
+}
+
+/// One `if` being read.
+struct IfFrame {
+    outer: bool,
+    active: bool,
+    taken: bool,
+    seen_else: bool,
+}
+
+struct Run<'a> {
+    table: Table,
+    cx: job::Context<'a>,
+    next_proc: i64,
+    jobs: Vec<ClassAd>,
+    queued: bool,
+    appended: bool,
+    /// The text of every queue statement (their macros count as used).
+    queue_texts: Vec<String>,
+}
+
+impl Run<'_> {
+    fn text(&mut self, text: &str, file: &str, depth: usize) -> Result<(), SubmitError> {
+        let mut reader = Reader::new(text);
+        let mut ifs: Vec<IfFrame> = Vec::new();
+        while let Some(logical) = reader.next_logical() {
+            let at = |message: String| {
+                SubmitError::new(message)
+                    .at(logical.line)
+                    .text(&logical.text)
+                    .in_file(file)
+            };
+            let active = ifs.last().is_none_or(|f| f.active);
+            let stmt = if active {
+                parse_statement(&logical.text).map_err(at)?
+            } else {
+                match config::macros::conditional(&logical.text) {
+                    Some(c) => Statement::Conditional(c),
+                    None => continue,
+                }
+            };
+            match stmt {
+                Statement::Conditional(c) => self.conditional(c, active, &mut ifs).map_err(at)?,
+                Statement::Assign { name, value } => self.table.define(Definition {
+                    name,
+                    value,
+                    file: file.to_string(),
+                    line: logical.line,
+                    text: logical.text.clone(),
+                }),
+                Statement::AssignBlock { name, tag } => {
+                    let value = reader.tagged_block(&tag).ok_or_else(|| {
+                        at(format!("end of file while looking for `@{tag}`, which closes the value of {name} opened here"))
+                    })?;
+                    self.table.define(Definition {
+                        name,
+                        value,
+                        file: file.to_string(),
+                        line: logical.line,
+                        text: logical.text.clone(),
+                    });
+                }
+                Statement::Include { command, target } => {
+                    let target = self.table.expand(&target).map_err(|e| at(e.message))?;
+                    if depth >= MAX_INCLUDE_DEPTH {
+                        return Err(at(format!(
+                            "includes nest more than {MAX_INCLUDE_DEPTH} deep"
+                        )));
+                    }
+                    let (text, name) = if command {
+                        let out = self
+                            .cx
+                            .files
+                            .run(&target)
+                            .map_err(|e| at(format!("include command : {target}: {e}")))?;
+                        (out, format!("{file}:{}: command `{target}`", logical.line))
+                    } else {
+                        let path = files::absolute(&self.cx.options.cwd, target.trim());
+                        let text = self.cx.files.read(&path).map_err(|e| {
+                            at(format!("cannot read the included file {path}: {e}"))
+                        })?;
+                        (text, path)
+                    };
+                    self.text(&text, &name, depth + 1)?;
+                }
+                Statement::Queue(args) => {
+                    if !self.appended {
+                        self.append()?;
+                    }
+                    let block = if queue::opens_block(&args) {
+                        Some(reader.item_block().ok_or_else(|| {
+                            at("end of file inside the item list this `queue` opens: a line `)` must close it".into())
+                        })?)
+                    } else {
+                        None
+                    };
+                    self.queue(&args, block).map_err(|e| {
+                        e.command("queue")
+                            .at(logical.line)
+                            .text(&logical.text)
+                            .in_file(file)
+                    })?;
+                }
+            }
+        }
+        if !ifs.is_empty() {
+            return Err(
+                SubmitError::new("end of file inside an `if`: `endif` missing")
+                    .at(reader.last_line())
+                    .in_file(file),
+            );
+        }
+        Ok(())
+    }
+
+    fn conditional(
+        &mut self,
+        c: Conditional,
+        active: bool,
+        ifs: &mut Vec<IfFrame>,
+    ) -> Result<(), String> {
+        match c {
+            Conditional::If(cond) => {
+                let value = active && config::macros::condition(&cond, &self.table)?;
+                ifs.push(IfFrame {
+                    outer: active,
+                    active: value,
+                    taken: value || !active,
+                    seen_else: false,
+                });
+            }
+            Conditional::Elif(cond) => {
+                let Some(f) = ifs.last_mut() else {
+                    return Err("`elif` without a matching `if`".into());
+                };
+                if f.seen_else {
+                    return Err("`elif` is not allowed after `else`".into());
+                }
+                if f.outer && !f.taken {
+                    let value = config::macros::condition(&cond, &self.table)?;
+                    let f = ifs.last_mut().expect("checked above");
+                    f.active = value;
+                    f.taken = value;
+                } else {
+                    f.active = false;
+                }
+            }
+            Conditional::Else => {
+                let Some(f) = ifs.last_mut() else {
+                    return Err("`else` without a matching `if`".into());
+                };
+                if f.seen_else {
+                    return Err("`else` is not allowed after `else`".into());
+                }
+                f.active = f.outer && !f.taken;
+                f.taken = true;
+                f.seen_else = true;
+            }
+            Conditional::Endif => {
+                if ifs.pop().is_none() {
+                    return Err("`endif` without a matching `if`".into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `-a` commands, as if written before the first `queue`.
+    fn append(&mut self) -> Result<(), SubmitError> {
+        self.appended = true;
+        let lines = self.cx.options.append.clone();
+        for (i, line) in lines.iter().enumerate() {
+            let at = |message: String| {
+                SubmitError::new(message)
+                    .at(i as u32 + 1)
+                    .text(line)
+                    .in_file(APPEND_FILE)
+            };
+            match parse_statement(line.trim()).map_err(at)? {
+                Statement::Assign { name, value } => self.table.define(Definition {
+                    name,
+                    value,
+                    file: APPEND_FILE.into(),
+                    line: i as u32 + 1,
+                    text: line.clone(),
+                }),
+                Statement::Queue(args) => {
+                    if self.queued {
+                        return Err(at(
+                            "a `-a` queue statement is only allowed when the description has none"
+                                .into(),
+                        ));
+                    }
+                    self.queue(&args, None).map_err(|e| {
+                        e.command("queue")
+                            .at(i as u32 + 1)
+                            .text(line)
+                            .in_file(APPEND_FILE)
+                    })?;
+                }
+                _ => {
+                    return Err(at(
+                        "only `command = value` and `queue` can be given with -a".into(),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one queue statement: its jobs are built and kept.
+    fn queue(&mut self, args: &str, block: Option<Vec<String>>) -> Result<(), SubmitError> {
+        self.queued = true;
+        self.queue_texts.push(args.to_string());
+        self.table.clear_vars();
+        let expanded = self.table.expand(args)?;
+        let q = queue::parse_queue_args(&expanded, block).map_err(SubmitError::new)?;
+        let count = queue_count(&q.count)?;
+        let rows: Vec<(usize, Option<String>)> = match &q.list {
+            None => vec![(0, None)],
+            Some((kind, slice, source)) => {
+                let items = queue::items(*kind, source, &self.cx.options.cwd, self.cx.files)
+                    .map_err(SubmitError::new)?;
+                slice
+                    .indexes(items.len())
+                    .into_iter()
+                    .map(|i| (i, Some(items[i].clone())))
+                    .collect()
+            }
+        };
+        let split = matches!(q.list, Some((queue::ListKind::From, _, _)));
+        for (index, row) in rows {
+            if let Some(row) = row.filter(|r| !r.is_empty()) {
+                // An empty row leaves the variables as the row before set
+                // them (HTCondor 24.0.24 does so).
+                let values = if split {
+                    queue::split_row(&row, q.vars.len())
+                } else {
+                    let mut v = vec![row];
+                    v.resize(q.vars.len(), String::new());
+                    v
+                };
+                for (var, value) in q.vars.iter().zip(values) {
+                    self.table.set_var(var, &value);
+                }
+            }
+            for step in 0..count {
+                let proc = self.next_proc;
+                self.next_proc += 1;
+                let t = &mut self.table;
+                t.set_default("Cluster", self.cx.options.cluster.to_string());
+                t.set_default("ClusterId", self.cx.options.cluster.to_string());
+                t.set_default("Process", proc.to_string());
+                t.set_default("ProcId", proc.to_string());
+                t.set_default("Step", step.to_string());
+                t.set_default("Row", index.to_string());
+                t.set_default("ItemIndex", index.to_string());
+                let ad = job::build(&self.table, &self.cx, proc)?;
+                self.jobs.push(ad);
+            }
+        }
+        Ok(())
+    }
+
+    /// condor_submit's warning for lines no job used: likely typos.
+    fn unused(&self) -> Vec<Warning> {
+        let mut referenced: Vec<String> = Vec::new();
+        for def in self.table.definitions() {
+            referenced.extend(
+                config::macros::referenced_macros(&def.value)
+                    .into_iter()
+                    .map(|n| n.to_ascii_uppercase()),
+            );
+        }
+        for q in &self.queue_texts {
+            referenced.extend(
+                config::macros::referenced_macros(q)
+                    .into_iter()
+                    .map(|n| n.to_ascii_uppercase()),
+            );
+        }
+        self.table
+            .definitions()
+            .filter(|d| {
+                let upper = d.name.to_ascii_uppercase();
+                !upper.starts_with("MY.")
+                    && !upper.starts_with("REQUEST_")
+                    && !self.table.was_used(&d.name)
+                    && !referenced.contains(&upper)
+                    && !KNOWN_COMMANDS
+                        .iter()
+                        .any(|k| k.eq_ignore_ascii_case(&d.name))
+            })
+            .map(|d| Warning {
+                file: d.file.clone(),
+                line: d.line,
+                message: format!("the line `{}` was unused by submit. Is it a typo?", d.text),
+            })
+            .collect()
+    }
+}
+
+/// Submit commands HTCondor knows that ferrocondor reads no value from
+/// (so a line using one is not reported as a likely typo).
+const KNOWN_COMMANDS: &[&str] = &[
+    "accounting_group",
+    "accounting_group_user",
+    "allow_startup_script",
+    "append_files",
+    "buffer_block_size",
+    "buffer_size",
+    "checkpoint_exit_code",
+    "compress_files",
+    "cron_day_of_month",
+    "cron_day_of_week",
+    "cron_hour",
+    "cron_minute",
+    "cron_month",
+    "cron_prep_time",
+    "cron_window",
+    "deferral_prep_time",
+    "deferral_time",
+    "deferral_window",
+    "encrypt_execute_directory",
+    "encrypt_input_files",
+    "encrypt_output_files",
+    "fetch_files",
+    "file_remaps",
+    "hold_kill_sig",
+    "image_size",
+    "keep_claim_idle",
+    "local_files",
+    "log_xml",
+    "max_transfer_input_mb",
+    "max_transfer_output_mb",
+    "next_job_start_delay",
+    "on_exit_hold_reason",
+    "on_exit_hold_subcode",
+    "periodic_vacate",
+    "remove_kill_sig",
+    "rendezvousdir",
+    "retry_until",
+    "run_as_owner",
+    "skip_filechecks",
+    "stack_size",
+    "submit_event_notes",
+    "transfer_checkpoint_files",
+    "transfer_plugins",
+    "want_remote_io",
+];
+
+/// The number of jobs a count expression asks for.
+fn queue_count(text: &str) -> Result<i64, SubmitError> {
+    let bad = || {
+        SubmitError::new(format!(
+            "invalid queue count `{text}`: expected a number of jobs (an integer expression), optionally followed by variables and `in`, `from` or `matching`"
+        ))
+    };
+    let e = classad::parse_expr(text).map_err(|_| bad())?;
+    match classad::eval_expr(&e, None, None, &classad::Env::default()) {
+        Value::Int(n) if n >= 0 => Ok(n),
+        Value::Real(x) if x >= 0.0 && x.fract() == 0.0 => Ok(x as i64),
+        _ => Err(bad()),
+    }
+}
