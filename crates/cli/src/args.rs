@@ -32,6 +32,47 @@ pub enum Command {
     /// -raw, -subsystem, -evaluate, -config) are accepted too.
     #[command(name = "config_val", after_help = CONFIG_VAL_EXIT_CODES)]
     ConfigVal(ConfigValArgs),
+    /// Turn a submit description into job ads, as HTCondor's condor_submit does.
+    ///
+    /// There is no schedd to queue them in yet, so only --dry-run works: it
+    /// prints the job ads (old syntax, one blank line between jobs, as
+    /// `condor_submit -dump` does), or with --json a JSON list of
+    /// {attribute: expression} objects. The configuration is read as for
+    /// config_val (subsystem SUBMIT).
+    Submit(SubmitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// The submit description file (`-` for standard input).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print the job ads instead of queueing them (required for now).
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
+    /// Print the job ads as a JSON list of {attribute: expression} objects.
+    #[arg(long)]
+    pub json: bool,
+    /// A submit command, as if written just before the first `queue` (repeatable).
+    #[arg(
+        short = 'a',
+        long = "append",
+        value_name = "LINE",
+        allow_hyphen_values = true
+    )]
+    pub append: Vec<String>,
+    /// The cluster number to give the jobs (the schedd assigns it).
+    #[arg(long, default_value_t = 1)]
+    pub cluster: i64,
+    /// The first job's process number.
+    #[arg(long, default_value_t = 0)]
+    pub proc: i64,
+    /// The submitting user (default: $USER).
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// The submit time, epoch seconds (default: now).
+    #[arg(long, allow_negative_numbers = true)]
+    pub qdate: Option<i64>,
 }
 
 const CONFIG_VAL_EXIT_CODES: &str = "\

@@ -59,6 +59,8 @@ pub enum Error {
     Config(config::ConfigError),
     /// A configuration value that cannot be expanded (a macro loop).
     Lookup(config::LookupError),
+    /// A submit description that cannot be turned into jobs.
+    Submit(submit::SubmitError),
     /// A request that makes no sense as given.
     Usage(String),
     /// A line of a vectors file that is not a JSON object.
@@ -118,6 +120,7 @@ impl fmt::Display for Error {
             } => write!(f, "{origin}:{line}: not a JSON object: {message}"),
             Error::Config(e) => write!(f, "configuration error: {e}"),
             Error::Lookup(e) => write!(f, "configuration error: {e}"),
+            Error::Submit(e) => write!(f, "{e}"),
             Error::Usage(m) => write!(f, "usage: {m}"),
         }
     }

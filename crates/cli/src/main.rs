@@ -11,6 +11,7 @@ mod args;
 mod classad_cmd;
 mod config_cmd;
 mod errors;
+mod submit_cmd;
 mod system;
 
 use std::io::Write;
@@ -44,6 +45,17 @@ fn main() -> ExitCode {
                 &system::DiskFiles,
                 &host,
                 &readings,
+                real_clock(),
+                &mut out,
+                &mut std::io::stderr(),
+            )
+        }
+        Command::Submit(a) => {
+            let host = system::RealHost::detect();
+            submit_cmd::run(
+                a,
+                &system::DiskFiles,
+                &host,
                 real_clock(),
                 &mut out,
                 &mut std::io::stderr(),

@@ -1,0 +1,124 @@
+//! `ferrocondor submit`: a submit description to job ads (`--dry-run`
+//! until the schedd exists).
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use config::{load, Host, LoadOptions, Root};
+
+use crate::args::SubmitArgs;
+use crate::errors::{Error, Outcome};
+
+pub fn run(
+    a: &SubmitArgs,
+    config_files: &dyn config::Files,
+    host: &dyn Host,
+    now: i64,
+    out: &mut dyn Write,
+    diag: &mut dyn Write,
+) -> Result<Outcome, Error> {
+    if !a.dry_run {
+        return Err(Error::Usage(
+            "there is no schedd to queue jobs in yet: use --dry-run to see the job ads".into(),
+        ));
+    }
+    let (text, name) = if a.file == Path::new("-") {
+        let mut t = String::new();
+        std::io::stdin()
+            .read_to_string(&mut t)
+            .map_err(|e| Error::read("<stdin>", e))?;
+        (t, "<stdin>".to_string())
+    } else {
+        let t = std::fs::read_to_string(&a.file).map_err(|e| Error::read(&a.file, e))?;
+        (t, a.file.display().to_string())
+    };
+    let config = load(
+        &LoadOptions::new("SUBMIT", Root::Search),
+        config_files,
+        host,
+    )
+    .map_err(Error::Config)?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::read(".", e))?
+        .display()
+        .to_string();
+    let owner = a
+        .owner
+        .clone()
+        .or_else(|| host.env("USER"))
+        .unwrap_or_else(|| "nobody".into());
+    let mut opts = submit::SubmitOptions::new(a.cluster, &owner, a.qdate.unwrap_or(now), &cwd);
+    opts.first_proc = a.proc;
+    opts.submit_file = name;
+    opts.append = a.append.clone();
+    opts.environment = host.env_vars();
+    opts.random_seed = host.random_seed();
+    let submission = submit::submit(&text, &opts, &config, &SubmitFiles).map_err(Error::Submit)?;
+    for w in &submission.warnings {
+        writeln!(diag, "{w}")?;
+    }
+    if a.json {
+        let list: Vec<serde_json::Value> = submission
+            .jobs
+            .iter()
+            .map(|ad| {
+                let mut m = serde_json::Map::new();
+                for (name, expr) in ad.iter() {
+                    m.insert(
+                        name.as_str().to_string(),
+                        serde_json::Value::String(classad::unparse::expr_to_string(expr)),
+                    );
+                }
+                serde_json::Value::Object(m)
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::Value::Array(list))?;
+    } else {
+        for (i, ad) in submission.jobs.iter().enumerate() {
+            if i > 0 {
+                writeln!(out)?;
+            }
+            write!(out, "{}", classad::unparse::ad_to_old_syntax(ad))?;
+        }
+    }
+    Ok(Outcome::Success)
+}
+
+/// The submitter's files on the real disk.
+struct SubmitFiles;
+
+impl submit::Files for SubmitFiles {
+    fn size(&self, path: &str) -> Option<u64> {
+        let meta = std::fs::metadata(path).ok()?;
+        if meta.is_dir() {
+            let mut total = 0;
+            for e in std::fs::read_dir(path).ok()?.flatten() {
+                total += self.size(&e.path().display().to_string()).unwrap_or(0);
+            }
+            Some(total)
+        } else {
+            Some(meta.len())
+        }
+    }
+
+    fn list_dir(&self, path: &str) -> Result<Vec<submit::DirEntry>, submit::FileError> {
+        let entries = std::fs::read_dir(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => submit::FileError::NotFound,
+            _ => submit::FileError::Other(e.to_string()),
+        })?;
+        Ok(entries
+            .flatten()
+            .map(|e| submit::DirEntry {
+                name: e.file_name().to_string_lossy().into_owned(),
+                is_dir: e.file_type().is_ok_and(|t| t.is_dir()),
+            })
+            .collect())
+    }
+
+    fn read(&self, path: &str) -> Result<String, submit::FileError> {
+        std::fs::read_to_string(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => submit::FileError::NotFound,
+            _ => submit::FileError::Other(e.to_string()),
+        })
+    }
+}
