@@ -1,0 +1,1 @@
+//! # store — the job queue on disk (SQLite), crash-safe (being written; issue 5)
