@@ -53,7 +53,9 @@ fn every_submit_vector_through_the_command_line() {
         let cluster = info["clusterid"].to_string();
         let qdate = info["qdate"].to_string();
         let owner = info["owner"].as_str().unwrap().to_string();
-        let proc = info.get("procid").map_or("0".to_string(), |p| p.to_string());
+        let proc = info
+            .get("procid")
+            .map_or("0".to_string(), |p| p.to_string());
         let o = submit(
             &case,
             &[
