@@ -1527,6 +1527,18 @@ pub static PARAMS: &[Param] = &[
         "Pool-wide: when the schedd releases a held job.",
     ),
     p(
+        "SYSTEM_PERIODIC_RELEASE_REASON",
+        "",
+        Expression,
+        "Release reason for SYSTEM_PERIODIC_RELEASE.",
+    ),
+    p(
+        "SYSTEM_PERIODIC_RELEASE_SUBCODE",
+        "",
+        Expression,
+        "Subcode recorded when SYSTEM_PERIODIC_RELEASE fires.",
+    ),
+    p(
         "SYSTEM_PERIODIC_REMOVE",
         "",
         Expression,
@@ -1537,6 +1549,12 @@ pub static PARAMS: &[Param] = &[
         "",
         Expression,
         "Remove reason for SYSTEM_PERIODIC_REMOVE.",
+    ),
+    p(
+        "SYSTEM_PERIODIC_REMOVE_SUBCODE",
+        "",
+        Expression,
+        "Subcode recorded when SYSTEM_PERIODIC_REMOVE fires.",
     ),
     p(
         "SYSTEM_PROTECTED_JOB_ATTRS",

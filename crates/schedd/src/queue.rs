@@ -1,0 +1,882 @@
+//! The job queue: clusters of procs, each a job ad, and the state machine
+//! that moves jobs between HTCondor's statuses as things happen to them.
+//!
+//! ```text
+//!              submit (hold = true → Held)
+//!                 │
+//!                 ▼      matched + started       suspended
+//!   ┌──────────► Idle ─────────────────► Running ◄────────► Suspended
+//!   │  evicted,   ▲ ▲ requeued              │  │ output transfer  │
+//!   │  released   │ │ (OnExitRemove false)  │  ▼ begins           │
+//!   │             │ └───────────────── Transferring Output          │
+//!   │             │                         │  exited (any active)  │
+//!   │           Held ◄── held (any but Removed/Completed) ──────────┘
+//!   │                                       ▼
+//!   └─────────────────────────────── Completed / Removed
+//! ```
+//!
+//! Every change returns a [`Change`]: the job, the status it left and the
+//! one it entered, the job event log entry to write, the attributes that
+//! changed (so the store can persist just those), and whether the job must
+//! be taken off its machine. The queue never acts: the daemon writes the
+//! log, persists, and kills shadows.
+//!
+//! The attributes follow HTCondor's schedd and shadow: `EnteredCurrentStatus`
+//! and `LastJobStatus` on every status change; `JobStartDate` (first run),
+//! `JobCurrentStartDate`, `NumShadowStarts`/`JobRunCount`, `NumJobStarts`
+//! when a job starts; `RemoteWallClockTime` and `CumulativeSlotTime` grow by
+//! the run's length whenever a run ends (evicted, held, removed, exited),
+//! `CommittedTime` only when the run's work is kept (exit, checkpoint);
+//! `CumulativeSuspensionTime` grows when a suspension ends; hold reasons
+//! move to `LastHoldReason*` on release.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use classad::{ClassAd, Env, Value};
+
+use crate::authz::{self, Refusal, SuperUsers};
+use crate::job::{attr, HoldCode, JobId, JobStatus};
+use crate::policy::{self, ExitDecision, PolicyAction, SystemPolicy};
+use crate::submit_policy::{SubmitPolicy, SubmitRefused};
+use crate::userlog::{EndedBy, ExitHow, LogEvent, Rusage, Usage};
+
+/// What an execute point reported about one run: CPU used, bytes moved by
+/// file transfer, and the resources table for the event log.
+#[derive(Clone, Debug, Default)]
+pub struct RunReport {
+    pub remote_user_cpu: i64,
+    pub remote_sys_cpu: i64,
+    pub bytes_sent: f64,
+    pub bytes_received: f64,
+    pub resources: Option<ClassAd>,
+}
+
+impl PartialEq for RunReport {
+    fn eq(&self, o: &RunReport) -> bool {
+        self.remote_user_cpu == o.remote_user_cpu
+            && self.remote_sys_cpu == o.remote_sys_cpu
+            && self.bytes_sent == o.bytes_sent
+            && self.bytes_received == o.bytes_received
+            && crate::userlog::same_ad(&self.resources, &o.resources)
+    }
+}
+
+/// Something that happened to a job.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JobEvent {
+    /// The negotiator matched the job to a slot (no status change).
+    Matched,
+    /// The job began running on `slot` of the startd at `host`.
+    Started {
+        host: String,
+        slot: String,
+    },
+    /// The startd suspended the job.
+    Suspended {
+        num_pids: i64,
+    },
+    /// The startd resumed it.
+    Unsuspended,
+    /// The job left its machine unfinished (preempted, vacated, claim
+    /// lost) and is idle again.
+    Evicted {
+        checkpointed: bool,
+        reason: Option<String>,
+        report: RunReport,
+    },
+    /// The job's process ended and it began sending its output back.
+    TransferOutputStarted,
+    /// The job's process ended (and its output, if any, is back): the exit
+    /// policy decides whether it completes, runs again, is held or removed.
+    Exited {
+        how: ExitHow,
+        report: RunReport,
+    },
+    /// Something put the job on hold (the startd's `WANT_HOLD`, a shadow
+    /// or starter error, a tool).
+    Held {
+        reason: String,
+        code: HoldCode,
+        subcode: i64,
+    },
+    Released {
+        reason: String,
+    },
+    Removed {
+        reason: String,
+    },
+}
+
+impl JobEvent {
+    fn name(&self) -> &'static str {
+        match self {
+            JobEvent::Matched => "matched",
+            JobEvent::Started { .. } => "started",
+            JobEvent::Suspended { .. } => "suspended",
+            JobEvent::Unsuspended => "unsuspended",
+            JobEvent::Evicted { .. } => "evicted",
+            JobEvent::TransferOutputStarted => "transferring output",
+            JobEvent::Exited { .. } => "exited",
+            JobEvent::Held { .. } => "held",
+            JobEvent::Released { .. } => "released",
+            JobEvent::Removed { .. } => "removed",
+        }
+    }
+}
+
+/// What a user asks of a job with a tool (`condor_hold`, `condor_release`,
+/// `condor_rm`). `None` reasons become HTCondor's `via condor_hold (by
+/// user alice)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UserAction {
+    Hold {
+        reason: Option<String>,
+        subcode: i64,
+    },
+    Release {
+        reason: Option<String>,
+    },
+    Remove {
+        reason: Option<String>,
+    },
+}
+
+/// One change to one job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    pub job: JobId,
+    /// The status before; `None` for a job just submitted.
+    pub from: Option<JobStatus>,
+    pub to: JobStatus,
+    /// The entry for the job's event log, if this change writes one.
+    pub log: Option<LogEvent>,
+    /// The attributes set or deleted, in the order they changed.
+    pub attributes: Vec<String>,
+    /// The job is running (or suspended, or transferring output) and must
+    /// be taken off its machine.
+    pub stop: bool,
+}
+
+/// Why the queue refused an event or a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QueueError {
+    NoSuchJob(JobId),
+    /// The event makes no sense in the job's status (a release of a job
+    /// that is not held).
+    WrongStatus {
+        job: JobId,
+        status: JobStatus,
+        event: &'static str,
+    },
+    NotPermitted(Refusal),
+}
+
+impl fmt::Display for QueueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueueError::NoSuchJob(id) => write!(f, "job {id} is not in the queue"),
+            QueueError::WrongStatus { job, status, event } => write!(
+                f,
+                "job {job} cannot be {event}: it is {}",
+                status.name().to_ascii_lowercase()
+            ),
+            QueueError::NotPermitted(r) => r.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for QueueError {}
+
+/// A successful submission.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Submitted {
+    pub cluster: i64,
+    pub jobs: Vec<JobId>,
+    /// One per job: the submit event (and its status).
+    pub changes: Vec<Change>,
+    /// The last submit warning that failed, if any (HTCondor reports one).
+    pub warning: Option<String>,
+    /// Transform statements that were skipped, with why (for the
+    /// schedd's log; the jobs were queued without them).
+    pub notes: Vec<String>,
+}
+
+/// The schedd's job queue.
+#[derive(Clone, Debug, Default)]
+pub struct JobQueue {
+    jobs: BTreeMap<JobId, ClassAd>,
+    /// The next cluster id to hand out.
+    next_cluster: i64,
+    /// The local zone (seconds east of UTC) for policy expressions that
+    /// format times.
+    pub utc_offset: i32,
+}
+
+/// Edits one job ad and remembers what it touched.
+struct Edit<'a> {
+    ad: &'a mut ClassAd,
+    touched: Vec<String>,
+}
+
+impl Edit<'_> {
+    fn touch(&mut self, name: &str) {
+        if !self.touched.iter().any(|t| t.eq_ignore_ascii_case(name)) {
+            self.touched.push(name.to_string());
+        }
+    }
+    fn set(&mut self, name: &str, v: impl Into<Value>) {
+        self.ad.insert_value(name, v);
+        self.touch(name);
+    }
+    fn remove(&mut self, name: &str) {
+        if self.ad.remove(name).is_some() {
+            self.touch(name);
+        }
+    }
+    fn int(&self, name: &str) -> Option<i64> {
+        literal(self.ad, name).and_then(|v| match v {
+            Value::Int(i) => Some(i),
+            Value::Real(r) => Some(r as i64),
+            Value::Bool(b) => Some(b as i64),
+            _ => None,
+        })
+    }
+    fn string(&self, name: &str) -> Option<String> {
+        literal(self.ad, name).and_then(|v| v.as_str().map(str::to_string))
+    }
+    fn increment(&mut self, name: &str) -> i64 {
+        let n = self.int(name).unwrap_or(0) + 1;
+        self.set(name, n);
+        n
+    }
+    /// Adds `by` seconds to a time total, keeping its type: HTCondor keeps
+    /// `RemoteWallClockTime` as a real and the slot times as integers.
+    fn add_time(&mut self, name: &str, by: i64) {
+        match literal(self.ad, name) {
+            Some(Value::Real(r)) => self.set(name, r + by as f64),
+            Some(Value::Int(i)) => self.set(name, i + by),
+            _ => self.set(name, by as f64),
+        }
+    }
+    fn status(&self) -> JobStatus {
+        self.int(attr::JOB_STATUS)
+            .and_then(JobStatus::from_number)
+            .unwrap_or(JobStatus::Idle)
+    }
+    fn set_status(&mut self, to: JobStatus, now: i64) {
+        let from = self.status();
+        self.set(attr::LAST_JOB_STATUS, from.number());
+        self.set(attr::JOB_STATUS, to.number());
+        self.set(attr::ENTERED_CURRENT_STATUS, now);
+    }
+}
+
+/// The value of a literal attribute (what the queue itself wrote).
+fn literal(ad: &ClassAd, name: &str) -> Option<Value> {
+    match ad.get(name)? {
+        classad::Expr::Lit(v) => Some(v.clone()),
+        e => {
+            let v = ad.eval(e, &Env::default());
+            (!v.is_undefined() && !v.is_error()).then_some(v)
+        }
+    }
+}
+
+/// The status a job ad records.
+pub fn status_of(ad: &ClassAd) -> Option<JobStatus> {
+    match literal(ad, attr::JOB_STATUS)? {
+        Value::Int(n) => JobStatus::from_number(n),
+        _ => None,
+    }
+}
+
+impl JobQueue {
+    pub fn new() -> JobQueue {
+        JobQueue {
+            jobs: BTreeMap::new(),
+            next_cluster: 1,
+            utc_offset: 0,
+        }
+    }
+
+    /// A queue holding `jobs` again (after a restart, from the store). New
+    /// clusters are numbered after the highest one seen, and after
+    /// `next_cluster` if that is higher.
+    pub fn restore(jobs: Vec<ClassAd>, next_cluster: i64) -> JobQueue {
+        let mut q = JobQueue::new();
+        q.next_cluster = next_cluster.max(1);
+        for ad in jobs {
+            let (Some(c), Some(p)) = (
+                literal(&ad, attr::CLUSTER_ID).and_then(|v| v.as_int()),
+                literal(&ad, attr::PROC_ID).and_then(|v| v.as_int()),
+            ) else {
+                continue;
+            };
+            q.next_cluster = q.next_cluster.max(c + 1);
+            q.jobs.insert(JobId::new(c, p), ad);
+        }
+        q
+    }
+
+    fn env(&self, now: i64) -> Env {
+        Env {
+            utc_offset: self.utc_offset,
+            ..Env::at(now)
+        }
+    }
+
+    /// Hands out the id for a new cluster (what `condor_submit` asks the
+    /// schedd for before it builds the job ads).
+    pub fn new_cluster(&mut self) -> i64 {
+        let c = self.next_cluster;
+        self.next_cluster += 1;
+        c
+    }
+
+    /// The cluster id the next [`JobQueue::new_cluster`] will give.
+    pub fn next_cluster(&self) -> i64 {
+        self.next_cluster
+    }
+
+    pub fn job(&self, id: JobId) -> Option<&ClassAd> {
+        self.jobs.get(&id)
+    }
+
+    pub fn status(&self, id: JobId) -> Option<JobStatus> {
+        self.jobs.get(&id).and_then(status_of)
+    }
+
+    /// Every job, in id order.
+    pub fn jobs(&self) -> impl Iterator<Item = (JobId, &ClassAd)> {
+        self.jobs.iter().map(|(id, ad)| (*id, ad))
+    }
+
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Takes a job out of the queue (into history: the daemon decides when
+    /// a completed or removed job leaves).
+    pub fn forget(&mut self, id: JobId) -> Option<ClassAd> {
+        self.jobs.remove(&id)
+    }
+
+    /// Queues one cluster of job ads (from the `submit` crate) for
+    /// `submitter`: sets `Owner`, applies the job transforms, checks the
+    /// submit requirements (one failing job refuses the whole cluster),
+    /// and returns one submit change per job. `host` is the schedd's
+    /// address for the submit event; `schedd_ad` is MY for the submit
+    /// requirements. Nothing is queued when it fails.
+    pub fn submit(
+        &mut self,
+        ads: Vec<ClassAd>,
+        submitter: &str,
+        policy: &SubmitPolicy,
+        schedd_ad: &ClassAd,
+        host: &str,
+        now: i64,
+    ) -> Result<Submitted, SubmitRefused> {
+        let env = self.env(now);
+        let mut cluster = None;
+        let mut prepared = Vec::with_capacity(ads.len());
+        let mut warning = None;
+        let mut notes = Vec::new();
+        for mut ad in ads {
+            let c = literal(&ad, attr::CLUSTER_ID).and_then(|v| v.as_int());
+            let p = literal(&ad, attr::PROC_ID).and_then(|v| v.as_int());
+            let (Some(c), Some(p)) = (c, p) else {
+                return Err(SubmitRefused::Malformed(
+                    "a job ad has no integer ClusterId and ProcId".into(),
+                ));
+            };
+            if *cluster.get_or_insert(c) != c {
+                return Err(SubmitRefused::Malformed(format!(
+                    "one submission holds jobs of clusters {} and {c}",
+                    cluster.unwrap_or(c)
+                )));
+            }
+            let id = JobId::new(c, p);
+            if self.jobs.contains_key(&id) || prepared.iter().any(|(i, _)| *i == id) {
+                return Err(SubmitRefused::Malformed(format!(
+                    "job {id} is already in the queue"
+                )));
+            }
+            // The schedd, not the submitter's tool, says whose job it is.
+            ad.insert_value(attr::OWNER, submitter);
+            notes.extend(policy.transforms.apply(&mut ad, &env));
+            if let Some(w) = policy.requirements.check(&ad, schedd_ad, &env)? {
+                warning = Some(w);
+            }
+            prepared.push((id, ad));
+        }
+        let Some(cluster) = cluster else {
+            return Err(SubmitRefused::Malformed("no jobs to submit".into()));
+        };
+        self.next_cluster = self.next_cluster.max(cluster + 1);
+        let mut jobs = Vec::new();
+        let mut changes = Vec::new();
+        for (id, mut ad) in prepared {
+            let to = status_of(&ad).unwrap_or(JobStatus::Idle);
+            ad.insert_value(attr::JOB_STATUS, to.number());
+            ad.insert_value(attr::ENTERED_CURRENT_STATUS, now);
+            let log = LogEvent::Submit {
+                host: host.to_string(),
+                log_notes: literal(&ad, attr::SUBMIT_EVENT_NOTES)
+                    .and_then(|v| v.as_str().map(str::to_string)),
+                user_notes: literal(&ad, attr::SUBMIT_EVENT_USER_NOTES)
+                    .and_then(|v| v.as_str().map(str::to_string)),
+                warnings: warning.clone(),
+            };
+            let attributes = ad.iter_inserted().map(|(n, _)| n.to_string()).collect();
+            self.jobs.insert(id, ad);
+            jobs.push(id);
+            changes.push(Change {
+                job: id,
+                from: None,
+                to,
+                log: Some(log),
+                attributes,
+                stop: false,
+            });
+        }
+        Ok(Submitted {
+            cluster,
+            jobs,
+            changes,
+            warning,
+            notes,
+        })
+    }
+
+    /// Applies something that happened to job `id` at `now`.
+    pub fn apply(
+        &mut self,
+        id: JobId,
+        event: JobEvent,
+        now: i64,
+        system: &SystemPolicy,
+    ) -> Result<Change, QueueError> {
+        let env = self.env(now);
+        let ad = self.jobs.get_mut(&id).ok_or(QueueError::NoSuchJob(id))?;
+        let mut e = Edit {
+            ad,
+            touched: Vec::new(),
+        };
+        let from = e.status();
+        let wrong = |event: &JobEvent| QueueError::WrongStatus {
+            job: id,
+            status: from,
+            event: event.name(),
+        };
+        let mut stop = false;
+        let log = match &event {
+            JobEvent::Matched => {
+                if from != JobStatus::Idle {
+                    return Err(wrong(&event));
+                }
+                e.set(attr::LAST_MATCH_TIME, now);
+                e.increment(attr::NUM_JOB_MATCHES);
+                None
+            }
+            JobEvent::Started { host, slot } => {
+                if from != JobStatus::Idle {
+                    return Err(wrong(&event));
+                }
+                let shadows = e.increment(attr::NUM_SHADOW_STARTS);
+                e.set(attr::JOB_RUN_COUNT, shadows);
+                e.increment(attr::NUM_JOB_STARTS);
+                if e.int(attr::JOB_START_DATE).unwrap_or(0) <= 0 {
+                    e.set(attr::JOB_START_DATE, now);
+                }
+                e.set(attr::JOB_CURRENT_START_DATE, now);
+                e.set(attr::JOB_CURRENT_START_EXECUTING_DATE, now);
+                e.set(attr::SHADOW_BDAY, now);
+                e.set(attr::REMOTE_HOST, slot.as_str());
+                e.set(attr::STARTD_IP_ADDR, host.as_str());
+                e.set_status(JobStatus::Running, now);
+                Some(LogEvent::Execute {
+                    host: host.clone(),
+                    slot_name: Some(slot.clone()).filter(|s| !s.is_empty()),
+                })
+            }
+            JobEvent::Suspended { num_pids } => {
+                if from != JobStatus::Running {
+                    return Err(wrong(&event));
+                }
+                e.set(attr::LAST_SUSPENSION_TIME, now);
+                e.increment(attr::TOTAL_SUSPENSIONS);
+                e.set_status(JobStatus::Suspended, now);
+                Some(LogEvent::Suspended {
+                    num_pids: *num_pids,
+                })
+            }
+            JobEvent::Unsuspended => {
+                if from != JobStatus::Suspended {
+                    return Err(wrong(&event));
+                }
+                end_suspension(&mut e, now);
+                e.set_status(JobStatus::Running, now);
+                Some(LogEvent::Unsuspended)
+            }
+            JobEvent::Evicted {
+                checkpointed,
+                reason,
+                report,
+            } => {
+                if !from.is_active() {
+                    return Err(wrong(&event));
+                }
+                let usage = end_run(&mut e, now, *checkpointed, report);
+                e.set(attr::LAST_VACATE_TIME, now);
+                e.set_status(JobStatus::Idle, now);
+                Some(LogEvent::Evicted {
+                    checkpointed: *checkpointed,
+                    usage,
+                    requeued: None,
+                    reason: reason.clone(),
+                })
+            }
+            JobEvent::TransferOutputStarted => {
+                if from != JobStatus::Running {
+                    return Err(wrong(&event));
+                }
+                e.set(attr::JOB_CURRENT_START_TRANSFER_OUTPUT_DATE, now);
+                e.set_status(JobStatus::TransferringOutput, now);
+                None
+            }
+            JobEvent::Exited { how, report } => {
+                if !from.is_active() {
+                    return Err(wrong(&event));
+                }
+                if from == JobStatus::TransferringOutput {
+                    e.set(attr::JOB_CURRENT_FINISH_TRANSFER_OUTPUT_DATE, now);
+                }
+                let usage = end_run(&mut e, now, true, report);
+                e.increment(attr::NUM_JOB_COMPLETIONS);
+                record_exit(&mut e, how);
+                match policy::at_exit(e.ad, system, &env) {
+                    ExitDecision::Complete => {
+                        e.set(attr::COMPLETION_DATE, now);
+                        e.set_status(JobStatus::Completed, now);
+                        Some(LogEvent::Terminated {
+                            how: how.clone(),
+                            usage,
+                            ended_by: Some(EndedBy::ItsOwnAccord {
+                                when: now,
+                                how: how.clone(),
+                            }),
+                        })
+                    }
+                    ExitDecision::Requeue { reason } => {
+                        e.set_status(JobStatus::Idle, now);
+                        Some(LogEvent::Evicted {
+                            checkpointed: false,
+                            usage,
+                            requeued: Some(how.clone()),
+                            reason: Some(reason),
+                        })
+                    }
+                    ExitDecision::Hold {
+                        reason,
+                        code,
+                        subcode,
+                    } => Some(hold(&mut e, &reason, code, subcode, now)),
+                    ExitDecision::Remove { reason } => Some(remove(&mut e, &reason, now)),
+                }
+            }
+            JobEvent::Held {
+                reason,
+                code,
+                subcode,
+            } => {
+                if matches!(
+                    from,
+                    JobStatus::Held | JobStatus::Removed | JobStatus::Completed
+                ) {
+                    return Err(wrong(&event));
+                }
+                if from.is_active() {
+                    end_run(&mut e, now, false, &RunReport::default());
+                    e.set(attr::LAST_VACATE_TIME, now);
+                    stop = true;
+                }
+                Some(hold(&mut e, reason, *code, *subcode, now))
+            }
+            JobEvent::Released { reason } => {
+                if from != JobStatus::Held {
+                    return Err(wrong(&event));
+                }
+                if let Some(r) = e.string(attr::HOLD_REASON) {
+                    e.set(attr::LAST_HOLD_REASON, r);
+                }
+                if let Some(c) = e.int(attr::HOLD_REASON_CODE) {
+                    e.set(attr::LAST_HOLD_REASON_CODE, c);
+                }
+                if let Some(c) = e.int(attr::HOLD_REASON_SUBCODE) {
+                    e.set(attr::LAST_HOLD_REASON_SUBCODE, c);
+                }
+                e.remove(attr::HOLD_REASON);
+                e.remove(attr::HOLD_REASON_CODE);
+                e.remove(attr::HOLD_REASON_SUBCODE);
+                e.set(attr::RELEASE_REASON, reason.as_str());
+                e.set_status(JobStatus::Idle, now);
+                Some(LogEvent::Released {
+                    reason: Some(reason.clone()),
+                })
+            }
+            JobEvent::Removed { reason } => {
+                if matches!(from, JobStatus::Removed | JobStatus::Completed) {
+                    return Err(wrong(&event));
+                }
+                if from.is_active() {
+                    end_run(&mut e, now, false, &RunReport::default());
+                    stop = true;
+                }
+                Some(remove(&mut e, reason, now))
+            }
+        };
+        let to = e.status();
+        Ok(Change {
+            job: id,
+            from: Some(from),
+            to,
+            log,
+            attributes: e.touched,
+            stop,
+        })
+    }
+
+    /// A user's request (`condor_hold`, `condor_release`, `condor_rm`):
+    /// refused unless `user` owns the job or is a queue super user.
+    pub fn user_action(
+        &mut self,
+        user: &str,
+        super_users: &SuperUsers,
+        id: JobId,
+        action: UserAction,
+        now: i64,
+    ) -> Result<Change, QueueError> {
+        let ad = self.jobs.get(&id).ok_or(QueueError::NoSuchJob(id))?;
+        let verb = match action {
+            UserAction::Hold { .. } => "hold",
+            UserAction::Release { .. } => "release",
+            UserAction::Remove { .. } => "remove",
+        };
+        authz::may_act(user, id, ad, super_users, verb).map_err(QueueError::NotPermitted)?;
+        let via = |tool: &str, reason: Option<String>| {
+            reason
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| format!("via {tool} (by user {user})"))
+        };
+        let event = match action {
+            UserAction::Hold { reason, subcode } => JobEvent::Held {
+                reason: via("condor_hold", reason),
+                code: HoldCode::USER_REQUEST,
+                subcode,
+            },
+            UserAction::Release { reason } => JobEvent::Released {
+                reason: via("condor_release", reason),
+            },
+            UserAction::Remove { reason } => JobEvent::Removed {
+                reason: via("condor_rm", reason),
+            },
+        };
+        self.apply(id, event, now, &SystemPolicy::none())
+    }
+
+    /// The schedd's periodic evaluation of job policy at `now`, over every
+    /// job in the queue. For a job with a machine, `RemoteWallClockTime`
+    /// counts the current run while the expressions are evaluated, as the
+    /// shadow counts it, so `RemoteWallClockTime > 3600` fires during the
+    /// run rather than after it.
+    pub fn evaluate_periodic(&mut self, now: i64, system: &SystemPolicy) -> Vec<Change> {
+        let env = self.env(now);
+        let mut decisions = Vec::new();
+        for (id, ad) in &self.jobs {
+            let Some(status) = status_of(ad) else {
+                continue;
+            };
+            if matches!(status, JobStatus::Completed | JobStatus::Removed) {
+                continue;
+            }
+            // Jobs held while their input is spooled are left alone.
+            if status == JobStatus::Held
+                && literal(ad, attr::HOLD_REASON_CODE).and_then(|v| v.as_int())
+                    == Some(HoldCode::SPOOLING_INPUT.0)
+            {
+                continue;
+            }
+            let decision = if status.is_active() {
+                let mut running = ad.clone();
+                let mut e = Edit {
+                    ad: &mut running,
+                    touched: Vec::new(),
+                };
+                let run = current_run(&e, now);
+                e.add_time(attr::REMOTE_WALL_CLOCK_TIME, run);
+                policy::periodic(&running, status, system, &env)
+            } else {
+                policy::periodic(ad, status, system, &env)
+            };
+            if let Some(d) = decision {
+                decisions.push((*id, d));
+            }
+        }
+        let mut changes = Vec::new();
+        for (id, d) in decisions {
+            let event = match d {
+                PolicyAction::Hold {
+                    reason,
+                    code,
+                    subcode,
+                } => JobEvent::Held {
+                    reason,
+                    code,
+                    subcode,
+                },
+                PolicyAction::Release { reason } => JobEvent::Released { reason },
+                PolicyAction::Remove { reason } => JobEvent::Removed { reason },
+            };
+            if let Ok(c) = self.apply(id, event, now, system) {
+                changes.push(c);
+            }
+        }
+        changes
+    }
+}
+
+/// Seconds the current run has lasted (since the shadow started).
+fn current_run(e: &Edit<'_>, now: i64) -> i64 {
+    let start = e
+        .int(attr::SHADOW_BDAY)
+        .or_else(|| e.int(attr::JOB_CURRENT_START_DATE))
+        .unwrap_or(now);
+    (now - start).max(0)
+}
+
+fn end_suspension(e: &mut Edit<'_>, now: i64) {
+    let since = e.int(attr::LAST_SUSPENSION_TIME).unwrap_or(0);
+    if since > 0 {
+        e.add_time(attr::CUMULATIVE_SUSPENSION_TIME, (now - since).max(0));
+        e.set(attr::LAST_SUSPENSION_TIME, 0i64);
+    }
+}
+
+/// Ends the current run: the wall clock, CPU and byte totals grow, the
+/// machine is forgotten. `committed` says the run's work is kept (it
+/// exited, or checkpointed), so `CommittedTime` grows too. Returns the
+/// usage figures for the event log.
+fn end_run(e: &mut Edit<'_>, now: i64, committed: bool, report: &RunReport) -> Usage {
+    if e.status() == JobStatus::Suspended {
+        end_suspension(e, now);
+    }
+    let run = current_run(e, now);
+    e.add_time(attr::REMOTE_WALL_CLOCK_TIME, run);
+    e.add_time(attr::CUMULATIVE_SLOT_TIME, run);
+    if committed {
+        e.add_time(attr::COMMITTED_TIME, run);
+        e.add_time(attr::COMMITTED_SLOT_TIME, run);
+        e.add_time(attr::REMOTE_USER_CPU, report.remote_user_cpu);
+        e.add_time(attr::REMOTE_SYS_CPU, report.remote_sys_cpu);
+    }
+    e.add_time(attr::CUMULATIVE_REMOTE_USER_CPU, report.remote_user_cpu);
+    e.add_time(attr::CUMULATIVE_REMOTE_SYS_CPU, report.remote_sys_cpu);
+    let total_sent = literal(e.ad, "BytesSent")
+        .and_then(|v| v.as_number())
+        .unwrap_or(0.0)
+        + report.bytes_sent;
+    let total_received = literal(e.ad, "BytesRecvd")
+        .and_then(|v| v.as_number())
+        .unwrap_or(0.0)
+        + report.bytes_received;
+    e.set("BytesSent", total_sent);
+    e.set("BytesRecvd", total_received);
+    if let Some(host) = e.string(attr::REMOTE_HOST) {
+        e.set(attr::LAST_REMOTE_HOST, host);
+    }
+    e.remove(attr::REMOTE_HOST);
+    e.remove(attr::SHADOW_BDAY);
+    let cpu = |name: &str| {
+        literal(e.ad, name)
+            .and_then(|v| v.as_number())
+            .unwrap_or(0.0) as i64
+    };
+    Usage {
+        run_remote: Rusage {
+            user_secs: report.remote_user_cpu,
+            sys_secs: report.remote_sys_cpu,
+        },
+        run_local: Rusage::default(),
+        total_remote: Rusage {
+            user_secs: cpu(attr::CUMULATIVE_REMOTE_USER_CPU),
+            sys_secs: cpu(attr::CUMULATIVE_REMOTE_SYS_CPU),
+        },
+        total_local: Rusage::default(),
+        run_sent_bytes: report.bytes_sent,
+        run_received_bytes: report.bytes_received,
+        total_sent_bytes: total_sent,
+        total_received_bytes: total_received,
+        resources: report.resources.clone(),
+    }
+}
+
+/// `ExitBySignal` with `ExitCode` or `ExitSignal` (the other removed), and
+/// the old `ExitStatus`, as the shadow records an exit.
+fn record_exit(e: &mut Edit<'_>, how: &ExitHow) {
+    match how {
+        ExitHow::Code(c) => {
+            e.set(attr::EXIT_BY_SIGNAL, false);
+            e.set(attr::EXIT_CODE, *c);
+            e.set(attr::EXIT_STATUS, *c);
+            e.remove(attr::EXIT_SIGNAL);
+        }
+        ExitHow::Signal { signal, core_file } => {
+            e.set(attr::EXIT_BY_SIGNAL, true);
+            e.set(attr::EXIT_SIGNAL, *signal);
+            e.remove(attr::EXIT_CODE);
+            e.set(attr::JOB_CORE_DUMPED, core_file.is_some());
+        }
+    }
+}
+
+fn hold(e: &mut Edit<'_>, reason: &str, code: HoldCode, subcode: i64, now: i64) -> LogEvent {
+    e.set(attr::HOLD_REASON, reason);
+    e.set(attr::HOLD_REASON_CODE, code.0);
+    e.set(attr::HOLD_REASON_SUBCODE, subcode);
+    e.increment(attr::NUM_HOLDS);
+    // NumHoldsByReason = [ JobPolicy = 2; UserRequest = 1 ]
+    let mut by_reason = match e.ad.get(attr::NUM_HOLDS_BY_REASON) {
+        Some(classad::Expr::Ad(a)) => (**a).clone(),
+        _ => ClassAd::new(),
+    };
+    let label = code.label();
+    let n = match by_reason.get(label) {
+        Some(classad::Expr::Lit(Value::Int(n))) => *n,
+        _ => 0,
+    };
+    by_reason.insert_value(label, n + 1);
+    e.ad.insert(
+        attr::NUM_HOLDS_BY_REASON,
+        classad::Expr::Ad(std::sync::Arc::new(by_reason)),
+    );
+    e.touch(attr::NUM_HOLDS_BY_REASON);
+    e.set_status(JobStatus::Held, now);
+    LogEvent::Held {
+        reason: Some(reason.to_string()),
+        code: code.0,
+        subcode,
+    }
+}
+
+fn remove(e: &mut Edit<'_>, reason: &str, now: i64) -> LogEvent {
+    e.set(attr::REMOVE_REASON, reason);
+    e.set_status(JobStatus::Removed, now);
+    LogEvent::Aborted {
+        reason: Some(reason.to_string()),
+    }
+}
