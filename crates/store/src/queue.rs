@@ -1,0 +1,856 @@
+//! The store itself: opening (pragmas, lock, migrations), submission,
+//! updates, removal into the history, and reading back.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use classad::name::same_name;
+use classad::{AttrName, ClassAd, Expr, Value};
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
+
+use crate::error::{BadName, Error, Result};
+use crate::schema::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
+
+/// A job's identity in the queue, HTCondor's `cluster.proc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobId {
+    pub cluster: u32,
+    pub proc: u32,
+}
+
+impl JobId {
+    pub fn new(cluster: u32, proc: u32) -> JobId {
+        JobId { cluster, proc }
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.cluster, self.proc)
+    }
+}
+
+/// A queued job as read back from disk: its whole ad (cluster attributes
+/// overlaid with the job's own).
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub id: JobId,
+    pub ad: ClassAd,
+}
+
+/// One change to the queue. A slice of them given to [`Store::apply`] is
+/// committed all together or not at all.
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// Sets an attribute of one job (HTCondor's SetAttribute).
+    Set {
+        job: JobId,
+        name: String,
+        expr: Expr,
+    },
+    /// Deletes an attribute of one job; deleting an absent one is no error.
+    Delete { job: JobId, name: String },
+    /// Takes a job out of the queue and writes its final ad to the history,
+    /// as entering the history at `now` (epoch seconds; the caller's clock,
+    /// so the simulator and the tests decide what time it is).
+    ToHistory { job: JobId, now: i64 },
+}
+
+impl Op {
+    pub fn set(job: JobId, name: &str, expr: Expr) -> Op {
+        Op::Set {
+            job,
+            name: name.to_string(),
+            expr,
+        }
+    }
+
+    pub fn delete(job: JobId, name: &str) -> Op {
+        Op::Delete {
+            job,
+            name: name.to_string(),
+        }
+    }
+
+    pub fn to_history(job: JobId, now: i64) -> Op {
+        Op::ToHistory { job, now }
+    }
+}
+
+/// Which history records to read. Every field narrows; the default is all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HistoryQuery {
+    pub cluster: Option<u32>,
+    pub proc: Option<u32>,
+    /// The job's `Owner` (exact, case-sensitive as user names are).
+    pub owner: Option<String>,
+    /// Entered the history at or after this time (epoch seconds).
+    pub since: Option<i64>,
+    /// Entered the history before this time (epoch seconds).
+    pub until: Option<i64>,
+    /// At most this many records, newest first.
+    pub limit: Option<usize>,
+}
+
+/// A job in the history.
+#[derive(Clone, Debug)]
+pub struct HistoryRecord {
+    pub id: JobId,
+    /// The ad's `Owner`, when it was a string literal.
+    pub owner: Option<String>,
+    /// When the job entered the history (the `now` of its `ToHistory`).
+    pub entered: i64,
+    pub ad: ClassAd,
+}
+
+/// The job queue and its history in one SQLite file. See the crate docs for
+/// the guarantees.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    /// The next cluster id `reserve_cluster` hands out. On disk the counter
+    /// moves only when a cluster is submitted (in that transaction), so a
+    /// reservation costs no disk write; a reservation lost in a crash was
+    /// never acknowledged, so handing its id out again is harmless.
+    next_cluster: u32,
+    /// Ids handed out and not yet submitted: each may be submitted once.
+    reserved: BTreeSet<u32>,
+}
+
+/// The largest cluster id: HTCondor's ids are C `int`s.
+const MAX_CLUSTER: u32 = i32::MAX as u32;
+
+/// The stored text of an expression, as HTCondor prints it.
+fn unparse(e: &Expr) -> String {
+    let mut s = String::new();
+    classad::unparse::expr_into(&mut s, e);
+    s
+}
+
+fn ad_text(ad: &ClassAd) -> String {
+    let mut s = String::new();
+    classad::unparse::ad_into(&mut s, ad);
+    s
+}
+
+fn owner_of(ad: &ClassAd) -> Option<String> {
+    match ad.get("Owner") {
+        Some(Expr::Lit(Value::Str(s))) => Some(s.to_string()),
+        _ => None,
+    }
+}
+
+/// SQLite's "someone else holds the lock" codes.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+/// The error of a failed step of opening: another holder of the lock is
+/// [`Error::Locked`], anything else names the step.
+fn open_err(path: &Path, op: &str) -> impl FnOnce(rusqlite::Error) -> Error {
+    let path = path.to_path_buf();
+    let op = op.to_string();
+    move |source| {
+        if is_busy(&source) {
+            Error::Locked { path }
+        } else {
+            Error::Sqlite { path, op, source }
+        }
+    }
+}
+
+impl Store {
+    /// Opens the queue at `path`, creating it if absent, and brings its
+    /// schema up to date. Holds the file exclusively until the store is
+    /// dropped: a second `open` of the same file, from any process, is
+    /// [`Error::Locked`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        let existed = path.exists();
+        let sql = |op: &str| open_err(&path, op);
+        let conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql("opening the job queue"))?;
+        // No waiting for a lock: the only other holder can be another
+        // process that owns this queue, and it will not let go.
+        conn.busy_timeout(Duration::ZERO)
+            .map_err(sql("setting the busy timeout"))?;
+        // Exclusive before WAL, so the WAL index lives in this process's
+        // memory (no -shm file) and no other process can open the queue.
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
+            .map_err(sql("taking the job queue's lock"))?;
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            .map_err(sql("switching to write-ahead logging"))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::NotAStore {
+                path,
+                why: format!("it cannot use write-ahead logging (journal mode stayed {mode})"),
+            });
+        }
+        // FULL: the WAL is fsynced at every commit, so a commit that has
+        // returned survives a power failure, not only a crash of this
+        // process (NORMAL would give only the latter).
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(sql("setting synchronous=FULL"))?;
+        conn.set_prepared_statement_cache_capacity(32);
+
+        let mut store = Store {
+            conn,
+            path: path.clone(),
+            next_cluster: 1,
+            reserved: BTreeSet::new(),
+        };
+        store.migrate()?;
+        // A write now takes the exclusive lock at once (exclusive mode keeps
+        // it), rather than at the first submission, so a second schedd is
+        // refused at open.
+        store
+            .conn
+            .execute(
+                "UPDATE counters SET value = value WHERE name = 'next_cluster'",
+                [],
+            )
+            .map_err(sql("taking the job queue's lock"))?;
+        let next: i64 = store
+            .conn
+            .query_row(
+                "SELECT value FROM counters WHERE name = 'next_cluster'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sql("reading the next cluster id"))?;
+        store.next_cluster = u32::try_from(next)
+            .ok()
+            .filter(|n| (1..=MAX_CLUSTER + 1).contains(n))
+            .ok_or_else(|| Error::Corrupt {
+                path: store.path.clone(),
+                what: "the next cluster id".into(),
+                message: format!("{next} is not a cluster id"),
+            })?;
+        if !existed {
+            store.sync_parent_dir()?;
+        }
+        Ok(store)
+    }
+
+    /// A new file's directory entry must be durable too, or a power failure
+    /// could lose the whole queue. (SQLite syncs the directory for the WAL
+    /// it creates, but not for the main file.)
+    fn sync_parent_dir(&self) -> Result<()> {
+        let dir = match self.path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::File::open(&dir)
+            .and_then(|f| f.sync_all())
+            .map_err(|source| Error::Io {
+                path: dir,
+                op: "syncing the directory of a new job queue".into(),
+                source,
+            })
+    }
+
+    /// Names the path and the step; allocates only on failure, as it sits
+    /// on every row read.
+    fn err(&self, op: &'static str) -> impl FnOnce(rusqlite::Error) -> Error + '_ {
+        move |source| Error::Sqlite {
+            path: self.path.clone(),
+            op: op.to_string(),
+            source,
+        }
+    }
+
+    /// Applies the migrations this file lacks, each in its own transaction.
+    fn migrate(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        let sql = |op: &str| open_err(&path, op);
+        let version: i64 = self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(sql("reading the schema version"))?;
+        let app: i32 = self
+            .conn
+            .pragma_query_value(None, "application_id", |r| r.get(0))
+            .map_err(sql("reading the application id"))?;
+        if version == 0 {
+            let tables: i64 = self
+                .conn
+                .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
+                .map_err(sql("reading the schema"))?;
+            if tables > 0 || (app != 0 && app != APPLICATION_ID) {
+                return Err(Error::NotAStore {
+                    path,
+                    why: "it is an SQLite database with tables of its own".into(),
+                });
+            }
+        } else if app != APPLICATION_ID {
+            return Err(Error::NotAStore {
+                path,
+                why: format!("its application id is {app:#x}, not {APPLICATION_ID:#x}"),
+            });
+        }
+        if version > SCHEMA_VERSION {
+            return Err(Error::TooNew {
+                path,
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if version < 0 {
+            return Err(Error::NotAStore {
+                path,
+                why: format!("its schema version is {version}"),
+            });
+        }
+        for (i, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql("starting a schema migration"))?;
+            tx.execute_batch(migration)
+                .map_err(sql("migrating the schema"))?;
+            tx.pragma_update(None, "user_version", i as i64 + 1)
+                .map_err(sql("recording the schema version"))?;
+            tx.pragma_update(None, "application_id", APPLICATION_ID)
+                .map_err(sql("recording the application id"))?;
+            tx.commit().map_err(sql("committing a schema migration"))?;
+        }
+        Ok(())
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version this build writes.
+    pub fn schema_version() -> i64 {
+        SCHEMA_VERSION
+    }
+
+    /// The id the next `reserve_cluster` will return.
+    pub fn next_cluster_id(&self) -> u32 {
+        self.next_cluster
+    }
+
+    /// Hands out a new cluster id, for the caller to build the cluster's ads
+    /// with (`$(Cluster)`) and then pass to [`Store::submit_cluster`]. Ids
+    /// only grow, also across restarts; no disk write happens here.
+    pub fn reserve_cluster(&mut self) -> Result<u32> {
+        let cluster = self.next_cluster;
+        if cluster > MAX_CLUSTER {
+            return Err(Error::Corrupt {
+                path: self.path.clone(),
+                what: "the next cluster id".into(),
+                message: "every cluster id has been used".into(),
+            });
+        }
+        self.next_cluster = cluster + 1;
+        self.reserved.insert(cluster);
+        Ok(cluster)
+    }
+
+    /// Queues a whole cluster: `procs[i]` becomes job `cluster.i`. One
+    /// transaction: when this returns `Ok` every proc with every attribute
+    /// is on disk (fsynced); on `Err` (or a crash before return) none is.
+    pub fn submit_cluster(&mut self, cluster: u32, procs: &[ClassAd]) -> Result<()> {
+        if !self.reserved.contains(&cluster) {
+            return Err(Error::NotReserved {
+                path: self.path.clone(),
+                cluster,
+            });
+        }
+        if procs.is_empty() {
+            return Err(Error::EmptyCluster {
+                path: self.path.clone(),
+                cluster,
+            });
+        }
+        let texts: Vec<Vec<(&AttrName, String)>> = procs
+            .iter()
+            .map(|ad| ad.iter_inserted().map(|(n, e)| (n, unparse(e))).collect())
+            .collect();
+        for (p, attrs) in texts.iter().enumerate() {
+            if attrs.iter().any(|(n, _)| n.as_str().is_empty()) {
+                return Err(Error::BadAttribute {
+                    path: self.path.clone(),
+                    op: "submitting a cluster",
+                    job: JobId::new(cluster, p as u32),
+                    why: BadName::Empty,
+                });
+            }
+        }
+        let shared = Shared::find(&texts);
+
+        let op = format!("submitting cluster {cluster}");
+        let path = &self.path;
+        let sql = |source| Error::Sqlite {
+            path: path.clone(),
+            op: op.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        {
+            let mut job = tx
+                .prepare_cached("INSERT INTO jobs (cluster, proc) VALUES (?1, ?2)")
+                .map_err(sql)?;
+            let mut cluster_attr = tx
+                .prepare_cached(
+                    "INSERT INTO cluster_attrs (cluster, name, expr) VALUES (?1, ?2, ?3)",
+                )
+                .map_err(sql)?;
+            let mut job_attr = tx
+                .prepare_cached(
+                    "INSERT INTO job_attrs (cluster, proc, name, expr) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(sql)?;
+            for (k, (name, text)) in texts[0].iter().enumerate() {
+                if shared.common[k] {
+                    cluster_attr
+                        .execute(params![cluster, name.as_str(), text])
+                        .map_err(sql)?;
+                }
+            }
+            for (p, attrs) in texts.iter().enumerate() {
+                job.execute(params![cluster, p as u32]).map_err(sql)?;
+                for (k, (name, text)) in attrs.iter().enumerate() {
+                    if !shared.is_common(&texts[0], k, name) {
+                        job_attr
+                            .execute(params![cluster, p as u32, name.as_str(), text])
+                            .map_err(sql)?;
+                    }
+                }
+            }
+            tx.prepare_cached(
+                "UPDATE counters SET value = max(value, ?1) WHERE name = 'next_cluster'",
+            )
+            .map_err(sql)?
+            .execute(params![i64::from(cluster) + 1])
+            .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)?;
+        self.reserved.remove(&cluster);
+        Ok(())
+    }
+
+    /// Applies `ops` in order, in one transaction: all of them or, on any
+    /// error (a job not in the queue, an empty attribute name, the disk),
+    /// none. Batch the changes of one scheduling pass: each call costs one
+    /// fsync.
+    pub fn apply(&mut self, ops: &[Op]) -> Result<()> {
+        let path = &self.path;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|source| Error::Sqlite {
+                path: path.clone(),
+                op: "starting an update".into(),
+                source,
+            })?;
+        for op in ops {
+            apply_one(&tx, path, op)?;
+        }
+        tx.commit().map_err(|source| Error::Sqlite {
+            path: path.clone(),
+            op: "committing an update".into(),
+            source,
+        })
+    }
+
+    /// Sets and deletes attributes of one job, atomically.
+    pub fn update_job(&mut self, job: JobId, set: &[(&str, Expr)], delete: &[&str]) -> Result<()> {
+        let ops: Vec<Op> = set
+            .iter()
+            .map(|(n, e)| Op::set(job, n, e.clone()))
+            .chain(delete.iter().map(|n| Op::delete(job, n)))
+            .collect();
+        self.apply(&ops)
+    }
+
+    /// Moves jobs from the queue into the history, atomically.
+    pub fn move_to_history(&mut self, jobs: &[JobId], now: i64) -> Result<()> {
+        let ops: Vec<Op> = jobs.iter().map(|&j| Op::to_history(j, now)).collect();
+        self.apply(&ops)
+    }
+
+    /// One job's ad, or `None` when it is not in the queue.
+    pub fn job(&self, job: JobId) -> Result<Option<ClassAd>> {
+        read_job(&self.conn, &self.path, job)
+    }
+
+    /// How many jobs are queued.
+    pub fn queue_len(&self) -> Result<usize> {
+        self.conn
+            .query_row("SELECT count(*) FROM jobs", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as usize)
+            .map_err(self.err("counting the queued jobs"))
+    }
+
+    /// Every queued job, in (cluster, proc) order: what the schedd reads at
+    /// startup.
+    pub fn load_queue(&self) -> Result<Vec<Job>> {
+        let op = "reading the queue";
+        let mut clusters: Vec<(u32, ClassAd)> = Vec::new();
+        {
+            let mut st = self
+                .conn
+                .prepare("SELECT cluster, name, expr FROM cluster_attrs ORDER BY cluster")
+                .map_err(self.err(op))?;
+            let mut rows = st.query([]).map_err(self.err(op))?;
+            while let Some(row) = rows.next().map_err(self.err(op))? {
+                let cluster: u32 = row.get(0).map_err(self.err(op))?;
+                let name: String = row.get(1).map_err(self.err(op))?;
+                let text: String = row.get(2).map_err(self.err(op))?;
+                let expr = parse_stored(&self.path, &text, || {
+                    format!("attribute {name} of cluster {cluster}")
+                })?;
+                if clusters.last().map(|c| c.0) != Some(cluster) {
+                    clusters.push((cluster, ClassAd::new()));
+                }
+                clusters
+                    .last_mut()
+                    .expect("pushed above")
+                    .1
+                    .insert(name.as_str(), expr);
+            }
+        }
+        let mut jobs: Vec<Job> = Vec::new();
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT j.cluster, j.proc, a.name, a.expr FROM jobs j \
+                 LEFT JOIN job_attrs a ON a.cluster = j.cluster AND a.proc = j.proc \
+                 ORDER BY j.cluster, j.proc",
+            )
+            .map_err(self.err(op))?;
+        let mut rows = st.query([]).map_err(self.err(op))?;
+        let mut next_cluster_ad = 0;
+        while let Some(row) = rows.next().map_err(self.err(op))? {
+            let id = JobId::new(
+                row.get(0).map_err(self.err(op))?,
+                row.get(1).map_err(self.err(op))?,
+            );
+            if jobs.last().map(|j| j.id) != Some(id) {
+                // Both queries run in cluster order: walk the clusters along.
+                while next_cluster_ad < clusters.len() && clusters[next_cluster_ad].0 < id.cluster {
+                    next_cluster_ad += 1;
+                }
+                let ad = match clusters.get(next_cluster_ad) {
+                    Some((c, ad)) if *c == id.cluster => ad.clone(),
+                    _ => ClassAd::new(),
+                };
+                jobs.push(Job { id, ad });
+            }
+            let name: Option<String> = row.get(2).map_err(self.err(op))?;
+            let text: Option<String> = row.get(3).map_err(self.err(op))?;
+            let ad = &mut jobs.last_mut().expect("pushed above").ad;
+            overlay(&self.path, ad, id, name, text)?;
+        }
+        Ok(jobs)
+    }
+
+    /// History records matching `q`, newest first.
+    pub fn history(&self, q: &HistoryQuery) -> Result<Vec<HistoryRecord>> {
+        let op = "reading the history";
+        let mut sql = String::from("SELECT cluster, proc, owner, entered, ad FROM history WHERE 1");
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        let mut clause = |text: &str, v: rusqlite::types::Value| {
+            args.push(v);
+            sql.push_str(&format!(" AND {text} ?{}", args.len()));
+        };
+        if let Some(c) = q.cluster {
+            clause("cluster =", i64::from(c).into());
+        }
+        if let Some(p) = q.proc {
+            clause("proc =", i64::from(p).into());
+        }
+        if let Some(o) = &q.owner {
+            clause("owner =", o.clone().into());
+        }
+        if let Some(t) = q.since {
+            clause("entered >=", t.into());
+        }
+        if let Some(t) = q.until {
+            clause("entered <", t.into());
+        }
+        sql.push_str(" ORDER BY seq DESC");
+        if let Some(n) = q.limit {
+            sql.push_str(&format!(" LIMIT {}", n.min(i64::MAX as usize)));
+        }
+        let mut st = self.conn.prepare(&sql).map_err(self.err(op))?;
+        let mut rows = st
+            .query(rusqlite::params_from_iter(args))
+            .map_err(self.err(op))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(self.err(op))? {
+            let id = JobId::new(
+                row.get(0).map_err(self.err(op))?,
+                row.get(1).map_err(self.err(op))?,
+            );
+            let text: String = row.get(4).map_err(self.err(op))?;
+            let ad = ClassAd::parse(&text).map_err(|e| Error::Corrupt {
+                path: self.path.clone(),
+                what: format!("the history ad of job {id}"),
+                message: e.to_string(),
+            })?;
+            out.push(HistoryRecord {
+                id,
+                owner: row.get(2).map_err(self.err(op))?,
+                entered: row.get(3).map_err(self.err(op))?,
+                ad,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Forgets history records that entered before `before`; returns how
+    /// many (HTCondor rotates its history file for the same reason).
+    pub fn prune_history(&mut self, before: i64) -> Result<usize> {
+        self.conn
+            .execute("DELETE FROM history WHERE entered < ?1", params![before])
+            .map_err(self.err("pruning the history"))
+    }
+}
+
+/// Which attributes of a cluster's first proc every proc shares, with the
+/// same expression text: those are stored once, for the cluster.
+struct Shared {
+    common: Vec<bool>,
+}
+
+impl Shared {
+    fn find(texts: &[Vec<(&AttrName, String)>]) -> Shared {
+        let first = &texts[0];
+        let mut common = vec![true; first.len()];
+        for other in &texts[1..] {
+            for (k, (name, text)) in first.iter().enumerate() {
+                if common[k] {
+                    common[k] = lookup(other, k, name).is_some_and(|t| t == text);
+                }
+            }
+        }
+        Shared { common }
+    }
+
+    /// Whether the attribute at position `k` of a proc, named `name`, is
+    /// stored for the cluster.
+    fn is_common(&self, first: &[(&AttrName, String)], k: usize, name: &AttrName) -> bool {
+        match first.get(k) {
+            Some((n, _)) if same_name(n.as_str(), name.as_str()) => self.common[k],
+            _ => first
+                .iter()
+                .position(|(n, _)| same_name(n.as_str(), name.as_str()))
+                .is_some_and(|i| self.common[i]),
+        }
+    }
+}
+
+/// The text of `name` in `attrs`, looked for first at position `k`: the
+/// procs of one submission list their attributes in the same order.
+fn lookup<'a>(attrs: &'a [(&AttrName, String)], k: usize, name: &AttrName) -> Option<&'a String> {
+    match attrs.get(k) {
+        Some((n, t)) if same_name(n.as_str(), name.as_str()) => Some(t),
+        _ => attrs
+            .iter()
+            .find(|(n, _)| same_name(n.as_str(), name.as_str()))
+            .map(|(_, t)| t),
+    }
+}
+
+fn parse_stored(path: &Path, text: &str, what: impl FnOnce() -> String) -> Result<Expr> {
+    classad::parse_expr(text).map_err(|e| Error::Corrupt {
+        path: path.to_path_buf(),
+        what: what(),
+        message: e.to_string(),
+    })
+}
+
+/// Puts one `job_attrs` row over a job's ad: a value replaces, a NULL
+/// deletes the cluster's attribute for this job.
+fn overlay(
+    path: &Path,
+    ad: &mut ClassAd,
+    id: JobId,
+    name: Option<String>,
+    text: Option<String>,
+) -> Result<()> {
+    let Some(name) = name else {
+        return Ok(());
+    };
+    match text {
+        Some(text) => {
+            let expr = parse_stored(path, &text, || format!("attribute {name} of job {id}"))?;
+            ad.insert(name.as_str(), expr);
+        }
+        None => {
+            ad.remove(&name);
+        }
+    }
+    Ok(())
+}
+
+fn job_exists(conn: &Connection, job: JobId) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT 1 FROM jobs WHERE cluster = ?1 AND proc = ?2")?
+        .query_row(params![job.cluster, job.proc], |_| Ok(()))
+        .optional()
+        .map(|r| r.is_some())
+}
+
+fn read_job(conn: &Connection, path: &Path, job: JobId) -> Result<Option<ClassAd>> {
+    let sql = |source| Error::Sqlite {
+        path: path.to_path_buf(),
+        op: format!("reading job {job}"),
+        source,
+    };
+    if !job_exists(conn, job).map_err(sql)? {
+        return Ok(None);
+    }
+    let mut ad = ClassAd::new();
+    let mut st = conn
+        .prepare_cached("SELECT name, expr FROM cluster_attrs WHERE cluster = ?1")
+        .map_err(sql)?;
+    let mut rows = st.query(params![job.cluster]).map_err(sql)?;
+    while let Some(row) = rows.next().map_err(sql)? {
+        let name: String = row.get(0).map_err(sql)?;
+        let text: String = row.get(1).map_err(sql)?;
+        let expr = parse_stored(path, &text, || {
+            format!("attribute {name} of cluster {}", job.cluster)
+        })?;
+        ad.insert(name.as_str(), expr);
+    }
+    let mut st = conn
+        .prepare_cached("SELECT name, expr FROM job_attrs WHERE cluster = ?1 AND proc = ?2")
+        .map_err(sql)?;
+    let mut rows = st.query(params![job.cluster, job.proc]).map_err(sql)?;
+    while let Some(row) = rows.next().map_err(sql)? {
+        overlay(
+            path,
+            &mut ad,
+            job,
+            row.get(0).map_err(sql)?,
+            row.get(1).map_err(sql)?,
+        )?;
+    }
+    Ok(Some(ad))
+}
+
+fn apply_one(conn: &Connection, path: &Path, op: &Op) -> Result<()> {
+    let (job, what) = match op {
+        Op::Set { job, .. } => (*job, "setting an attribute"),
+        Op::Delete { job, .. } => (*job, "deleting an attribute"),
+        Op::ToHistory { job, .. } => (*job, "moving a job to the history"),
+    };
+    let sql = |source| Error::Sqlite {
+        path: path.to_path_buf(),
+        op: format!("{what} of job {job}"),
+        source,
+    };
+    let missing = || Error::NoSuchJob {
+        path: path.to_path_buf(),
+        op: what,
+        job,
+    };
+    let check_name = |name: &str| {
+        if name.is_empty() {
+            Err(Error::BadAttribute {
+                path: path.to_path_buf(),
+                op: what,
+                job,
+                why: BadName::Empty,
+            })
+        } else {
+            Ok(())
+        }
+    };
+    match op {
+        Op::Set { name, expr, .. } => {
+            check_name(name)?;
+            if !job_exists(conn, job).map_err(sql)? {
+                return Err(missing());
+            }
+            conn.prepare_cached(
+                "INSERT INTO job_attrs (cluster, proc, name, expr) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (cluster, proc, name) DO UPDATE SET expr = excluded.expr",
+            )
+            .map_err(sql)?
+            .execute(params![job.cluster, job.proc, name, unparse(expr)])
+            .map_err(sql)?;
+        }
+        Op::Delete { name, .. } => {
+            check_name(name)?;
+            if !job_exists(conn, job).map_err(sql)? {
+                return Err(missing());
+            }
+            let in_cluster = conn
+                .prepare_cached("SELECT 1 FROM cluster_attrs WHERE cluster = ?1 AND name = ?2")
+                .map_err(sql)?
+                .query_row(params![job.cluster, name], |_| Ok(()))
+                .optional()
+                .map_err(sql)?
+                .is_some();
+            if in_cluster {
+                // The cluster still has it for the other procs: hide it here.
+                conn.prepare_cached(
+                    "INSERT INTO job_attrs (cluster, proc, name, expr) VALUES (?1, ?2, ?3, NULL) \
+                     ON CONFLICT (cluster, proc, name) DO UPDATE SET expr = NULL",
+                )
+                .map_err(sql)?
+                .execute(params![job.cluster, job.proc, name])
+                .map_err(sql)?;
+            } else {
+                conn.prepare_cached(
+                    "DELETE FROM job_attrs WHERE cluster = ?1 AND proc = ?2 AND name = ?3",
+                )
+                .map_err(sql)?
+                .execute(params![job.cluster, job.proc, name])
+                .map_err(sql)?;
+            }
+        }
+        Op::ToHistory { now, .. } => {
+            let ad = read_job(conn, path, job)?.ok_or_else(missing)?;
+            conn.prepare_cached(
+                "INSERT INTO history (cluster, proc, owner, entered, ad) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .map_err(sql)?
+            .execute(params![job.cluster, job.proc, owner_of(&ad), now, ad_text(&ad)])
+            .map_err(sql)?;
+            conn.prepare_cached("DELETE FROM job_attrs WHERE cluster = ?1 AND proc = ?2")
+                .map_err(sql)?
+                .execute(params![job.cluster, job.proc])
+                .map_err(sql)?;
+            conn.prepare_cached("DELETE FROM jobs WHERE cluster = ?1 AND proc = ?2")
+                .map_err(sql)?
+                .execute(params![job.cluster, job.proc])
+                .map_err(sql)?;
+            let others = conn
+                .prepare_cached("SELECT 1 FROM jobs WHERE cluster = ?1 LIMIT 1")
+                .map_err(sql)?
+                .query_row(params![job.cluster], |_| Ok(()))
+                .optional()
+                .map_err(sql)?
+                .is_some();
+            if !others {
+                // The last proc has left: the cluster's ad goes with it (its
+                // id stays used: the counter never goes back).
+                conn.prepare_cached("DELETE FROM cluster_attrs WHERE cluster = ?1")
+                    .map_err(sql)?
+                    .execute(params![job.cluster])
+                    .map_err(sql)?;
+            }
+        }
+    }
+    Ok(())
+}

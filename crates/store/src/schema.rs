@@ -1,0 +1,82 @@
+//! The schema and its migrations.
+//!
+//! The schema version is SQLite's `PRAGMA user_version`: it lives in the
+//! database header, so it changes in the same transaction as the tables it
+//! describes. `MIGRATIONS[i]` takes a database from version `i` to `i + 1`;
+//! each runs in its own transaction at open, so a crash mid-migration leaves
+//! the previous version intact. Migrations are append-only: never edit one
+//! that has shipped, add the next.
+//!
+//! `PRAGMA application_id` marks the file as ours, so that pointing the
+//! schedd at some other SQLite database is an error rather than a migration
+//! that scribbles tables into it.
+
+/// "FCJQ" (ferrocondor job queue) as a big-endian integer.
+pub const APPLICATION_ID: i32 = 0x4643_4A51;
+
+/// The version this build writes: the number of migrations.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Version 1, the layout, and why:
+///
+/// * A job's ad is its cluster's attributes (`cluster_attrs`) overlaid with
+///   its own (`job_attrs`), as HTCondor's cluster and proc ads: the
+///   attributes every proc of a submitted cluster shares are written once,
+///   so a 1,000-proc cluster costs little more than one job (see the
+///   benchmark). A `job_attrs` row with a NULL `expr` deletes, for that job,
+///   an attribute its cluster has.
+/// * One row per attribute, holding the unparsed expression, so an update
+///   of a few attributes writes a few small rows rather than rewriting an
+///   ad; names compare case-insensitively (`NOCASE` is ASCII folding, as
+///   ClassAd names), and the first spelling is kept.
+/// * `WITHOUT ROWID` keeps the rows of one job (and one cluster) together in
+///   key order, so reading a job back is one short range scan.
+/// * `jobs` says which procs exist: a job whose attributes are all its
+///   cluster's has no `job_attrs` row at all.
+/// * History is write-once: a whole ad as one text, indexed by job, owner
+///   and the time it entered the history.
+/// * `counters.next_cluster` only grows, and survives the removal of every
+///   job, so a cluster id is never handed out twice.
+const V1: &str = "
+CREATE TABLE counters (
+    name  TEXT PRIMARY KEY NOT NULL,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO counters (name, value) VALUES ('next_cluster', 1);
+
+CREATE TABLE jobs (
+    cluster INTEGER NOT NULL,
+    proc    INTEGER NOT NULL,
+    PRIMARY KEY (cluster, proc)
+) WITHOUT ROWID;
+
+CREATE TABLE cluster_attrs (
+    cluster INTEGER NOT NULL,
+    name    TEXT NOT NULL COLLATE NOCASE,
+    expr    TEXT NOT NULL,
+    PRIMARY KEY (cluster, name)
+) WITHOUT ROWID;
+
+CREATE TABLE job_attrs (
+    cluster INTEGER NOT NULL,
+    proc    INTEGER NOT NULL,
+    name    TEXT NOT NULL COLLATE NOCASE,
+    expr    TEXT,
+    PRIMARY KEY (cluster, proc, name)
+) WITHOUT ROWID;
+
+CREATE TABLE history (
+    seq     INTEGER PRIMARY KEY,
+    cluster INTEGER NOT NULL,
+    proc    INTEGER NOT NULL,
+    owner   TEXT,
+    entered INTEGER NOT NULL,
+    ad      TEXT NOT NULL
+);
+CREATE INDEX history_by_job ON history (cluster, proc);
+CREATE INDEX history_by_owner ON history (owner, entered);
+CREATE INDEX history_by_time ON history (entered);
+";
+
+/// Every migration, oldest first.
+pub const MIGRATIONS: &[&str] = &[V1];
