@@ -61,6 +61,8 @@ pub enum Error {
     Lookup(config::LookupError),
     /// A submit description that cannot be turned into jobs.
     Submit(submit::SubmitError),
+    /// The schedd's submit requirements refuse the submission.
+    Refused(String),
     /// A request that makes no sense as given.
     Usage(String),
     /// A line of a vectors file that is not a JSON object.
@@ -121,6 +123,7 @@ impl fmt::Display for Error {
             Error::Config(e) => write!(f, "configuration error: {e}"),
             Error::Lookup(e) => write!(f, "configuration error: {e}"),
             Error::Submit(e) => write!(f, "{e}"),
+            Error::Refused(m) => write!(f, "submission refused: {m}"),
             Error::Usage(m) => write!(f, "usage: {m}"),
         }
     }

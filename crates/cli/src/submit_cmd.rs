@@ -53,9 +53,38 @@ pub fn run(
     opts.append = a.append.clone();
     opts.environment = host.env_vars();
     opts.random_seed = host.random_seed();
-    let submission = submit::submit(&text, &opts, &config, &SubmitFiles).map_err(Error::Submit)?;
+    let mut submission =
+        submit::submit(&text, &opts, &config, &SubmitFiles).map_err(Error::Submit)?;
     for w in &submission.warnings {
         writeln!(diag, "{w}")?;
+    }
+    // What the schedd would do to them before queueing: its job transforms,
+    // then its submit requirements (a failed one refuses the submission).
+    // The schedd also sets Owner; a dry run leaves it as submit made it,
+    // so its output compares with condor_submit's.
+    let policy =
+        schedd::SubmitPolicy::from_config(&config).map_err(|e| Error::Usage(e.to_string()))?;
+    let env = classad::Env::at(a.qdate.unwrap_or(now));
+    let mut schedd_ad = classad::ClassAd::new();
+    schedd_ad.insert_value("MyType", "Scheduler");
+    schedd_ad.insert_value(
+        "Name",
+        config
+            .get("FULL_HOSTNAME")
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+            .as_str(),
+    );
+    for job in &mut submission.jobs {
+        for note in policy.transforms.apply(job, &env) {
+            writeln!(diag, "transform: {note}")?;
+        }
+        match policy.requirements.check(job, &schedd_ad, &env) {
+            Ok(Some(warning)) => writeln!(diag, "WARNING: {warning}")?,
+            Ok(None) => {}
+            Err(refused) => return Err(Error::Refused(refused.to_string())),
+        }
     }
     if a.json {
         let list: Vec<serde_json::Value> = submission

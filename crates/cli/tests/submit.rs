@@ -166,3 +166,53 @@ fn dry_run_prints_old_syntax_ads_and_errors_name_the_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("submit.sub:1: universe:"));
 }
+
+fn submit_with(dir: &Path, config: &str, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrocondor"));
+    cmd.arg("submit")
+        .args(args)
+        .current_dir(dir)
+        .env("CONDOR_CONFIG", config);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("_CONDOR_") || k == "FERROCONDOR_CONFIG" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn dry_run_applies_the_schedds_transforms_and_submit_requirements() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/submit");
+    // Enough memory: transformed, with the warning of the second requirement.
+    let o = submit_with(
+        &dir,
+        "schedd.conf",
+        &["job.sub", "--dry-run", "-a", "MEM = 512"],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(out.contains("Site = \"bo.infn.it\"\n"), "{out}");
+    assert!(out.contains("RequestMemory = 512\n"), "{out}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("It is recommended to request at least 1 GiB."),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Too little memory: refused with the requirement's reason.
+    let o = submit_with(
+        &dir,
+        "schedd.conf",
+        &["job.sub", "--dry-run", "-a", "MEM = 32"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "submission refused: The job requested too little memory.\n"
+    );
+}
