@@ -261,6 +261,16 @@ impl Transform {
                     format!("`{word}` is not a transform statement; expected SET, DEFAULT, EVALSET, EVALMACRO, COPY, RENAME, DELETE, REQUIREMENTS, NAME or `name = value`"),
                 ));
             };
+            if matches!(keyword, Keyword::Universe | Keyword::Transform) {
+                // Restricting a transform to a universe, and repeating it
+                // over a list, change which jobs it touches: refuse rather
+                // than silently apply it to every job.
+                return Err(err(
+                    n,
+                    trimmed,
+                    format!("`{word}` in a job transform is not supported yet; use REQUIREMENTS (e.g. `REQUIREMENTS JobUniverse == 5`) to choose the jobs"),
+                ));
+            }
             let (args, regex_ok) = keyword.shape();
             if keyword == Keyword::Requirements {
                 t.requirements = Some(rest.trim().to_string());

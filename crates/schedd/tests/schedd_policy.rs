@@ -344,3 +344,14 @@ fn the_schedd_sets_the_owner() {
     let id = r.unwrap().jobs[0];
     assert_eq!(show(&q, id, "Owner").as_deref(), Some("\"alice\""));
 }
+
+#[test]
+fn transform_statements_we_do_not_support_are_refused_not_ignored() {
+    for text in [
+        "UNIVERSE vanilla\nSET Site \"x\"",
+        "TRANSFORM 2\nSET Site \"x\"",
+    ] {
+        let e = schedd::Transform::parse("T", text).unwrap_err();
+        assert!(e.to_string().contains("not supported yet"), "{e}");
+    }
+}
