@@ -1886,3 +1886,27 @@ fn every_example_loads_and_opens_with_what_it_is_and_how_to_use_it() {
         assert!(c.files().iter().any(|f| f == name), "{name} was not read");
     }
 }
+
+// ===========================================================================
+// Interactive jobs (interactive-jobs.conf)
+
+/// "presume that slot 1 prefers interactive jobs. Set the machine's RANK
+/// to show the preference": slot 1 ranks an interactive job above others;
+/// other slots rank every job alike.
+#[test]
+fn slot_one_prefers_interactive_jobs() {
+    let c = stack(&["default.conf", "interactive-jobs.conf"]);
+    let interactive = job(&[("InteractiveJob", "True")]);
+    let batch = job(&[]);
+    let slot1 = machine(&[("SlotID", "1")]);
+    let slot2 = machine(&[("SlotID", "2")]);
+    let rank = |m: &ClassAd, j: &ClassAd| eval(&c, "RANK", m, Some(j)).as_bool();
+    assert_eq!(rank(&slot1, &interactive), Some(true));
+    assert_eq!(rank(&slot1, &batch), Some(false));
+    assert_eq!(rank(&slot2, &interactive), Some(false));
+    // START is the policy's, for every slot.
+    assert_eq!(
+        value(&c, "START"),
+        value(&stack(&["default.conf"]), "START")
+    );
+}
