@@ -69,6 +69,12 @@ use Kind::*;
 /// `$(DETECTED_MEMORY)`) expand through the host trait.
 pub static PARAMS: &[Param] = &[
     p(
+        "ACCOUNTANT_LOCAL_DOMAIN",
+        "",
+        Text,
+        "The local UID domain for the accountant; submitters from other domains get REMOTE_PRIO_FACTOR (unset: everyone is local).",
+    ),
+    p(
         "ActivityTimer",
         "(time() - EnteredCurrentActivity)",
         Expression,
@@ -991,6 +997,12 @@ pub static PARAMS: &[Param] = &[
         "",
         Expression,
         "Slots failing this are never matched.",
+    ),
+    p(
+        "NEGOTIATOR_STRICT_ENFORCE_QUOTA",
+        "",
+        Boolean,
+        "Whether a group's limit is capped by the quota left in ancestors that accept no surplus (HTCondor's code falls back to true).",
     ),
     p(
         "NEGOTIATOR_USE_SLOT_WEIGHTS",
