@@ -1,1 +1,1525 @@
-//! (being written)
+//! The negotiation cycle, as HTCondor's negotiator runs it, as a pure
+//! function from a snapshot to a plan.
+//!
+//! Inputs: the slot ads, the idle jobs of each submitter, the submitters'
+//! priorities ([`Priorities`]), the concurrency limits ([`Limits`]), the
+//! negotiator's policy ([`Policy`], read from the configuration) and `now`.
+//! Output: a [`Plan`]: the matches (plain, or preempting a claim for the
+//! machine's RANK or for user priority, with the preempted user), and for
+//! every autocluster left with idle jobs, why (HTCondor's rejection reason
+//! plus Nomad-style counts of what each step dropped, the basis of
+//! `q -better-analyze`). Nothing is committed: the caller sends the matches.
+//!
+//! The shape follows `matchmaker.cpp` (read for semantics, not copied):
+//!
+//! - **Pie spins.** Submitters are served in order of effective priority,
+//!   lowest (best) first. Each spin gives each submitter its share of the
+//!   pool (`share = (1/prio) / Σ(1/prio)` of the total slot weight) less
+//!   what it already uses; spins repeat while a spin made a match or a
+//!   submitter ran out of jobs. Within its limit a submitter may round up
+//!   once per spin (the crumbs rule). Past its limit it may still take
+//!   slots whose RANK strictly prefers its job (startd RANK preemption is
+//!   not charged against fair share).
+//! - **Jobs** of a submitter go in its order: `JobPrio` descending, then
+//!   `QDate`, `ClusterId`, `ProcId`. A job that finds nothing rejects its
+//!   whole autocluster for the rest of the spin, as the schedd does.
+//! - **Autoclusters** ([`crate::autocluster`]): one sorted candidate list
+//!   (HTCondor's MatchList) per submitter and autocluster, built once from
+//!   slot classes, popped for each job.
+//! - **Candidates**: a symmetric match; unclaimed slots, and claimed slots
+//!   only by preemption: RANK (`MY.Rank > MY.CurrentRank`) or user priority
+//!   (the running user's priority at least `PRIORITY_DELTA` worse,
+//!   `PREEMPTION_REQUIREMENTS` true with MY = slot and TARGET = job, and
+//!   `MY.Rank >= MY.CurrentRank`). Sorted by `NEGOTIATOR_PRE_JOB_RANK`, the
+//!   job's Rank, `NEGOTIATOR_POST_JOB_RANK`, then no preemption before RANK
+//!   preemption before priority preemption, then `PREEMPTION_RANK`; larger
+//!   is better in each.
+//! - **Trimming**: `NEGOTIATOR_CONSIDER_PREEMPTION = false` drops claimed
+//!   slots; claimed slots with `RetirementTimeRemaining > 0` are dropped
+//!   unless `NEGOTIATOR_CONSIDER_EARLY_PREEMPTION`; with
+//!   `ALLOW_PSLOT_PREEMPTION` dynamic slots are preempted only through
+//!   their partitionable slot.
+//! - **Partitionable slots** stay on offer while they have room
+//!   ([`crate::pslot`]).
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use classad::{ClassAd, Env, Expr, Value};
+use config::{Config, ParamError};
+
+use crate::autocluster::{Clusters, SignificantAttrs};
+use crate::pslot;
+
+/// How much worse (numerically larger) the running user's effective
+/// priority must be before a better user may preempt it for priority; the
+/// `PriorityDelta` of HTCondor's matchmaker, which is not configurable.
+pub const PRIORITY_DELTA: f64 = 0.5;
+
+/// HTCondor's "no value" for a negotiator rank: `-FLT_MAX`.
+const NO_RANK: f64 = -(f32::MAX as f64);
+
+/// What the cycle needs from the accountant.
+pub trait Priorities {
+    /// The submitter's effective user priority; lower is better.
+    fn effective_priority(&self, submitter: &str) -> f64;
+    /// The weighted resources the submitter's claims use at the start of
+    /// the cycle (counted against its fair share).
+    fn resources_in_use(&self, submitter: &str) -> f64;
+}
+
+/// What the cycle needs from the concurrency limits.
+pub trait Limits {
+    /// Whether matching `job` to `machine` stays within every limit the job
+    /// names (its `ConcurrencyLimits`, evaluated against the machine).
+    fn fits(&self, job: &ClassAd, machine: &ClassAd) -> bool;
+    /// Counts the match against the limits.
+    fn take(&mut self, job: &ClassAd, machine: &ClassAd);
+    /// The limits that stop the match, for the rejection reason.
+    fn exceeded(&self, _job: &ClassAd, _machine: &ClassAd) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// No concurrency limits at all.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoLimits;
+
+impl Limits for NoLimits {
+    fn fits(&self, _job: &ClassAd, _machine: &ClassAd) -> bool {
+        true
+    }
+    fn take(&mut self, _job: &ClassAd, _machine: &ClassAd) {}
+}
+
+/// The negotiator's configuration, read once per cycle.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    pub consider_preemption: bool,
+    pub consider_early_preemption: bool,
+    pub allow_pslot_preemption: bool,
+    pub ignore_user_priorities: bool,
+    pub use_slot_weights: bool,
+    pub pre_job_rank: Option<Expr>,
+    pub post_job_rank: Option<Expr>,
+    pub preemption_requirements: Option<Expr>,
+    pub preemption_rank: Option<Expr>,
+    pub slot_weight: Option<Expr>,
+    pub slot_constraint: Option<Expr>,
+    pub job_constraint: Option<Expr>,
+}
+
+impl Policy {
+    /// Reads the negotiator's parameters (HTCondor's defaults apply).
+    pub fn from_config(config: &Config) -> Result<Policy, ParamError> {
+        Ok(Policy {
+            consider_preemption: config
+                .boolean("NEGOTIATOR_CONSIDER_PREEMPTION")?
+                .unwrap_or(true),
+            consider_early_preemption: config
+                .boolean("NEGOTIATOR_CONSIDER_EARLY_PREEMPTION")?
+                .unwrap_or(false),
+            allow_pslot_preemption: config.boolean("ALLOW_PSLOT_PREEMPTION")?.unwrap_or(false),
+            ignore_user_priorities: config
+                .boolean("NEGOTIATOR_IGNORE_USER_PRIORITIES")?
+                .unwrap_or(false),
+            use_slot_weights: config
+                .boolean("NEGOTIATOR_USE_SLOT_WEIGHTS")?
+                .unwrap_or(true),
+            pre_job_rank: config.expression("NEGOTIATOR_PRE_JOB_RANK")?,
+            post_job_rank: config.expression("NEGOTIATOR_POST_JOB_RANK")?,
+            preemption_requirements: config.expression("PREEMPTION_REQUIREMENTS")?,
+            preemption_rank: config.expression("PREEMPTION_RANK")?,
+            slot_weight: config.expression("SLOT_WEIGHT")?,
+            slot_constraint: config.expression("NEGOTIATOR_SLOT_CONSTRAINT")?,
+            job_constraint: config.expression("NEGOTIATOR_JOB_CONSTRAINT")?,
+        })
+    }
+}
+
+/// One submitter's idle jobs, in any order (the cycle sorts them).
+#[derive(Clone, Debug)]
+pub struct SubmitterJobs<'a> {
+    pub name: String,
+    pub jobs: Vec<&'a ClassAd>,
+}
+
+/// How a match gets its slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MatchKind {
+    /// An unclaimed slot (or room in a partitionable slot).
+    Plain,
+    /// The slot's RANK prefers the new job strictly to its current one.
+    RankPreemption,
+    /// The running user's priority is worse, and PREEMPTION_REQUIREMENTS allows it.
+    PriorityPreemption,
+}
+
+/// A claim the match preempts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Preempted {
+    /// Index of the claimed slot in the cycle's slot list.
+    pub slot: usize,
+    pub slot_name: String,
+    /// The user whose claim is preempted.
+    pub user: String,
+}
+
+/// One match of the plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Match {
+    /// Index of the submitter in the cycle's input.
+    pub submitter: usize,
+    /// Index of the job in that submitter's `jobs`.
+    pub job: usize,
+    pub cluster: i64,
+    pub proc: i64,
+    /// Index of the slot in the cycle's slot list.
+    pub slot: usize,
+    pub slot_name: String,
+    pub kind: MatchKind,
+    /// Claims this match preempts: the slot's own claim, or dynamic slots
+    /// of a partitionable slot (pslot preemption).
+    pub preempted: Vec<Preempted>,
+    /// What the match counts against the submitter's fair share.
+    pub cost: f64,
+    /// The autocluster (an index into [`Plan::autoclusters`]).
+    pub autocluster: usize,
+    /// For a partitionable slot: what the match takes from it.
+    pub takes: Vec<pslot::Take>,
+}
+
+/// Why an autocluster's jobs did not match, as HTCondor words its
+/// rejection (most specific first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// `NEGOTIATOR_JOB_CONSTRAINT` is not true for the job.
+    JobConstraint,
+    /// "concurrency limit NAME reached".
+    ConcurrencyLimit(Vec<String>),
+    /// "PREEMPTION_REQUIREMENTS == False".
+    PreemptionRequirements,
+    /// "insufficient priority".
+    InsufficientPriority,
+    /// "submitter limit exceeded": the submitter used its fair share.
+    SubmitterLimit,
+    /// "no match found".
+    NoMatch,
+}
+
+/// What each step dropped, counted in slots (Nomad's AllocMetric).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Metrics {
+    /// Slots considered (after the cycle's trimming).
+    pub slots_considered: u64,
+    /// The job's Requirements were not true for the slot.
+    pub job_requirements: u64,
+    /// The slot's Requirements (START) were not true for the job.
+    pub slot_requirements: u64,
+    /// A partitionable slot had too little left for the job's request.
+    pub insufficient_resources: u64,
+    /// Claimed by a user whose priority is not worse enough.
+    pub preempt_priority: u64,
+    /// PREEMPTION_REQUIREMENTS was not true.
+    pub preempt_requirements: u64,
+    /// The slot's RANK prefers its current job.
+    pub preempt_rank: u64,
+    /// Claimed slots this submitter cannot preempt at all (the slot's RANK
+    /// is a constant no higher than CurrentRank and user-priority
+    /// preemption is impossible), dropped without evaluating Requirements.
+    pub claimed_not_preemptable: u64,
+    /// Candidates refused because a concurrency limit was full.
+    pub concurrency_limit: u64,
+    /// Candidates refused because the submitter had used its share.
+    pub submitter_limit: u64,
+    /// Candidates that matched.
+    pub candidates: u64,
+}
+
+/// An autocluster: jobs of one submitter alike in every significant attribute.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Autocluster {
+    pub submitter: usize,
+    /// Indexes of its jobs in the submitter's `jobs`.
+    pub jobs: Vec<usize>,
+}
+
+/// An autocluster left with idle jobs, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unmatched {
+    pub autocluster: usize,
+    pub submitter: usize,
+    /// How many of its jobs stay idle.
+    pub idle: usize,
+    pub reason: Reason,
+    pub metrics: Metrics,
+}
+
+/// Figures about the cycle as a whole.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CycleStats {
+    pub pie_spins: u32,
+    pub slots: usize,
+    /// Slots dropped before matching (constraint, preemption off, retirement).
+    pub slots_trimmed: usize,
+    pub slot_classes: usize,
+    pub idle_jobs: usize,
+    pub autoclusters: usize,
+    /// Candidate lists built (one per autocluster asked for a slot).
+    pub match_lists_built: usize,
+    /// Total slot weight of the pool (the pie).
+    pub pool_size: f64,
+}
+
+/// The result of a cycle.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    pub matches: Vec<Match>,
+    pub autoclusters: Vec<Autocluster>,
+    pub unmatched: Vec<Unmatched>,
+    pub stats: CycleStats,
+}
+
+/// HTCondor's preemption states, ordered as its sort prefers them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum State {
+    Priority = 0,
+    Rank = 1,
+    None = 2,
+}
+
+/// One slot as the cycle sees it.
+struct Slot<'a> {
+    ad: Cow<'a, ClassAd>,
+    name: String,
+    remote_user: Option<String>,
+    partitionable: bool,
+    /// Claimed dynamic slots pslot preemption may take, for a partitionable slot.
+    children: Vec<usize>,
+    weight: f64,
+    current_rank: f64,
+    taken: bool,
+    /// Bumped whenever a partitionable slot's ad changes.
+    version: u32,
+}
+
+/// Slots alike in every significant attribute (a partitionable slot is
+/// always a class of its own: its ad changes as it is divided).
+struct Class {
+    members: Vec<usize>,
+    /// Members before this one are taken (taking is for good in a cycle).
+    cursor: usize,
+    claimed: bool,
+    partitionable: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Ranks {
+    pre: f64,
+    job: f64,
+    post: f64,
+    state: State,
+    preempt: f64,
+}
+
+impl Ranks {
+    /// Better first, as HTCondor's MatchList sort.
+    fn order(&self, other: &Ranks) -> Ordering {
+        let f = |a: f64, b: f64| b.total_cmp(&a);
+        f(self.pre, other.pre)
+            .then(f(self.job, other.job))
+            .then(f(self.post, other.post))
+            .then(other.state.cmp(&self.state))
+            .then(f(self.preempt, other.preempt))
+    }
+}
+
+struct Entry {
+    class: usize,
+    ranks: Ranks,
+    /// The partitionable slot's version this entry was evaluated at.
+    version: u32,
+    /// Dynamic slots to preempt (pslot preemption).
+    dslots: Vec<usize>,
+    dead: bool,
+}
+
+impl Entry {
+    /// Allowed when only RANK preemption is (past the fair share).
+    fn rank_preempts(&self) -> bool {
+        self.ranks.state == State::Rank || !self.dslots.is_empty()
+    }
+}
+
+struct MatchList {
+    entries: Vec<Entry>,
+    head: usize,
+    rank_entries: usize,
+}
+
+/// Per submitter and autocluster: the representative job and progress.
+struct Ac {
+    submitter: usize,
+    job: ClassAd,
+    jobs: Vec<usize>,
+    list: Option<MatchList>,
+    metrics: Metrics,
+    /// Rejected for the rest of this spin.
+    rejected_in_spin: Option<u32>,
+    /// Rejected for the rest of the cycle (nothing can change that).
+    done: Option<Reason>,
+    last_reason: Option<Reason>,
+    /// Whether `ConcurrencyLimits` is a literal (its limits do not depend on the machine).
+    literal_limits: bool,
+    job_constraint_ok: bool,
+}
+
+enum Reject {
+    JobRequirements,
+    SlotRequirements,
+    Resources,
+    PreemptPriority,
+    PreemptRequirements,
+    PreemptRank,
+}
+
+/// Runs one negotiation cycle.
+pub fn negotiate(
+    slot_ads: &[ClassAd],
+    submitters: &[SubmitterJobs<'_>],
+    priorities: &dyn Priorities,
+    limits: &mut dyn Limits,
+    policy: &Policy,
+    now: i64,
+) -> Plan {
+    Cycle::new(slot_ads, submitters, priorities, policy, now).run(limits)
+}
+
+struct Cycle<'a, 'p> {
+    env: Env,
+    policy: &'p Policy,
+    priorities: &'p dyn Priorities,
+    submitters: &'p [SubmitterJobs<'a>],
+    slots: Vec<Slot<'a>>,
+    classes: Vec<Class>,
+    /// Class indexes usable at all (after trimming).
+    usable: Vec<usize>,
+    acs: Vec<Ac>,
+    /// For each submitter: (job index, autocluster) in the submitter's order.
+    queues: Vec<Vec<(usize, usize)>>,
+    prio: Vec<f64>,
+    usage: HashMap<String, f64>,
+    /// Whether any claimed slot could ever be preempted this cycle.
+    preemption_possible: bool,
+    stats: CycleStats,
+    matches: Vec<Match>,
+}
+
+fn lit_number(ad: &ClassAd, name: &str, env: &Env) -> Option<f64> {
+    match ad.get(name) {
+        Some(Expr::Lit(v)) => v.as_number(),
+        Some(_) => ad.eval_attr(name, env).as_number(),
+        None => None,
+    }
+}
+
+fn lit_string(ad: &ClassAd, name: &str, env: &Env) -> Option<String> {
+    match ad.get(name) {
+        Some(Expr::Lit(Value::Str(s))) => Some(s.to_string()),
+        Some(_) => ad.eval_attr(name, env).as_str().map(str::to_string),
+        None => None,
+    }
+}
+
+/// The user a claim belongs to, as HTCondor picks it: a preempting
+/// claim's first, then the accounting group, then the remote user.
+fn remote_user(ad: &ClassAd, env: &Env) -> Option<String> {
+    [
+        "PreemptingAccountingGroup",
+        "PreemptingUser",
+        "AccountingGroup",
+        "RemoteUser",
+    ]
+    .iter()
+    .find_map(|a| lit_string(ad, a, env))
+}
+
+fn is_true(v: &Value) -> bool {
+    v.as_bool() == Some(true)
+}
+
+fn rank_value(e: Option<&Expr>, slot: &ClassAd, job: &ClassAd, env: &Env) -> f64 {
+    match e {
+        Some(e) => classad::eval_expr(e, Some(slot), Some(job), env)
+            .as_number()
+            .unwrap_or(NO_RANK),
+        None => NO_RANK,
+    }
+}
+
+impl<'a, 'p> Cycle<'a, 'p> {
+    fn new(
+        slot_ads: &'a [ClassAd],
+        submitters: &'p [SubmitterJobs<'a>],
+        priorities: &'p dyn Priorities,
+        policy: &'p Policy,
+        now: i64,
+    ) -> Cycle<'a, 'p> {
+        let env = Env::at(now);
+        let mut cycle = Cycle {
+            env,
+            policy,
+            priorities,
+            submitters,
+            slots: Vec::new(),
+            classes: Vec::new(),
+            usable: Vec::new(),
+            acs: Vec::new(),
+            queues: Vec::new(),
+            prio: Vec::new(),
+            usage: HashMap::new(),
+            preemption_possible: false,
+            stats: CycleStats::default(),
+            matches: Vec::new(),
+        };
+        cycle.prio = submitters
+            .iter()
+            .map(|s| priorities.effective_priority(&s.name))
+            .collect();
+        for s in submitters {
+            cycle
+                .usage
+                .insert(s.name.clone(), priorities.resources_in_use(&s.name));
+        }
+        let mut attrs = cycle.significant_roots();
+        let trimmed = cycle.load_slots(slot_ads, &mut attrs);
+        cycle.build_autoclusters(&mut attrs);
+        cycle.build_classes(&mut attrs, &trimmed);
+        cycle
+    }
+
+    /// The names every expression of the match reads, to start from.
+    fn significant_roots(&self) -> SignificantAttrs {
+        let mut attrs = SignificantAttrs::new();
+        for name in [
+            "Requirements",
+            "Rank",
+            "RequestCpus",
+            "RequestMemory",
+            "RequestDisk",
+            "ConcurrencyLimits",
+            "WantPslotPreemption",
+        ] {
+            attrs.add(name);
+        }
+        let p = self.policy;
+        for e in [
+            &p.pre_job_rank,
+            &p.post_job_rank,
+            &p.preemption_requirements,
+            &p.preemption_rank,
+            &p.job_constraint,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            attrs.add_references(e);
+        }
+        attrs
+    }
+
+    fn weight_of(&self, ad: &ClassAd) -> f64 {
+        if !self.policy.use_slot_weights {
+            return 1.0;
+        }
+        if let Some(w) = lit_number(ad, "SlotWeight", &self.env) {
+            return w;
+        }
+        match &self.policy.slot_weight {
+            Some(e) => ad.eval(e, &self.env).as_number().unwrap_or(1.0),
+            None => 1.0,
+        }
+    }
+
+    /// Reads the slots, adds what preemption policy reads to claimed ones
+    /// (RemoteUserPrio, RemoteUserResourcesInUse; CurrentRank from
+    /// PreemptingRank) and decides which are offered at all. Returns the
+    /// trimmed flags.
+    fn load_slots(&mut self, ads: &'a [ClassAd], attrs: &mut SignificantAttrs) -> Vec<bool> {
+        let env = self.env.clone();
+        let mut by_name: HashMap<String, usize> = HashMap::new();
+        let mut trimmed = Vec::with_capacity(ads.len());
+        for (i, ad) in ads.iter().enumerate() {
+            let name = lit_string(ad, "Name", &env).unwrap_or_else(|| format!("slot#{i}"));
+            let remote = remote_user(ad, &env);
+            let partitionable = ad.eval_attr("PartitionableSlot", &env).is_true();
+            let mut ad = Cow::Borrowed(ad);
+            let mut current_rank = lit_number(&ad, "CurrentRank", &env).unwrap_or(0.0);
+            if let Some(user) = &remote {
+                if self.policy.consider_preemption {
+                    let owned = ad.to_mut();
+                    owned.insert_value("RemoteUserPrio", self.priorities.effective_priority(user));
+                    owned.insert_value(
+                        "RemoteUserResourcesInUse",
+                        self.priorities.resources_in_use(user),
+                    );
+                    // A claim already waiting to preempt this one must be
+                    // beaten too.
+                    if let Some(r) = lit_number(owned, "PreemptingRank", &env) {
+                        owned.insert_value("CurrentRank", r);
+                        current_rank = r;
+                    }
+                }
+            }
+            let weight = self.weight_of(&ad);
+            self.stats.pool_size += weight;
+            let constraint_ok = match &self.policy.slot_constraint {
+                Some(c) => is_true(&ad.eval(c, &env)),
+                None => true,
+            };
+            let claimed = remote.is_some();
+            let retiring = lit_number(&ad, "RetirementTimeRemaining", &env).unwrap_or(0.0) > 0.0;
+            let dynamic = ad.eval_attr("DynamicSlot", &env).is_true();
+            let trim = !constraint_ok
+                || (claimed && !self.policy.consider_preemption)
+                || (claimed && retiring && !self.policy.consider_early_preemption)
+                || (claimed && dynamic && self.policy.allow_pslot_preemption);
+            trimmed.push(trim);
+            by_name.insert(name.clone(), i);
+            for e in ["Requirements", "Rank", "Start", "SlotWeight"] {
+                if let Some(x) = ad.get(e) {
+                    attrs.add_references(x);
+                }
+            }
+            self.slots.push(Slot {
+                ad,
+                name,
+                remote_user: remote,
+                partitionable,
+                children: Vec::new(),
+                weight,
+                current_rank,
+                taken: false,
+                version: 0,
+            });
+        }
+        // Dynamic slots pslot preemption may take: claimed, no retirement
+        // time left (whatever NEGOTIATOR_CONSIDER_EARLY_PREEMPTION says), not
+        // already being preempted.
+        if self.policy.allow_pslot_preemption && self.policy.consider_preemption {
+            for i in 0..self.slots.len() {
+                let s = &self.slots[i];
+                if s.remote_user.is_none() {
+                    continue;
+                }
+                let Some(parent) = lit_string(&s.ad, "ParentSlotName", &env) else {
+                    continue;
+                };
+                let retiring =
+                    lit_number(&s.ad, "RetirementTimeRemaining", &env).unwrap_or(0.0) > 0.0;
+                let preempting = lit_string(&s.ad, "State", &env).as_deref() == Some("Preempting");
+                if retiring || preempting {
+                    continue;
+                }
+                if let Some(&p) = by_name.get(&parent) {
+                    if self.slots[p].partitionable {
+                        self.slots[p].children.push(i);
+                    }
+                }
+            }
+        }
+        self.stats.slots = self.slots.len();
+        self.stats.slots_trimmed = trimmed.iter().filter(|t| **t).count();
+        trimmed
+    }
+
+    /// Can any submitter ever preempt this claimed slot? Only by RANK when
+    /// the slot's Rank is not a constant at or below its CurrentRank, and
+    /// by priority only when PREEMPTION_REQUIREMENTS is not the constant
+    /// False.
+    fn rank_preemption_possible(&self, s: &Slot<'_>) -> bool {
+        match pslot::literal(s.ad.get("Rank")) {
+            Some(v) => v.as_number().unwrap_or(0.0) > s.current_rank,
+            None => s.ad.contains("Rank"),
+        }
+    }
+
+    fn priority_preemption_configured(&self) -> bool {
+        match &self.policy.preemption_requirements {
+            Some(e) => match pslot::literal(Some(e)) {
+                Some(v) => is_true(v),
+                None => true,
+            },
+            None => true,
+        }
+    }
+
+    fn build_autoclusters(&mut self, attrs: &mut SignificantAttrs) {
+        let env = self.env.clone();
+        // Each submitter's jobs in its order.
+        let mut orders = Vec::new();
+        for s in self.submitters {
+            let mut keyed: Vec<(f64, f64, f64, f64, usize)> = s
+                .jobs
+                .iter()
+                .enumerate()
+                .map(|(i, j)| {
+                    let n = |a: &str| lit_number(j, a, &env).unwrap_or(0.0);
+                    (-n("JobPrio"), n("QDate"), n("ClusterId"), n("ProcId"), i)
+                })
+                .collect();
+            keyed.sort_by(|a, b| {
+                a.0.total_cmp(&b.0)
+                    .then(a.1.total_cmp(&b.1))
+                    .then(a.2.total_cmp(&b.2))
+                    .then(a.3.total_cmp(&b.3))
+                    .then(a.4.cmp(&b.4))
+            });
+            orders.push(keyed.into_iter().map(|k| k.4).collect::<Vec<_>>());
+            self.stats.idle_jobs += s.jobs.len();
+        }
+        // Keys, learning the closure of significant names; recomputed for
+        // the jobs seen before the set last grew.
+        let mut keys: Vec<Vec<u64>> = self
+            .submitters
+            .iter()
+            .map(|s| vec![0; s.jobs.len()])
+            .collect();
+        loop {
+            let mut stale = false;
+            for (si, s) in self.submitters.iter().enumerate() {
+                let mut last_growth = None;
+                for (ji, j) in s.jobs.iter().enumerate() {
+                    let (k, grew) = attrs.key_of(j);
+                    keys[si][ji] = k;
+                    if grew {
+                        last_growth = Some(ji);
+                        stale = true;
+                    }
+                }
+                if let Some(upto) = last_growth {
+                    for (key, job) in keys[si].iter_mut().zip(&s.jobs).take(upto + 1) {
+                        let (k, grew) = attrs.key_of(job);
+                        *key = k;
+                        stale |= grew;
+                    }
+                }
+            }
+            if !stale {
+                break;
+            }
+        }
+        for (si, s) in self.submitters.iter().enumerate() {
+            let mut clusters = Clusters::default();
+            let base = self.acs.len();
+            let mut queue = Vec::with_capacity(s.jobs.len());
+            for &ji in &orders[si] {
+                let id = clusters.assign(attrs, keys[si][ji], ji, |i| s.jobs[i]);
+                if base + id == self.acs.len() {
+                    self.acs.push(self.new_ac(si, s.jobs[ji]));
+                }
+                self.acs[base + id].jobs.push(ji);
+                queue.push((ji, base + id));
+            }
+            self.queues.push(queue);
+        }
+        self.stats.autoclusters = self.acs.len();
+    }
+
+    /// The representative job of an autocluster, with what HTCondor adds
+    /// to a request before matching it.
+    fn new_ac(&self, si: usize, job: &ClassAd) -> Ac {
+        let mut j = job.clone();
+        let name = &self.submitters[si].name;
+        let prio = self.prio[si];
+        j.insert_value("SubmitterUserPrio", prio);
+        j.insert_value("SubmittorPrio", prio);
+        j.insert_value(
+            "SubmitterUserResourcesInUse",
+            self.usage.get(name).copied().unwrap_or(0.0),
+        );
+        let literal_limits = matches!(j.get("ConcurrencyLimits"), None | Some(Expr::Lit(_)));
+        let job_constraint_ok = match &self.policy.job_constraint {
+            Some(c) => is_true(&j.eval(c, &self.env)),
+            None => true,
+        };
+        Ac {
+            submitter: si,
+            job: j,
+            jobs: Vec::new(),
+            list: None,
+            metrics: Metrics::default(),
+            rejected_in_spin: None,
+            done: None,
+            last_reason: None,
+            literal_limits,
+            job_constraint_ok,
+        }
+    }
+
+    fn build_classes(&mut self, attrs: &mut SignificantAttrs, trimmed: &[bool]) {
+        // What claims and preemption read of a slot.
+        for name in [
+            "Cpus",
+            "Memory",
+            "Disk",
+            "CurrentRank",
+            "RemoteUser",
+            "AccountingGroup",
+            "PreemptingUser",
+            "PreemptingAccountingGroup",
+            "RemoteUserPrio",
+            "PartitionableSlot",
+            "MachineResources",
+        ] {
+            attrs.add(name);
+        }
+        let rank_possible: Vec<bool> = self
+            .slots
+            .iter()
+            .map(|s| s.remote_user.is_some() && self.rank_preemption_possible(s))
+            .collect();
+        self.preemption_possible = self.policy.consider_preemption
+            && (self.priority_preemption_configured()
+                || rank_possible.iter().any(|r| *r)
+                || self.slots.iter().any(|s| !s.children.is_empty()));
+        let candidates: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| !trimmed[i])
+            .filter(|&i| self.slots[i].remote_user.is_none() || self.preemption_possible)
+            .collect();
+        self.stats.slots_trimmed = self.slots.len() - candidates.len();
+        let mut keys = vec![0u64; self.slots.len()];
+        loop {
+            let mut stale = false;
+            for &i in &candidates {
+                let (k, grew) = attrs.key_of(&self.slots[i].ad);
+                keys[i] = k;
+                stale |= grew;
+            }
+            if !stale {
+                break;
+            }
+        }
+        let mut clusters = Clusters::default();
+        let mut class_of: HashMap<usize, usize> = HashMap::new();
+        for &i in &candidates {
+            let s = &self.slots[i];
+            if s.partitionable {
+                self.classes.push(Class {
+                    members: vec![i],
+                    cursor: 0,
+                    claimed: false,
+                    partitionable: true,
+                });
+                continue;
+            }
+            let slots = &self.slots;
+            let id = clusters.assign(attrs, keys[i], i, |j| &slots[j].ad);
+            let class = *class_of.entry(id).or_insert_with(|| {
+                self.classes.push(Class {
+                    members: Vec::new(),
+                    cursor: 0,
+                    claimed: slots[i].remote_user.is_some(),
+                    partitionable: false,
+                });
+                self.classes.len() - 1
+            });
+            self.classes[class].members.push(i);
+        }
+        self.usable = (0..self.classes.len()).collect();
+        self.stats.slot_classes = self.classes.len();
+    }
+
+    /// Evaluates slot `si` (as it is now) for autocluster `ac`.
+    fn evaluate(&self, ac: usize, si: usize) -> Result<(Ranks, Vec<usize>), Reject> {
+        let env = &self.env;
+        let job = &self.acs[ac].job;
+        let sub = self.acs[ac].submitter;
+        let slot = &self.slots[si];
+        let ad: &ClassAd = &slot.ad;
+        if slot.partitionable {
+            return self.evaluate_pslot(ac, si);
+        }
+        if !classad::matching::requirements_met(job, ad, env) {
+            return Err(Reject::JobRequirements);
+        }
+        if !classad::matching::requirements_met(ad, job, env) {
+            return Err(Reject::SlotRequirements);
+        }
+        let state = match &slot.remote_user {
+            None => State::None,
+            Some(user) => self.preemption_state(ad, job, user, self.prio[sub])?,
+        };
+        Ok((self.ranks(ad, job, state), Vec::new()))
+    }
+
+    fn preemption_state(
+        &self,
+        slot: &ClassAd,
+        job: &ClassAd,
+        user: &str,
+        prio: f64,
+    ) -> Result<State, Reject> {
+        let env = &self.env;
+        let new_rank = classad::eval::eval_attr(slot, Some(job), "Rank", env).as_number();
+        let current = lit_number(slot, "CurrentRank", env);
+        let (gt, ge) = match (new_rank, current) {
+            (Some(n), Some(c)) => (n > c, n >= c),
+            _ => (false, false),
+        };
+        if gt {
+            return Ok(State::Rank);
+        }
+        if self.priorities.effective_priority(user) >= prio + PRIORITY_DELTA {
+            if let Some(req) = &self.policy.preemption_requirements {
+                if !is_true(&classad::eval_expr(req, Some(slot), Some(job), env)) {
+                    return Err(Reject::PreemptRequirements);
+                }
+            }
+            if !ge {
+                return Err(Reject::PreemptRank);
+            }
+            return Ok(State::Priority);
+        }
+        Err(Reject::PreemptPriority)
+    }
+
+    fn ranks(&self, slot: &ClassAd, job: &ClassAd, state: State) -> Ranks {
+        let env = &self.env;
+        let p = self.policy;
+        Ranks {
+            pre: rank_value(p.pre_job_rank.as_ref(), slot, job, env),
+            job: classad::matching::rank(job, slot, env),
+            post: rank_value(p.post_job_rank.as_ref(), slot, job, env),
+            state,
+            preempt: if state == State::None {
+                NO_RANK
+            } else {
+                rank_value(p.preemption_rank.as_ref(), slot, job, env)
+            },
+        }
+    }
+
+    /// A partitionable slot: enough room (under its consumption policy, if
+    /// any) and a symmetric match with the requests replaced by what the
+    /// policy takes; else, with ALLOW_PSLOT_PREEMPTION, its dynamic slots
+    /// lowest CurrentRank first until it would match.
+    fn evaluate_pslot(&self, ac: usize, si: usize) -> Result<(Ranks, Vec<usize>), Reject> {
+        let env = &self.env;
+        let job = &self.acs[ac].job;
+        let slot = &self.slots[si];
+        let plain = self.pslot_match(job, &slot.ad);
+        let err = match plain {
+            Ok(()) => return Ok((self.ranks(&slot.ad, job, State::None), Vec::new())),
+            Err(e) => e,
+        };
+        let wants = job
+            .eval_attr("WantPslotPreemption", env)
+            .as_bool()
+            .unwrap_or(true);
+        if !(self.policy.allow_pslot_preemption
+            && self.policy.consider_preemption
+            && wants
+            && !slot.children.is_empty())
+        {
+            return Err(err);
+        }
+        let new_rank = classad::eval::eval_attr(&slot.ad, Some(job), "Rank", env)
+            .as_number()
+            .unwrap_or(0.0);
+        let mut kids: Vec<usize> = slot
+            .children
+            .iter()
+            .copied()
+            .filter(|c| !self.slots[*c].taken)
+            .collect();
+        kids.sort_by(|a, b| {
+            self.slots[*a]
+                .current_rank
+                .total_cmp(&self.slots[*b].current_rank)
+                .then(a.cmp(b))
+        });
+        let resources = pslot::assets(&slot.ad, env);
+        let mut mutated = slot.ad.clone().into_owned();
+        let prio = self.prio[self.acs[ac].submitter];
+        let mut taken = Vec::new();
+        for k in kids {
+            let d = &self.slots[k];
+            if d.current_rank > new_rank {
+                break;
+            }
+            if d.current_rank == new_rank {
+                // Equal RANK: only for user priority, under
+                // PREEMPTION_REQUIREMENTS (HTCondor's
+                // PREEMPTION_REQUIREMENTS_PSLOT defaults to it), judged
+                // with the dynamic slot as MY.
+                let Some(req) = &self.policy.preemption_requirements else {
+                    continue;
+                };
+                let user = d.remote_user.as_deref().unwrap_or("");
+                if self.priorities.effective_priority(user) < prio + PRIORITY_DELTA {
+                    continue;
+                }
+                if !is_true(&classad::eval_expr(req, Some(&d.ad), Some(job), env)) {
+                    continue;
+                }
+            }
+            pslot::give_back(&mut mutated, &d.ad, &resources, env);
+            taken.push(k);
+            if self.pslot_match(job, &mutated).is_ok() {
+                return Ok((self.ranks(&slot.ad, job, State::None), taken));
+            }
+        }
+        Err(err)
+    }
+
+    fn pslot_match(&self, job: &ClassAd, slot: &ClassAd) -> Result<(), Reject> {
+        let env = &self.env;
+        let takes = pslot::consumption(job, slot, env).ok_or(Reject::Resources)?;
+        if !pslot::sufficient(slot, &takes, env) {
+            return Err(Reject::Resources);
+        }
+        let job = if pslot::supports_policy(slot, env) {
+            Cow::Owned(pslot::override_requests(job, &takes))
+        } else {
+            Cow::Borrowed(job)
+        };
+        if !classad::matching::requirements_met(&job, slot, env) {
+            return Err(Reject::JobRequirements);
+        }
+        if !classad::matching::requirements_met(slot, &job, env) {
+            return Err(Reject::SlotRequirements);
+        }
+        Ok(())
+    }
+
+    fn count(metrics: &mut Metrics, r: &Reject, n: u64) {
+        match r {
+            Reject::JobRequirements => metrics.job_requirements += n,
+            Reject::SlotRequirements => metrics.slot_requirements += n,
+            Reject::Resources => metrics.insufficient_resources += n,
+            Reject::PreemptPriority => metrics.preempt_priority += n,
+            Reject::PreemptRequirements => metrics.preempt_requirements += n,
+            Reject::PreemptRank => metrics.preempt_rank += n,
+        }
+    }
+
+    /// The autocluster's candidate list: each slot class evaluated once.
+    fn build_list(&mut self, ac: usize) {
+        let sub = self.acs[ac].submitter;
+        let prio = self.prio[sub];
+        let prio_configured = self.priority_preemption_configured();
+        let mut metrics = Metrics::default();
+        let mut entries = Vec::new();
+        for &c in &self.usable {
+            let class = &self.classes[c];
+            let live = class.members[class.cursor..]
+                .iter()
+                .filter(|m| !self.slots[**m].taken)
+                .count() as u64;
+            if live == 0 {
+                continue;
+            }
+            let rep = class.members[class.cursor..]
+                .iter()
+                .copied()
+                .find(|m| !self.slots[*m].taken)
+                .unwrap_or(class.members[0]);
+            metrics.slots_considered += live;
+            if class.claimed {
+                let s = &self.slots[rep];
+                let user = s.remote_user.as_deref().unwrap_or("");
+                let by_prio = prio_configured
+                    && self.priorities.effective_priority(user) >= prio + PRIORITY_DELTA;
+                if !by_prio && !self.rank_preemption_possible(s) {
+                    metrics.claimed_not_preemptable += live;
+                    continue;
+                }
+            }
+            match self.evaluate(ac, rep) {
+                Ok((ranks, dslots)) => {
+                    metrics.candidates += live;
+                    entries.push(Entry {
+                        class: c,
+                        ranks,
+                        version: self.slots[rep].version,
+                        dslots,
+                        dead: false,
+                    });
+                }
+                Err(r) => Self::count(&mut metrics, &r, live),
+            }
+        }
+        entries.sort_by(|a, b| {
+            a.ranks
+                .order(&b.ranks)
+                .then(self.classes[a.class].members[0].cmp(&self.classes[b.class].members[0]))
+        });
+        let rank_entries = entries.iter().filter(|e| e.rank_preempts()).count();
+        self.acs[ac].metrics = metrics;
+        self.acs[ac].list = Some(MatchList {
+            entries,
+            head: 0,
+            rank_entries,
+        });
+        self.stats.match_lists_built += 1;
+    }
+
+    /// The next available slot of a class, if any.
+    fn available(&mut self, class: usize) -> Option<usize> {
+        let c = &mut self.classes[class];
+        while c.cursor < c.members.len() {
+            let m = c.members[c.cursor];
+            if !self.slots[m].taken {
+                return Some(m);
+            }
+            c.cursor += 1;
+        }
+        None
+    }
+
+    /// What a match with `slot` would cost, and what it takes from a
+    /// partitionable slot (after giving back preempted dynamic slots).
+    fn cost(
+        &self,
+        ac: usize,
+        slot: usize,
+        dslots: &[usize],
+    ) -> (f64, Vec<pslot::Take>, Option<ClassAd>) {
+        let s = &self.slots[slot];
+        if !s.partitionable {
+            return (s.weight, Vec::new(), None);
+        }
+        let env = &self.env;
+        let mut ad = s.ad.clone().into_owned();
+        let resources = pslot::assets(&ad, env);
+        for d in dslots {
+            pslot::give_back(&mut ad, &self.slots[*d].ad, &resources, env);
+        }
+        let before = self.weight_of(&ad);
+        let takes = pslot::consumption(&self.acs[ac].job, &ad, env).unwrap_or_default();
+        pslot::deduct(&mut ad, &takes, env);
+        let after = self.weight_of(&ad);
+        (before - after, takes, Some(ad))
+    }
+
+    /// Pops the best candidate for a job of `ac`, as HTCondor's
+    /// matchmakingAlgorithm with a MatchList does.
+    #[allow(clippy::too_many_arguments)]
+    fn pick(
+        &mut self,
+        ac: usize,
+        job: &ClassAd,
+        only_rank: bool,
+        used: f64,
+        limit: f64,
+        pie_left: f64,
+        limits: &dyn Limits,
+    ) -> Result<(usize, usize), Reason> {
+        if self.acs[ac].list.is_none() {
+            self.build_list(ac);
+        }
+        let mut list = self.acs[ac].list.take().expect("built above");
+        let mut saw_limit = false;
+        let mut saw_concurrency = false;
+        let mut concurrency: Vec<String> = Vec::new();
+        let mut found = None;
+        if only_rank && list.rank_entries == 0 {
+            self.acs[ac].list = Some(list);
+            return Err(self.fail_reason(ac, false));
+        }
+        let mut i = list.head;
+        while i < list.entries.len() {
+            if list.entries[i].dead {
+                if i == list.head {
+                    list.head += 1;
+                }
+                i += 1;
+                continue;
+            }
+            let class = list.entries[i].class;
+            let Some(slot) = self.available(class) else {
+                list.entries[i].dead = true;
+                continue;
+            };
+            if self.classes[class].partitionable
+                && list.entries[i].version != self.slots[slot].version
+            {
+                // The partitionable slot was divided since: judge it again
+                // and put it back where it now belongs.
+                let old = list.entries.remove(i);
+                if old.rank_preempts() {
+                    list.rank_entries -= 1;
+                }
+                if let Ok((ranks, dslots)) = self.evaluate(ac, slot) {
+                    let e = Entry {
+                        class,
+                        ranks,
+                        version: self.slots[slot].version,
+                        dslots,
+                        dead: false,
+                    };
+                    let pos = i + list.entries[i..]
+                        .iter()
+                        .position(|x| e.ranks.order(&x.ranks) == Ordering::Less)
+                        .unwrap_or(list.entries.len() - i);
+                    if e.rank_preempts() {
+                        list.rank_entries += 1;
+                    }
+                    list.entries.insert(pos, e);
+                }
+                continue;
+            }
+            let (rank_ok, state, dslots) = {
+                let e = &list.entries[i];
+                (e.rank_preempts(), e.ranks.state, e.dslots.clone())
+            };
+            if only_rank && !rank_ok {
+                i += 1;
+                continue;
+            }
+            if dslots.iter().any(|d| self.slots[*d].taken) {
+                // A dynamic slot it counted on went to another match:
+                // judge the partitionable slot again.
+                list.entries[i].version = u32::MAX;
+                continue;
+            }
+            let (cost, _, _) = self.cost(ac, slot, &dslots);
+            if state != State::Rank && !permits(cost, used, limit, pie_left) {
+                saw_limit = true;
+                self.acs[ac].metrics.submitter_limit += 1;
+                i += 1;
+                continue;
+            }
+            if !limits.fits(job, &self.slots[slot].ad) {
+                saw_concurrency = true;
+                self.acs[ac].metrics.concurrency_limit += 1;
+                for l in limits.exceeded(job, &self.slots[slot].ad) {
+                    if !concurrency.contains(&l) {
+                        concurrency.push(l);
+                    }
+                }
+                if self.acs[ac].literal_limits {
+                    break;
+                }
+                i += 1;
+                continue;
+            }
+            found = Some((slot, i));
+            break;
+        }
+        let out = match found {
+            Some(m) => Ok(m),
+            None if saw_concurrency => Err(Reason::ConcurrencyLimit(concurrency)),
+            None => Err(self.fail_reason(ac, saw_limit)),
+        };
+        self.acs[ac].list = Some(list);
+        out
+    }
+
+    /// When nothing matched and claimed slots were dropped unevaluated
+    /// (nobody of this priority could preempt them), find the first one
+    /// whose Requirements match, so the reason says what HTCondor would:
+    /// "insufficient priority" or "PREEMPTION_REQUIREMENTS == False".
+    fn refine_reason(&mut self, ac: usize) {
+        let m = &self.acs[ac].metrics;
+        if m.candidates > 0 || m.claimed_not_preemptable == 0 {
+            return;
+        }
+        let prio = self.prio[self.acs[ac].submitter];
+        let job = &self.acs[ac].job;
+        for &c in &self.usable {
+            let class = &self.classes[c];
+            if !class.claimed {
+                continue;
+            }
+            let Some(&rep) = class.members[class.cursor..]
+                .iter()
+                .find(|m| !self.slots[**m].taken)
+            else {
+                continue;
+            };
+            let s = &self.slots[rep];
+            if !(classad::matching::requirements_met(job, &s.ad, &self.env)
+                && classad::matching::requirements_met(&s.ad, job, &self.env))
+            {
+                continue;
+            }
+            let user = s.remote_user.as_deref().unwrap_or("");
+            let m = &mut self.acs[ac].metrics;
+            if self.priorities.effective_priority(user) >= prio + PRIORITY_DELTA {
+                m.preempt_requirements += 1;
+            } else {
+                m.preempt_priority += 1;
+            }
+            return;
+        }
+    }
+
+    fn fail_reason(&mut self, ac: usize, saw_limit: bool) -> Reason {
+        self.refine_reason(ac);
+        let m = &self.acs[ac].metrics;
+        if m.preempt_requirements > 0 {
+            Reason::PreemptionRequirements
+        } else if m.preempt_priority > 0 {
+            Reason::InsufficientPriority
+        } else if saw_limit {
+            Reason::SubmitterLimit
+        } else {
+            Reason::NoMatch
+        }
+    }
+
+    /// Makes the match: takes the slot (or divides the partitionable
+    /// slot), moves usage, counts the limits.
+    fn apply(
+        &mut self,
+        ac: usize,
+        job_index: usize,
+        slot: usize,
+        entry: usize,
+        limits: &mut dyn Limits,
+    ) -> f64 {
+        let sub = self.acs[ac].submitter;
+        let job: &ClassAd = self.submitters[sub].jobs[job_index];
+        let (ranks, dslots) = {
+            let e = &self.acs[ac].list.as_ref().expect("list").entries[entry];
+            (e.ranks, e.dslots.clone())
+        };
+        let (cost, takes, divided) = self.cost(ac, slot, &dslots);
+        limits.take(job, &self.slots[slot].ad);
+        let mut preempted = Vec::new();
+        let mut kind = match ranks.state {
+            State::None => MatchKind::Plain,
+            State::Rank => MatchKind::RankPreemption,
+            State::Priority => MatchKind::PriorityPreemption,
+        };
+        if let Some(ad) = divided {
+            let weight = self.weight_of(&ad);
+            let new_rank =
+                classad::eval::eval_attr(&ad, Some(&self.acs[ac].job), "Rank", &self.env)
+                    .as_number()
+                    .unwrap_or(0.0);
+            let s = &mut self.slots[slot];
+            s.ad = Cow::Owned(ad);
+            s.version += 1;
+            s.weight = weight;
+            if !dslots.is_empty() {
+                // RANK preemption when every dynamic slot taken ranks below
+                // the new job; an equal one was taken for user priority.
+                kind = if dslots
+                    .iter()
+                    .all(|d| self.slots[*d].current_rank < new_rank)
+                {
+                    MatchKind::RankPreemption
+                } else {
+                    MatchKind::PriorityPreemption
+                };
+            }
+        } else {
+            self.slots[slot].taken = true;
+        }
+        let victims: Vec<usize> = if slot_is_claimed(&self.slots[slot]) {
+            vec![slot]
+        } else {
+            dslots.clone()
+        };
+        for v in victims {
+            self.slots[v].taken = true;
+            let user = self.slots[v].remote_user.clone().unwrap_or_default();
+            let w = self.slots[v].weight;
+            *self.usage.entry(user.clone()).or_insert(0.0) -= w;
+            preempted.push(Preempted {
+                slot: v,
+                slot_name: self.slots[v].name.clone(),
+                user,
+            });
+        }
+        let name = self.submitters[sub].name.clone();
+        *self.usage.entry(name).or_insert(0.0) += cost.max(0.0);
+        let env = &self.env;
+        self.matches.push(Match {
+            submitter: sub,
+            job: job_index,
+            cluster: lit_number(job, "ClusterId", env).unwrap_or(0.0) as i64,
+            proc: lit_number(job, "ProcId", env).unwrap_or(0.0) as i64,
+            slot,
+            slot_name: self.slots[slot].name.clone(),
+            kind,
+            preempted,
+            cost,
+            autocluster: ac,
+            takes,
+        });
+        cost
+    }
+
+    /// One submitter's turn in a spin: its jobs in order until its limit
+    /// (then only RANK preemption) or its jobs run out. Returns the weight
+    /// matched and whether it has anything left to try.
+    fn negotiate_submitter(
+        &mut self,
+        sub: usize,
+        limit: f64,
+        mut pie_left: f64,
+        spin: u32,
+        limits: &mut dyn Limits,
+    ) -> (f64, bool) {
+        let mut used = 0.0;
+        let queue = std::mem::take(&mut self.queues[sub]);
+        let mut left = Vec::with_capacity(queue.len());
+        let mut stop = false;
+        for &(job_index, ac) in &queue {
+            if stop {
+                left.push((job_index, ac));
+                continue;
+            }
+            let state = &self.acs[ac];
+            if state.done.is_some() || state.rejected_in_spin == Some(spin) {
+                left.push((job_index, ac));
+                continue;
+            }
+            if !state.job_constraint_ok {
+                self.acs[ac].done = Some(Reason::JobConstraint);
+                left.push((job_index, ac));
+                continue;
+            }
+            let only_rank = used >= limit;
+            if only_rank && !self.policy.consider_preemption {
+                stop = true;
+                left.push((job_index, ac));
+                continue;
+            }
+            let job: &ClassAd = self.submitters[sub].jobs[job_index];
+            match self.pick(ac, job, only_rank, used, limit, pie_left, limits) {
+                Ok((slot, entry)) => {
+                    let cost = self.apply(ac, job_index, slot, entry, limits);
+                    used += cost;
+                    pie_left -= cost;
+                }
+                Err(reason) => {
+                    // Nothing the cycle does frees a slot or a limit, so
+                    // only a rejection for fair share can change next spin.
+                    let retry = matches!(reason, Reason::SubmitterLimit) || only_rank;
+                    if retry {
+                        self.acs[ac].rejected_in_spin = Some(spin);
+                    } else {
+                        self.acs[ac].done = Some(reason.clone());
+                    }
+                    self.acs[ac].last_reason = Some(reason);
+                    left.push((job_index, ac));
+                }
+            }
+        }
+        let active = left.iter().any(|(_, ac)| self.acs[*ac].done.is_none());
+        self.queues[sub] = left;
+        (used, active)
+    }
+
+    fn run(mut self, limits: &mut dyn Limits) -> Plan {
+        let mut active: Vec<usize> = (0..self.submitters.len())
+            .filter(|s| !self.queues[*s].is_empty())
+            .collect();
+        // Best priority first; ties by name, for a deterministic order.
+        active.sort_by(|a, b| {
+            self.prio[*a]
+                .total_cmp(&self.prio[*b])
+                .then(self.submitters[*a].name.cmp(&self.submitters[*b].name))
+        });
+        let pool = self.stats.pool_size;
+        let mut spin = 0u32;
+        while !active.is_empty() {
+            spin += 1;
+            // Shares: proportional to 1/priority.
+            let inv: Vec<f64> = active
+                .iter()
+                .map(|s| 1.0 / self.prio[*s].max(f64::MIN_POSITIVE))
+                .collect();
+            let total_inv: f64 = inv.iter().sum();
+            let limits_now: Vec<f64> = active
+                .iter()
+                .zip(&inv)
+                .map(|(s, w)| {
+                    if self.policy.ignore_user_priorities {
+                        return pool;
+                    }
+                    let share = w / total_inv * pool;
+                    let usage = self
+                        .usage
+                        .get(&self.submitters[*s].name)
+                        .copied()
+                        .unwrap_or(0.0);
+                    (share - usage).max(0.0)
+                })
+                .collect();
+            let mut pie_left: f64 = limits_now.iter().sum();
+            if !self.policy.consider_preemption && pie_left <= 0.0 {
+                break;
+            }
+            let matches_before = self.matches.len();
+            let count_before = active.len();
+            let mut still = Vec::new();
+            for (k, &s) in active.iter().enumerate() {
+                let (used, more) =
+                    self.negotiate_submitter(s, limits_now[k], pie_left, spin, limits);
+                pie_left -= used;
+                if more {
+                    still.push(s);
+                }
+            }
+            active = still;
+            let progressed = self.matches.len() > matches_before || active.len() < count_before;
+            if !progressed {
+                break;
+            }
+        }
+        self.stats.pie_spins = spin;
+        self.finish()
+    }
+
+    fn finish(self) -> Plan {
+        let mut plan = Plan {
+            stats: self.stats,
+            ..Plan::default()
+        };
+        let mut idle = vec![0usize; self.acs.len()];
+        for q in &self.queues {
+            for (_, ac) in q {
+                idle[*ac] += 1;
+            }
+        }
+        for (i, ac) in self.acs.into_iter().enumerate() {
+            if idle[i] > 0 {
+                let reason = ac
+                    .done
+                    .clone()
+                    .or(ac.last_reason.clone())
+                    .unwrap_or(Reason::SubmitterLimit);
+                plan.unmatched.push(Unmatched {
+                    autocluster: i,
+                    submitter: ac.submitter,
+                    idle: idle[i],
+                    reason,
+                    metrics: ac.metrics.clone(),
+                });
+            }
+            plan.autoclusters.push(Autocluster {
+                submitter: ac.submitter,
+                jobs: ac.jobs,
+            });
+        }
+        plan.matches = self.matches;
+        plan
+    }
+}
+
+fn slot_is_claimed(s: &Slot<'_>) -> bool {
+    s.remote_user.is_some() && !s.partitionable
+}
+
+/// HTCondor's SubmitterLimitPermits: within the limit, or the first match
+/// of the spin rounding up when the pie still has (nearly) that much left.
+fn permits(cost: f64, used: f64, limit: f64, pie_left: f64) -> bool {
+    used + cost <= limit || (used <= 0.0 && limit > 0.0 && pie_left >= 0.99 * cost)
+}

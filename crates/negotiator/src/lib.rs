@@ -5,6 +5,8 @@
 //! socket, a file or the clock.
 
 pub mod accountant;
+pub mod autocluster;
 pub mod collector;
 pub mod cycle;
 pub mod limits;
+pub mod pslot;

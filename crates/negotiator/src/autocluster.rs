@@ -1,0 +1,440 @@
+//! Autoclusters and slot classes: ads that are alike in every attribute a
+//! matchmaking expression can read are matched once.
+//!
+//! HTCondor's schedd groups idle jobs into autoclusters by the values of the
+//! "significant attributes": those any Requirements or Rank (the jobs', the
+//! slots', the negotiator's) refers to. The negotiator then evaluates one
+//! representative per autocluster and reuses the sorted candidate list
+//! (its MatchList) for every job of it, so 100,000 identical jobs cost one
+//! match. The same idea applied to slots is Nomad's "computed node class":
+//! slots equal in every significant attribute rank and match alike, so they
+//! are evaluated once per autocluster and handed out one by one.
+//!
+//! Here an ad's key is a structural hash of the expressions bound to the
+//! significant names (compared exactly on a hash collision), so nothing is
+//! printed or allocated per ad. Names are gathered conservatively: every
+//! attribute name an expression mentions, whatever its scope, and, through
+//! expressions bound to those names, the names they mention in turn.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+
+use classad::name::Special;
+use classad::{AttrName, ClassAd, Expr, Value};
+
+/// The set of significant attribute names, case-insensitive, in the order
+/// they were found (deterministic for a given input).
+#[derive(Clone, Debug, Default)]
+pub struct SignificantAttrs {
+    names: Vec<AttrName>,
+    index: HashSet<String>,
+    /// Structural hashes of expressions already searched for references.
+    walked: HashSet<u64>,
+}
+
+impl SignificantAttrs {
+    pub fn new() -> SignificantAttrs {
+        SignificantAttrs::default()
+    }
+
+    /// Adds `name`; true if it was new.
+    pub fn add(&mut self, name: &str) -> bool {
+        let key = name.to_ascii_lowercase();
+        if self.index.contains(&key) {
+            return false;
+        }
+        self.index.insert(key);
+        self.names.push(AttrName::new(name));
+        true
+    }
+
+    /// Adds every name `e` refers to; true if any was new.
+    pub fn add_references(&mut self, e: &Expr) -> bool {
+        let mut refs = Vec::new();
+        references(e, &mut refs);
+        let mut grew = false;
+        for r in refs {
+            grew |= self.add(r.as_str());
+        }
+        grew
+    }
+
+    pub fn names(&self) -> &[AttrName] {
+        &self.names
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.index.contains(&name.to_ascii_lowercase())
+    }
+
+    /// The structural key of `ad` over the significant names, learning the
+    /// names that non-literal expressions bound to them refer to (the
+    /// closure HTCondor's `GetExternalReferences` follows). Returns the key
+    /// and whether the set grew while computing it (then the key is
+    /// incomplete and must be computed again).
+    pub fn key_of(&mut self, ad: &ClassAd) -> (u64, bool) {
+        let mut h = Fnv::default();
+        let mut grew = false;
+        let mut i = 0;
+        while i < self.names.len() {
+            let name = self.names[i].clone();
+            match ad.lookup_name(&name) {
+                None => 0u8.hash(&mut h),
+                Some(e) => {
+                    1u8.hash(&mut h);
+                    if is_literal(e) {
+                        hash_expr(e, &mut h);
+                    } else {
+                        let mut eh = Fnv::default();
+                        hash_expr(e, &mut eh);
+                        let eh = eh.finish();
+                        eh.hash(&mut h);
+                        if self.walked.insert(eh) {
+                            grew |= self.add_references(e);
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
+        (h.finish(), grew)
+    }
+
+    /// Whether `a` and `b` bind every significant name to the same
+    /// expression (the exact test behind a key match).
+    pub fn alike(&self, a: &ClassAd, b: &ClassAd) -> bool {
+        self.names
+            .iter()
+            .all(|n| match (a.lookup_name(n), b.lookup_name(n)) {
+                (None, None) => true,
+                (Some(x), Some(y)) => same_expr(x, y),
+                _ => false,
+            })
+    }
+}
+
+/// Groups ads into clusters of alike ads. `members` are indexes into the
+/// caller's list, in the order added.
+#[derive(Debug, Default)]
+pub struct Clusters {
+    by_key: HashMap<u64, Vec<usize>>,
+    /// For each cluster, the index of its first ad (its representative).
+    pub representative: Vec<usize>,
+}
+
+impl Clusters {
+    /// The cluster of ad `index` with `key`, made if new. `ad_at` gives a
+    /// member ad by index, for the exact comparison.
+    pub fn assign<'a>(
+        &mut self,
+        attrs: &SignificantAttrs,
+        key: u64,
+        index: usize,
+        ad_at: impl Fn(usize) -> &'a ClassAd,
+    ) -> usize {
+        let ad = ad_at(index);
+        let ids = self.by_key.entry(key).or_default();
+        for &id in ids.iter() {
+            if attrs.alike(ad_at(self.representative[id]), ad) {
+                return id;
+            }
+        }
+        let id = self.representative.len();
+        self.representative.push(index);
+        ids.push(id);
+        id
+    }
+
+    pub fn len(&self) -> usize {
+        self.representative.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.representative.is_empty()
+    }
+}
+
+fn is_literal(e: &Expr) -> bool {
+    matches!(e, Expr::Lit(_) | Expr::RelTimeLit(_))
+}
+
+/// Every attribute name `e` mentions: unscoped names, `MY.x`, `TARGET.x`,
+/// `.x`, and (conservatively) names selected from nested ads.
+pub fn references(e: &Expr, out: &mut Vec<AttrName>) {
+    match e {
+        Expr::Lit(_) | Expr::RelTimeLit(_) => {}
+        Expr::Attr(n) => {
+            if matches!(n.special(), Special::None | Special::CurrentTime) {
+                out.push(n.clone());
+            }
+        }
+        Expr::Absolute(n) => out.push(n.clone()),
+        Expr::Select(base, n) => {
+            out.push(n.clone());
+            references(base, out);
+        }
+        Expr::Index(a, b) | Expr::Elvis(a, b) => {
+            references(a, out);
+            references(b, out);
+        }
+        Expr::Unary(_, a) | Expr::Paren(a) => references(a, out),
+        Expr::Binary(_, ab) => {
+            references(&ab.0, out);
+            references(&ab.1, out);
+        }
+        Expr::Cond(abc) => {
+            references(&abc.0, out);
+            references(&abc.1, out);
+            references(&abc.2, out);
+        }
+        Expr::Call(c) => c.args.iter().for_each(|a| references(a, out)),
+        Expr::List(items) => items.iter().for_each(|a| references(a, out)),
+        Expr::Ad(ad) => ad.iter_inserted().for_each(|(_, a)| references(a, out)),
+        Expr::Folded(f) => references(&f.expr, out),
+    }
+}
+
+/// FNV-1a: small, fast, and stable from run to run (the standard
+/// library's hasher is randomly seeded, which is fine for lookups but not
+/// worth its cost here).
+#[derive(Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= *b as u64;
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 ^= v;
+        self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        self.0 ^= self.0 >> 29;
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(v as u64)
+    }
+}
+
+fn hash_value(v: &Value, h: &mut Fnv) {
+    match v {
+        Value::Undefined => h.write_u64(1),
+        Value::Error => h.write_u64(2),
+        Value::Bool(b) => h.write_u64(3 + *b as u64),
+        Value::Int(i) => {
+            h.write_u64(5);
+            h.write_u64(*i as u64);
+        }
+        Value::Real(r) => {
+            h.write_u64(6);
+            h.write_u64(r.to_bits());
+        }
+        Value::Str(s) => {
+            h.write_u64(7);
+            h.write(s.as_bytes());
+        }
+        Value::List(l) => {
+            h.write_u64(8);
+            l.items.iter().for_each(|e| hash_expr(e, h));
+        }
+        Value::Ad(a) => {
+            h.write_u64(9);
+            a.ad.iter_inserted().for_each(|(n, e)| {
+                h.write_u64(n.fold_hash());
+                hash_expr(e, h);
+            });
+        }
+        Value::AbsTime(t) => {
+            h.write_u64(10);
+            let secs = t.secs;
+            h.write_u64(secs as u64);
+        }
+        Value::RelTime(r) => {
+            h.write_u64(11);
+            h.write_u64(r.to_bits());
+        }
+    }
+}
+
+/// A structural hash of an expression (names compared ignoring case).
+pub fn hash_expr(e: &Expr, h: &mut Fnv) {
+    match e {
+        Expr::Lit(v) => hash_value(v, h),
+        Expr::RelTimeLit(r) => {
+            h.write_u64(20);
+            h.write_u64(r.to_bits());
+        }
+        Expr::Attr(n) => {
+            h.write_u64(21);
+            h.write_u64(n.fold_hash());
+        }
+        Expr::Absolute(n) => {
+            h.write_u64(22);
+            h.write_u64(n.fold_hash());
+        }
+        Expr::Select(b, n) => {
+            h.write_u64(23);
+            hash_expr(b, h);
+            h.write_u64(n.fold_hash());
+        }
+        Expr::Index(a, b) => {
+            h.write_u64(24);
+            hash_expr(a, h);
+            hash_expr(b, h);
+        }
+        Expr::Unary(op, a) => {
+            h.write_u64(25);
+            h.write(op.symbol().as_bytes());
+            hash_expr(a, h);
+        }
+        Expr::Binary(op, ab) => {
+            h.write_u64(26);
+            h.write(op.symbol().as_bytes());
+            hash_expr(&ab.0, h);
+            hash_expr(&ab.1, h);
+        }
+        Expr::Cond(abc) => {
+            h.write_u64(27);
+            hash_expr(&abc.0, h);
+            hash_expr(&abc.1, h);
+            hash_expr(&abc.2, h);
+        }
+        Expr::Elvis(a, b) => {
+            h.write_u64(28);
+            hash_expr(a, h);
+            hash_expr(b, h);
+        }
+        Expr::Paren(a) => {
+            h.write_u64(29);
+            hash_expr(a, h);
+        }
+        Expr::Call(c) => {
+            h.write_u64(30);
+            h.write_u64(classad::name::fold_hash(&c.name));
+            h.write_u64(c.args.len() as u64);
+            c.args.iter().for_each(|a| hash_expr(a, h));
+        }
+        Expr::List(items) => {
+            h.write_u64(31);
+            h.write_u64(items.len() as u64);
+            items.iter().for_each(|a| hash_expr(a, h));
+        }
+        Expr::Ad(ad) => {
+            h.write_u64(32);
+            ad.iter_inserted().for_each(|(n, a)| {
+                h.write_u64(n.fold_hash());
+                hash_expr(a, h);
+            });
+        }
+        Expr::Folded(f) => hash_expr(&f.expr, h),
+    }
+}
+
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Undefined, Value::Undefined) | (Value::Error, Value::Error) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Real(x), Value::Real(y)) => x.to_bits() == y.to_bits(),
+        (Value::Str(x), Value::Str(y)) => x.as_str() == y.as_str(),
+        (Value::List(x), Value::List(y)) => same_list(&x.items, &y.items),
+        (Value::Ad(x), Value::Ad(y)) => same_ad(&x.ad, &y.ad),
+        (Value::AbsTime(x), Value::AbsTime(y)) => x == y,
+        (Value::RelTime(x), Value::RelTime(y)) => x.to_bits() == y.to_bits(),
+        _ => false,
+    }
+}
+
+fn same_list(a: &[Expr], b: &[Expr]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_expr(x, y))
+}
+
+fn same_ad(a: &ClassAd, b: &ClassAd) -> bool {
+    a.len() == b.len()
+        && a.iter_inserted()
+            .zip(b.iter_inserted())
+            .all(|((n, x), (m, y))| n.matches(m) && same_expr(x, y))
+}
+
+/// Structural equality of two expressions (names compared ignoring case).
+pub fn same_expr(a: &Expr, b: &Expr) -> bool {
+    match (a, b) {
+        (Expr::Lit(x), Expr::Lit(y)) => same_value(x, y),
+        (Expr::RelTimeLit(x), Expr::RelTimeLit(y)) => x.to_bits() == y.to_bits(),
+        (Expr::Attr(x), Expr::Attr(y)) | (Expr::Absolute(x), Expr::Absolute(y)) => x.matches(y),
+        (Expr::Select(x, n), Expr::Select(y, m)) => n.matches(m) && same_expr(x, y),
+        (Expr::Index(x1, x2), Expr::Index(y1, y2)) | (Expr::Elvis(x1, x2), Expr::Elvis(y1, y2)) => {
+            same_expr(x1, y1) && same_expr(x2, y2)
+        }
+        (Expr::Unary(o, x), Expr::Unary(p, y)) => o == p && same_expr(x, y),
+        (Expr::Binary(o, x), Expr::Binary(p, y)) => {
+            o == p && same_expr(&x.0, &y.0) && same_expr(&x.1, &y.1)
+        }
+        (Expr::Cond(x), Expr::Cond(y)) => {
+            same_expr(&x.0, &y.0) && same_expr(&x.1, &y.1) && same_expr(&x.2, &y.2)
+        }
+        (Expr::Paren(x), Expr::Paren(y)) => same_expr(x, y),
+        (Expr::Call(x), Expr::Call(y)) => {
+            x.name.eq_ignore_ascii_case(&y.name) && same_list(&x.args, &y.args)
+        }
+        (Expr::List(x), Expr::List(y)) => same_list(x, y),
+        (Expr::Ad(x), Expr::Ad(y)) => same_ad(x, y),
+        (Expr::Folded(x), Expr::Folded(y)) => same_expr(&x.expr, &y.expr),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ad(text: &str) -> ClassAd {
+        ClassAd::parse(text).unwrap()
+    }
+
+    #[test]
+    fn references_follow_scopes_and_skip_my_and_target() {
+        let e = classad::parse_expr("MY.Memory > TARGET.RequestMemory && Arch == \"X86_64\" && ifThenElse(isUndefined(KFlops), 1, 2)").unwrap();
+        let mut refs = Vec::new();
+        references(&e, &mut refs);
+        let names: Vec<&str> = refs.iter().map(|n| n.as_str()).collect();
+        assert_eq!(names, ["Memory", "RequestMemory", "Arch", "KFlops"]);
+    }
+
+    #[test]
+    fn keys_ignore_insignificant_attributes_and_follow_internal_references() {
+        let mut attrs = SignificantAttrs::new();
+        attrs.add("Requirements");
+        let a = ad("[Requirements = Memory > NeedMem; NeedMem = 100; ClusterId = 1]");
+        let b = ad("[requirements = Memory > needmem; NeedMem = 100; ClusterId = 2]");
+        let c = ad("[Requirements = Memory > NeedMem; NeedMem = 200; ClusterId = 3]");
+        let (_, grew) = attrs.key_of(&a);
+        assert!(grew, "NeedMem and Memory are learned from Requirements");
+        let (ka, grew) = attrs.key_of(&a);
+        assert!(!grew);
+        let (kb, _) = attrs.key_of(&b);
+        let (kc, _) = attrs.key_of(&c);
+        assert_eq!(ka, kb);
+        assert_ne!(ka, kc);
+        assert!(attrs.alike(&a, &b));
+        assert!(!attrs.alike(&a, &c));
+    }
+}
