@@ -1241,3 +1241,14 @@ impl Hgq<'_> {
         surplus
     }
 }
+
+/// The cycle reads priorities straight from the accountant.
+impl crate::cycle::Priorities for Accountant {
+    fn effective_priority(&self, submitter: &str) -> f64 {
+        Accountant::effective_priority(self, submitter)
+    }
+
+    fn resources_in_use(&self, submitter: &str) -> f64 {
+        Accountant::resources_in_use(self, submitter)
+    }
+}

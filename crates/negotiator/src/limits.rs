@@ -333,3 +333,38 @@ pub fn limits_text(requests: &[LimitRequest]) -> String {
         .collect::<Vec<_>>()
         .join(",")
 }
+
+/// The concurrency limits as one negotiation cycle sees them: evaluated
+/// at the cycle's `now` (a job's limits may be an expression over the
+/// machine), taken as matches are made so the cycle never exceeds one.
+pub struct CycleLimits<'a> {
+    pub limits: &'a mut ConcurrencyLimits,
+    pub env: Env,
+}
+
+impl<'a> CycleLimits<'a> {
+    pub fn new(limits: &'a mut ConcurrencyLimits, now: i64) -> CycleLimits<'a> {
+        CycleLimits {
+            limits,
+            env: Env::at(now),
+        }
+    }
+}
+
+impl crate::cycle::Limits for CycleLimits<'_> {
+    fn fits(&self, job: &ClassAd, machine: &ClassAd) -> bool {
+        self.limits.fits(job, machine, &self.env).is_ok()
+    }
+
+    fn take(&mut self, job: &ClassAd, machine: &ClassAd) {
+        let requests = job_limits(job, machine, &self.env);
+        self.limits.take(&requests);
+    }
+
+    fn exceeded(&self, job: &ClassAd, machine: &ClassAd) -> Vec<String> {
+        match self.limits.fits(job, machine, &self.env) {
+            Ok(()) => Vec::new(),
+            Err(e) => vec![e.limit],
+        }
+    }
+}
