@@ -760,6 +760,7 @@ impl Startd {
         };
         for i in 0..self.slots.len() {
             if self.slots[i].job.is_none() {
+                self.slots[i].retirement_remaining = None;
                 continue;
             }
             let ad = self.take_ad(i, now);
@@ -775,6 +776,7 @@ impl Startd {
             f.quick_completion = f.quick_completion.max(now + quick_vacate);
             f.graceful_badput += ((ran + remaining) as f64 * cpus) as i64;
             f.quick_badput += (ran as f64 * cpus) as i64;
+            self.slots[i].retirement_remaining = Some(remaining);
             self.put_ad(i, ad);
         }
         self.drain_figures = f;

@@ -312,6 +312,9 @@ impl Startd {
         match (&s.job, s.job_start) {
             (Some(job), Some(start)) => {
                 int(ad, "JobStart", start);
+                if let Some(r) = s.retirement_remaining {
+                    int(ad, "RetirementTimeRemaining", r);
+                }
                 int(ad, "TotalJobRunTime", s.job_run_time(now));
                 int(
                     ad,

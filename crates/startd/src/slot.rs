@@ -131,6 +131,10 @@ pub struct Slot {
     pub hook_keyword: Option<String>,
     pub fetching: bool,
     pub last_fetch: Option<i64>,
+    /// Retirement time the running job has left, as last published
+    /// (RetirementTimeRemaining; the negotiator reads it for early
+    /// preemption).
+    pub retirement_remaining: Option<i64>,
     /// Seconds spent in each state and activity before the current one
     /// (published as TotalTime<State><Activity>).
     pub time_in: Vec<(Pair, i64)>,
@@ -195,6 +199,7 @@ impl Slot {
             hook_keyword: None,
             fetching: false,
             last_fetch: None,
+            retirement_remaining: None,
             time_in: Vec::new(),
             ad: ClassAd::new(),
         }

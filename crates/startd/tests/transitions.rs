@@ -952,6 +952,8 @@ fn the_slot_ad_says_what_draining_would_cost() {
         (T0 + 1000 + 600).to_string()
     );
     assert_eq!(get("ExpectedMachineQuickDrainingBadput"), "1000");
+    // What the negotiator reads for early preemption.
+    assert_eq!(get("RetirementTimeRemaining"), "2600");
     s.handle(
         Event::Drain {
             how: DrainHow::Quick,
