@@ -937,7 +937,9 @@ fn the_slot_ad_says_what_draining_would_cost() {
     run_job(&mut s, job("alice"), T0);
     s.tick(T0 + 1000, readings(0, 0.0));
     let env = classad::Env::at(T0 + 1000);
-    let ad = s.published_ads(T0 + 1000).remove(1);
+    let mut ads = s.published_ads(T0 + 1000);
+    let running = ads.remove(0);
+    let ad = ads.remove(0);
     let get = |n: &str| ad.eval_attr(n, &env).to_string();
     // Graceful: the job keeps the 2600 s of retirement left, then 600 s to
     // vacate; its 3600 s of work are lost if it does not finish.
@@ -952,8 +954,15 @@ fn the_slot_ad_says_what_draining_would_cost() {
         (T0 + 1000 + 600).to_string()
     );
     assert_eq!(get("ExpectedMachineQuickDrainingBadput"), "1000");
-    // What the negotiator reads for early preemption.
-    assert_eq!(get("RetirementTimeRemaining"), "2600");
+    // What the negotiator reads for early preemption: on the slot with the
+    // job only.
+    assert_eq!(get("RetirementTimeRemaining"), "undefined");
+    assert_eq!(
+        running
+            .eval_attr("RetirementTimeRemaining", &env)
+            .to_string(),
+        "2600"
+    );
     s.handle(
         Event::Drain {
             how: DrainHow::Quick,
