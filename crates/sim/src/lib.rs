@@ -1,0 +1,1 @@
+//! # sim — the pool simulator (being written; issue 6)
