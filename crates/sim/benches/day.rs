@@ -1,0 +1,66 @@
+//! A simulated day of a large pool: 10,000 one-core machines on the
+//! default policy and 100,000 jobs (1,000 submissions of 100, spread over
+//! the day, from 20 users, run times 20 to 60 minutes). Target: under 60
+//! seconds on one core.
+//!
+//! Run with `nice -n 10 cargo bench -p sim --bench day`; `-- small` runs
+//! only a tenth of it (1,000 machines, 10,000 jobs), which always
+//! runs first. It is a plain bench target that prints its figures: one
+//! simulated day takes tens of seconds, too long for criterion's samples.
+//!
+//! The intervals are the scenario's: NEGOTIATOR_INTERVAL 300 (a pool this
+//! size negotiates every few minutes), POLLING_INTERVAL 300 and
+//! UPDATE_INTERVAL 300 (no owners, so nothing to watch between polls).
+
+use std::time::Instant;
+
+use serde_json::json;
+
+fn scenario(machines: u32, submissions: i64, per: u32) -> sim::Scenario {
+    let users = 20;
+    let jobs: Vec<_> = (0..users)
+        .map(|u| {
+            json!({
+                "user": format!("user{u}"),
+                "submit": format!("universe = vanilla\nexecutable = /bin/sleep\nrequest_memory = {}\nqueue {per}", 512 * (1 + u % 2)),
+                "every": {"start": u * 60, "interval": 86400 / (submissions / users), "count": submissions / users},
+                "runtime": {"uniform": [1200, 3600]}
+            })
+        })
+        .collect();
+    sim::Scenario::from_value(&json!({
+        "seed": 1,
+        "duration": 86400,
+        "config": [{"text": "START = True\nSUSPEND = False\nPREEMPT = False\nKILL = False\nWANT_SUSPEND = False\nWANT_VACATE = False\nRunBenchmarks = False\nUID_DOMAIN = pool"}],
+        "machines": [{"class": "node", "count": machines, "cpus": 1, "memory": 2048}],
+        "jobs": jobs,
+        "intervals": {"NEGOTIATOR_INTERVAL": 300, "POLLING_INTERVAL": 300, "UPDATE_INTERVAL": 300},
+        "sample_interval": 900
+    }))
+    .unwrap()
+}
+
+fn run(machines: u32, submissions: i64, per: u32) {
+    let s = scenario(machines, submissions, per);
+    let t = Instant::now();
+    let r = sim::simulate(&s, &sim::MemFiles::new()).unwrap();
+    eprintln!(
+        "{machines} machines, {} jobs submitted, {} completed, {} cycles: {:.1} s\n{}",
+        r.summary.jobs_submitted,
+        r.summary.jobs_completed,
+        r.summary.negotiation_cycles,
+        t.elapsed().as_secs_f64(),
+        r.to_text()
+    );
+}
+
+/// A bench target that prints its figures: one run of a simulated day
+/// takes a minute, too long for criterion's ten samples at least.
+fn main() {
+    let small = std::env::args().any(|a| a == "small");
+    // The tenth first: a quick figure, and a check before the big one.
+    run(1_000, 100, 100);
+    if !small {
+        run(10_000, 1_000, 100);
+    }
+}

@@ -1,0 +1,1759 @@
+//! The discrete-event loop: the real cores on a virtual clock.
+//!
+//! Every machine is a `startd::Startd`, polled every POLLING_INTERVAL with
+//! readings made from its owner's scripted or random activity; every
+//! access point is a `schedd::JobQueue`; the central manager is the
+//! `negotiator`'s cycle with its `Accountant` and `ConcurrencyLimits`, run
+//! every NEGOTIATOR_INTERVAL over the slot ads the startds last published
+//! (refreshed on a state change, and every UPDATE_INTERVAL, as a startd
+//! updates the collector). The simulator plays the parts that are not
+//! cores: the schedd's claiming and activation (with claim reuse, as the
+//! schedd runs another idle job of the same submitter on a claim it holds),
+//! its keep-alives, the shadow and starter (a job "runs" for its run time
+//! unless suspended or evicted first), and carrying out every action the
+//! startd asks for.
+//!
+//! Determinism: events are ordered by time, then by the order they were
+//! scheduled; every map that can reach the report is a `BTreeMap`; the
+//! only randomness is [`SplitMix64`] seeded from the scenario. Same
+//! scenario, same seed: the same report, byte for byte.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+use classad::{ClassAd, Env, Value};
+use config::{Config, FileError, FixedHost, LoadOptions, Root};
+use negotiator::accountant::Accountant;
+use negotiator::cycle::{negotiate, MatchKind, Policy, SubmitterJobs};
+use negotiator::limits::{job_limits, ConcurrencyLimits, CycleLimits};
+use schedd::{Change, JobEvent, JobId, JobQueue, JobStatus, RunReport, SubmitPolicy, SystemPolicy};
+use startd::resources::HostReadings;
+use startd::{Action, Activity, Cause, ClaimRequest, Event, Pair, Readings, Ready, Startd, State};
+
+use crate::report::{JobRecord, Report, Sample, TransitionRecord};
+use crate::rng::SplitMix64;
+use crate::scenario::{Activity as OwnerActivity, Scenario, SimError, Source};
+
+/// Where the simulator reads configuration files and submit descriptions.
+/// The CLI implements it over the disk; tests use [`MemFiles`].
+pub trait Files {
+    fn read(&self, path: &str) -> Result<String, FileError>;
+}
+
+/// Files held in memory, by path.
+#[derive(Clone, Debug, Default)]
+pub struct MemFiles {
+    pub files: BTreeMap<String, String>,
+}
+
+impl MemFiles {
+    pub fn new() -> MemFiles {
+        MemFiles::default()
+    }
+
+    pub fn with(mut self, path: &str, text: &str) -> MemFiles {
+        self.files.insert(path.to_string(), text.to_string());
+        self
+    }
+}
+
+impl Files for MemFiles {
+    fn read(&self, path: &str) -> Result<String, FileError> {
+        self.files.get(path).cloned().ok_or(FileError::NotFound)
+    }
+}
+
+/// The configuration loader's view: the made-up root file in memory,
+/// everything else through the scenario's files.
+struct ConfigFiles<'a> {
+    files: &'a dyn Files,
+    root_path: String,
+    root: String,
+}
+
+impl config::Files for ConfigFiles<'_> {
+    fn read(&self, path: &str) -> Result<String, FileError> {
+        if path == self.root_path {
+            return Ok(self.root.clone());
+        }
+        self.files.read(path)
+    }
+    fn list_dir(&self, _path: &str) -> Result<Vec<String>, FileError> {
+        Err(FileError::NotFound)
+    }
+    fn run(&self, command: &str) -> Result<String, String> {
+        Err(format!("the simulator runs no commands: {command}"))
+    }
+}
+
+/// condor_submit's view of the files: sizes are the texts' lengths.
+struct SubmitFiles<'a>(&'a dyn Files);
+
+impl submit::Files for SubmitFiles<'_> {
+    fn size(&self, path: &str) -> Option<u64> {
+        self.0.read(path).ok().map(|t| t.len() as u64)
+    }
+    fn list_dir(&self, _path: &str) -> Result<Vec<submit::DirEntry>, FileError> {
+        Err(FileError::NotFound)
+    }
+    fn read(&self, path: &str) -> Result<String, FileError> {
+        self.0.read(path)
+    }
+}
+
+/// Loads the configuration made of `sources`, in order, for `subsystem`,
+/// as a root file that includes each file and holds each text.
+fn load_config(
+    scenario: &Scenario,
+    files: &dyn Files,
+    subsystem: &str,
+    name: &str,
+    sources: &[&Source],
+    host: &FixedHost,
+) -> Result<Config, SimError> {
+    let mut root = String::new();
+    for s in sources {
+        match s {
+            Source::File(p) => root.push_str(&format!("include : {}\n", scenario.resolve(p))),
+            Source::Text(t) => {
+                root.push_str(t);
+                root.push('\n');
+            }
+        }
+    }
+    let root_path = format!("/ferrocondor-simulate/{name}.conf");
+    let cf = ConfigFiles {
+        files,
+        root_path: root_path.clone(),
+        root,
+    };
+    config::load(
+        &LoadOptions::new(subsystem, Root::File(root_path)),
+        &cf,
+        host,
+    )
+    .map_err(|e| SimError(format!("configuration of {name}: {e}")))
+}
+
+fn host_macros(hostname: &str, cpus: u32, memory: i64) -> FixedHost {
+    let short = hostname.split('.').next().unwrap_or(hostname);
+    FixedHost::empty()
+        .with_macro("FULL_HOSTNAME", hostname)
+        .with_macro("HOSTNAME", short)
+        .with_macro("DETECTED_CORES", &cpus.to_string())
+        .with_macro("DETECTED_CPUS", &cpus.to_string())
+        .with_macro("DETECTED_PHYSICAL_CPUS", &cpus.to_string())
+        .with_macro("DETECTED_MEMORY", &memory.to_string())
+        .with_macro("ARCH", "X86_64")
+        .with_macro("OPSYS", "LINUX")
+        .with_macro("OPSYSANDVER", "AlmaLinux9")
+        .with_macro("OPSYS_AND_VER", "AlmaLinux9")
+}
+
+fn interval(scenario: &Scenario, config: &Config, name: &str, default: i64) -> i64 {
+    if let Some(v) = scenario.intervals.get(name) {
+        return *v;
+    }
+    config
+        .duration(name)
+        .ok()
+        .flatten()
+        .filter(|v| *v > 0)
+        .unwrap_or(default)
+}
+
+/// What a real startd learns from its starter and publishes in every slot
+/// ad, and the `startd` core does not (a core gap, see the crate docs):
+/// `HasFileTransfer`, `FileSystemDomain` and `UidDomain`. Without them no
+/// job condor_submit makes can match (its Requirements read them).
+fn starter_attrs(config: &Config, hostname: &str) -> ClassAd {
+    let get = |name: &str| {
+        config
+            .get(name)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| hostname.to_string())
+    };
+    let mut ad = ClassAd::new();
+    ad.insert_value("HasFileTransfer", true);
+    ad.insert_value("FileSystemDomain", get("FILESYSTEM_DOMAIN").as_str());
+    ad.insert_value("UidDomain", get("UID_DOMAIN").as_str());
+    ad
+}
+
+/// The owner's use of one machine: (from, to, keyboard, load), absolute.
+type Busy = (i64, i64, bool, f64);
+
+struct Machine {
+    host: String,
+    startd: Startd,
+    busy: Vec<Busy>,
+    poll: i64,
+    update: i64,
+    /// Where its slot ads sit in the collector's list, and how many.
+    first_ad: usize,
+    ad_count: usize,
+    ads_at: i64,
+    dirty: bool,
+    /// Claims on this machine (ids), for activation and reuse.
+    claims: BTreeSet<String>,
+    /// What the starter adds to the slot ads (see `starter_attrs`).
+    starter_attrs: ClassAd,
+}
+
+/// The part of a job the simulator keeps beside the queue's ad.
+struct SimJob {
+    schedd: usize,
+    id: JobId,
+    submitter: String,
+    group: String,
+    cpus: f64,
+    runtime: i64,
+    exit_code: i64,
+    /// JobPrio at submission (the submitter's order of its jobs).
+    prio: i64,
+    submitted: i64,
+    first_start: Option<i64>,
+    run: Option<Run>,
+    status: JobStatus,
+}
+
+/// One run of a job on a slot.
+struct Run {
+    machine: usize,
+    slot: String,
+    claim: String,
+    /// Seconds of run time done before the current stretch, and since when
+    /// it is running (`None` while suspended).
+    ran: i64,
+    since: Option<i64>,
+    /// Bumped when the run's timing changes, so stale events are ignored.
+    generation: u64,
+    /// The starter was told to stop the job.
+    ending: bool,
+}
+
+impl Run {
+    fn done(&self, now: i64) -> i64 {
+        self.ran + self.since.map_or(0, |s| now - s)
+    }
+}
+
+struct SimClaim {
+    machine: usize,
+    schedd: usize,
+    submitter: String,
+    /// The job the claim was made for, then the one running on it.
+    job: Option<usize>,
+    activated: bool,
+    /// An Activate was sent and its StartJob has not come yet.
+    starting: bool,
+    /// Released by the schedd, or its job was evicted: no reuse.
+    finished: bool,
+}
+
+struct Schedd {
+    name: String,
+    queue: JobQueue,
+    submit_config: Config,
+    submit_policy: SubmitPolicy,
+    system: SystemPolicy,
+    uid_domain: String,
+    ad: ClassAd,
+    /// SYSTEM_PERIODIC_* is configured, or these jobs have periodic
+    /// expressions: only then is the periodic pass worth making (it walks
+    /// the whole queue, and a queue of 100,000 jobs every minute is the
+    /// simulation's whole cost otherwise).
+    system_periodic: bool,
+    periodic_jobs: BTreeSet<JobId>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    Arrival { spec: usize, k: usize },
+    Tick(usize),
+    Negotiate,
+    Periodic,
+    KeepAlive,
+    Sample,
+    Finish { job: usize, generation: u64 },
+    StarterGone { job: usize, generation: u64 },
+}
+
+/// A running simulation.
+pub struct Simulation<'f> {
+    scenario: Scenario,
+    files: &'f dyn Files,
+    now: i64,
+    end: i64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<(i64, u64, Ev)>>,
+    machines: Vec<Machine>,
+    schedds: Vec<Schedd>,
+    jobs: Vec<SimJob>,
+    job_index: BTreeMap<(usize, JobId), usize>,
+    /// Each submitter's idle jobs in its order: JobPrio (higher first),
+    /// then submission.
+    idle: BTreeMap<String, BTreeSet<(i64, usize)>>,
+    claims: BTreeMap<String, SimClaim>,
+    claim_seq: u64,
+    /// (machine, slot) -> the job running there.
+    running: BTreeMap<(usize, String), usize>,
+    /// Why the slot's claim is being preempted (for the report).
+    preempt_cause: BTreeMap<(usize, String), String>,
+    collector: Vec<ClassAd>,
+    collector_owner: Vec<(usize, String)>,
+    accountant: Accountant,
+    limits: ConcurrencyLimits,
+    policy: Policy,
+    negotiator_interval: i64,
+    periodic_interval: i64,
+    alive_interval: i64,
+    sample_interval: i64,
+    job_rng: SplitMix64,
+    pending: Vec<(usize, Event)>,
+    report: Report,
+    total_cpus: f64,
+}
+
+impl<'f> Simulation<'f> {
+    /// Sets the pool up: reads every configuration, builds the startds at
+    /// the start time, checks every submit description once.
+    pub fn new(scenario: &Scenario, files: &'f dyn Files) -> Result<Simulation<'f>, SimError> {
+        let s = scenario;
+        let start = s.start;
+        let pool: Vec<&Source> = s.config.iter().collect();
+        let cm_sources: Vec<&Source> = pool
+            .iter()
+            .copied()
+            .chain(s.negotiator_config.iter())
+            .collect();
+        let cm = load_config(
+            s,
+            files,
+            "NEGOTIATOR",
+            "negotiator",
+            &cm_sources,
+            &host_macros("cm", 1, 1024),
+        )?;
+        let policy = Policy::from_config(&cm).map_err(|e| SimError(format!("negotiator: {e}")))?;
+        let mut accountant =
+            Accountant::from_config(&cm).map_err(|e| SimError(format!("accountant: {e}")))?;
+        for (who, f) in &s.priority_factors {
+            accountant.set_factor(who, *f);
+        }
+        let limits = ConcurrencyLimits::from_config(&cm)
+            .map_err(|e| SimError(format!("concurrency limits: {e}")))?;
+
+        let mut schedds = Vec::new();
+        for sp in &s.schedds {
+            let sources: Vec<&Source> = pool.iter().copied().chain(sp.config.iter()).collect();
+            let host = host_macros(&sp.name, 1, 1024);
+            let sc = load_config(s, files, "SCHEDD", &sp.name, &sources, &host)?;
+            let submit_config = load_config(s, files, "SUBMIT", &sp.name, &sources, &host)?;
+            let submit_policy = SubmitPolicy::from_config(&sc)
+                .map_err(|e| SimError(format!("schedd {}: {e}", sp.name)))?;
+            let system = SystemPolicy::from_config(&sc)
+                .map_err(|e| SimError(format!("schedd {}: {e}", sp.name)))?;
+            let uid_domain = sc
+                .get("UID_DOMAIN")
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| sp.name.clone());
+            let system_periodic = [
+                "SYSTEM_PERIODIC_HOLD",
+                "SYSTEM_PERIODIC_REMOVE",
+                "SYSTEM_PERIODIC_RELEASE",
+            ]
+            .iter()
+            .any(|n| {
+                sc.get(n)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|v| !v.trim().is_empty())
+            });
+            let mut ad = ClassAd::new();
+            ad.insert_value("MyType", "Scheduler");
+            ad.insert_value("Name", sp.name.as_str());
+            schedds.push(Schedd {
+                name: sp.name.clone(),
+                queue: JobQueue::new(),
+                submit_config,
+                submit_policy,
+                system,
+                uid_domain,
+                ad,
+                system_periodic,
+                periodic_jobs: BTreeSet::new(),
+            });
+        }
+        let sched_cfg = load_config(
+            s,
+            files,
+            "SCHEDD",
+            "intervals",
+            &pool,
+            &host_macros("submit", 1, 1024),
+        )?;
+
+        let mut machines = Vec::new();
+        let mut total_cpus = 0.0;
+        for class in &s.classes {
+            let sources: Vec<&Source> = pool.iter().copied().chain(class.config.iter()).collect();
+            let names: Vec<String> = (1..=class.count)
+                .map(|n| {
+                    if class.hostname.contains("{n}") {
+                        class.hostname.replace("{n}", &n.to_string())
+                    } else if class.count > 1 {
+                        format!("{}{n}", class.hostname)
+                    } else {
+                        class.hostname.clone()
+                    }
+                })
+                .collect();
+            let Some(first) = names.first() else { continue };
+            // One read per class: a pool of thousands of identical machines
+            // must not parse its configuration thousands of times.
+            let c = load_config(
+                s,
+                files,
+                "STARTD",
+                &class.name,
+                &sources,
+                &host_macros(first, class.cpus, class.memory),
+            )?;
+            let poll = interval(s, &c, "POLLING_INTERVAL", 5);
+            let update = interval(s, &c, "UPDATE_INTERVAL", 300);
+            let readings = HostReadings::simple(class.cpus, class.memory, class.disk, 0);
+            let starter_attrs = starter_attrs(&c, first);
+            let template = Startd::from_config(&c, first, &readings, start)
+                .map_err(|e| SimError(format!("machine class {}: {e}", class.name)))?;
+            for (k, host) in names.iter().enumerate() {
+                let mut startd = template.clone();
+                if k > 0 {
+                    startd.machine.hostname = host.clone();
+                }
+                total_cpus += startd.machine.total_cpus;
+                machines.push(Machine {
+                    host: host.clone(),
+                    startd,
+                    busy: Vec::new(),
+                    poll,
+                    update,
+                    first_ad: 0,
+                    ad_count: 0,
+                    ads_at: i64::MIN / 2,
+                    dirty: true,
+                    claims: BTreeSet::new(),
+                    starter_attrs: starter_attrs.clone(),
+                });
+            }
+        }
+
+        // The owners' activity, laid out in absolute time once.
+        for (oi, o) in s.owners.iter().enumerate() {
+            let targets: Vec<usize> = machines
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.host == o.machines)
+                .map(|(i, _)| i)
+                .collect();
+            let targets = if targets.is_empty() {
+                let mut v = Vec::new();
+                let mut idx = 0;
+                for c in &s.classes {
+                    for _ in 0..c.count {
+                        if c.name == o.machines {
+                            v.push(idx);
+                        }
+                        idx += 1;
+                    }
+                }
+                v
+            } else {
+                targets
+            };
+            if targets.is_empty() {
+                return Err(SimError(format!(
+                    "scenario: owners[{oi}]: no machine or class is named {}",
+                    o.machines
+                )));
+            }
+            for m in targets {
+                match &o.activity {
+                    OwnerActivity::Interval {
+                        from,
+                        to,
+                        keyboard,
+                        load,
+                    } => machines[m]
+                        .busy
+                        .push((start + from, start + to, *keyboard, *load)),
+                    OwnerActivity::Random {
+                        busy_mean,
+                        idle_mean,
+                        load,
+                    } => {
+                        let mut rng = SplitMix64::derive(
+                            s.seed,
+                            0x0_0001_0000 + (oi as u64) * 1_000_003 + m as u64,
+                        );
+                        let mut t = start + rng.exponential(*idle_mean);
+                        while t < start + s.duration {
+                            let b = rng.exponential(*busy_mean);
+                            machines[m].busy.push((t, t + b, true, *load));
+                            t += b + rng.exponential(*idle_mean);
+                        }
+                    }
+                }
+            }
+        }
+        for m in &mut machines {
+            m.busy.sort_by_key(|b| b.0);
+        }
+
+        let negotiator_interval = interval(s, &cm, "NEGOTIATOR_INTERVAL", 60);
+        let periodic_interval = interval(s, &sched_cfg, "PERIODIC_EXPR_INTERVAL", 60);
+        let alive_interval = interval(s, &sched_cfg, "ALIVE_INTERVAL", 300);
+        let sample_interval = s.sample_interval.unwrap_or_else(|| {
+            (s.duration / 200)
+                .max(negotiator_interval.min(s.duration))
+                .max(1)
+        });
+
+        let mut sim = Simulation {
+            scenario: s.clone(),
+            files,
+            now: start,
+            end: start + s.duration,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            machines,
+            schedds,
+            jobs: Vec::new(),
+            job_index: BTreeMap::new(),
+            idle: BTreeMap::new(),
+            claims: BTreeMap::new(),
+            claim_seq: 0,
+            running: BTreeMap::new(),
+            preempt_cause: BTreeMap::new(),
+            collector: Vec::new(),
+            collector_owner: Vec::new(),
+            accountant,
+            limits,
+            policy,
+            negotiator_interval,
+            periodic_interval,
+            alive_interval,
+            sample_interval,
+            job_rng: SplitMix64::derive(s.seed, 2),
+            pending: Vec::new(),
+            report: Report::new(s.seed, start, s.duration),
+            total_cpus,
+        };
+        sim.report.summary.total_cpus = total_cpus;
+
+        // Check every submit description now, not hours into the run.
+        for (i, spec) in s.jobs.iter().enumerate() {
+            let schedd = sim.schedd_of(i)?;
+            sim.submit_ads(i, schedd, 1, start)
+                .map_err(|e| SimError(format!("scenario: jobs[{i}]: {e}")))?;
+            for (k, t) in spec.arrivals.iter().enumerate() {
+                if *t < s.duration {
+                    sim.schedule(start + t, Ev::Arrival { spec: i, k });
+                }
+            }
+        }
+        // Stagger the startds' polls, as real machines are not in step.
+        let mut stagger = SplitMix64::derive(s.seed, 1);
+        for m in 0..sim.machines.len() {
+            let p = sim.machines[m].poll;
+            let at = start + stagger.range(0, p - 1);
+            sim.schedule(at, Ev::Tick(m));
+        }
+        sim.schedule(start, Ev::Sample);
+        // The first cycle once every startd has polled and published.
+        sim.schedule(start + negotiator_interval, Ev::Negotiate);
+        sim.schedule(start + periodic_interval, Ev::Periodic);
+        sim.schedule(start + alive_interval, Ev::KeepAlive);
+        Ok(sim)
+    }
+
+    fn schedd_of(&self, spec: usize) -> Result<usize, SimError> {
+        match &self.scenario.jobs[spec].schedd {
+            None => Ok(0),
+            Some(name) => self
+                .schedds
+                .iter()
+                .position(|s| &s.name == name)
+                .ok_or_else(|| SimError(format!("scenario: jobs[{spec}]: no schedd {name}"))),
+        }
+    }
+
+    /// The ads `condor_submit` makes of job spec `spec` for cluster `cluster`.
+    fn submit_ads(
+        &self,
+        spec: usize,
+        schedd: usize,
+        cluster: i64,
+        now: i64,
+    ) -> Result<Vec<ClassAd>, String> {
+        let j = &self.scenario.jobs[spec];
+        let text = match &j.submit {
+            None => "universe = vanilla\nexecutable = /bin/sleep\nqueue\n".to_string(),
+            Some(Source::Text(t)) => t.clone(),
+            Some(Source::File(p)) => self
+                .files
+                .read(&self.scenario.resolve(p))
+                .map_err(|e| format!("{p}: {e}"))?,
+        };
+        let mut opts = submit::SubmitOptions::new(cluster, &j.user, now, "/home/sim");
+        opts.append = j.append.clone();
+        opts.random_seed = self.scenario.seed;
+        let sub = submit::submit(
+            &text,
+            &opts,
+            &self.schedds[schedd].submit_config,
+            &SubmitFiles(self.files),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(sub.jobs)
+    }
+
+    fn schedule(&mut self, at: i64, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse((at, self.seq, ev)));
+    }
+
+    /// The simulated time.
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// The startd of the machine with this host name.
+    pub fn startd(&self, host: &str) -> Option<&Startd> {
+        self.machines
+            .iter()
+            .find(|m| m.host == host)
+            .map(|m| &m.startd)
+    }
+
+    /// The job queue of the schedd with this name.
+    pub fn job_queue(&self, schedd: &str) -> Option<&JobQueue> {
+        self.schedds
+            .iter()
+            .find(|s| s.name == schedd)
+            .map(|s| &s.queue)
+    }
+
+    pub fn accountant(&self) -> &Accountant {
+        &self.accountant
+    }
+
+    pub fn limits(&self) -> &ConcurrencyLimits {
+        &self.limits
+    }
+
+    /// Runs every event up to and including `t` (at most the end).
+    pub fn run_until(&mut self, t: i64) {
+        let t = t.min(self.end);
+        while let Some(Reverse((at, _, _))) = self.queue.peek() {
+            if *at > t {
+                break;
+            }
+            let Some(Reverse((at, _, ev))) = self.queue.pop() else {
+                break;
+            };
+            self.now = at;
+            self.step(ev);
+        }
+        self.now = t;
+    }
+
+    /// Runs to the end and gives the report.
+    pub fn run(mut self) -> Report {
+        self.run_until(self.end);
+        self.finish()
+    }
+
+    fn step(&mut self, ev: Ev) {
+        let now = self.now;
+        match ev {
+            Ev::Arrival { spec, k } => self.arrival(spec, k),
+            Ev::Tick(m) => {
+                let readings = self.readings(m, now);
+                let ready = self.machines[m].startd.tick(now, readings);
+                self.absorb(m, ready);
+                self.drive();
+                let p = self.machines[m].poll;
+                self.schedule(now + p, Ev::Tick(m));
+            }
+            Ev::Negotiate => {
+                self.negotiate();
+                self.schedule(now + self.negotiator_interval, Ev::Negotiate);
+            }
+            Ev::Periodic => {
+                self.periodic();
+                self.schedule(now + self.periodic_interval, Ev::Periodic);
+            }
+            Ev::KeepAlive => {
+                let ids: Vec<(usize, String)> = self
+                    .claims
+                    .iter()
+                    .map(|(id, c)| (c.machine, id.clone()))
+                    .collect();
+                for (m, id) in ids {
+                    self.pending.push((m, Event::KeepAlive { claim_id: id }));
+                }
+                self.drive();
+                self.schedule(now + self.alive_interval, Ev::KeepAlive);
+            }
+            Ev::Sample => {
+                self.sample();
+                self.schedule(now + self.sample_interval, Ev::Sample);
+            }
+            Ev::Finish { job, generation } => self.job_finished(job, generation),
+            Ev::StarterGone { job, generation } => self.starter_gone(job, generation),
+        }
+    }
+
+    // ---- the owner and the host --------------------------------------
+
+    fn readings(&self, m: usize, now: i64) -> Readings {
+        let mach = &self.machines[m];
+        let mut keyboard_idle = now - self.scenario.start + self.scenario.initial_idle;
+        let mut load = 0.0;
+        for &(from, to, keyboard, l) in &mach.busy {
+            if from > now {
+                break;
+            }
+            if now < to {
+                load += l;
+                if keyboard {
+                    keyboard_idle = 0;
+                }
+            } else if keyboard {
+                keyboard_idle = keyboard_idle.min(now - to);
+            }
+        }
+        let condor_load: Vec<f64> = mach
+            .startd
+            .slots
+            .iter()
+            .map(|s| {
+                if s.pair() == Pair(State::Claimed, Activity::Busy)
+                    || s.pair() == Pair(State::Claimed, Activity::Retiring)
+                {
+                    s.resources.cpus.max(1.0)
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let total: f64 = condor_load.iter().sum();
+        Readings {
+            keyboard_idle,
+            console_idle: keyboard_idle,
+            load_avg: load + total,
+            condor_load,
+        }
+    }
+
+    // ---- the startd's side -------------------------------------------
+
+    fn slot_label(&self, m: usize, slot: &str) -> String {
+        format!("{slot}@{}", self.machines[m].host)
+    }
+
+    /// Records what a startd did and carries out its actions.
+    fn absorb(&mut self, m: usize, ready: Ready) {
+        let now = self.now;
+        if !ready.transitions.is_empty() {
+            self.machines[m].dirty = true;
+        }
+        for t in &ready.transitions {
+            if t.from.0 == State::Claimed
+                && (t.to.0 == State::Preempting || t.to.1 == Activity::Retiring)
+            {
+                // The first step of an eviction says why; the later ones
+                // (retirement over, vacating) only how.
+                self.preempt_cause
+                    .entry((m, t.slot.clone()))
+                    .or_insert_with(|| cause_category(&t.cause));
+            }
+            self.report.transitions.push(TransitionRecord {
+                time: t.at,
+                slot: self.slot_label(m, &t.slot),
+                from: t.from.to_string(),
+                to: t.to.to_string(),
+                number: t.number,
+                cause: t.cause.to_string(),
+            });
+        }
+        for a in ready.actions {
+            match a {
+                Action::StartJob {
+                    slot,
+                    claim_id,
+                    nice,
+                    ..
+                } => self.start_job(m, &slot, &claim_id, nice),
+                Action::SuspendJob { slot } => {
+                    if let Some(&j) = self.running.get(&(m, slot)) {
+                        if let Some(r) = &mut self.jobs[j].run {
+                            if let Some(s) = r.since.take() {
+                                r.ran += now - s;
+                            }
+                            r.generation += 1;
+                        }
+                        self.job_event(j, JobEvent::Suspended { num_pids: 1 }, "suspended");
+                    }
+                }
+                Action::ContinueJob { slot } => {
+                    if let Some(&j) = self.running.get(&(m, slot)) {
+                        let mut finish = None;
+                        if let Some(r) = &mut self.jobs[j].run {
+                            if r.since.is_none() && !r.ending {
+                                r.since = Some(now);
+                                r.generation += 1;
+                                finish = Some((r.generation, r.ran));
+                            }
+                        }
+                        if let Some((generation, ran)) = finish {
+                            let left = (self.jobs[j].runtime - ran).max(0);
+                            self.schedule(now + left, Ev::Finish { job: j, generation });
+                        }
+                        self.job_event(j, JobEvent::Unsuspended, "unsuspended");
+                    }
+                }
+                Action::VacateJob { slot } => self.stop_job(m, &slot, 1),
+                Action::KillJob { slot } | Action::KillStarterTree { slot } => {
+                    self.stop_job(m, &slot, 0)
+                }
+                Action::ClaimEnded { claim_id, .. } => {
+                    self.accountant.remove_match(&claim_id, now);
+                    self.machines[m].claims.remove(&claim_id);
+                    self.claims.remove(&claim_id);
+                }
+                Action::RunBenchmarks { slot } => self.pending.push((
+                    m,
+                    Event::BenchmarksDone {
+                        slot,
+                        mips: 20_000,
+                        kflops: 1_000_000,
+                    },
+                )),
+                Action::StartBackfill { slot, .. } => {
+                    self.pending.push((m, Event::BackfillStarted { slot }))
+                }
+                Action::KillBackfill { slot } => {
+                    self.pending.push((m, Event::BackfillExited { slot }))
+                }
+                Action::FetchWork { slot, .. } => self
+                    .pending
+                    .push((m, Event::FetchedWork { slot, job: None })),
+                _ => {}
+            }
+        }
+        self.reconcile(m);
+    }
+
+    /// Hands pending events to their startds until none is left.
+    fn drive(&mut self) {
+        let mut guard = 0;
+        while !self.pending.is_empty() {
+            let batch = std::mem::take(&mut self.pending);
+            for (m, ev) in batch {
+                let activating = match &ev {
+                    Event::Activate { claim_id, .. } => Some(claim_id.clone()),
+                    _ => None,
+                };
+                match self.machines[m].startd.handle(ev, self.now) {
+                    Ok(ready) => self.absorb(m, ready),
+                    Err(r) => {
+                        self.report.notes.push(format!(
+                            "{}: {} refused: {}",
+                            self.now, self.machines[m].host, r.reason
+                        ));
+                        if let Some(id) = activating {
+                            self.activation_refused(m, &id, &r.slot);
+                        }
+                    }
+                }
+            }
+            guard += 1;
+            if guard > 1000 {
+                self.report
+                    .notes
+                    .push(format!("{}: startd events did not settle", self.now));
+                break;
+            }
+        }
+    }
+
+    /// The schedd's side of every claim on machine `m`: activate a claim
+    /// that is ready, reuse or release one whose job has gone.
+    fn reconcile(&mut self, m: usize) {
+        let ids: Vec<String> = self.machines[m].claims.iter().cloned().collect();
+        for id in ids {
+            let Some(slot) = self.machines[m]
+                .startd
+                .slots
+                .iter()
+                .find(|s| s.claim.as_ref().is_some_and(|c| c.id == id))
+            else {
+                continue;
+            };
+            if slot.pair() != Pair(State::Claimed, Activity::Idle) || slot.starter {
+                continue;
+            }
+            let slot_name = slot.name.clone();
+            let Some(c) = self.claims.get(&id) else {
+                continue;
+            };
+            if c.finished || c.starting {
+                continue;
+            }
+            let next = match c.job {
+                Some(j) if !c.activated => Some(j),
+                _ => self.next_job_for_claim(m, &slot_name, &id),
+            };
+            match next {
+                Some(j) => {
+                    let s = self.jobs[j].schedd;
+                    let job = self.schedds[s].queue.job(self.jobs[j].id).cloned();
+                    let Some(job) = job else { continue };
+                    if let Some(c) = self.claims.get_mut(&id) {
+                        c.job = Some(j);
+                        c.activated = true;
+                        c.starting = true;
+                    }
+                    // Taken off the idle list now, so no cycle matches it again.
+                    self.set_idle(j, false);
+                    self.pending.push((
+                        m,
+                        Event::Activate {
+                            slot: slot_name,
+                            claim_id: id.clone(),
+                            job: Box::new(job),
+                        },
+                    ));
+                }
+                None => {
+                    if let Some(c) = self.claims.get_mut(&id) {
+                        c.finished = true;
+                        c.job = None;
+                    }
+                    self.pending.push((
+                        m,
+                        Event::ReleaseClaim {
+                            slot: slot_name,
+                            claim_id: id,
+                        },
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Claim reuse: the submitter's next idle job that the slot would take
+    /// (both Requirements), if the claim is young enough to take one.
+    fn next_job_for_claim(&self, m: usize, slot: &str, id: &str) -> Option<usize> {
+        let c = self.claims.get(id)?;
+        let startd = &self.machines[m].startd;
+        let i = startd.slots.iter().position(|s| s.name == slot)?;
+        let s = &startd.slots[i];
+        if let (Some(w), Some(cl)) = (s.policy.claim_worklife, s.claim.as_ref()) {
+            if self.now - cl.claimed_at > w {
+                return None;
+            }
+        }
+        let ad = startd.slot_ad(i, self.now);
+        let env = Env::at(self.now);
+        let idle = self.idle.get(&c.submitter)?;
+        // Look at a few: the schedd tries its next idle jobs, not all.
+        for &(_, j) in idle.iter().take(8) {
+            let sj = &self.jobs[j];
+            if sj.schedd != c.schedd {
+                continue;
+            }
+            let Some(job) = self.schedds[sj.schedd].queue.job(sj.id) else {
+                continue;
+            };
+            if classad::matching::requirements_met(job, &ad, &env)
+                && classad::matching::requirements_met(&ad, job, &env)
+                && self.limits_allow(job, &ad)
+            {
+                return Some(j);
+            }
+        }
+        None
+    }
+
+    /// Whether starting `job` now keeps every concurrency limit (a reused
+    /// claim skips the negotiator, so the schedd must not break them).
+    fn limits_allow(&self, job: &ClassAd, slot: &ClassAd) -> bool {
+        if !job.contains("ConcurrencyLimits") {
+            return true;
+        }
+        let mut limits = self.limits.clone();
+        self.count_limits(&mut limits);
+        limits.fits(job, slot, &Env::at(self.now)).is_ok()
+    }
+
+    fn count_limits(&self, limits: &mut ConcurrencyLimits) {
+        limits.load_slots(std::iter::empty());
+        let env = Env::at(self.now);
+        let empty = ClassAd::new();
+        for c in self.claims.values() {
+            if let Some(j) = c.job {
+                let sj = &self.jobs[j];
+                if let Some(job) = self.schedds[sj.schedd].queue.job(sj.id) {
+                    limits.take(&job_limits(job, &empty, &env));
+                }
+            }
+        }
+    }
+
+    /// The startd would not run the job on the claim (CLAIM_WORKLIFE, a
+    /// START that changed): the job is idle again and the claim released.
+    fn activation_refused(&mut self, m: usize, id: &str, slot: &str) {
+        let Some(c) = self.claims.get_mut(id) else {
+            return;
+        };
+        c.starting = false;
+        c.finished = true;
+        if let Some(j) = c.job.take() {
+            if self.jobs[j].run.is_none() && self.jobs[j].status == JobStatus::Idle {
+                self.set_idle(j, true);
+            }
+        }
+        self.pending.push((
+            m,
+            Event::ReleaseClaim {
+                slot: slot.to_string(),
+                claim_id: id.to_string(),
+            },
+        ));
+    }
+
+    fn start_job(&mut self, m: usize, slot: &str, claim_id: &str, nice: i64) {
+        let now = self.now;
+        let Some(c) = self.claims.get_mut(claim_id) else {
+            return;
+        };
+        c.starting = false;
+        let Some(j) = c.job else {
+            return;
+        };
+        let host = self.machines[m].host.clone();
+        let label = self.slot_label(m, slot);
+        self.jobs[j].run = Some(Run {
+            machine: m,
+            slot: slot.to_string(),
+            claim: claim_id.to_string(),
+            ran: 0,
+            since: Some(now),
+            generation: 0,
+            ending: false,
+        });
+        self.running.insert((m, slot.to_string()), j);
+        self.preempt_cause.remove(&(m, slot.to_string()));
+        if self.jobs[j].first_start.is_none() {
+            self.jobs[j].first_start = Some(now);
+            let wait = now - self.jobs[j].submitted;
+            let (user, group) = (self.jobs[j].submitter.clone(), self.jobs[j].group.clone());
+            self.report.summary.add_wait(&user, &group, wait);
+        }
+        self.job_event(
+            j,
+            JobEvent::Started {
+                host,
+                slot: label.clone(),
+            },
+            &format!("started on {label} (nice {nice})"),
+        );
+        let left = self.jobs[j].runtime;
+        self.schedule(
+            now + left,
+            Ev::Finish {
+                job: j,
+                generation: 0,
+            },
+        );
+    }
+
+    /// The startd wants the job off the slot: its starter goes in `delay`.
+    fn stop_job(&mut self, m: usize, slot: &str, delay: i64) {
+        let Some(&j) = self.running.get(&(m, slot.to_string())) else {
+            return;
+        };
+        let now = self.now;
+        let mut gen = None;
+        if let Some(r) = &mut self.jobs[j].run {
+            if !r.ending {
+                r.ending = true;
+                if let Some(s) = r.since.take() {
+                    r.ran += now - s;
+                }
+                r.generation += 1;
+                gen = Some(r.generation);
+            }
+        }
+        if let Some(generation) = gen {
+            self.schedule(now + delay, Ev::StarterGone { job: j, generation });
+        }
+    }
+
+    /// The run ends; the slot hears its starter exited.
+    fn end_run(&mut self, j: usize) -> Option<Run> {
+        let run = self.jobs[j].run.take()?;
+        self.running.remove(&(run.machine, run.slot.clone()));
+        let cpu = run.done(self.now) as f64 * self.jobs[j].cpus;
+        let user = self.jobs[j].submitter.clone();
+        *self.report.summary.usage_by_user.entry(user).or_insert(0.0) += cpu;
+        self.pending.push((
+            run.machine,
+            Event::StarterExited {
+                slot: run.slot.clone(),
+            },
+        ));
+        Some(run)
+    }
+
+    fn job_finished(&mut self, j: usize, generation: u64) {
+        let ok = self.jobs[j]
+            .run
+            .as_ref()
+            .is_some_and(|r| r.generation == generation && !r.ending && r.since.is_some());
+        if !ok {
+            return;
+        }
+        let Some(run) = self.end_run(j) else { return };
+        let cpu = run.done(self.now) as f64 * self.jobs[j].cpus;
+        self.report.summary.goodput_cpu_seconds += cpu;
+        if let Some(c) = self.claims.get_mut(&run.claim) {
+            c.job = None;
+        }
+        let code = self.jobs[j].exit_code;
+        let report = RunReport {
+            remote_user_cpu: run.done(self.now),
+            ..RunReport::default()
+        };
+        let change = self.job_event(
+            j,
+            JobEvent::Exited {
+                how: schedd::ExitHow::Code(code),
+                report,
+            },
+            &format!("exited with code {code}"),
+        );
+        if change.is_some_and(|s| s == JobStatus::Completed) {
+            self.report.summary.jobs_completed += 1;
+        }
+        self.drive();
+    }
+
+    fn starter_gone(&mut self, j: usize, generation: u64) {
+        let ok = self.jobs[j]
+            .run
+            .as_ref()
+            .is_some_and(|r| r.generation == generation && r.ending);
+        if !ok {
+            return;
+        }
+        let Some(run) = self.end_run(j) else { return };
+        let cpu = run.done(self.now) as f64 * self.jobs[j].cpus;
+        self.report.summary.badput_cpu_seconds += cpu;
+        if let Some(c) = self.claims.get_mut(&run.claim) {
+            c.job = None;
+            c.finished = true;
+        }
+        let cause = self
+            .preempt_cause
+            .remove(&(run.machine, run.slot.clone()))
+            .unwrap_or_else(|| "vacated".into());
+        if self.jobs[j].status.is_active() {
+            *self
+                .report
+                .summary
+                .preemptions
+                .entry(cause.clone())
+                .or_insert(0) += 1;
+            self.job_event(
+                j,
+                JobEvent::Evicted {
+                    checkpointed: false,
+                    reason: Some(cause.clone()),
+                    report: RunReport::default(),
+                },
+                &format!("evicted ({cause})"),
+            );
+        }
+        self.drive();
+    }
+
+    // ---- the schedd's side -------------------------------------------
+
+    /// Applies `event` to job `j` in its queue, records it, keeps the
+    /// idle lists; returns the new status.
+    fn job_event(&mut self, j: usize, event: JobEvent, what: &str) -> Option<JobStatus> {
+        let (s, id) = (self.jobs[j].schedd, self.jobs[j].id);
+        let sd = &mut self.schedds[s];
+        match sd.queue.apply(id, event, self.now, &sd.system) {
+            Ok(change) => {
+                self.record(j, what, &change);
+                Some(change.to)
+            }
+            Err(e) => {
+                self.report
+                    .notes
+                    .push(format!("{}: job {id}: {e}", self.now));
+                None
+            }
+        }
+    }
+
+    fn record(&mut self, j: usize, what: &str, change: &Change) {
+        let to = change.to;
+        let from = self.jobs[j].status;
+        self.jobs[j].status = to;
+        let mut text = what.to_string();
+        if from != to && !matches!(to, JobStatus::Running | JobStatus::Suspended) {
+            text = format!("{what}: {}", to.name().to_ascii_lowercase());
+        }
+        match to {
+            JobStatus::Removed if from != to => self.report.summary.jobs_removed += 1,
+            JobStatus::Held if from != to => self.report.summary.jobs_held += 1,
+            _ => {}
+        }
+        self.set_idle(j, to == JobStatus::Idle && self.jobs[j].run.is_none());
+        let sj = &self.jobs[j];
+        self.report.job_events.push(JobRecord {
+            time: self.now,
+            schedd: self.schedds[sj.schedd].name.clone(),
+            job: sj.id.to_string(),
+            user: sj.submitter.clone(),
+            what: text,
+        });
+        // Completed and removed jobs leave the queue for its history: a
+        // day of 100,000 jobs must not be walked by every periodic pass.
+        if matches!(to, JobStatus::Completed | JobStatus::Removed) && sj.run.is_none() {
+            let (s, id) = (sj.schedd, sj.id);
+            self.schedds[s].queue.forget(id);
+            self.schedds[s].periodic_jobs.remove(&id);
+        }
+    }
+
+    fn set_idle(&mut self, j: usize, idle: bool) {
+        let who = &self.jobs[j].submitter;
+        let key = (-self.jobs[j].prio, j);
+        if idle {
+            self.idle.entry(who.clone()).or_default().insert(key);
+        } else if let Some(set) = self.idle.get_mut(who) {
+            set.remove(&key);
+        }
+    }
+
+    fn arrival(&mut self, spec: usize, k: usize) {
+        let now = self.now;
+        let Ok(schedd) = self.schedd_of(spec) else {
+            return;
+        };
+        let cluster = self.schedds[schedd].queue.next_cluster();
+        let ads = match self.submit_ads(spec, schedd, cluster, now) {
+            Ok(a) => a,
+            Err(e) => {
+                self.report
+                    .notes
+                    .push(format!("{now}: jobs[{spec}] arrival {k}: {e}"));
+                return;
+            }
+        };
+        let user = self.scenario.jobs[spec].user.clone();
+        let domain = self.schedds[schedd].uid_domain.clone();
+        let ads: Vec<ClassAd> = ads
+            .into_iter()
+            .map(|mut a| {
+                if !a.contains("User") {
+                    a.insert_value("User", format!("{user}@{domain}").as_str());
+                }
+                a
+            })
+            .collect();
+        let sd = &mut self.schedds[schedd];
+        let host = sd.name.clone();
+        let submitted = match sd
+            .queue
+            .submit(ads, &user, &sd.submit_policy, &sd.ad, &host, now)
+        {
+            Ok(s) => s,
+            Err(e) => {
+                self.report.job_events.push(JobRecord {
+                    time: now,
+                    schedd: host,
+                    job: format!("{cluster}"),
+                    user: format!("{user}@{domain}"),
+                    what: format!("submit refused: {e}"),
+                });
+                return;
+            }
+        };
+        let env = Env::at(now);
+        for change in submitted.changes {
+            let id = change.job;
+            let ad = self.schedds[schedd]
+                .queue
+                .job(id)
+                .cloned()
+                .unwrap_or_default();
+            let group_user = match ad.eval_attr("AccountingGroup", &env) {
+                Value::Str(g) => g.to_string(),
+                _ => user.clone(),
+            };
+            let submitter = format!("{group_user}@{domain}");
+            let group = self.accountant.group_of(&submitter).to_string();
+            if ["PeriodicHold", "PeriodicRemove", "PeriodicRelease"]
+                .iter()
+                .any(|a| {
+                    ad.get(a)
+                        .is_some_and(|e| !matches!(e, classad::Expr::Lit(Value::Bool(false))))
+                })
+            {
+                self.schedds[schedd].periodic_jobs.insert(id);
+            }
+            let cpus = ad
+                .eval_attr("RequestCpus", &env)
+                .as_number()
+                .unwrap_or(1.0)
+                .max(1.0);
+            let runtime = self.scenario.jobs[spec].runtime.draw(&mut self.job_rng);
+            let j = self.jobs.len();
+            self.jobs.push(SimJob {
+                schedd,
+                id,
+                submitter,
+                group,
+                cpus,
+                runtime,
+                exit_code: self.scenario.jobs[spec].exit_code,
+                prio: ad.eval_attr("JobPrio", &env).as_int().unwrap_or(0),
+                submitted: now,
+                first_start: None,
+                run: None,
+                status: JobStatus::Idle,
+            });
+            self.job_index.insert((schedd, id), j);
+            self.report.summary.jobs_submitted += 1;
+            self.jobs[j].status = change.to;
+            self.record(j, "submitted", &change);
+        }
+    }
+
+    fn periodic(&mut self) {
+        for s in 0..self.schedds.len() {
+            if !self.schedds[s].system_periodic && self.schedds[s].periodic_jobs.is_empty() {
+                continue;
+            }
+            let changes = {
+                let sd = &mut self.schedds[s];
+                sd.queue.evaluate_periodic(self.now, &sd.system)
+            };
+            for change in changes {
+                let Some(&j) = self.job_index.get(&(s, change.job)) else {
+                    continue;
+                };
+                if change.stop {
+                    // The shadow stops the job and the schedd gives the
+                    // claim back; the run ends when the starter is gone.
+                    if let Some(r) = &self.jobs[j].run {
+                        let (m, slot, claim) = (r.machine, r.slot.clone(), r.claim.clone());
+                        if let Some(c) = self.claims.get_mut(&claim) {
+                            c.finished = true;
+                        }
+                        self.pending.push((
+                            m,
+                            Event::ReleaseClaim {
+                                slot,
+                                claim_id: claim,
+                            },
+                        ));
+                    }
+                }
+                let what = match change.to {
+                    JobStatus::Removed => "periodic_remove",
+                    JobStatus::Held => "periodic_hold",
+                    JobStatus::Idle => "periodic_release",
+                    _ => "periodic policy",
+                };
+                self.record(j, what, &change);
+            }
+        }
+        self.drive();
+    }
+
+    // ---- the central manager -----------------------------------------
+
+    /// Brings the collector's slot ads up to date: a machine whose slots
+    /// changed state sends new ads, the others every UPDATE_INTERVAL.
+    fn refresh_collector(&mut self) {
+        let now = self.now;
+        for m in 0..self.machines.len() {
+            let mach = &mut self.machines[m];
+            if !mach.dirty && now - mach.ads_at < mach.update {
+                continue;
+            }
+            let mut ads = mach.startd.published_ads(now);
+            for ad in &mut ads {
+                ad.update(&mach.starter_attrs);
+            }
+            mach.dirty = false;
+            mach.ads_at = now;
+            let (first, old, new) = (mach.first_ad, mach.ad_count, ads.len());
+            if new == old {
+                for (k, ad) in ads.into_iter().enumerate() {
+                    self.collector[first + k] = ad;
+                }
+                continue;
+            }
+            // The number of slots changed (dynamic slots came or went, or
+            // the first update): splice this machine's ads in, move the rest.
+            let names: Vec<(usize, String)> = mach
+                .startd
+                .slots
+                .iter()
+                .map(|s| (m, s.name.clone()))
+                .collect();
+            mach.ad_count = new;
+            self.collector.splice(first..first + old, ads);
+            self.collector_owner.splice(first..first + old, names);
+            for later in &mut self.machines[m + 1..] {
+                later.first_ad = later.first_ad + new - old;
+            }
+        }
+    }
+
+    fn negotiate(&mut self) {
+        let now = self.now;
+        self.refresh_collector();
+        self.report.summary.negotiation_cycles += 1;
+        self.accountant.update_priorities(now);
+        let mut limits = self.limits.clone();
+        self.count_limits(&mut limits);
+
+        // The submitters with idle jobs, in name order (the cycle sorts
+        // them by priority itself). Each offers at most as many jobs as
+        // the pool has cores, in its own order: no submitter can be matched
+        // more in one cycle, and the cycle's autoclustering costs per job
+        // offered, every cycle (HTCondor's schedd sends per-autocluster
+        // requests instead; see the crate docs).
+        let cap = (self.total_cpus.ceil() as usize).max(1);
+        let mut names: Vec<String> = Vec::new();
+        let mut job_lists: Vec<Vec<usize>> = Vec::new();
+        for (who, set) in &self.idle {
+            if set.is_empty() {
+                continue;
+            }
+            names.push(who.clone());
+            job_lists.push(set.iter().take(cap).map(|&(_, j)| j).collect());
+        }
+        if names.is_empty() {
+            self.limits = limits;
+            return;
+        }
+        let grouped = self.accountant.groups.groups.len() > 1;
+        let mut taken: BTreeSet<usize> = BTreeSet::new();
+        let mut all_matches: Vec<(usize, usize, MatchKind, f64)> = Vec::new();
+        if !grouped {
+            let plan = {
+                let subs: Vec<SubmitterJobs<'_>> = names
+                    .iter()
+                    .zip(&job_lists)
+                    .map(|(n, js)| SubmitterJobs {
+                        name: n.clone(),
+                        jobs: js
+                            .iter()
+                            .filter_map(|&j| {
+                                self.schedds[self.jobs[j].schedd].queue.job(self.jobs[j].id)
+                            })
+                            .collect(),
+                    })
+                    .collect();
+                negotiate(
+                    &self.collector,
+                    &subs,
+                    &self.accountant,
+                    &mut CycleLimits::new(&mut limits, now),
+                    &self.policy,
+                    now,
+                )
+            };
+            for mt in &plan.matches {
+                all_matches.push((job_lists[mt.submitter][mt.job], mt.slot, mt.kind, mt.cost));
+            }
+        } else {
+            self.negotiate_groups(
+                &names,
+                &job_lists,
+                &mut limits,
+                &mut taken,
+                &mut all_matches,
+            );
+        }
+        self.limits = limits;
+        for (j, slot, kind, cost) in all_matches {
+            self.claim_slot(j, slot, kind, cost);
+        }
+        self.drive();
+    }
+
+    /// Accounting groups: HTCondor negotiates group by group, each with its
+    /// allocation (quota, plus surplus if it accepts it) as its pie. The
+    /// cycle has no per-group pie, so the simulator runs it once per group
+    /// over the slots not yet taken and keeps matches only up to the
+    /// group's allocation (see the crate docs: a core gap).
+    fn negotiate_groups(
+        &mut self,
+        names: &[String],
+        job_lists: &[Vec<usize>],
+        limits: &mut ConcurrencyLimits,
+        taken: &mut BTreeSet<usize>,
+        out: &mut Vec<(usize, usize, MatchKind, f64)>,
+    ) {
+        let now = self.now;
+        let mut demand: BTreeMap<String, f64> = BTreeMap::new();
+        for (n, js) in names.iter().zip(job_lists) {
+            let idle: f64 = js.iter().map(|&j| self.jobs[j].cpus).sum();
+            *demand.entry(n.clone()).or_insert(0.0) += idle + self.accountant.resources_in_use(n);
+        }
+        let alloc = self.accountant.allocate(self.total_cpus, &demand, now);
+        // Groups in order of how little of their allocation they use,
+        // the root (submitters in no group) last.
+        let mut groups: Vec<(f64, String)> = alloc
+            .iter()
+            .map(|(g, a)| {
+                let used = self.accountant.resources_in_use(g);
+                let ratio = if g == negotiator::accountant::ROOT_GROUP {
+                    f64::MAX
+                } else if a.allocated > 0.0 {
+                    used / a.allocated
+                } else {
+                    f64::MAX / 2.0
+                };
+                (ratio, g.clone())
+            })
+            .collect();
+        groups.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for (_, g) in groups {
+            let members: Vec<usize> = (0..names.len())
+                .filter(|&i| self.accountant.group_of(&names[i]) == g)
+                .collect();
+            if members.is_empty() {
+                continue;
+            }
+            let allocated = alloc.get(&g).map_or(0.0, |a| a.allocated);
+            let limit = self.accountant.enforce_strict_quota(&g, allocated);
+            let mut room = limit - self.accountant.resources_in_use(&g);
+            if g == negotiator::accountant::ROOT_GROUP {
+                room = f64::MAX;
+            }
+            if room <= 0.0 {
+                continue;
+            }
+            let slot_map: Vec<usize> = (0..self.collector.len())
+                .filter(|i| !taken.contains(i))
+                .collect();
+            let slots: Vec<ClassAd> = slot_map
+                .iter()
+                .map(|&i| self.collector[i].clone())
+                .collect();
+            let plan = {
+                let subs: Vec<SubmitterJobs<'_>> = members
+                    .iter()
+                    .map(|&i| SubmitterJobs {
+                        name: names[i].clone(),
+                        jobs: job_lists[i]
+                            .iter()
+                            .filter_map(|&j| {
+                                self.schedds[self.jobs[j].schedd].queue.job(self.jobs[j].id)
+                            })
+                            .collect(),
+                    })
+                    .collect();
+                negotiate(
+                    &slots,
+                    &subs,
+                    &self.accountant,
+                    &mut CycleLimits::new(limits, now),
+                    &self.policy,
+                    now,
+                )
+            };
+            for mt in &plan.matches {
+                let j = job_lists[members[mt.submitter]][mt.job];
+                if mt.cost > room + 1e-9 {
+                    continue;
+                }
+                room -= mt.cost;
+                taken.insert(slot_map[mt.slot]);
+                out.push((j, slot_map[mt.slot], mt.kind, mt.cost));
+            }
+        }
+    }
+
+    /// The schedd claims the matched slot for job `j`.
+    fn claim_slot(&mut self, j: usize, slot_index: usize, kind: MatchKind, cost: f64) {
+        let now = self.now;
+        let (m, slot) = self.collector_owner[slot_index].clone();
+        let s = self.jobs[j].schedd;
+        let Some(job) = self.schedds[s].queue.job(self.jobs[j].id).cloned() else {
+            return;
+        };
+        if self.jobs[j].status != JobStatus::Idle || self.jobs[j].run.is_some() {
+            return;
+        }
+        self.report.summary.matches += 1;
+        let label = self.slot_label(m, &slot);
+        let kind_text = match kind {
+            MatchKind::Plain => "",
+            MatchKind::RankPreemption => " (preempting for machine RANK)",
+            MatchKind::PriorityPreemption => " (preempting for user priority)",
+        };
+        self.job_event(
+            j,
+            JobEvent::Matched,
+            &format!("matched to {label}{kind_text}"),
+        );
+        self.claim_seq += 1;
+        let claim_id = format!("<{}>#{}", self.schedds[s].name, self.claim_seq);
+        let submitter = self.jobs[j].submitter.clone();
+        if let Ok(ready) = self.machines[m]
+            .startd
+            .handle(Event::Matched { slot: slot.clone() }, now)
+        {
+            self.absorb(m, ready);
+        }
+        let request = ClaimRequest {
+            claim_id: claim_id.clone(),
+            job,
+            schedd: self.schedds[s].name.clone(),
+            user: submitter.clone(),
+            alive_interval: Some(self.alive_interval),
+            by_user_priority: kind == MatchKind::PriorityPreemption,
+        };
+        // Known before the startd answers, so its StartJob finds the job.
+        self.claims.insert(
+            claim_id.clone(),
+            SimClaim {
+                machine: m,
+                schedd: s,
+                submitter: submitter.clone(),
+                job: Some(j),
+                activated: false,
+                starting: false,
+                finished: false,
+            },
+        );
+        self.machines[m].claims.insert(claim_id.clone());
+        // Off the idle list while the claim is pending.
+        self.set_idle(j, false);
+        match self.machines[m].startd.handle(
+            Event::RequestClaim {
+                slot: slot.clone(),
+                request: Box::new(request),
+            },
+            now,
+        ) {
+            Ok(ready) => {
+                self.accountant.add_match(&submitter, &claim_id, cost, now);
+                self.absorb(m, ready);
+            }
+            Err(r) => {
+                self.claims.remove(&claim_id);
+                self.machines[m].claims.remove(&claim_id);
+                self.set_idle(j, true);
+                self.report.summary.claims_refused += 1;
+                let sj = &self.jobs[j];
+                self.report.job_events.push(JobRecord {
+                    time: now,
+                    schedd: self.schedds[s].name.clone(),
+                    job: sj.id.to_string(),
+                    user: sj.submitter.clone(),
+                    what: format!("claim of {label} refused: {}", r.reason),
+                });
+            }
+        }
+    }
+
+    // ---- the report --------------------------------------------------
+
+    fn sample(&mut self) {
+        let mut states: BTreeMap<String, u32> = BTreeMap::new();
+        for m in &self.machines {
+            for s in &m.startd.slots {
+                if s.kind == startd::slot::SlotKind::Partitionable {
+                    continue;
+                }
+                *states.entry(s.state.name().to_string()).or_insert(0) += 1;
+            }
+        }
+        let idle_jobs = self.idle.values().map(|s| s.len() as u64).sum();
+        let mut running_by_user: BTreeMap<String, f64> = BTreeMap::new();
+        let mut running = 0;
+        for &j in self.running.values() {
+            running += 1;
+            let sj = &self.jobs[j];
+            *running_by_user.entry(sj.submitter.clone()).or_insert(0.0) += sj.cpus;
+        }
+        self.report.samples.push(Sample {
+            time: self.now,
+            states,
+            idle_jobs,
+            running_jobs: running,
+            running_by_user,
+        });
+    }
+
+    fn finish(mut self) -> Report {
+        let now = self.now;
+        // Runs still going count as used, neither good nor bad yet.
+        for j in 0..self.jobs.len() {
+            if let Some(r) = &self.jobs[j].run {
+                let cpu = r.done(now) as f64 * self.jobs[j].cpus;
+                *self
+                    .report
+                    .summary
+                    .usage_by_user
+                    .entry(self.jobs[j].submitter.clone())
+                    .or_insert(0.0) += cpu;
+                self.report.summary.jobs_running_at_end += 1;
+            }
+        }
+        self.report.summary.jobs_idle_at_end = self.idle.values().map(|s| s.len() as u64).sum();
+        let used: f64 = self.report.summary.usage_by_user.values().sum();
+        let capacity = self.total_cpus * self.scenario.duration as f64;
+        self.report.summary.utilization = if capacity > 0.0 { used / capacity } else { 0.0 };
+        for (name, _) in self.accountant.records().map(|r| (r.name.clone(), ())) {
+            let p = self.accountant.effective_priority(&name);
+            self.report.summary.final_priorities.insert(name, p);
+        }
+        self.report
+    }
+}
+
+/// A preemption's cause as the report counts it: the policy expression
+/// that fired, or what happened.
+fn cause_category(c: &Cause) -> String {
+    match c {
+        Cause::Expr { name, .. } => name.clone(),
+        Cause::Event(e) if e.contains("ranks higher") => "machine RANK".into(),
+        Cause::Event(e) if e.contains("user priority") => "user priority".into(),
+        Cause::Event(e) => e.clone(),
+        Cause::Timer(t) => t.split(':').next().unwrap_or(t).to_string(),
+    }
+}
+
+/// Runs a scenario to its end.
+pub fn simulate(scenario: &Scenario, files: &dyn Files) -> Result<Report, SimError> {
+    Ok(Simulation::new(scenario, files)?.run())
+}
