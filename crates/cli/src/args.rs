@@ -40,6 +40,31 @@ pub enum Command {
     /// {attribute: expression} objects. The configuration is read as for
     /// config_val (subsystem SUBMIT).
     Submit(SubmitArgs),
+    /// Run a whole pool on a virtual clock: the real startd, schedd and
+    /// negotiator cores, as a scenario (JSON) describes it.
+    ///
+    /// Prints a summary (jobs completed, waits, goodput and badput,
+    /// preemptions by cause, utilization) and every slot transition and
+    /// job event; --json prints all of it as JSON, --html writes a
+    /// self-contained report with charts. The same seed gives the same
+    /// result. The scenario format: crates/sim/scenarios/README.md.
+    Simulate(SimulateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// The scenario file (JSON).
+    #[arg(value_name = "SCENARIO")]
+    pub scenario: PathBuf,
+    /// Print the report as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a self-contained HTML report with charts to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// The random seed (default: the scenario's).
+    #[arg(long)]
+    pub seed: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -63,6 +63,8 @@ pub enum Error {
     Submit(submit::SubmitError),
     /// The schedd's submit requirements refuse the submission.
     Refused(String),
+    /// An input file that is wrong; the message names it and says how.
+    Input(String),
     /// A request that makes no sense as given.
     Usage(String),
     /// A line of a vectors file that is not a JSON object.
@@ -124,6 +126,7 @@ impl fmt::Display for Error {
             Error::Lookup(e) => write!(f, "configuration error: {e}"),
             Error::Submit(e) => write!(f, "{e}"),
             Error::Refused(m) => write!(f, "submission refused: {m}"),
+            Error::Input(m) => f.write_str(m),
             Error::Usage(m) => write!(f, "usage: {m}"),
         }
     }

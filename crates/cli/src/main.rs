@@ -11,6 +11,7 @@ mod args;
 mod classad_cmd;
 mod config_cmd;
 mod errors;
+mod simulate_cmd;
 mod submit_cmd;
 mod system;
 
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
                 &mut std::io::stderr(),
             )
         }
+        Command::Simulate(a) => simulate_cmd::run(a, &mut out),
         Command::Submit(a) => {
             let host = system::RealHost::detect();
             submit_cmd::run(
