@@ -333,6 +333,16 @@ impl Startd {
         slots: Vec<(u32, Option<u32>, SlotResources)>,
         now: i64,
     ) -> Result<Startd, PolicyError> {
+        let mut machine = machine;
+        let domain = |name: &str| -> Result<Option<String>, PolicyError> {
+            config.get(name).map_err(|e| PolicyError(e.to_string()))
+        };
+        if machine.filesystem_domain.is_none() {
+            machine.filesystem_domain = domain("FILESYSTEM_DOMAIN")?;
+        }
+        if machine.uid_domain.is_none() {
+            machine.uid_domain = domain("UID_DOMAIN")?;
+        }
         let mut out = Vec::with_capacity(slots.len());
         for (id, slot_type, resources) in slots {
             let policy = Policy::read(config, id, slot_type)?;

@@ -25,6 +25,10 @@ pub struct MachineInfo {
     pub total_disk: i64,
     /// Custom resources: name, detected instances, total.
     pub custom: Vec<(String, String, f64)>,
+    /// FILESYSTEM_DOMAIN and UID_DOMAIN: which jobs share this machine's
+    /// files and users (the default job Requirements compare them).
+    pub filesystem_domain: Option<String>,
+    pub uid_domain: Option<String>,
 }
 
 impl MachineInfo {
@@ -40,6 +44,8 @@ impl MachineInfo {
             total_memory: memory,
             total_disk: disk,
             custom: Vec::new(),
+            filesystem_domain: None,
+            uid_domain: None,
         }
     }
 }
@@ -72,6 +78,8 @@ const JOB_ATTRS: &[&str] = &[
     "TotalJobSuspendTime",
     "JobId",
     "JobUniverse",
+    "RetirementTimeRemaining",
+    "ConcurrencyLimits",
 ];
 const DRAIN_ATTRS: &[&str] = &["Draining", "DrainingRequestId"];
 
@@ -166,6 +174,15 @@ impl Startd {
         text(&mut ad, "Arch", &m.arch);
         text(&mut ad, "OpSys", &m.opsys);
         text(&mut ad, "OpSysAndVer", &m.opsys_and_ver);
+        // Jobs' default Requirements ask for a shared file system or file
+        // transfer; the starter transfers files.
+        ad.insert_value("HasFileTransfer", true);
+        if let Some(d) = &m.filesystem_domain {
+            text(&mut ad, "FileSystemDomain", d);
+        }
+        if let Some(d) = &m.uid_domain {
+            text(&mut ad, "UidDomain", d);
+        }
         match &self.resources {
             Some(machine) => ad.update(&machine.machine_attrs()),
             None => {
@@ -330,6 +347,14 @@ impl Startd {
                 }
                 if let Some(u) = id("JobUniverse") {
                     int(ad, "JobUniverse", u);
+                }
+                // The running job's concurrency limits: the negotiator
+                // counts limits in use from the slot ads.
+                if let Value::Str(l) = job.eval_attr("ConcurrencyLimits", &classad::Env::default())
+                {
+                    text(ad, "ConcurrencyLimits", &l);
+                } else if ad.contains("ConcurrencyLimits") {
+                    ad.remove("ConcurrencyLimits");
                 }
                 for name in &s.policy.job_attrs {
                     match job.get(name) {

@@ -1015,3 +1015,49 @@ fn the_slot_ad_counts_time_in_each_state_and_activity() {
         "300"
     );
 }
+
+#[test]
+fn a_submitted_jobs_default_requirements_match_the_slot() {
+    // What condor_submit writes into every job (oracle case s01).
+    let mut s = startd(
+        "FILESYSTEM_DOMAIN = example.org\nUID_DOMAIN = example.org",
+        1,
+    );
+    s.tick(T0, readings(0, 0.0));
+    let job = ad("[ RequestDisk = 1; RequestMemory = 1; FileSystemDomain = \"elsewhere\"; \
+        Requirements = (TARGET.Arch == \"X86_64\") && (TARGET.OpSys == \"LINUX\") && (TARGET.Disk >= RequestDisk) \
+        && (TARGET.Memory >= RequestMemory) && ((TARGET.FileSystemDomain == MY.FileSystemDomain) || (TARGET.HasFileTransfer)) ]");
+    let slot = s.slot_ad(0, T0);
+    let env = classad::Env::at(T0);
+    assert_eq!(
+        classad::eval::eval_attr(&job, Some(&slot), "Requirements", &env).to_string(),
+        "true"
+    );
+    assert_eq!(
+        slot.eval_attr("UidDomain", &env).to_string(),
+        "\"example.org\""
+    );
+}
+
+#[test]
+fn the_running_jobs_concurrency_limits_are_published() {
+    let mut s = startd("", 1);
+    s.tick(T0, readings(0, 0.0));
+    let mut j = job("alice");
+    j.insert_value("ConcurrencyLimits", "matlab,license:2");
+    run_job(&mut s, j, T0);
+    let env = classad::Env::at(T0);
+    assert_eq!(
+        s.slot_ad(0, T0)
+            .eval_attr("ConcurrencyLimits", &env)
+            .to_string(),
+        "\"matlab,license:2\""
+    );
+    s.handle(exited("slot1"), T0 + 10).unwrap();
+    assert_eq!(
+        s.slot_ad(0, T0 + 10)
+            .eval_attr("ConcurrencyLimits", &env)
+            .to_string(),
+        "undefined"
+    );
+}
