@@ -60,7 +60,14 @@ impl ClassAd {
 
     /// Sets `name` to a literal value.
     pub fn insert_value(&mut self, name: &str, v: impl Into<crate::Value>) {
-        self.insert(name, Expr::from_value(v.into()));
+        // Daemons refresh the same attributes of an ad over and over: an
+        // existing name takes the new value without making (interning) a
+        // name again.
+        let e = Expr::from_value(v.into());
+        match self.position_hashed(crate::name::fold_hash(name), name) {
+            Some(pos) => self.entries[pos].1 = e,
+            None => self.insert(AttrName::new(name), e),
+        }
     }
 
     pub fn remove(&mut self, name: &str) -> Option<Expr> {

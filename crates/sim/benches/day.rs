@@ -16,6 +16,11 @@ use std::time::Instant;
 
 use serde_json::json;
 
+/// The allocator the `ferrocondor` binary uses (see crates/cli/src/main.rs),
+/// so the figures are what `ferrocondor simulate` does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn scenario(machines: u32, submissions: i64, per: u32) -> sim::Scenario {
     let users = 20;
     let jobs: Vec<_> = (0..users)

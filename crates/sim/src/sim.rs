@@ -830,10 +830,30 @@ impl<'f> Simulation<'f> {
                 Action::KillJob { slot } | Action::KillStarterTree { slot } => {
                     self.stop_job(m, &slot, 0)
                 }
-                Action::ClaimEnded { claim_id, .. } => {
+                Action::ClaimEnded {
+                    claim_id, reason, ..
+                } => {
                     self.accountant.remove_match(&claim_id, now);
                     self.machines[m].claims.remove(&claim_id);
-                    self.claims.remove(&claim_id);
+                    // A claim that never ran its job (a pslot-preemption
+                    // claim the startd could not grant after all): the job
+                    // is idle again.
+                    if let Some(c) = self.claims.remove(&claim_id) {
+                        if let (Some(j), false) = (c.job, c.activated) {
+                            if self.jobs[j].status == JobStatus::Idle && self.jobs[j].run.is_none()
+                            {
+                                self.set_idle(j, true);
+                                let sj = &self.jobs[j];
+                                self.report.job_events.push(JobRecord {
+                                    time: now,
+                                    schedd: self.schedds[sj.schedd].name.clone(),
+                                    job: sj.id.to_string(),
+                                    user: sj.submitter.clone(),
+                                    what: format!("claim ended before the job started: {reason}"),
+                                });
+                            }
+                        }
+                    }
                 }
                 Action::RunBenchmarks { slot } => self.pending.push((
                     m,
@@ -1463,7 +1483,7 @@ impl<'f> Simulation<'f> {
         }
         let grouped = self.accountant.groups.groups.len() > 1;
         let mut taken: BTreeSet<usize> = BTreeSet::new();
-        let mut all_matches: Vec<(usize, usize, MatchKind, f64)> = Vec::new();
+        let mut all_matches: Vec<SimMatch> = Vec::new();
         if !grouped {
             let plan = {
                 let subs: Vec<SubmitterJobs<'_>> = names
@@ -1489,7 +1509,13 @@ impl<'f> Simulation<'f> {
                 )
             };
             for mt in &plan.matches {
-                all_matches.push((job_lists[mt.submitter][mt.job], mt.slot, mt.kind, mt.cost));
+                all_matches.push(SimMatch {
+                    job: job_lists[mt.submitter][mt.job],
+                    slot: mt.slot,
+                    kind: mt.kind,
+                    cost: mt.cost,
+                    preempt: dynamic_victims(mt, |i| i),
+                });
             }
         } else {
             self.negotiate_groups(
@@ -1501,8 +1527,8 @@ impl<'f> Simulation<'f> {
             );
         }
         self.limits = limits;
-        for (j, slot, kind, cost) in all_matches {
-            self.claim_slot(j, slot, kind, cost);
+        for m in all_matches {
+            self.claim_slot(m);
         }
         self.drive();
     }
@@ -1518,7 +1544,7 @@ impl<'f> Simulation<'f> {
         job_lists: &[Vec<usize>],
         limits: &mut ConcurrencyLimits,
         taken: &mut BTreeSet<usize>,
-        out: &mut Vec<(usize, usize, MatchKind, f64)>,
+        out: &mut Vec<SimMatch>,
     ) {
         let now = self.now;
         let mut demand: BTreeMap<String, f64> = BTreeMap::new();
@@ -1596,13 +1622,20 @@ impl<'f> Simulation<'f> {
                 }
                 room -= mt.cost;
                 taken.insert(slot_map[mt.slot]);
-                out.push((j, slot_map[mt.slot], mt.kind, mt.cost));
+                out.push(SimMatch {
+                    job: j,
+                    slot: slot_map[mt.slot],
+                    kind: mt.kind,
+                    cost: mt.cost,
+                    preempt: dynamic_victims(mt, |i| slot_map[i]),
+                });
             }
         }
     }
 
-    /// The schedd claims the matched slot for job `j`.
-    fn claim_slot(&mut self, j: usize, slot_index: usize, kind: MatchKind, cost: f64) {
+    /// The schedd claims the matched slot for the match's job.
+    fn claim_slot(&mut self, mt: SimMatch) {
+        let (j, slot_index, kind, cost) = (mt.job, mt.slot, mt.kind, mt.cost);
         let now = self.now;
         let (m, slot) = self.collector_owner[slot_index].clone();
         let s = self.jobs[j].schedd;
@@ -1640,6 +1673,12 @@ impl<'f> Simulation<'f> {
             user: submitter.clone(),
             alive_interval: Some(self.alive_interval),
             by_user_priority: kind == MatchKind::PriorityPreemption,
+            // Pslot preemption: the dynamic slots to make room from.
+            preempt_dynamic: mt
+                .preempt
+                .iter()
+                .map(|&i| self.collector_owner[i].1.clone())
+                .collect(),
         };
         // Known before the startd answers, so its StartJob finds the job.
         self.claims.insert(
@@ -1743,6 +1782,28 @@ impl<'f> Simulation<'f> {
 
 /// A preemption's cause as the report counts it: the policy expression
 /// that fired, or what happened.
+/// One match of a cycle, as the simulated schedd claims it: the job, the
+/// slot (an index into the collector's ads), and for pslot preemption the
+/// dynamic slots to preempt (indices too).
+struct SimMatch {
+    job: usize,
+    slot: usize,
+    kind: MatchKind,
+    cost: f64,
+    preempt: Vec<usize>,
+}
+
+/// The dynamic slots a match on a partitionable slot preempts (a match on
+/// a claimed slot preempts only that slot's own claim), as collector
+/// indices through `index`.
+fn dynamic_victims(mt: &negotiator::cycle::Match, index: impl Fn(usize) -> usize) -> Vec<usize> {
+    mt.preempted
+        .iter()
+        .filter(|p| p.slot != mt.slot)
+        .map(|p| index(p.slot))
+        .collect()
+}
+
 fn cause_category(c: &Cause) -> String {
     match c {
         Cause::Expr { name, .. } => name.clone(),

@@ -89,6 +89,7 @@ fn bologna() -> Startd {
             user: format!("user{id}@bo.infn.it"),
             alive_interval: None,
             by_user_priority: false,
+            preempt_dynamic: Vec::new(),
         };
         if s.handle(
             Event::RequestClaim {
@@ -198,6 +199,7 @@ fn carve_64(s: &mut Startd) {
             user: format!("u{n}@example.org"),
             alive_interval: None,
             by_user_priority: false,
+            preempt_dynamic: Vec::new(),
         };
         let job = request.job.clone();
         s.handle(

@@ -74,6 +74,9 @@ pub struct Partitionable {
     pub provisioned: SlotResources,
     /// What is left for new dynamic slots (`Cpus`, `Memory`, ...).
     pub free: SlotResources,
+    /// The consumption policy (`CONSUMPTION_POLICY`): for each resource,
+    /// the `CONSUMPTION_<resource>` expression giving what a job takes.
+    pub consumption: Option<Vec<(String, Expr)>>,
     children: BTreeMap<u32, Child>,
 }
 
@@ -121,6 +124,13 @@ pub enum CarveError {
     NotAccepted { slot: String, modified: bool },
     /// The job does not say how much it needs, and there is no default.
     NoRequest { slot: String, attr: String },
+    /// A consumption policy's `CONSUMPTION_<resource>` gives no amount of
+    /// zero or more for the job.
+    Consumption {
+        slot: String,
+        resource: String,
+        value: String,
+    },
     /// The job asks for more than the partitionable slot has left.
     DoesNotFit {
         slot: String,
@@ -145,6 +155,15 @@ impl fmt::Display for CarveError {
                 f,
                 "{slot}: the job has no {attr} and JOB_DEFAULT_{} gives none",
                 attr.to_ascii_uppercase()
+            ),
+            CarveError::Consumption {
+                slot,
+                resource,
+                value,
+            } => write!(
+                f,
+                "{slot}: CONSUMPTION_{} is {value} for the job, not an amount of zero or more",
+                resource.to_ascii_uppercase()
             ),
             CarveError::DoesNotFit { slot, shortfalls } => {
                 write!(
@@ -227,8 +246,89 @@ impl Partitionable {
             slot_type: slot.slot_type,
             provisioned: slot.resources.clone(),
             free: slot.resources.clone(),
+            consumption: None,
             children: BTreeMap::new(),
         }
+    }
+
+    /// Reads the slot's consumption policy. With `CONSUMPTION_POLICY`
+    /// true, every resource it divides (Cpus, Memory, Disk and each custom
+    /// resource) gets its `CONSUMPTION_<resource>` (slot type first), a
+    /// custom resource without one taking what the job requests.
+    pub fn read_consumption(&mut self, config: &Config) -> Result<(), CarveError> {
+        let get = |name: &str| config.get_for_slot(self.id, self.slot_type, name);
+        let on = match get("CONSUMPTION_POLICY")? {
+            Some(t) => config::parse_bool(&t).ok_or_else(|| {
+                CarveError::Param(format!("CONSUMPTION_POLICY: `{t}` is not true or false"))
+            })?,
+            None => false,
+        };
+        if !on {
+            self.consumption = None;
+            return Ok(());
+        }
+        let mut names: Vec<String> = ["Cpus", "Memory", "Disk"].map(String::from).to_vec();
+        names.extend(self.provisioned.custom.iter().map(|c| c.name.clone()));
+        let mut policy = Vec::with_capacity(names.len());
+        for name in names {
+            let knob = format!("CONSUMPTION_{}", name.to_ascii_uppercase());
+            let text = get(&knob)?.unwrap_or_else(|| {
+                format!("ifThenElse(target.Request{name} =?= undefined, 0, target.Request{name})")
+            });
+            let e = classad::parse_expr(&text).map_err(|e| {
+                CarveError::Param(format!("{knob}: `{text}` is not a ClassAd expression: {e}"))
+            })?;
+            policy.push((name, e));
+        }
+        self.consumption = Some(policy);
+        Ok(())
+    }
+
+    /// Under a consumption policy, the job with each `Request<resource>`
+    /// replaced by what the policy says it takes (MY the partitionable
+    /// slot, TARGET the job; a request the job lacks reads as 0), as
+    /// HTCondor's startd sizes the dynamic slot.
+    fn consume(
+        &self,
+        policy: &[(String, Expr)],
+        job: &ClassAd,
+        slot_ad: &ClassAd,
+        env: &Env,
+    ) -> Result<ClassAd, CarveError> {
+        let mut target = job.clone();
+        for (name, _) in policy {
+            let attr = format!("Request{name}");
+            if !target.contains(&attr) {
+                target.insert_value(&attr, 0i64);
+            }
+        }
+        let mut out = job.clone();
+        for (name, e) in policy {
+            let v = classad::eval_expr(e, Some(slot_ad), Some(&target), env);
+            match v.as_number() {
+                Some(x) if x >= 0.0 => {
+                    let attr = format!("Request{name}");
+                    if x.fract() == 0.0 {
+                        out.insert_value(&attr, x as i64);
+                    } else {
+                        out.insert_value(&attr, x);
+                    }
+                    // The schedd's copies would otherwise win.
+                    let schedd = format!("_condor_{attr}");
+                    if out.contains(&schedd) {
+                        out.remove(&schedd);
+                    }
+                }
+                _ => {
+                    return Err(CarveError::Consumption {
+                        slot: self.name.clone(),
+                        resource: name.clone(),
+                        value: v.to_string(),
+                    })
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The dynamic slots carved and not yet released, by number.
@@ -273,6 +373,18 @@ impl Partitionable {
             }
         }
 
+        if let Some(policy) = &self.consumption {
+            // The consumption policy decides the sizes; the
+            // MODIFY_REQUEST_EXPR_* roundings do not apply.
+            let consumed = self.consume(policy, &job, slot_ad, &env)?;
+            if !accepts(slot_ad, &consumed, &env) {
+                return Err(CarveError::NotAccepted {
+                    slot: self.name.clone(),
+                    modified: false,
+                });
+            }
+            return self.sized(consumed, slot_ad, &env, false);
+        }
         let mut modified = job.clone();
         let knobs = [
             ("RequestCpus", "MODIFY_REQUEST_EXPR_REQUESTCPUS"),
@@ -310,6 +422,19 @@ impl Partitionable {
             });
         };
 
+        self.sized(job, slot_ad, &env, was_modified)
+    }
+
+    /// The dynamic slot's size from the job's (rounded or consumed)
+    /// requests.
+    fn sized(
+        &self,
+        job: ClassAd,
+        slot_ad: &ClassAd,
+        env: &Env,
+        was_modified: bool,
+    ) -> Result<Request, CarveError> {
+        let env = env.clone();
         let cpus = request_value(&job, slot_ad, "RequestCpus", &env)
             .and_then(|v| as_integer(&v))
             .unwrap_or(1);

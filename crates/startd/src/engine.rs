@@ -170,6 +170,20 @@ pub struct ClaimRequest {
     /// the current claim's (user-priority preemption); otherwise a claim
     /// on a claimed slot must win by the machine's RANK.
     pub by_user_priority: bool,
+    /// For a claim on a partitionable slot: the dynamic slots (by name)
+    /// the negotiator chose to preempt to make room for the job
+    /// (`ALLOW_PSLOT_PREEMPTION`). They are evicted, and the claim is
+    /// granted once all of them are gone.
+    pub preempt_dynamic: Vec<String>,
+}
+
+/// A claim on a partitionable slot that waits for the dynamic slots it
+/// preempts to go away.
+#[derive(Clone, Debug)]
+pub(crate) struct PendingClaim {
+    pub pslot: String,
+    pub request: ClaimRequest,
+    pub waiting: Vec<String>,
 }
 
 /// How draining treats running jobs.
@@ -316,7 +330,9 @@ pub struct Startd {
     pub(crate) resources: Option<MachineResources>,
     /// The partitionable slots, by name: what each has left and its
     /// dynamic slots.
-    partitionables: BTreeMap<String, Partitionable>,
+    pub(crate) partitionables: BTreeMap<String, Partitionable>,
+    /// Claims on partitionable slots waiting for preempted dynamic slots.
+    pending_claims: Vec<PendingClaim>,
 }
 
 /// How many transitions one slot may take in one poll: a guard against a
@@ -372,6 +388,7 @@ impl Startd {
             last_drain_stop: None,
             resources: None,
             partitionables: BTreeMap::new(),
+            pending_claims: Vec::new(),
         })
     }
 
@@ -413,9 +430,10 @@ impl Startd {
             s.name = slot.name.clone();
             if slot.partitionable {
                 s.kind = SlotKind::Partitionable;
-                startd
-                    .partitionables
-                    .insert(slot.name.clone(), Partitionable::new(&slot));
+                let mut p = Partitionable::new(&slot);
+                p.read_consumption(config)
+                    .map_err(|e| SetupError::Policy(PolicyError(e.to_string())))?;
+                startd.partitionables.insert(slot.name.clone(), p);
             }
             startd.slots.push(s);
         }
@@ -429,8 +447,19 @@ impl Startd {
         for s in &self.slots {
             policies.push(Policy::read(config, s.id, s.slot_type)?);
         }
+        let mut consumption = Vec::with_capacity(self.partitionables.len());
+        for p in self.partitionables.values() {
+            let mut fresh = p.clone();
+            fresh
+                .read_consumption(config)
+                .map_err(|e| PolicyError(e.to_string()))?;
+            consumption.push(fresh.consumption);
+        }
         for (s, p) in self.slots.iter_mut().zip(policies) {
             s.policy = p;
+        }
+        for (p, c) in self.partitionables.values_mut().zip(consumption) {
+            p.consumption = c;
         }
         self.invalidate_ads();
         Ok(())
@@ -626,6 +655,7 @@ impl Startd {
             schedd: format!("hook:{}", hooks.keyword),
             alive_interval: None,
             by_user_priority: false,
+            preempt_dynamic: Vec::new(),
         };
         let mut claim = self.new_claim(i, request, &ad, now);
         claim.fetched = Some(hooks.keyword.clone());
@@ -773,7 +803,13 @@ impl Startd {
                 self.slots[i].retirement_remaining = None;
                 continue;
             }
-            let ad = self.take_ad(i, now);
+            // The ad as last refreshed (publishing refreshes every ad just
+            // before estimating).
+            let ad = if self.slots[i].ad.is_empty() {
+                self.take_ad(i, now)
+            } else {
+                std::mem::take(&mut self.slots[i].ad)
+            };
             let s = &self.slots[i];
             let ran = s.job_run_time(now);
             let cpus = s.resources.cpus.max(1.0);
@@ -1325,6 +1361,7 @@ impl Startd {
     /// a finished shutdown.
     fn after_settling(&mut self, now: i64, ready: &mut Ready) {
         self.reap_dynamic_slots();
+        self.grant_pending_claims(now, ready);
         if let Some(d) = &mut self.drain {
             if !d.complete
                 && self
@@ -1590,6 +1627,12 @@ impl Startd {
             Event::Matched { slot } => {
                 let i = self.index(&slot)?;
                 match self.slots[i].pair() {
+                    // A partitionable slot stays Unclaimed when matched: the
+                    // claim carves a dynamic slot, and the rest of it stays
+                    // open to other matches in the same cycle (HTCondor's
+                    // behaviour).
+                    Pair(State::Unclaimed, Activity::Idle)
+                        if self.slots[i].kind == SlotKind::Partitionable => {}
                     Pair(State::Unclaimed, Activity::Idle) => {
                         self.go(
                             i,
@@ -2163,6 +2206,9 @@ impl Startd {
                 self.slots[i].pair()
             )));
         }
+        if !r.preempt_dynamic.is_empty() {
+            return self.preempt_dynamic_slots(i, r, now, ready);
+        }
         let Some(machine) = self.resources.as_ref() else {
             return Err(refuse(
                 "a partitionable slot needs the machine's resources".into(),
@@ -2213,6 +2259,124 @@ impl Startd {
             ready,
         );
         Ok(())
+    }
+
+    /// Pslot preemption: evicts the dynamic slots of partitionable slot
+    /// `i` that the claim names, and keeps the claim until they are gone.
+    /// Each gets its retirement time (MaxJobRetirementTime), then vacates,
+    /// as a user-priority preemption does.
+    fn preempt_dynamic_slots(
+        &mut self,
+        i: usize,
+        mut r: ClaimRequest,
+        now: i64,
+        ready: &mut Ready,
+    ) -> Result<(), Refusal> {
+        let pslot = self.slots[i].name.clone();
+        let names = std::mem::take(&mut r.preempt_dynamic);
+        let mut waiting = Vec::new();
+        for name in &names {
+            let Some(j) = self.slots.iter().position(|s| {
+                s.name == *name
+                    && matches!(&s.kind, SlotKind::Dynamic { parent, .. } if *parent == pslot)
+            }) else {
+                // Gone already: its resources are back.
+                continue;
+            };
+            if self.pending_claims.iter().any(|p| p.waiting.contains(name)) {
+                return Err(Refusal {
+                    slot: pslot,
+                    reason: format!("{name} is already being preempted for another claim"),
+                });
+            }
+            waiting.push((j, name.clone()));
+        }
+        // As HTCondor's startd does, a victim with retirement time left
+        // refuses the whole claim (the negotiator should not have chosen it).
+        for (j, name) in &waiting {
+            let ad = self.slot_ad(*j, now);
+            if self.slots[*j].job.is_some() {
+                let ran = self.slots[*j].job_run_time(now);
+                if let Some(left) = self
+                    .retirement_limit(*j, &ad, now)
+                    .map(|l| l - ran)
+                    .filter(|left| *left > 0)
+                {
+                    return Err(Refusal {
+                        slot: pslot,
+                        reason: format!("{name} has {left} s of retirement time left"),
+                    });
+                }
+            }
+        }
+        let cause = Cause::Event(format!(
+            "preempted by a job of {} (user priority): its partitionable slot {pslot} needs the room",
+            r.user
+        ));
+        for (j, _) in &waiting {
+            let j = *j;
+            let ad = self.slot_ad(j, now);
+            let limit = Some(0);
+            match self.slots[j].pair() {
+                Pair(State::Claimed, Activity::Busy) => {
+                    self.retire(j, Retirement::Vacate, limit, 13, cause.clone(), now, ready)
+                }
+                Pair(State::Claimed, Activity::Idle) => {
+                    self.slots[j].retirement = Some(Retirement::Vacate);
+                    self.slots[j].retirement_limit = limit;
+                    self.enter_preempting(j, &ad, 10, cause.clone(), now, ready);
+                }
+                Pair(State::Claimed, _) => {
+                    let s = &mut self.slots[j];
+                    if s.retirement.is_none() {
+                        s.retirement = Some(Retirement::Vacate);
+                        s.retirement_limit = limit;
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.pending_claims.push(PendingClaim {
+            pslot,
+            request: r,
+            waiting: waiting.into_iter().map(|(_, n)| n).collect(),
+        });
+        Ok(())
+    }
+
+    /// Grants the pending pslot-preemption claims whose dynamic slots are
+    /// all gone: the dynamic slot is carved as for any claim. One that no
+    /// longer fits (or START no longer accepts) ends, and the schedd hears
+    /// so.
+    fn grant_pending_claims(&mut self, now: i64, ready: &mut Ready) {
+        let mut k = 0;
+        while k < self.pending_claims.len() {
+            let p = &self.pending_claims[k];
+            let gone = p
+                .waiting
+                .iter()
+                .all(|n| !self.slots.iter().any(|s| s.name == *n));
+            if !gone {
+                k += 1;
+                continue;
+            }
+            let p = self.pending_claims.remove(k);
+            let claim_id = p.request.claim_id.clone();
+            let outcome = match self.slots.iter().position(|s| s.name == p.pslot) {
+                Some(i) => self.request_claim(i, p.request, now, ready),
+                None => Err(Refusal {
+                    slot: p.pslot.clone(),
+                    reason: "the partitionable slot is gone".into(),
+                }),
+            };
+            if let Err(e) = outcome {
+                ready.actions.push(Action::ClaimEnded {
+                    slot: p.pslot,
+                    claim_id,
+                    reason: format!("the preempting claim could not be granted: {}", e.reason),
+                });
+            }
+        }
     }
 
     /// Dynamic slots whose claim is over go away, their resources back to

@@ -38,6 +38,7 @@ pub const PARAMS_READ: &[&str] = &[
     "STARTD_JOB_HOOK_KEYWORD",
     "FetchWorkDelay",
     "BACKFILL_SYSTEM",
+    "SLOT_WEIGHT",
 ];
 
 /// The policy expressions a slot publishes in its ad under their own
@@ -115,6 +116,9 @@ pub struct Policy {
     pub hooks: Option<Hooks>,
     /// Seconds between attempts to fetch work (default 300).
     pub fetch_work_delay: Option<Expr>,
+    /// `SLOT_WEIGHT`, published as `SlotWeight`: what the slot counts for
+    /// in the users' usage (HTCondor's default: its Cpus).
+    pub slot_weight: Option<Expr>,
 }
 
 /// The backfill client the startd runs on idle slots (HTCondor supports
@@ -272,6 +276,7 @@ impl Policy {
             polling_interval: number("POLLING_INTERVAL", 5)?,
             hooks,
             fetch_work_delay: expr("FetchWorkDelay")?,
+            slot_weight: expr("SLOT_WEIGHT")?,
         })
     }
 

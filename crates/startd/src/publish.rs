@@ -108,9 +108,23 @@ impl Startd {
     /// machine-wide figures (the draining estimates) brought up to date
     /// first. Polls do not compute those; publishing does.
     pub fn published_ads(&mut self, now: i64) -> Vec<ClassAd> {
+        // Each slot's ad is refreshed once (a pool publishes every
+        // UPDATE_INTERVAL, so this is the simulator's hottest path), the
+        // estimates read those ads, and then only their figures are written
+        // into them.
+        for i in 0..self.slots.len() {
+            let ad = self.take_ad(i, now);
+            self.put_ad(i, ad);
+        }
         self.estimate_draining(now);
         (0..self.slots.len())
-            .map(|i| self.slot_ad(i, now))
+            .map(|i| {
+                let mut ad = std::mem::take(&mut self.slots[i].ad);
+                self.publish_draining(i, now, &mut ad);
+                let out = ad.clone();
+                self.slots[i].ad = ad;
+                out
+            })
             .collect()
     }
 
@@ -208,10 +222,55 @@ impl Startd {
                 .clone()
                 .unwrap_or_else(|| Expr::from_value(Value::Real(0.0))),
         );
+        if let Some(w) = &s.policy.slot_weight {
+            ad.insert("SlotWeight", w.clone());
+        }
+        // A partitionable slot under a consumption policy says what a
+        // match takes of each resource, so the negotiator can match it to
+        // several jobs in one cycle.
+        if let Some(policy) = self
+            .partitionables
+            .get(&s.name)
+            .and_then(|p| p.consumption.as_ref())
+        {
+            for (name, e) in policy {
+                ad.insert(format!("Consumption{name}").as_str(), e.clone());
+            }
+        }
         for (name, e) in &s.policy.startd_attrs {
             ad.insert(name.as_str(), e.clone());
         }
         ad
+    }
+
+    /// The draining figures (machine-wide, from the last estimate) and the
+    /// running job's retirement time remaining.
+    fn publish_draining(&self, i: usize, now: i64, ad: &mut ClassAd) {
+        let s = &self.slots[i];
+        match (s.job.is_some(), s.retirement_remaining) {
+            (true, Some(r)) => int(ad, "RetirementTimeRemaining", r),
+            _ if ad.contains("RetirementTimeRemaining") => {
+                ad.remove("RetirementTimeRemaining");
+            }
+            _ => {}
+        }
+        let f = &self.drain_figures;
+        int(
+            ad,
+            "ExpectedMachineGracefulDrainingCompletion",
+            f.graceful_completion.max(now),
+        );
+        int(
+            ad,
+            "ExpectedMachineGracefulDrainingBadput",
+            f.graceful_badput,
+        );
+        int(
+            ad,
+            "ExpectedMachineQuickDrainingCompletion",
+            f.quick_completion.max(now),
+        );
+        int(ad, "ExpectedMachineQuickDrainingBadput", f.quick_badput);
     }
 
     /// What changes: the state, the host's readings, the claim and its
@@ -260,18 +319,10 @@ impl Startd {
             } else {
                 0
             };
-            int(
-                ad,
-                &format!("TotalTime{}{}", pair.0.name(), pair.1.name()),
-                secs + extra,
-            );
+            int(ad, pair.total_time_attr(), secs + extra);
         }
         if !s.time_in.iter().any(|(p, _)| *p == current) {
-            int(
-                ad,
-                &format!("TotalTime{}{}", current.0.name(), current.1.name()),
-                now - s.entered_activity,
-            );
+            int(ad, current.total_time_attr(), now - s.entered_activity);
         }
         int(ad, "LastBenchmark", s.last_benchmark);
         if let Some(v) = s.mips {
@@ -329,9 +380,6 @@ impl Startd {
         match (&s.job, s.job_start) {
             (Some(job), Some(start)) => {
                 int(ad, "JobStart", start);
-                if let Some(r) = s.retirement_remaining {
-                    int(ad, "RetirementTimeRemaining", r);
-                }
                 int(ad, "TotalJobRunTime", s.job_run_time(now));
                 int(
                     ad,
@@ -375,23 +423,7 @@ impl Startd {
                 }
             }
         }
-        let f = &self.drain_figures;
-        int(
-            ad,
-            "ExpectedMachineGracefulDrainingCompletion",
-            f.graceful_completion.max(now),
-        );
-        int(
-            ad,
-            "ExpectedMachineGracefulDrainingBadput",
-            f.graceful_badput,
-        );
-        int(
-            ad,
-            "ExpectedMachineQuickDrainingCompletion",
-            f.quick_completion.max(now),
-        );
-        int(ad, "ExpectedMachineQuickDrainingBadput", f.quick_badput);
+        self.publish_draining(i, now, ad);
         if let Some(t) = self.last_drain_start {
             int(ad, "LastDrainStartTime", t);
         }

@@ -78,6 +78,82 @@ impl fmt::Display for Activity {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Pair(pub State, pub Activity);
 
+/// `TotalTime<State><Activity>` for every pair, indexed by the enums'
+/// order: refreshed on every poll, so spelled once here rather than
+/// formatted each time.
+const TOTAL_TIME: [[&str; 7]; 7] = [
+    [
+        "TotalTimeOwnerIdle",
+        "TotalTimeOwnerBenchmarking",
+        "TotalTimeOwnerBusy",
+        "TotalTimeOwnerSuspended",
+        "TotalTimeOwnerRetiring",
+        "TotalTimeOwnerVacating",
+        "TotalTimeOwnerKilling",
+    ],
+    [
+        "TotalTimeUnclaimedIdle",
+        "TotalTimeUnclaimedBenchmarking",
+        "TotalTimeUnclaimedBusy",
+        "TotalTimeUnclaimedSuspended",
+        "TotalTimeUnclaimedRetiring",
+        "TotalTimeUnclaimedVacating",
+        "TotalTimeUnclaimedKilling",
+    ],
+    [
+        "TotalTimeMatchedIdle",
+        "TotalTimeMatchedBenchmarking",
+        "TotalTimeMatchedBusy",
+        "TotalTimeMatchedSuspended",
+        "TotalTimeMatchedRetiring",
+        "TotalTimeMatchedVacating",
+        "TotalTimeMatchedKilling",
+    ],
+    [
+        "TotalTimeClaimedIdle",
+        "TotalTimeClaimedBenchmarking",
+        "TotalTimeClaimedBusy",
+        "TotalTimeClaimedSuspended",
+        "TotalTimeClaimedRetiring",
+        "TotalTimeClaimedVacating",
+        "TotalTimeClaimedKilling",
+    ],
+    [
+        "TotalTimePreemptingIdle",
+        "TotalTimePreemptingBenchmarking",
+        "TotalTimePreemptingBusy",
+        "TotalTimePreemptingSuspended",
+        "TotalTimePreemptingRetiring",
+        "TotalTimePreemptingVacating",
+        "TotalTimePreemptingKilling",
+    ],
+    [
+        "TotalTimeBackfillIdle",
+        "TotalTimeBackfillBenchmarking",
+        "TotalTimeBackfillBusy",
+        "TotalTimeBackfillSuspended",
+        "TotalTimeBackfillRetiring",
+        "TotalTimeBackfillVacating",
+        "TotalTimeBackfillKilling",
+    ],
+    [
+        "TotalTimeDrainedIdle",
+        "TotalTimeDrainedBenchmarking",
+        "TotalTimeDrainedBusy",
+        "TotalTimeDrainedSuspended",
+        "TotalTimeDrainedRetiring",
+        "TotalTimeDrainedVacating",
+        "TotalTimeDrainedKilling",
+    ],
+];
+
+impl Pair {
+    /// The attribute that publishes the total time spent in this pair.
+    pub fn total_time_attr(self) -> &'static str {
+        TOTAL_TIME[self.0 as usize][self.1 as usize]
+    }
+}
+
 impl fmt::Display for Pair {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.0, self.1)

@@ -142,3 +142,87 @@ fn a_layout_that_overcommits_the_machine_is_refused() {
     .unwrap_err();
     assert!(e.to_string().contains("CPUs"), "{e}");
 }
+
+#[test]
+fn a_matched_partitionable_slot_stays_unclaimed_and_takes_several_claims() {
+    // The negotiator may match one partitionable slot to several jobs in a
+    // cycle; each match notice must leave it open to the claims that follow.
+    let mut s = machine("use FEATURE : PartitionableSlot");
+    let r = s
+        .handle(
+            Event::Matched {
+                slot: "slot1".into(),
+            },
+            T0 + 1,
+        )
+        .unwrap();
+    assert!(r.transitions.is_empty(), "{:?}", r.transitions);
+    assert_eq!(pair(&s, 0), "Unclaimed/Idle");
+    s.handle(
+        Event::Matched {
+            slot: "slot1".into(),
+        },
+        T0 + 1,
+    )
+    .unwrap();
+    s.handle(request("slot1", "c1", sized("alice", 2, 4096)), T0 + 2)
+        .unwrap();
+    s.handle(request("slot1", "c2", sized("bob", 2, 4096)), T0 + 2)
+        .unwrap();
+    assert_eq!(attr(&mut s, "slot1", "Cpus"), "4");
+    assert_eq!(attr(&mut s, "slot1", "State"), "\"Unclaimed\"");
+    // Past MATCH_TIMEOUT nothing happens to it either: it was never Matched.
+    s.tick(T0 + 10_000, readings(0, 0.0));
+    assert_eq!(pair(&s, 0), "Unclaimed/Idle");
+}
+
+#[test]
+fn a_consumption_policy_sizes_dynamic_slots_and_is_published() {
+    // The manual's "Consumption policies": the partitionable slot says
+    // what a match takes, and the dynamic slot gets exactly that.
+    let mut s = machine(
+        "use FEATURE : PartitionableSlot\nCONSUMPTION_POLICY = True\nCONSUMPTION_MEMORY = quantize(target.RequestMemory, {1024})\nMODIFY_REQUEST_EXPR_REQUESTMEMORY = quantize(RequestMemory, {128})",
+    );
+    let ad = s.slot_ad(0, T0);
+    assert_eq!(
+        ad.get("ConsumptionMemory")
+            .map(|e| e.to_string())
+            .as_deref(),
+        Some("quantize(target.RequestMemory,{ 1024 })")
+    );
+    assert!(ad.get("ConsumptionCpus").is_some());
+    assert!(ad.get("ConsumptionDisk").is_some());
+    assert_eq!(attr(&mut s, "slot1", "SlotWeight"), "8");
+    s.handle(request("slot1", "c1", sized("alice", 1, 1500)), T0 + 1)
+        .unwrap();
+    assert_eq!(attr(&mut s, "slot1_1", "Memory"), "2048");
+    assert_eq!(attr(&mut s, "slot1_1", "SlotWeight"), "1");
+    assert_eq!(attr(&mut s, "slot1", "Memory"), "14336");
+    assert_eq!(attr(&mut s, "slot1", "SlotWeight"), "7");
+}
+
+#[test]
+fn without_a_consumption_policy_modify_request_exprs_round_and_nothing_is_published() {
+    let mut s = machine(
+        "use FEATURE : PartitionableSlot\nMODIFY_REQUEST_EXPR_REQUESTMEMORY = quantize(RequestMemory, {128})",
+    );
+    assert!(s.slot_ad(0, T0).get("ConsumptionMemory").is_none());
+    s.handle(request("slot1", "c1", sized("alice", 1, 1500)), T0 + 1)
+        .unwrap();
+    assert_eq!(attr(&mut s, "slot1_1", "Memory"), "1536");
+}
+
+#[test]
+fn a_consumption_expression_that_gives_no_amount_refuses_the_claim() {
+    let mut s = machine(
+        "use FEATURE : PartitionableSlot\nCONSUMPTION_POLICY = True\nCONSUMPTION_MEMORY = target.NoSuchAttribute",
+    );
+    let e = s
+        .handle(request("slot1", "c1", sized("alice", 1, 1500)), T0 + 1)
+        .unwrap_err();
+    assert!(
+        e.reason.contains("CONSUMPTION_MEMORY is undefined"),
+        "{}",
+        e.reason
+    );
+}

@@ -89,6 +89,7 @@ pub fn request(slot: &str, claim: &str, job: ClassAd) -> Event {
             schedd: "submit.example.org".into(),
             alive_interval: None,
             by_user_priority: false,
+            preempt_dynamic: Vec::new(),
         }),
     }
 }
