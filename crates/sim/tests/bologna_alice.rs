@@ -303,3 +303,64 @@ fn req13_running_short_bb_jobs_finish_at_a_worse_nice_than_alice_jobs() {
         "{d}"
     );
 }
+
+#[test]
+fn req10_alice_slots_run_only_alice_jobs() {
+    // Requirement 10 seen from the ALICE slots: on an idle ALICE server
+    // (nobody at the keyboard for an hour) four short BB jobs, a long BB
+    // job and an ordinary INFN job queue up together. The two ALICE slots
+    // stay free all the while: the short jobs take turns on the short
+    // slots, the long job never starts, the ordinary job gets a short
+    // slot when one is free. An ALICE job arriving at 50 minutes takes an
+    // ALICE slot at once: they were free for it.
+    let mut s = pool(
+        1,
+        0,
+        0,
+        json!([
+            bb("anna", false, 4, 0, 900),
+            bb("lucia", true, 1, 0, 900),
+            {"user": "paolo", "schedd": "bologna", "at": 0, "runtime": 900},
+            alice("sara", 1, 3000, 600)
+        ]),
+        5400,
+    );
+    s["initial_idle"] = json!(3600);
+    let r = run(s);
+    let d = dump(&r);
+    let alice_slot = |slot: &str| slot.starts_with("slot3@") || slot.starts_with("slot4@");
+    // Nobody but the ALICE user was matched to, or started on, an ALICE slot.
+    for e in &r.job_events {
+        if e.what.contains("matched to") || e.what.contains("started on") {
+            assert_eq!(
+                on_alice_slot(&e),
+                e.user.starts_with("sara"),
+                "{}: {}\n{d}",
+                e.user,
+                e.what
+            );
+        }
+    }
+    // Before the ALICE job came the ALICE slots were never even matched.
+    assert!(
+        r.transitions.iter().all(|t| !alice_slot(&t.slot)
+            || t.time - r.start >= 3000
+            || !(t.to.starts_with("Matched") || t.to.starts_with("Claimed"))),
+        "{d}"
+    );
+    // The other jobs went through the short slots instead.
+    let a = starts(&r, "anna");
+    assert_eq!(a.len(), 4, "{d}");
+    assert!(a.iter().all(on_short_slot), "{d}");
+    assert_eq!(events(&r, "anna", "completed").len(), 4, "{d}");
+    assert!(starts(&r, "lucia").is_empty(), "{d}");
+    let p = starts(&r, "paolo");
+    assert!(!p.is_empty(), "{d}");
+    assert!(p.iter().all(on_short_slot), "{d}");
+    // The ALICE job: at once, on an ALICE slot, at nice 0.
+    let s = starts(&r, "sara");
+    assert_eq!(s.len(), 1, "{d}");
+    assert!(on_alice_slot(&s[0]), "{d}");
+    assert!(s[0].time - r.start <= 3000 + 60, "{d}");
+    assert!(s[0].what.ends_with("(nice 0)"), "{d}");
+}

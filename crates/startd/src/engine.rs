@@ -562,10 +562,15 @@ impl Startd {
     pub fn tick(&mut self, now: i64, readings: Readings) -> Ready {
         self.readings = readings;
         self.share_load();
-        self.update_latches(now);
+        let fresh = self.update_latches(now);
         let mut ready = Ready::default();
-        for i in 0..self.slots.len() {
-            self.settle(i, now, &mut ready);
+        for (i, fresh) in fresh.into_iter().enumerate() {
+            // A slot whose ad the latches left current (nothing they
+            // publish changed) is judged on it as is, unless a slot before
+            // it moved (its state shows in the others' ads): one refresh
+            // per slot and poll instead of two.
+            let as_is = fresh && ready.transitions.is_empty() && ready.actions.is_empty();
+            self.settle_from(i, now, &mut ready, as_is);
         }
         self.after_settling(now, &mut ready);
         self.fetch_work(now, &mut ready);
@@ -747,15 +752,26 @@ impl Startd {
     }
 
     /// STARTD_LATCH_EXPRS and the built-in CPU-busy clock.
-    fn update_latches(&mut self, now: i64) {
+    /// Brings CpuBusy and STARTD_LATCH_EXPRS up to date. For each slot,
+    /// whether its ad (refreshed here) is still current: nothing it
+    /// publishes of them changed.
+    fn update_latches(&mut self, now: i64) -> Vec<bool> {
+        let mut fresh = Vec::with_capacity(self.slots.len());
         for i in 0..self.slots.len() {
             let ad = self.take_ad(i, now);
+            let mut unchanged = true;
             let env = self.env(now);
             let busy = self.cpu_busy(&ad, &env);
             let s = &mut self.slots[i];
             match (busy, s.cpu_busy_since) {
-                (true, None) => s.cpu_busy_since = Some(now),
-                (false, Some(_)) => s.cpu_busy_since = None,
+                (true, None) => {
+                    s.cpu_busy_since = Some(now);
+                    unchanged = false;
+                }
+                (false, Some(_)) => {
+                    s.cpu_busy_since = None;
+                    unchanged = false;
+                }
                 _ => {}
             }
             let values: Vec<Value> = s
@@ -776,16 +792,20 @@ impl Startd {
                     Some(l) if !same(&l.1, &v) => {
                         l.1 = v;
                         l.2 = now;
+                        unchanged = false;
                     }
                     Some(_) => {}
                     None => {
                         let name = name.clone();
                         s.latches.push((name, v, now));
+                        unchanged = false;
                     }
                 }
             }
             self.put_ad(i, ad);
+            fresh.push(unchanged);
         }
+        fresh
     }
 
     /// The Expected*Draining* figures: each running job would either
@@ -843,8 +863,25 @@ impl Startd {
     }
 
     fn settle(&mut self, i: usize, now: i64, ready: &mut Ready) {
+        self.settle_from(i, now, ready, false);
+    }
+
+    /// Steps slot `i` until it stays put; `current` says its ad is already
+    /// up to date at `now`, so the first step need not refresh it.
+    fn settle_from(&mut self, i: usize, now: i64, ready: &mut Ready, current: bool) {
+        let mut current = current;
         for _ in 0..MAX_STEPS {
-            if !self.step(i, now, ready) {
+            let ad = if current && !self.slots[i].ad.is_empty() {
+                std::mem::take(&mut self.slots[i].ad)
+            } else {
+                self.take_ad(i, now)
+            };
+            current = false;
+            let moved = self.step(i, &ad, now, ready);
+            // The slot may have been removed or replaced meanwhile only by
+            // events, never within a step, so index `i` is still this slot.
+            self.put_ad(i, ad);
+            if !moved {
                 return;
             }
         }
@@ -885,16 +922,7 @@ impl Startd {
     }
 
     /// Takes at most one transition of slot `i`; whether it did.
-    fn step(&mut self, i: usize, now: i64, ready: &mut Ready) -> bool {
-        let ad = self.take_ad(i, now);
-        let moved = self.step_with(i, &ad, now, ready);
-        // The slot may have been removed or replaced meanwhile only by
-        // events, never within a step, so index `i` is still this slot.
-        self.put_ad(i, ad);
-        moved
-    }
-
-    fn step_with(&mut self, i: usize, ad: &ClassAd, now: i64, ready: &mut Ready) -> bool {
+    fn step(&mut self, i: usize, ad: &ClassAd, now: i64, ready: &mut Ready) -> bool {
         let s = &self.slots[i];
         let name = s.name.clone();
         match s.pair() {
@@ -2100,20 +2128,36 @@ impl Startd {
         now: i64,
         ready: &mut Ready,
     ) -> Result<(), Refusal> {
-        let ad = self.slot_ad(i, now);
+        // The slot's own ad, lent out while the claim is judged (no copy:
+        // every job start passes here). Whatever the claim changes, the
+        // next use refreshes it.
+        let ad = self.take_ad(i, now);
+        let out = self.request_claim_with(i, r, &ad, now, ready);
+        self.put_ad(i, ad);
+        out
+    }
+
+    fn request_claim_with(
+        &mut self,
+        i: usize,
+        r: ClaimRequest,
+        ad: &ClassAd,
+        now: i64,
+        ready: &mut Ready,
+    ) -> Result<(), Refusal> {
         let slot = self.slots[i].name.clone();
         let refuse = |reason: String| Refusal {
             slot: slot.clone(),
             reason,
         };
-        let start = evaluate(Some(&self.start_expr(i)), &ad, Some(&r.job), &self.env(now));
+        let start = evaluate(Some(&self.start_expr(i)), ad, Some(&r.job), &self.env(now));
         if !is_true(&start) {
             return Err(refuse(format!("START is {start} for this job")));
         }
         if self.slots[i].kind == SlotKind::Partitionable {
             return self.claim_partitionable(i, r, now, ready);
         }
-        let claim = self.new_claim(i, r.clone(), &ad, now);
+        let claim = self.new_claim(i, r.clone(), ad, now);
         let pair = self.slots[i].pair();
         match pair {
             Pair(State::Unclaimed, Activity::Idle) | Pair(State::Matched, Activity::Idle) => {
@@ -2165,12 +2209,12 @@ impl Startd {
                 self.slots[i].preempting = Some(claim);
                 match activity {
                     Activity::Busy => {
-                        let limit = self.retirement_limit(i, &ad, now);
+                        let limit = self.retirement_limit(i, ad, now);
                         self.retire(i, Retirement::Preempted, limit, 13, cause, now, ready);
                     }
                     Activity::Idle => {}
                     _ => {
-                        let limit = self.retirement_limit(i, &ad, now);
+                        let limit = self.retirement_limit(i, ad, now);
                         let s = &mut self.slots[i];
                         if s.retirement.is_none() {
                             s.retirement = Some(Retirement::Preempted);
@@ -2434,15 +2478,16 @@ impl Startd {
                 )));
             }
         }
-        let ad = self.slot_ad(i, now);
-        let env = self.env(now);
+        let ad = self.take_ad(i, now);
+        let s = &self.slots[i];
         let nice = number(&evaluate(
             s.policy.job_renice_increment.as_ref(),
             &ad,
             Some(&job),
-            &env,
+            &self.env(now),
         ))
         .unwrap_or(0);
+        self.put_ad(i, ad);
         let s = &mut self.slots[i];
         s.job = Some(job.clone());
         s.job_start = Some(now);

@@ -22,6 +22,7 @@
 
 use std::fmt;
 
+use classad::ad::Refresher;
 use classad::{ClassAd, Expr, Value};
 use config::{Config, LookupError, ParamError};
 
@@ -113,28 +114,28 @@ impl SlotResources {
         &self,
         provisioned: &SlotResources,
         machine: &MachineResources,
-        ad: &mut ClassAd,
+        w: &mut Refresher<'_>,
     ) {
-        ad.insert_value("Cpus", self.whole_cpus());
-        ad.insert_value("TotalSlotCpus", provisioned.whole_cpus());
-        ad.insert_value("Memory", self.memory);
-        ad.insert_value("TotalSlotMemory", provisioned.memory);
-        ad.insert_value("Disk", self.disk);
-        ad.insert_value("TotalSlotDisk", provisioned.disk);
-        ad.insert_value("VirtualMemory", self.swap);
+        w.value("Cpus", self.whole_cpus());
+        w.value("TotalSlotCpus", provisioned.whole_cpus());
+        w.value("Memory", self.memory);
+        w.value("TotalSlotMemory", provisioned.memory);
+        w.value("Disk", self.disk);
+        w.value("TotalSlotDisk", provisioned.disk);
+        w.value("VirtualMemory", self.swap);
         for share in &self.custom {
-            ad.insert_value(&share.name, share.amount.trunc() as i64);
+            w.value(&share.name, share.amount.trunc() as i64);
             let total = provisioned.custom(&share.name).map_or(0.0, |c| c.amount);
-            ad.insert_value(&format!("TotalSlot{}", share.name), total.trunc() as i64);
+            w.value(&format!("TotalSlot{}", share.name), total.trunc() as i64);
             if share.ids.is_empty() {
                 continue;
             }
-            ad.insert_value(
+            w.value(
                 &format!("Assigned{}", share.name),
                 share.ids.join(",").as_str(),
             );
             if let Some(r) = machine.custom(&share.name) {
-                publish_properties(&share.name, &share.ids, r, ad);
+                publish_properties(&share.name, &share.ids, r, w.ad());
             }
         }
     }

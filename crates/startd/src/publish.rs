@@ -3,6 +3,7 @@
 //! ... with the slot ad as MY, so they can refer to each other and to
 //! State, KeyboardIdle, LoadAvg and the rest).
 
+use classad::ad::Refresher;
 use classad::{ClassAd, Expr, Value};
 
 use crate::engine::Startd;
@@ -83,7 +84,13 @@ const JOB_ATTRS: &[&str] = &[
 ];
 const DRAIN_ATTRS: &[&str] = &["Draining", "DrainingRequestId"];
 
+/// Removes a group of attributes. The first of each group is always
+/// published with the others, so its absence says none is there (one
+/// lookup on every refresh of an idle slot instead of one per name).
 fn remove_all(ad: &mut ClassAd, names: &[&str]) {
+    if !names.first().is_some_and(|n| ad.contains(n)) {
+        return;
+    }
     for n in names {
         if ad.contains(n) {
             ad.remove(n);
@@ -120,7 +127,7 @@ impl Startd {
         (0..self.slots.len())
             .map(|i| {
                 let mut ad = std::mem::take(&mut self.slots[i].ad);
-                self.publish_draining(i, now, &mut ad);
+                self.publish_draining(i, now, &mut ad.refresher());
                 let out = ad.clone();
                 self.slots[i].ad = ad;
                 out
@@ -245,32 +252,26 @@ impl Startd {
 
     /// The draining figures (machine-wide, from the last estimate) and the
     /// running job's retirement time remaining.
-    fn publish_draining(&self, i: usize, now: i64, ad: &mut ClassAd) {
+    fn publish_draining(&self, i: usize, now: i64, w: &mut Refresher<'_>) {
         let s = &self.slots[i];
         match (s.job.is_some(), s.retirement_remaining) {
-            (true, Some(r)) => int(ad, "RetirementTimeRemaining", r),
-            _ if ad.contains("RetirementTimeRemaining") => {
-                ad.remove("RetirementTimeRemaining");
+            (true, Some(r)) => w.value("RetirementTimeRemaining", r),
+            _ if w.ad().contains("RetirementTimeRemaining") => {
+                w.ad().remove("RetirementTimeRemaining");
             }
             _ => {}
         }
         let f = &self.drain_figures;
-        int(
-            ad,
+        w.value(
             "ExpectedMachineGracefulDrainingCompletion",
             f.graceful_completion.max(now),
         );
-        int(
-            ad,
-            "ExpectedMachineGracefulDrainingBadput",
-            f.graceful_badput,
-        );
-        int(
-            ad,
+        w.value("ExpectedMachineGracefulDrainingBadput", f.graceful_badput);
+        w.value(
             "ExpectedMachineQuickDrainingCompletion",
             f.quick_completion.max(now),
         );
-        int(ad, "ExpectedMachineQuickDrainingBadput", f.quick_badput);
+        w.value("ExpectedMachineQuickDrainingBadput", f.quick_badput);
     }
 
     /// What changes: the state, the host's readings, the claim and its
@@ -278,38 +279,40 @@ impl Startd {
     /// figures, other slots' attributes.
     fn refresh(&self, i: usize, now: i64, ad: &mut ClassAd, cross_slot: bool) {
         let s = &self.slots[i];
+        // Written in the same order every time, so each lands in place.
+        let mut w = ad.refresher();
+        let w = &mut w;
         let m = &self.machine;
-        text(ad, "State", s.state.name());
-        text(ad, "Activity", s.activity.name());
-        int(ad, "EnteredCurrentState", s.entered_state);
-        int(ad, "EnteredCurrentActivity", s.entered_activity);
+        w.text("State", s.state.name());
+        w.text("Activity", s.activity.name());
+        w.value("EnteredCurrentState", s.entered_state);
+        w.value("EnteredCurrentActivity", s.entered_activity);
         match &self.resources {
-            Some(machine) => s.resources.publish(&s.provisioned, machine, ad),
+            Some(machine) => s.resources.publish(&s.provisioned, machine, w),
             None => {
-                int(ad, "Cpus", s.resources.whole_cpus());
-                int(ad, "Memory", s.resources.memory);
-                int(ad, "Disk", s.resources.disk);
+                w.value("Cpus", s.resources.whole_cpus());
+                w.value("Memory", s.resources.memory);
+                w.value("Disk", s.resources.disk);
             }
         }
-        int(ad, "TotalSlots", self.slots.len() as i64);
+        w.value("TotalSlots", self.slots.len() as i64);
 
         // What the host says, as this slot sees it.
         let (keyboard, console) = self.idle_times(i, now);
-        int(ad, "KeyboardIdle", keyboard);
-        int(ad, "ConsoleIdle", console);
-        real(ad, "LoadAvg", s.load_avg);
-        real(ad, "CondorLoadAvg", s.condor_load_avg);
-        real(ad, "TotalLoadAvg", self.readings.load_avg);
-        real(
-            ad,
+        w.value("KeyboardIdle", keyboard);
+        w.value("ConsoleIdle", console);
+        w.value("LoadAvg", s.load_avg);
+        w.value("CondorLoadAvg", s.condor_load_avg);
+        w.value("TotalLoadAvg", self.readings.load_avg);
+        w.value(
             "TotalCondorLoadAvg",
-            self.slots.iter().map(|s| s.condor_load_avg).sum(),
+            self.slots.iter().map(|s| s.condor_load_avg).sum::<f64>(),
         );
-        ad.insert_value("CpuIsBusy", s.cpu_busy_since.is_some());
+        w.value("CpuIsBusy", s.cpu_busy_since.is_some());
         let local = now + m.utc_offset as i64;
-        int(ad, "ClockMin", local.rem_euclid(86_400) / 60);
+        w.value("ClockMin", local.rem_euclid(86_400) / 60);
         // 1970-01-01 was a Thursday (day 4, Sunday being 0).
-        int(ad, "ClockDay", (local.div_euclid(86_400) + 4).rem_euclid(7));
+        w.value("ClockDay", (local.div_euclid(86_400) + 4).rem_euclid(7));
         // TotalTime<State><Activity>: all time in each pair, this one's
         // included so far.
         let current = s.pair();
@@ -319,23 +322,23 @@ impl Startd {
             } else {
                 0
             };
-            int(ad, pair.total_time_attr(), secs + extra);
+            w.value(pair.total_time_attr(), secs + extra);
         }
         if !s.time_in.iter().any(|(p, _)| *p == current) {
-            int(ad, current.total_time_attr(), now - s.entered_activity);
+            w.value(current.total_time_attr(), now - s.entered_activity);
         }
-        int(ad, "LastBenchmark", s.last_benchmark);
+        w.value("LastBenchmark", s.last_benchmark);
         if let Some(v) = s.mips {
-            int(ad, "Mips", v);
+            w.value("Mips", v);
         }
         if let Some(v) = s.kflops {
-            int(ad, "KFlops", v);
+            w.value("KFlops", v);
         }
 
         // Not matchable while Matched, Preempting or Drained; otherwise
         // Requirements is START, as HTCondor publishes it.
         let not_matchable = matches!(s.state, State::Matched | State::Preempting | State::Drained);
-        ad.insert(
+        w.expr(
             "Requirements",
             if not_matchable {
                 Expr::from_value(Value::Bool(false))
@@ -343,10 +346,10 @@ impl Startd {
                 Expr::attr("START")
             },
         );
-        real(ad, "CurrentRank", s.claim.as_ref().map_or(0.0, |c| c.rank));
+        w.value("CurrentRank", s.claim.as_ref().map_or(0.0, |c| c.rank));
         for (name, value, changed) in &s.latches {
-            ad.insert_value(&format!("{name}Value"), value.clone());
-            int(ad, &format!("{name}Time"), *changed);
+            w.value(&format!("{name}Value"), value.clone());
+            w.value(&format!("{name}Time"), *changed);
         }
         // Without a CpuBusy latch, CpuBusyTime is how long the CPU has been
         // busy (the 6.8 meaning the Bologna policy reads); with one, the
@@ -356,33 +359,31 @@ impl Startd {
             .iter()
             .any(|(n, _, _)| n.eq_ignore_ascii_case("CpuBusy"))
         {
-            int(ad, "CpuBusyTime", s.cpu_busy_since.map_or(0, |t| now - t));
+            w.value("CpuBusyTime", s.cpu_busy_since.map_or(0, |t| now - t));
         }
 
         // The claim and its job.
         match &s.claim {
             Some(c) => {
-                text(ad, "RemoteUser", &c.user);
-                text(ad, "RemoteOwner", &c.owner);
-                text(ad, "ClientMachine", &c.schedd);
-                text(ad, "RemoteScheddName", &c.schedd);
-                int(ad, "TotalClaimRunTime", c.run_time + s.job_run_time(now));
-                int(
-                    ad,
+                w.text("RemoteUser", c.user.as_str());
+                w.text("RemoteOwner", c.owner.as_str());
+                w.text("ClientMachine", c.schedd.as_str());
+                w.text("RemoteScheddName", c.schedd.as_str());
+                w.value("TotalClaimRunTime", c.run_time + s.job_run_time(now));
+                w.value(
                     "TotalClaimSuspendTime",
                     c.suspend_time
                         + s.job_suspended_total
                         + s.suspended_since.map_or(0, |t| now - t),
                 );
             }
-            None => remove_all(ad, CLAIM_ATTRS),
+            None => remove_all(w.ad(), CLAIM_ATTRS),
         }
         match (&s.job, s.job_start) {
             (Some(job), Some(start)) => {
-                int(ad, "JobStart", start);
-                int(ad, "TotalJobRunTime", s.job_run_time(now));
-                int(
-                    ad,
+                w.value("JobStart", start);
+                w.value("TotalJobRunTime", s.job_run_time(now));
+                w.value(
                     "TotalJobSuspendTime",
                     s.job_suspended_total + s.suspended_since.map_or(0, |t| now - t),
                 );
@@ -391,51 +392,51 @@ impl Startd {
                     _ => None,
                 };
                 if let (Some(c), Some(p)) = (id("ClusterId"), id("ProcId")) {
-                    text(ad, "JobId", &format!("{c}.{p}"));
+                    w.text("JobId", format!("{c}.{p}").as_str());
                 }
                 if let Some(u) = id("JobUniverse") {
-                    int(ad, "JobUniverse", u);
+                    w.value("JobUniverse", u);
                 }
                 // The running job's concurrency limits: the negotiator
                 // counts limits in use from the slot ads.
                 if let Value::Str(l) = job.eval_attr("ConcurrencyLimits", &classad::Env::default())
                 {
-                    text(ad, "ConcurrencyLimits", &l);
-                } else if ad.contains("ConcurrencyLimits") {
-                    ad.remove("ConcurrencyLimits");
+                    w.value("ConcurrencyLimits", Value::Str(l));
+                } else if w.ad().contains("ConcurrencyLimits") {
+                    w.ad().remove("ConcurrencyLimits");
                 }
                 for name in &s.policy.job_attrs {
                     match job.get(name) {
-                        Some(e) => ad.insert(name.as_str(), e.clone()),
-                        None if ad.contains(name) => {
-                            ad.remove(name);
+                        Some(e) => w.expr(name.as_str(), e.clone()),
+                        None if w.ad().contains(name) => {
+                            w.ad().remove(name);
                         }
                         None => {}
                     }
                 }
             }
             _ => {
-                remove_all(ad, JOB_ATTRS);
+                remove_all(w.ad(), JOB_ATTRS);
                 for name in &s.policy.job_attrs {
-                    if ad.contains(name) {
-                        ad.remove(name);
+                    if w.ad().contains(name) {
+                        w.ad().remove(name);
                     }
                 }
             }
         }
-        self.publish_draining(i, now, ad);
+        self.publish_draining(i, now, w);
         if let Some(t) = self.last_drain_start {
-            int(ad, "LastDrainStartTime", t);
+            w.value("LastDrainStartTime", t);
         }
         if let Some(t) = self.last_drain_stop {
-            int(ad, "LastDrainStopTime", t);
+            w.value("LastDrainStopTime", t);
         }
         match &self.drain {
             Some(d) => {
-                ad.insert_value("Draining", true);
-                int(ad, "DrainingRequestId", d.id as i64);
+                w.value("Draining", true);
+                w.value("DrainingRequestId", d.id as i64);
             }
-            None => remove_all(ad, DRAIN_ATTRS),
+            None => remove_all(w.ad(), DRAIN_ATTRS),
         }
         // Other slots' attributes, as STARTD_SLOT_ATTRS asks (also under
         // the 6.8 `vm<N>_` names).
@@ -444,7 +445,7 @@ impl Startd {
             for (j, other) in self.slots.iter().enumerate() {
                 for name in &s.policy.slot_attrs {
                     let v = if j == i {
-                        ad.eval_attr(name, &env)
+                        w.ad().eval_attr(name, &env)
                     } else {
                         let mut other_ad = if other.ad.is_empty() {
                             self.static_ad(j)
@@ -454,8 +455,8 @@ impl Startd {
                         self.refresh(j, now, &mut other_ad, false);
                         other_ad.eval_attr(name, &env)
                     };
-                    ad.insert_value(&format!("slot{}_{name}", other.id), v.clone());
-                    ad.insert_value(&format!("vm{}_{name}", other.id), v);
+                    w.value(&format!("slot{}_{name}", other.id), v.clone());
+                    w.value(&format!("vm{}_{name}", other.id), v);
                 }
             }
         }

@@ -239,7 +239,8 @@ NUM_SLOTS_TYPE_2 = 2
         Some("Cpus Memory Disk Swap actuator Cogs")
     );
     let mut ad = classad::ClassAd::new();
-    s[1].resources.publish(&s[1].resources, &machine, &mut ad);
+    s[1].resources
+        .publish(&s[1].resources, &machine, &mut ad.refresher());
     assert_eq!(ad.eval_attr("Cogs", &env).as_int(), Some(4));
     assert_eq!(ad.eval_attr("TotalSlotCogs", &env).as_int(), Some(4));
     assert_eq!(ad.eval_attr("Cpus", &env).as_int(), Some(2));
@@ -337,7 +338,8 @@ NUM_SLOTS_TYPE_3 = 2
 
     // The slot ad carries the assigned GPUs and their properties.
     let mut ad = classad::ClassAd::new();
-    s[0].resources.publish(&s[0].resources, &machine, &mut ad);
+    s[0].resources
+        .publish(&s[0].resources, &machine, &mut ad.refresher());
     let env = classad::Env::at(0);
     assert_eq!(ad.eval_attr("GPUs", &env).as_int(), Some(2));
     assert_eq!(
