@@ -85,8 +85,8 @@ impl SignificantAttrs {
         let mut grew = false;
         let mut i = 0;
         while i < self.names.len() {
-            let name = self.names[i].clone();
-            match ad.lookup_name(&name) {
+            // Borrowed, not cloned: this runs for every job of every cycle.
+            match ad.lookup_name(&self.names[i]) {
                 None => 0u8.hash(&mut h),
                 Some(e) => {
                     1u8.hash(&mut h);

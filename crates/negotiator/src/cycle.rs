@@ -556,8 +556,15 @@ impl<'a, 'p> Cycle<'a, 'p> {
             let partitionable = ad.eval_attr("PartitionableSlot", &env).is_true();
             let mut ad = Cow::Borrowed(ad);
             let mut current_rank = lit_number(&ad, "CurrentRank", &env).unwrap_or(0.0);
+            // A claim nobody can preempt (no priority preemption configured,
+            // a constant Rank no better than its CurrentRank, not a dynamic
+            // slot pslot preemption might take) needs no preemption
+            // attributes: no copy of its ad, every cycle.
+            let preemptible = self.priority_preemption_configured()
+                || rank_preemption_possible(&ad, current_rank)
+                || ad.contains("ParentSlotName");
             if let Some(user) = &remote {
-                if self.policy.consider_preemption {
+                if self.policy.consider_preemption && preemptible {
                     let owned = ad.to_mut();
                     owned.insert_value("RemoteUserPrio", self.priorities.effective_priority(user));
                     owned.insert_value(
@@ -639,22 +646,34 @@ impl<'a, 'p> Cycle<'a, 'p> {
     /// by priority only when PREEMPTION_REQUIREMENTS is not the constant
     /// False.
     fn rank_preemption_possible(&self, s: &Slot<'_>) -> bool {
-        match pslot::literal(s.ad.get("Rank")) {
-            Some(v) => v.as_number().unwrap_or(0.0) > s.current_rank,
-            None => s.ad.contains("Rank"),
-        }
+        rank_preemption_possible(&s.ad, s.current_rank)
     }
 
     fn priority_preemption_configured(&self) -> bool {
-        match &self.policy.preemption_requirements {
-            Some(e) => match pslot::literal(Some(e)) {
-                Some(v) => is_true(v),
-                None => true,
-            },
-            None => true,
-        }
+        priority_preemption_configured(self.policy)
     }
+}
 
+/// See [`Cycle::rank_preemption_possible`].
+fn rank_preemption_possible(ad: &ClassAd, current_rank: f64) -> bool {
+    match pslot::literal(ad.get("Rank")) {
+        Some(v) => v.as_number().unwrap_or(0.0) > current_rank,
+        None => ad.contains("Rank"),
+    }
+}
+
+/// See [`Cycle::priority_preemption_configured`].
+fn priority_preemption_configured(policy: &Policy) -> bool {
+    match &policy.preemption_requirements {
+        Some(e) => match pslot::literal(Some(e)) {
+            Some(v) => is_true(v),
+            None => true,
+        },
+        None => true,
+    }
+}
+
+impl<'a, 'p> Cycle<'a, 'p> {
     fn build_autoclusters(&mut self, attrs: &mut SignificantAttrs) {
         let env = self.env.clone();
         // Each submitter's jobs in its order.

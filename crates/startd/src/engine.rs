@@ -523,7 +523,7 @@ impl Startd {
     /// Evaluates a policy expression of slot `i` in its ad, with the
     /// running job (if any) as TARGET; `_VANILLA` variants apply to
     /// vanilla jobs. Returns the name used and the value.
-    fn eval(&self, i: usize, ad: &ClassAd, name: &'static str, now: i64) -> (String, Value) {
+    fn eval(&self, i: usize, ad: &ClassAd, name: &'static str, now: i64) -> (&'static str, Value) {
         let s = &self.slots[i];
         let job = self.target(i);
         let (used, expr) = s.policy.for_job(name, job);
@@ -2489,6 +2489,7 @@ impl Startd {
         .unwrap_or(0);
         self.put_ad(i, ad);
         let s = &mut self.slots[i];
+        s.job_facts = crate::slot::JobFacts::of(&job);
         s.job = Some(job.clone());
         s.job_start = Some(now);
         s.job_suspended_total = 0;

@@ -290,16 +290,27 @@ impl Policy {
 
     /// The expression to use for `name` with this job: the `_VANILLA`
     /// variant for a vanilla-universe job where one is defined.
-    pub fn for_job(&self, name: &'static str, job: Option<&ClassAd>) -> (String, Option<&Expr>) {
+    pub fn for_job(
+        &self,
+        name: &'static str,
+        job: Option<&ClassAd>,
+    ) -> (&'static str, Option<&Expr>) {
         let vanilla = job
             .is_some_and(|j| matches!(j.eval_attr("JobUniverse", &Env::default()), Value::Int(5)));
         if vanilla {
-            let v = format!("{name}_VANILLA");
-            if let Some(e) = self.expr(&v) {
-                return (v, Some(e));
+            // `<name>_VANILLA`, found among the published names (no string
+            // is made: the slot's policy is evaluated on every poll).
+            let variant = self.exprs.iter().find(|(n, e)| {
+                e.is_some()
+                    && n.len() == name.len() + "_VANILLA".len()
+                    && n.ends_with("_VANILLA")
+                    && n[..name.len()].eq_ignore_ascii_case(name)
+            });
+            if let Some((n, e)) = variant {
+                return (n, e.as_ref());
             }
         }
-        (name.to_string(), self.expr(name))
+        (name, self.expr(name))
     }
 }
 

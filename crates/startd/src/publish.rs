@@ -387,21 +387,17 @@ impl Startd {
                     "TotalJobSuspendTime",
                     s.job_suspended_total + s.suspended_since.map_or(0, |t| now - t),
                 );
-                let id = |a: &str| match job.eval_attr(a, &classad::Env::default()) {
-                    Value::Int(i) => Some(i),
-                    _ => None,
-                };
-                if let (Some(c), Some(p)) = (id("ClusterId"), id("ProcId")) {
-                    w.text("JobId", format!("{c}.{p}").as_str());
+                let facts = &s.job_facts;
+                if let Some(id) = &facts.id {
+                    w.text("JobId", id);
                 }
-                if let Some(u) = id("JobUniverse") {
+                if let Some(u) = facts.universe {
                     w.value("JobUniverse", u);
                 }
                 // The running job's concurrency limits: the negotiator
                 // counts limits in use from the slot ads.
-                if let Value::Str(l) = job.eval_attr("ConcurrencyLimits", &classad::Env::default())
-                {
-                    w.value("ConcurrencyLimits", Value::Str(l));
+                if let Some(l) = &facts.concurrency_limits {
+                    w.value("ConcurrencyLimits", l.clone());
                 } else if w.ad().contains("ConcurrencyLimits") {
                     w.ad().remove("ConcurrencyLimits");
                 }

@@ -91,6 +91,9 @@ pub struct Slot {
     pub preempting: Option<Claim>,
     /// The job running on the claim, and when it started.
     pub job: Option<ClassAd>,
+    /// What the slot ad publishes of the running job, read once when it
+    /// starts (meaningful only while `job` is there).
+    pub job_facts: JobFacts,
     pub job_start: Option<i64>,
     /// Seconds the current job has spent suspended, and since when it is
     /// suspended now.
@@ -177,6 +180,7 @@ impl Slot {
             claim: None,
             preempting: None,
             job: None,
+            job_facts: JobFacts::default(),
             job_start: None,
             job_suspended_total: 0,
             suspended_since: None,
@@ -217,5 +221,36 @@ impl Slot {
         };
         let suspended_now = self.suspended_since.map_or(0, |s| now - s);
         (now - start - self.job_suspended_total - suspended_now).max(0)
+    }
+}
+
+/// The running job's identity as the slot ad publishes it.
+#[derive(Clone, Debug, Default)]
+pub struct JobFacts {
+    /// `JobId`: "cluster.proc".
+    pub id: Option<String>,
+    pub universe: Option<i64>,
+    /// `ConcurrencyLimits`, which the negotiator counts from slot ads.
+    pub concurrency_limits: Option<classad::Value>,
+}
+
+impl JobFacts {
+    pub fn of(job: &ClassAd) -> JobFacts {
+        let env = classad::Env::default();
+        let int = |a: &str| match job.eval_attr(a, &env) {
+            classad::Value::Int(i) => Some(i),
+            _ => None,
+        };
+        JobFacts {
+            id: match (int("ClusterId"), int("ProcId")) {
+                (Some(c), Some(p)) => Some(format!("{c}.{p}")),
+                _ => None,
+            },
+            universe: int("JobUniverse"),
+            concurrency_limits: match job.eval_attr("ConcurrencyLimits", &env) {
+                v @ classad::Value::Str(_) => Some(v),
+                _ => None,
+            },
+        }
     }
 }
