@@ -14,6 +14,13 @@
 //! HTCondor startd instead assumes one CPU and refuses a job without
 //! memory or disk requests).
 //!
+//! Under a consumption policy (`CONSUMPTION_POLICY`, the manual's
+//! "Consumption policies"), the partitionable slot publishes a
+//! `Consumption<Resource>` expression for each resource it divides, the
+//! negotiator matches it to several jobs in one cycle by them, and the
+//! dynamic slot gets exactly what they give for the job (the roundings of
+//! `MODIFY_REQUEST_EXPR_*` do not apply).
+//!
 //! Dynamic slots are numbered from 1 within their parent (`slot1_1`,
 //! `slot1_2`), each taking the lowest number not in use, so a number is
 //! reused once its slot is gone, as HTCondor does. A dynamic slot gets
