@@ -21,23 +21,6 @@ use common::*;
 use serde_json::{json, Value};
 use sim::Report;
 
-const PERIODIC_REMOVE: &str =
-    "periodic_remove = ( LongRunningJob =!= True && (RemoteWallClockTime > 60*60) )";
-
-fn bb_append(long: bool) -> Value {
-    let mut a = vec![
-        "+BolognaBatchJob = True".to_string(),
-        "should_transfer_files = IF_NEEDED".into(),
-        "when_to_transfer_output = ON_EXIT".into(),
-        "universe = vanilla".into(),
-        PERIODIC_REMOVE.into(),
-    ];
-    if long {
-        a.insert(1, "+LongRunningJob = True".into());
-    }
-    json!(a)
-}
-
 /// A short (or long) BB job submitted from Bologna, arriving at `at`.
 fn bb(user: &str, long: bool, at: Value, runtime: i64) -> Value {
     json!({"user": user, "schedd": "bbs", "append": bb_append(long), "at": at, "runtime": runtime})

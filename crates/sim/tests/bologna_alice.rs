@@ -19,24 +19,6 @@ use common::*;
 use serde_json::{json, Value};
 use sim::{JobRecord, Report};
 
-const PERIODIC_REMOVE: &str =
-    "periodic_remove = ( LongRunningJob =!= True && (RemoteWallClockTime > 60*60) )";
-
-/// What `bbs_submit_short` (`long` false) or `bbs_submit_long` adds.
-fn bb_append(long: bool) -> Value {
-    let mut a = vec![
-        "+BolognaBatchJob = True".to_string(),
-        "should_transfer_files = IF_NEEDED".into(),
-        "when_to_transfer_output = ON_EXIT".into(),
-        "universe = vanilla".into(),
-        PERIODIC_REMOVE.into(),
-    ];
-    if long {
-        a.insert(1, "+LongRunningJob = True".into());
-    }
-    json!(a)
-}
-
 /// What `bbs_submit_alice` adds, as the write-up prints it ("identical to
 /// the bbs_submit_long script, except for one additional line"; the
 /// printed listing has no periodic_remove, which spares long jobs anyway).

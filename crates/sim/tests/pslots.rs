@@ -341,6 +341,16 @@ fn slot_weight_charges_each_match_the_cores_it_consumes() {
 
 // ---- 3. pslot preemption ----------------------------------------------
 
+/// Bob's four jobs all start in the first cycle (an evicted one starts
+/// again later, so only the first starts count).
+fn bobs_four_start_in_the_first_cycle(r: &Report, d: &str) {
+    assert_eq!(
+        starts(r, "bob").iter().filter(|e| t(r, e) == 60).count(),
+        4,
+        "Bob's four jobs start in the first cycle\n{d}"
+    );
+}
+
 /// Bob (priority factor 1000, HTCondor's default) fills a 4-core machine
 /// with four 1-core jobs; then Alice (factor 1: a far better priority)
 /// submits a job of 3 cores and 3 GiB, more than any dynamic slot has.
@@ -370,11 +380,7 @@ fn a_better_users_big_job_preempts_several_dynamic_slots() {
         &[600],
     );
     let d = format!("{}{}", dump(&r), show(&snaps));
-    assert_eq!(
-        starts(&r, "bob").iter().filter(|e| t(&r, e) == 60).count(),
-        4,
-        "Bob's four jobs start in the first cycle (evicted ones start again later)\n{d}"
-    );
+    bobs_four_start_in_the_first_cycle(&r, &d);
     let evicted = evictions(&r, "bob");
     assert_eq!(evicted.len(), 3, "three of Bob's jobs make room\n{d}");
     let mut jobs_evicted: Vec<&str> = evicted.iter().map(|e| e.job.as_str()).collect();
@@ -412,11 +418,7 @@ fn without_allow_pslot_preemption_the_big_job_waits() {
         &[600],
     );
     let d = format!("{}{}", dump(&r), show(&snaps));
-    assert_eq!(
-        starts(&r, "bob").iter().filter(|e| t(&r, e) == 60).count(),
-        4,
-        "Bob's four jobs start in the first cycle (evicted ones start again later)\n{d}"
-    );
+    bobs_four_start_in_the_first_cycle(&r, &d);
     assert!(evictions(&r, "bob").is_empty(), "{d}");
     assert!(starts(&r, "alice").is_empty(), "{d}");
     assert_eq!(sorted_sizes(&snaps[0]), vec![(1.0, 1024); 4], "{d}");
@@ -438,11 +440,7 @@ fn dynamic_slots_with_retirement_time_left_are_not_taken() {
     v["jobs"][2] = jobs("alice", 1, 2, 2048, 90, 600, "");
     let (r, snaps) = simulate(v, &[600]);
     let d = format!("{}{}", dump(&r), show(&snaps));
-    assert_eq!(
-        starts(&r, "bob").iter().filter(|e| t(&r, e) == 60).count(),
-        4,
-        "Bob's four jobs start in the first cycle (evicted ones start again later)\n{d}"
-    );
+    bobs_four_start_in_the_first_cycle(&r, &d);
     // condor_submit numbers the protected cluster 1, the other 2.
     let evicted = evictions(&r, "bob");
     assert_eq!(evicted.len(), 2, "{d}");
@@ -463,11 +461,7 @@ fn dynamic_slots_with_retirement_time_left_are_not_taken() {
         &[600],
     );
     let d = format!("{}{}", dump(&r), show(&snaps));
-    assert_eq!(
-        starts(&r, "bob").iter().filter(|e| t(&r, e) == 60).count(),
-        4,
-        "Bob's four jobs start in the first cycle (evicted ones start again later)\n{d}"
-    );
+    bobs_four_start_in_the_first_cycle(&r, &d);
     assert!(evictions(&r, "bob").is_empty(), "{d}");
     assert!(starts(&r, "alice").is_empty(), "{d}");
 }
@@ -484,11 +478,7 @@ fn dynamic_slots_are_taken_lowest_current_rank_first() {
     v["jobs"][2] = jobs("alice", 1, 2, 2048, 90, 600, "+Precious = True");
     let (r, snaps) = simulate(v, &[600]);
     let d = format!("{}{}", dump(&r), show(&snaps));
-    assert_eq!(
-        starts(&r, "bob").iter().filter(|e| t(&r, e) == 60).count(),
-        4,
-        "Bob's four jobs start in the first cycle (evicted ones start again later)\n{d}"
-    );
+    bobs_four_start_in_the_first_cycle(&r, &d);
     let evicted = evictions(&r, "bob");
     assert_eq!(evicted.len(), 2, "{d}");
     assert!(

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use config::FileError;
+use serde_json::{json, Value};
 use sim::{Report, Scenario};
 
 /// The real disk (tests may read it; the crate itself may not).
@@ -82,4 +83,24 @@ pub fn dump(r: &Report) -> String {
         s.push_str(&format!("note: {n}\n"));
     }
     s
+}
+
+/// The Bologna write-up's periodic_remove: a short BB job goes after an hour.
+pub const PERIODIC_REMOVE: &str =
+    "periodic_remove = ( LongRunningJob =!= True && (RemoteWallClockTime > 60*60) )";
+
+/// What `bbs_submit_short` (`long` false) or `bbs_submit_long` adds to a
+/// submit file (`condor_submit -a`).
+pub fn bb_append(long: bool) -> Value {
+    let mut a = vec![
+        "+BolognaBatchJob = True".to_string(),
+        "should_transfer_files = IF_NEEDED".into(),
+        "when_to_transfer_output = ON_EXIT".into(),
+        "universe = vanilla".into(),
+        PERIODIC_REMOVE.into(),
+    ];
+    if long {
+        a.insert(1, "+LongRunningJob = True".into());
+    }
+    json!(a)
 }
