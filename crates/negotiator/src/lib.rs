@@ -5,6 +5,7 @@
 //! socket, a file or the clock.
 
 pub mod accountant;
+pub mod analyze;
 pub mod autocluster;
 pub mod collector;
 pub mod cycle;
