@@ -202,6 +202,81 @@ pub fn references(e: &Expr, out: &mut Vec<AttrName>) {
     }
 }
 
+/// Calls whose value depends on more than their arguments' values where
+/// they are evaluated (another scope, a string parsed as an expression, a
+/// random draw, a log line): never treated as free of the job.
+const SCOPE_READING_CALLS: [&str; 7] = [
+    "eval",
+    "evalineachcontext",
+    "allcompare",
+    "anycompare",
+    "unparse",
+    "random",
+    "debug",
+];
+
+/// Whether `e`, evaluated with MY = `my` (and any job as TARGET, at a fixed
+/// `now`), reads nothing of TARGET, so that its value is the same for every
+/// job: a constant of the slot for the cycle. Every name it reads, and every
+/// name the expressions bound to those read in turn, must be bound in `my`
+/// (an unscoped name missing there would be looked up in TARGET), or be
+/// `MY.x`, `.x` or `CurrentTime`, which never reach TARGET. `TARGET`, `MY`
+/// or `parent` as values, `TARGET.x`, selections from anything else, nested
+/// ads and calls that read beyond their arguments count as reading TARGET.
+///
+/// With `my` = `None`, only the expression's own text is judged (every
+/// unscoped name taken as bound): whether it could be free for some ad.
+pub fn target_free(e: &Expr, my: Option<&ClassAd>) -> bool {
+    let mut seen = Vec::new();
+    free_in(e, my, &mut seen)
+}
+
+fn free_in(e: &Expr, my: Option<&ClassAd>, seen: &mut Vec<AttrName>) -> bool {
+    // A name MY binds: free when what it is bound to is (each name followed
+    // once; a cycle evaluates alike whatever the job).
+    let bound = |n: &AttrName, missing: bool, seen: &mut Vec<AttrName>| -> bool {
+        let Some(my) = my else { return true };
+        match my.lookup_name(n) {
+            None => missing,
+            Some(_) if seen.iter().any(|s| s.matches(n)) => true,
+            Some(b) => {
+                seen.push(n.clone());
+                free_in(b, Some(my), seen)
+            }
+        }
+    };
+    match e {
+        Expr::Lit(_) | Expr::RelTimeLit(_) | Expr::Folded(_) => true,
+        Expr::Attr(n) => match n.special() {
+            // Missing in MY, it is looked up in TARGET.
+            Special::None => bound(n, false, seen),
+            // Missing in MY, it is the clock.
+            Special::CurrentTime => bound(n, true, seen),
+            Special::My | Special::Target | Special::Parent => false,
+        },
+        // `.x` is looked up in MY only.
+        Expr::Absolute(n) => bound(n, true, seen),
+        Expr::Select(base, n) => match &**base {
+            Expr::Attr(b) if b.special() == Special::My => bound(n, true, seen),
+            _ => false,
+        },
+        Expr::Index(a, b) | Expr::Elvis(a, b) => free_in(a, my, seen) && free_in(b, my, seen),
+        Expr::Unary(_, a) | Expr::Paren(a) => free_in(a, my, seen),
+        Expr::Binary(_, ab) => free_in(&ab.0, my, seen) && free_in(&ab.1, my, seen),
+        Expr::Cond(abc) => {
+            free_in(&abc.0, my, seen) && free_in(&abc.1, my, seen) && free_in(&abc.2, my, seen)
+        }
+        Expr::Call(c) => {
+            !SCOPE_READING_CALLS
+                .iter()
+                .any(|f| c.name.eq_ignore_ascii_case(f))
+                && c.args.iter().all(|a| free_in(a, my, seen))
+        }
+        Expr::List(items) => items.iter().all(|a| free_in(a, my, seen)),
+        Expr::Ad(_) => false,
+    }
+}
+
 /// FNV-1a: small, fast, and stable from run to run (the standard
 /// library's hasher is randomly seeded, which is fine for lookups but not
 /// worth its cost here).
@@ -436,5 +511,28 @@ mod tests {
         assert_ne!(ka, kc);
         assert!(attrs.alike(&a, &b));
         assert!(!attrs.alike(&a, &c));
+    }
+
+    #[test]
+    fn target_free_needs_every_name_read_bound_in_my() {
+        let e = |t: &str| classad::parse_expr(t).unwrap();
+        let slot = ad("[A = 1; B = A + 1; C = TARGET.X; D = Y; E = MY.Missing; F = G; G = F]");
+        let free = |t: &str| target_free(&e(t), Some(&slot));
+        assert!(free("A * 2 + B"));
+        assert!(free("MY.A + MY.Missing + .Missing"));
+        assert!(free("ifThenElse(isUndefined(E), 0, CurrentTime - A)"));
+        assert!(free("F"), "a cycle of MY's own attributes reads no job");
+        assert!(free("{A, B}"));
+        assert!(!free("Missing"), "looked up in TARGET when MY has none");
+        assert!(!free("TARGET.A"));
+        assert!(!free("C"), "bound to an expression that reads TARGET");
+        assert!(!free("D"));
+        assert!(!free("eval(\"A\")"));
+        assert!(!free("random(3) + A"));
+        assert!(!free("TARGET"));
+        assert!(!free("[x = A].x"));
+        // Judged by its text alone.
+        assert!(target_free(&e("Missing + A"), None));
+        assert!(!target_free(&e("TARGET.QDate"), None));
     }
 }

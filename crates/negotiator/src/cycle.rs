@@ -25,7 +25,10 @@
 //!   whole autocluster for the rest of the spin, as the schedd does.
 //! - **Autoclusters** ([`crate::autocluster`]): one sorted candidate list
 //!   (HTCondor's MatchList) per submitter and autocluster, built once from
-//!   slot classes, popped for each job.
+//!   slot classes, popped for each job. Classes that differ only in what a
+//!   negotiator rank reads that reads nothing of the job (the default
+//!   `PREEMPTION_RANK` reads each claim's `TotalJobRuntime`) are evaluated
+//!   once per group, each class keeping its own value of that rank.
 //! - **Candidates**: a symmetric match; unclaimed slots, and claimed slots
 //!   only by preemption: RANK (`MY.Rank > MY.CurrentRank`) or user priority
 //!   (the running user's priority at least `PRIORITY_DELTA` worse,
@@ -49,8 +52,23 @@ use std::collections::HashMap;
 use classad::{ClassAd, Env, Expr, Value};
 use config::{Config, ParamError};
 
-use crate::autocluster::{Clusters, SignificantAttrs};
+use crate::autocluster::{references, target_free, Clusters, SignificantAttrs};
 use crate::pslot;
+
+/// What claims and preemption read of a slot (significant for slot classes).
+const CLAIM_NAMES: [&str; 11] = [
+    "Cpus",
+    "Memory",
+    "Disk",
+    "CurrentRank",
+    "RemoteUser",
+    "AccountingGroup",
+    "PreemptingUser",
+    "PreemptingAccountingGroup",
+    "RemoteUserPrio",
+    "PartitionableSlot",
+    "MachineResources",
+];
 
 /// How much worse (numerically larger) the running user's effective
 /// priority must be before a better user may preempt it for priority; the
@@ -302,6 +320,8 @@ struct Slot<'a> {
     taken: bool,
     /// Bumped whenever a partitionable slot's ad changes.
     version: u32,
+    /// Its class, if it is offered at all.
+    class: Option<usize>,
 }
 
 /// Slots alike in every significant attribute (a partitionable slot is
@@ -310,8 +330,54 @@ struct Class {
     members: Vec<usize>,
     /// Members before this one are taken (taking is for good in a cycle).
     cursor: usize,
+    /// Members not taken.
+    live: usize,
     claimed: bool,
     partitionable: bool,
+    /// The negotiator's ranks that are constants of this class's slots
+    /// (see [`Group`]).
+    fixed: Fixed,
+}
+
+/// Values of `NEGOTIATOR_PRE_JOB_RANK`, `NEGOTIATOR_POST_JOB_RANK` and
+/// `PREEMPTION_RANK` that read nothing of the job for a class's slots, so
+/// they are evaluated once per cycle instead of once per autocluster.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Fixed {
+    pre: Option<f64>,
+    post: Option<f64>,
+    preempt: Option<f64>,
+}
+
+impl Fixed {
+    /// `ranks` (evaluated with another class of the group) with this
+    /// class's constants.
+    fn apply(&self, mut ranks: Ranks) -> Ranks {
+        if let Some(v) = self.pre {
+            ranks.pre = v;
+        }
+        if let Some(v) = self.post {
+            ranks.post = v;
+        }
+        if ranks.state != State::None {
+            if let Some(v) = self.preempt {
+                ranks.preempt = v;
+            }
+        }
+        ranks
+    }
+}
+
+/// Classes that differ only in attributes read by negotiator ranks that
+/// read nothing of the job (the default `PREEMPTION_RANK` reads the
+/// claim's `TotalJobRuntime`, which differs from slot to slot): they match
+/// every job alike, so an autocluster evaluates one slot of the group and
+/// gives each class its own constants ([`Fixed`]). Each class stays an entry
+/// of the candidate list of its own, so the order of candidates is what
+/// evaluating every class would give. A class whose ranks read the job is a
+/// group of its own.
+struct Group {
+    classes: Vec<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -405,6 +471,8 @@ struct Cycle<'a, 'p> {
     classes: Vec<Class>,
     /// Class indexes usable at all (after trimming).
     usable: Vec<usize>,
+    /// The usable classes, grouped by what matching reads (see [`Group`]).
+    groups: Vec<Group>,
     acs: Vec<Ac>,
     /// For each submitter: (job index, autocluster) in the submitter's order.
     queues: Vec<Vec<(usize, usize)>>,
@@ -475,6 +543,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
             slots: Vec::new(),
             classes: Vec::new(),
             usable: Vec::new(),
+            groups: Vec::new(),
             acs: Vec::new(),
             queues: Vec::new(),
             prio: Vec::new(),
@@ -492,15 +561,21 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 .usage
                 .insert(s.name.clone(), priorities.resources_in_use(&s.name));
         }
-        let mut attrs = cycle.significant_roots();
-        let trimmed = cycle.load_slots(slot_ads, &mut attrs);
+        let mut attrs = cycle.significant_roots(&[]);
+        let mut slot_refs = SignificantAttrs::new();
+        let trimmed = cycle.load_slots(slot_ads, &mut slot_refs);
+        for n in slot_refs.names() {
+            attrs.add(n.as_str());
+        }
         cycle.build_autoclusters(&mut attrs);
         cycle.build_classes(&mut attrs, &trimmed);
+        cycle.build_groups(&slot_refs);
         cycle
     }
 
-    /// The names every expression of the match reads, to start from.
-    fn significant_roots(&self) -> SignificantAttrs {
+    /// The names every expression of the match reads, to start from,
+    /// leaving out what the policy expressions in `skip` read.
+    fn significant_roots(&self, skip: &[&Expr]) -> SignificantAttrs {
         let mut attrs = SignificantAttrs::new();
         for name in [
             "Requirements",
@@ -523,6 +598,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
         ]
         .into_iter()
         .flatten()
+        .filter(|e| !skip.iter().any(|s| std::ptr::eq(*s, *e)))
         {
             attrs.add_references(e);
         }
@@ -545,8 +621,9 @@ impl<'a, 'p> Cycle<'a, 'p> {
     /// Reads the slots, adds what preemption policy reads to claimed ones
     /// (RemoteUserPrio, RemoteUserResourcesInUse; CurrentRank from
     /// PreemptingRank) and decides which are offered at all. Returns the
-    /// trimmed flags.
-    fn load_slots(&mut self, ads: &'a [ClassAd], attrs: &mut SignificantAttrs) -> Vec<bool> {
+    /// trimmed flags; `refs` learns what the slots' Requirements, Rank,
+    /// Start and SlotWeight read.
+    fn load_slots(&mut self, ads: &'a [ClassAd], refs: &mut SignificantAttrs) -> Vec<bool> {
         let env = self.env.clone();
         let mut by_name: HashMap<String, usize> = HashMap::new();
         let mut trimmed = Vec::with_capacity(ads.len());
@@ -596,7 +673,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
             by_name.insert(name.clone(), i);
             for e in ["Requirements", "Rank", "Start", "SlotWeight"] {
                 if let Some(x) = ad.get(e) {
-                    attrs.add_references(x);
+                    refs.add_references(x);
                 }
             }
             self.slots.push(Slot {
@@ -609,6 +686,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 current_rank,
                 taken: false,
                 version: 0,
+                class: None,
             });
         }
         // Dynamic slots pslot preemption may take: claimed, no retirement
@@ -652,6 +730,16 @@ impl<'a, 'p> Cycle<'a, 'p> {
     fn priority_preemption_configured(&self) -> bool {
         priority_preemption_configured(self.policy)
     }
+}
+
+/// A negotiator rank that may be a constant of each slot: it reads some
+/// attribute, and nothing of the job by its text.
+fn may_be_constant(e: Option<&Expr>) -> Option<&Expr> {
+    e.filter(|e| {
+        let mut refs = Vec::new();
+        references(e, &mut refs);
+        !refs.is_empty() && target_free(e, None)
+    })
 }
 
 /// See [`Cycle::rank_preemption_possible`].
@@ -778,20 +866,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
     }
 
     fn build_classes(&mut self, attrs: &mut SignificantAttrs, trimmed: &[bool]) {
-        // What claims and preemption read of a slot.
-        for name in [
-            "Cpus",
-            "Memory",
-            "Disk",
-            "CurrentRank",
-            "RemoteUser",
-            "AccountingGroup",
-            "PreemptingUser",
-            "PreemptingAccountingGroup",
-            "RemoteUserPrio",
-            "PartitionableSlot",
-            "MachineResources",
-        ] {
+        for name in CLAIM_NAMES {
             attrs.add(name);
         }
         let rank_possible: Vec<bool> = self
@@ -825,11 +900,14 @@ impl<'a, 'p> Cycle<'a, 'p> {
         for &i in &candidates {
             let s = &self.slots[i];
             if s.partitionable {
+                self.slots[i].class = Some(self.classes.len());
                 self.classes.push(Class {
                     members: vec![i],
                     cursor: 0,
+                    live: 1,
                     claimed: false,
                     partitionable: true,
+                    fixed: Fixed::default(),
                 });
                 continue;
             }
@@ -839,15 +917,167 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 self.classes.push(Class {
                     members: Vec::new(),
                     cursor: 0,
+                    live: 0,
                     claimed: slots[i].remote_user.is_some(),
                     partitionable: false,
+                    fixed: Fixed::default(),
                 });
                 self.classes.len() - 1
             });
             self.classes[class].members.push(i);
+            self.classes[class].live += 1;
+            self.slots[i].class = Some(class);
         }
         self.usable = (0..self.classes.len()).collect();
         self.stats.slot_classes = self.classes.len();
+    }
+
+    /// Groups the usable classes (see [`Group`]). For each class, the
+    /// negotiator ranks that read nothing of the job for its slots are
+    /// constants ([`Fixed`]); classes with the same such ranks are grouped
+    /// by the attributes everything else reads (found as for the classes,
+    /// without those ranks). A class with none is a group of its own.
+    fn build_groups(&mut self, slot_refs: &SignificantAttrs) {
+        let p = self.policy;
+        // NEGOTIATOR_PRE_JOB_RANK, NEGOTIATOR_POST_JOB_RANK, PREEMPTION_RANK
+        // (read only for claimed slots).
+        let ranks = [
+            may_be_constant(p.pre_job_rank.as_ref()),
+            may_be_constant(p.post_job_rank.as_ref()),
+            if self.classes.iter().any(|c| c.claimed) {
+                may_be_constant(p.preemption_rank.as_ref())
+            } else {
+                None
+            },
+        ];
+        // For each usable class, the ranks constant for it (a bit each).
+        let mut masks = vec![0u8; self.classes.len()];
+        if ranks.iter().any(Option::is_some) {
+            let empty = ClassAd::new();
+            for &c in &self.usable {
+                let class = &self.classes[c];
+                if class.partitionable {
+                    continue;
+                }
+                let ad: &ClassAd = &self.slots[class.members[0]].ad;
+                let mut mask = 0u8;
+                let mut values = [None; 3];
+                for (k, e) in ranks.iter().enumerate() {
+                    let Some(e) = e else { continue };
+                    if k == 2 && !class.claimed {
+                        // Never read: leave out what it reads.
+                        mask |= 1 << k;
+                    } else if target_free(e, Some(ad)) {
+                        mask |= 1 << k;
+                        values[k] = Some(rank_value(Some(e), ad, &empty, &self.env));
+                    }
+                }
+                if values.iter().any(Option::is_some) {
+                    masks[c] = mask;
+                    self.classes[c].fixed = Fixed {
+                        pre: values[0],
+                        post: values[1],
+                        preempt: values[2],
+                    };
+                }
+            }
+        }
+        let mut by_mask: Vec<u8> = self.usable.iter().map(|&c| masks[c]).collect();
+        by_mask.sort_unstable();
+        by_mask.dedup();
+        let mut group_of: HashMap<(u8, bool, usize), usize> = HashMap::new();
+        let mut group_of_class = vec![usize::MAX; self.classes.len()];
+        for mask in by_mask.into_iter().filter(|m| *m != 0) {
+            let skip: Vec<&Expr> = (0..3)
+                .filter(|k| mask & (1 << k) != 0)
+                .filter_map(|k| ranks[k])
+                .collect();
+            let mut attrs = self.significant_roots(&skip);
+            for n in slot_refs.names() {
+                attrs.add(n.as_str());
+            }
+            // What the jobs read, through what they bind; an autocluster's
+            // first job stands for all of its jobs.
+            loop {
+                let mut grew = false;
+                for ac in &self.acs {
+                    grew |= attrs
+                        .key_of(self.submitters[ac.submitter].jobs[ac.jobs[0]])
+                        .1;
+                }
+                if !grew {
+                    break;
+                }
+            }
+            for name in CLAIM_NAMES {
+                attrs.add(name);
+            }
+            let members: Vec<usize> = self
+                .usable
+                .iter()
+                .copied()
+                .filter(|c| masks[*c] == mask)
+                .collect();
+            // Keys of the classes' slots (alike within a class), learning
+            // what their attributes read.
+            let mut keys = vec![0u64; members.len()];
+            loop {
+                let mut stale = false;
+                for (key, &c) in keys.iter_mut().zip(&members) {
+                    let (k, grew) = attrs.key_of(&self.slots[self.classes[c].members[0]].ad);
+                    *key = k;
+                    stale |= grew;
+                }
+                if !stale {
+                    break;
+                }
+            }
+            let mut clusters = [Clusters::default(), Clusters::default()];
+            let (classes, slots) = (&self.classes, &self.slots);
+            for (&c, &key) in members.iter().zip(&keys) {
+                let claimed = classes[c].claimed;
+                let id = clusters[claimed as usize]
+                    .assign(&attrs, key, c, |k| &slots[classes[k].members[0]].ad);
+                let next = group_of.len();
+                group_of_class[c] = *group_of.entry((mask, claimed, id)).or_insert(next);
+            }
+        }
+        // Groups in the order of their first classes.
+        let mut index: HashMap<usize, usize> = HashMap::new();
+        for &c in &self.usable {
+            let g = match group_of_class[c] {
+                usize::MAX => None,
+                g => Some(g),
+            };
+            let at = match g.and_then(|g| index.get(&g)) {
+                Some(&at) => at,
+                None => {
+                    self.groups.push(Group {
+                        classes: Vec::new(),
+                    });
+                    if let Some(g) = g {
+                        index.insert(g, self.groups.len() - 1);
+                    }
+                    self.groups.len() - 1
+                }
+            };
+            self.groups[at].classes.push(c);
+        }
+        // A group's classes in the order their constants rank them (the
+        // candidate lists come out nearly sorted).
+        let classes = &self.classes;
+        for g in &mut self.groups {
+            g.classes.sort_by(|a, b| {
+                let (x, y) = (&classes[*a].fixed, &classes[*b].fixed);
+                let f = |a: Option<f64>, b: Option<f64>| {
+                    b.unwrap_or(NO_RANK).total_cmp(&a.unwrap_or(NO_RANK))
+                };
+                f(x.pre, y.pre)
+                    .then(f(x.post, y.post))
+                    .then(f(x.preempt, y.preempt))
+                    .then(classes[*a].members[0].cmp(&classes[*b].members[0]))
+            });
+        }
     }
 
     /// Evaluates slot `si` (as it is now) for autocluster `ac`.
@@ -1024,29 +1254,33 @@ impl<'a, 'p> Cycle<'a, 'p> {
         }
     }
 
-    /// The autocluster's candidate list: each slot class evaluated once.
+    /// The autocluster's candidate list: one slot of each group of slot
+    /// classes evaluated, an entry for each class.
     fn build_list(&mut self, ac: usize) {
         let sub = self.acs[ac].submitter;
         let prio = self.prio[sub];
         let prio_configured = self.priority_preemption_configured();
         let mut metrics = Metrics::default();
         let mut entries = Vec::new();
-        for &c in &self.usable {
-            let class = &self.classes[c];
-            let live = class.members[class.cursor..]
-                .iter()
-                .filter(|m| !self.slots[**m].taken)
-                .count() as u64;
+        for group in &self.groups {
+            let live: usize = group.classes.iter().map(|&c| self.classes[c].live).sum();
             if live == 0 {
                 continue;
             }
-            let rep = class.members[class.cursor..]
+            let live = live as u64;
+            let first = group
+                .classes
+                .iter()
+                .map(|&c| &self.classes[c])
+                .find(|c| c.live > 0)
+                .expect("a live class");
+            let rep = first.members[first.cursor..]
                 .iter()
                 .copied()
                 .find(|m| !self.slots[*m].taken)
-                .unwrap_or(class.members[0]);
+                .unwrap_or(first.members[0]);
             metrics.slots_considered += live;
-            if class.claimed {
+            if first.claimed {
                 let s = &self.slots[rep];
                 let user = s.remote_user.as_deref().unwrap_or("");
                 let by_prio = prio_configured
@@ -1059,13 +1293,19 @@ impl<'a, 'p> Cycle<'a, 'p> {
             match self.evaluate(ac, rep) {
                 Ok((ranks, dslots)) => {
                     metrics.candidates += live;
-                    entries.push(Entry {
-                        class: c,
-                        ranks,
-                        version: self.slots[rep].version,
-                        dslots,
-                        dead: false,
-                    });
+                    for &c in &group.classes {
+                        let class = &self.classes[c];
+                        if class.live == 0 {
+                            continue;
+                        }
+                        entries.push(Entry {
+                            class: c,
+                            ranks: class.fixed.apply(ranks),
+                            version: self.slots[rep].version,
+                            dslots: dslots.clone(),
+                            dead: false,
+                        });
+                    }
                 }
                 Err(r) => Self::count(&mut metrics, &r, live),
             }
@@ -1083,6 +1323,17 @@ impl<'a, 'p> Cycle<'a, 'p> {
             rank_entries,
         });
         self.stats.match_lists_built += 1;
+    }
+
+    /// Takes a slot for good (this cycle).
+    fn take(&mut self, slot: usize) {
+        let s = &mut self.slots[slot];
+        if !s.taken {
+            s.taken = true;
+            if let Some(c) = s.class {
+                self.classes[c].live -= 1;
+            }
+        }
     }
 
     /// The next available slot of a class, if any.
@@ -1337,7 +1588,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 };
             }
         } else {
-            self.slots[slot].taken = true;
+            self.take(slot);
         }
         let victims: Vec<usize> = if slot_is_claimed(&self.slots[slot]) {
             vec![slot]
@@ -1345,7 +1596,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
             dslots.clone()
         };
         for v in victims {
-            self.slots[v].taken = true;
+            self.take(v);
             let user = self.slots[v].remote_user.clone().unwrap_or_default();
             let w = self.slots[v].weight;
             *self.usage.entry(user.clone()).or_insert(0.0) -= w;
@@ -1541,4 +1792,155 @@ fn slot_is_claimed(s: &Slot<'_>) -> bool {
 /// of the spin rounding up when the pie still has (nearly) that much left.
 fn permits(cost: f64, used: f64, limit: f64, pie_left: f64) -> bool {
     used + cost <= limit || (used <= 0.0 && limit > 0.0 && pie_left >= 0.99 * cost)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_700_000_000;
+
+    struct Prios(Vec<(&'static str, f64)>);
+
+    impl Priorities for Prios {
+        fn effective_priority(&self, submitter: &str) -> f64 {
+            self.0
+                .iter()
+                .find(|(n, _)| *n == submitter)
+                .map_or(0.5, |p| p.1)
+        }
+        fn resources_in_use(&self, _submitter: &str) -> f64 {
+            0.0
+        }
+    }
+
+    fn policy(text: &str) -> Policy {
+        let config = config::load(
+            &config::LoadOptions::new("NEGOTIATOR", config::Root::File("condor_config".into())),
+            &config::MemFiles::new().with("condor_config", text),
+            &config::FixedHost::empty(),
+        )
+        .unwrap();
+        Policy::from_config(&config).unwrap()
+    }
+
+    fn claimed(name: &str, user: &str, runtime: i64) -> ClassAd {
+        ClassAd::parse(&format!(
+            "[Name = \"{name}\"; SlotID = 1; Cpus = 1; Memory = 1024; Disk = 1000; \
+              Requirements = true; Rank = 0; CurrentRank = 0; State = \"Claimed\"; \
+              RemoteUser = \"{user}@pool\"; RemoteOwner = \"{user}\"; TotalJobRunTime = {runtime}]"
+        ))
+        .unwrap()
+    }
+
+    fn unclaimed(name: &str, idle: i64) -> ClassAd {
+        ClassAd::parse(&format!(
+            "[Name = \"{name}\"; SlotID = 1; Cpus = 1; Memory = 1024; Disk = 1000; \
+              Requirements = true; Rank = 0; CurrentRank = 0; State = \"Unclaimed\"; \
+              KeyboardIdle = {idle}]"
+        ))
+        .unwrap()
+    }
+
+    fn jobs(n: usize) -> Vec<ClassAd> {
+        (0..n)
+            .map(|p| {
+                ClassAd::parse(&format!(
+                    "[Owner = \"good\"; ClusterId = 1; ProcId = {p}; QDate = {}; JobPrio = 0; \
+                      RequestCpus = 1; RequestMemory = 1; RequestDisk = 1; \
+                      Requirements = true; Rank = 0]",
+                    NOW - 100
+                ))
+                .unwrap()
+            })
+            .collect()
+    }
+
+    fn prios() -> Prios {
+        Prios(vec![
+            ("good@pool", 0.5),
+            ("bad@pool", 10.0),
+            ("worse@pool", 20.0),
+        ])
+    }
+
+    /// The slots matched, in the order the jobs got them, and the number of
+    /// slot groups the cycle evaluated.
+    fn order(slots: &[ClassAd], n: usize, pol: &Policy) -> (Vec<String>, usize) {
+        let jobs = jobs(n);
+        let subs = vec![SubmitterJobs {
+            name: "good@pool".into(),
+            jobs: jobs.iter().collect(),
+        }];
+        let groups = Cycle::new(slots, &subs, &prios(), pol, NOW).groups.len();
+        let plan = negotiate(slots, &subs, &prios(), &mut NoLimits, pol, NOW);
+        let names = plan.matches.iter().map(|m| m.slot_name.clone()).collect();
+        (names, groups)
+    }
+
+    #[test]
+    fn a_target_free_preemption_rank_orders_victims_within_one_group() {
+        // Alike for matching, different in TotalJobRuntime: one class each,
+        // one group; the default PREEMPTION_RANK takes the least run time
+        // first, and the worse user's claims before the better one's.
+        let slots = vec![
+            claimed("b300", "bad", 300),
+            claimed("b100", "bad", 100),
+            claimed("w500", "worse", 500),
+            claimed("b200", "bad", 200),
+            claimed("w50", "worse", 50),
+        ];
+        let pol = policy("PREEMPTION_REQUIREMENTS = True\n");
+        let (names, groups) = order(&slots, 5, &pol);
+        assert_eq!(names, ["w50", "w500", "b100", "b200", "b300"]);
+        assert_eq!(groups, 2, "one group per user, not one per run time");
+    }
+
+    #[test]
+    fn classes_of_groups_interleave_by_their_own_constants() {
+        // Two groups whose PREEMPTION_RANKs interleave.
+        let slots = vec![
+            claimed("w30", "worse", 30),
+            claimed("b20", "bad", 20),
+            claimed("w15", "worse", 15),
+            claimed("b10", "bad", 10),
+        ];
+        let pol = policy("PREEMPTION_REQUIREMENTS = True\nPREEMPTION_RANK = 0 - TotalJobRunTime\n");
+        let (names, groups) = order(&slots, 4, &pol);
+        assert_eq!(names, ["b10", "w15", "b20", "w30"]);
+        assert_eq!(groups, 2);
+    }
+
+    #[test]
+    fn a_preemption_rank_reading_the_job_keeps_a_group_per_class() {
+        let slots = vec![
+            claimed("b300", "bad", 300),
+            claimed("b100", "bad", 100),
+            claimed("b200", "bad", 200),
+        ];
+        let pol = policy(
+            "PREEMPTION_REQUIREMENTS = True\nPREEMPTION_RANK = TARGET.QDate - TotalJobRunTime\n",
+        );
+        let (names, groups) = order(&slots, 3, &pol);
+        assert_eq!(names, ["b100", "b200", "b300"]);
+        assert_eq!(groups, 3);
+    }
+
+    #[test]
+    fn a_target_free_pre_job_rank_orders_unclaimed_slots_of_one_group() {
+        let slots = vec![
+            unclaimed("i5", 5),
+            unclaimed("i9", 9),
+            unclaimed("i1", 1),
+            unclaimed("i7", 7),
+        ];
+        let pol = policy("NEGOTIATOR_PRE_JOB_RANK = KeyboardIdle\n");
+        let (names, groups) = order(&slots, 3, &pol);
+        assert_eq!(names, ["i9", "i7", "i5"]);
+        assert_eq!(groups, 1);
+        // Read through an attribute the job may define: one group each.
+        let pol = policy("NEGOTIATOR_PRE_JOB_RANK = KeyboardIdle + Missing\n");
+        let (_, groups) = order(&slots, 3, &pol);
+        assert_eq!(groups, 4);
+    }
 }
