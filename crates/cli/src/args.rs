@@ -49,6 +49,38 @@ pub enum Command {
     /// self-contained report with charts. The same seed gives the same
     /// result. The scenario format: crates/sim/scenarios/README.md.
     Simulate(SimulateArgs),
+    /// Query the job queue, as HTCondor's condor_q does.
+    ///
+    /// There is no running pool to ask yet, so only the offline analysis
+    /// works: `q -better-analyze -jobads FILE -slotads FILE [JOB]` says,
+    /// for each job in FILE (condor_q -l output; old or new syntax, or
+    /// JSON), which clauses of its Requirements rule out how many slots of
+    /// the slot ads (condor_status -l output), which clause of each
+    /// refusing slot's START is false, and what would let it run.
+    /// HTCondor's single-dash options are accepted.
+    #[command(after_help = Q_EXIT_CODES)]
+    Q(QArgs),
+}
+
+const Q_EXIT_CODES: &str = "Exit status: 0 when every job analysed could run on some slot, 1 when one could not, 2 on an error.";
+
+#[derive(Debug, Args)]
+pub struct QArgs {
+    /// Only this job (CLUSTER or CLUSTER.PROC) of the job ads.
+    #[arg(value_name = "JOB")]
+    pub job: Option<String>,
+    /// Analyse why the jobs do (not) match the slots.
+    #[arg(long = "better-analyze", alias = "analyze")]
+    pub better_analyze: bool,
+    /// Read the job ads from FILE instead of a schedd.
+    #[arg(long, value_name = "FILE")]
+    pub jobads: Option<PathBuf>,
+    /// Read the slot ads from FILE instead of a collector.
+    #[arg(long, value_name = "FILE")]
+    pub slotads: Option<PathBuf>,
+    /// Evaluate at this time (epoch seconds) rather than now.
+    #[arg(long, value_name = "SECONDS")]
+    pub now: Option<i64>,
 }
 
 #[derive(Debug, Args)]
@@ -162,7 +194,11 @@ pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
         "defaults",
         "expand",
     ];
-    if args.get(1).and_then(|a| a.to_str()) != Some("config_val") {
+    let command = args.get(1).and_then(|a| a.to_str());
+    if command == Some("q") {
+        return single_dash(args, &["better-analyze", "analyze", "jobads", "slotads"]);
+    }
+    if command != Some("config_val") {
         return args;
     }
     args.into_iter()
@@ -287,4 +323,19 @@ impl VectorMode {
             VectorMode::Match => "match",
         }
     }
+}
+
+/// HTCondor's single-dash long options (`-jobads`) as clap's `--jobads`.
+fn single_dash(args: Vec<std::ffi::OsString>, long: &[&str]) -> Vec<std::ffi::OsString> {
+    args.into_iter()
+        .enumerate()
+        .map(
+            |(i, a)| match a.to_str().and_then(|s| s.strip_prefix('-')) {
+                Some(rest) if i > 1 && !rest.starts_with('-') && long.contains(&rest) => {
+                    format!("--{rest}").into()
+                }
+                _ => a,
+            },
+        )
+        .collect()
 }

@@ -11,6 +11,7 @@ mod args;
 mod classad_cmd;
 mod config_cmd;
 mod errors;
+mod q_cmd;
 mod simulate_cmd;
 mod submit_cmd;
 mod system;
@@ -52,6 +53,7 @@ fn main() -> ExitCode {
             )
         }
         Command::Simulate(a) => simulate_cmd::run(a, &mut out),
+        Command::Q(a) => q_cmd::run(a, a.now.unwrap_or_else(real_clock), &mut out),
         Command::Submit(a) => {
             let host = system::RealHost::detect();
             submit_cmd::run(
