@@ -1,6 +1,79 @@
-//! # starter — runs one job (issue 7; being written)
+//! # starter — runs one job on Linux
 //!
-//! I/O: makes the job's sandbox, starts it as a process group of its own,
-//! suspends, continues and kills it, measures it, and reports its exit into
-//! the job ad. What to do and when is the `startd` engine's decision; this
-//! crate only carries it out.
+//! I/O: makes the job's sandbox under EXECUTE, copies its input in (or runs
+//! it in `Iwd` on a shared file system), starts it in a session and process
+//! group of its own, reniced, as the job's owner when the starter is root,
+//! through USER_JOB_WRAPPER if one is set, in a cgroup v2 of its own where
+//! one can be made; suspends, continues and kills the whole process tree,
+//! measures it, runs the job hooks (PREPARE_JOB, UPDATE_JOB_INFO,
+//! JOB_EXIT), and writes the exit into the job ad. What to do and when is
+//! the `startd` engine's decision (its `Action`s); this crate only carries
+//! it out, and decides nothing about policy.
+//!
+//! Start reading at [`Starter::start`], which takes a [`JobSpec`] (the job
+//! ad and the execute point's [`StarterSettings`]) and gives a
+//! [`RunningJob`]: `suspend`/`resume` (SuspendJob, ContinueJob),
+//! `soft_kill` (VacateJob: the job's `KillSig`), `hard_kill` (KillJob,
+//! KillStarterTree), `poll`/`wait`/`wait_timeout`, `usage`, `pid`, and
+//! `finish`, which returns the [`ExitReport`] with the job ad updated.
+//! [`Starter::probe`] says what this machine offers (root? a writable
+//! cgroup v2? its controllers?).
+//!
+//! **Blocking, on purpose.** Everything here is plain `std` and `libc`
+//! system calls: starting a job is a fork and an exec with set-up between
+//! them that must be async-signal-safe (joining the cgroup, setsid, renice,
+//! changing user, opening the streams), which `std::process::Command`'s
+//! `pre_exec` does and tokio adds nothing to. The daemon drives a job from
+//! `spawn_blocking` or a thread, or waits on [`RunningJob::exit_fd`] (a
+//! pidfd) with tokio's `AsyncFd` and then calls [`RunningJob::poll`], which
+//! never blocks. Only `wait`, `finish` and the hooks the starter waits for
+//! (PREPARE_JOB, JOB_EXIT) block.
+//!
+//! **The process tree.** With a cgroup, the job's first process joins it
+//! between fork and exec, so every descendant is in it, even one that
+//! calls setsid or double-forks: freezing uses `cgroup.freeze`, killing
+//! `cgroup.kill`, counting `cgroup.procs`, CPU time `cpu.stat`. Without
+//! one, the tree is the job's process group and session (SIGSTOP/SIGCONT,
+//! signals to each member); a descendant that makes a session of its own
+//! escapes that, which is why the cgroup is preferred. When the main
+//! process exits, whatever is left of the tree is killed.
+//!
+//! **Limits.** RequestMemory becomes `memory.max`, RequestCpus `cpu.weight`
+//! (100 per CPU), when the parent cgroup offers the controller and it can be
+//! enabled; otherwise the job runs without, and [`Mechanisms`] says why.
+//! (cgroup v2 forbids enabling controllers below a cgroup that holds
+//! processes, so a daemon that wants limits gives a delegated cgroup with
+//! [`CgroupPolicy::Under`].)
+//!
+//! **Usage.** CPU from the cgroup's `cpu.stat`, else from wait4's rusage at
+//! the exit (and, while running, the live processes' `/proc` times, which
+//! miss processes that already exited). Memory: the largest resident set
+//! of the whole tree seen by sampling (at most every 200 ms, at each poll),
+//! `memory.peak` where the memory controller is on, and the main process's
+//! `ru_maxrss`. `ImageSize` and `ResidentSetSize` are KiB, `MemoryUsage`
+//! MiB, as in HTCondor.
+//!
+//! **Not here (yet):** URL transfer plugins (an input URL is a
+//! [`StartError::UrlInput`]), `TransferOutputRemaps`, streaming output,
+//! HTCondor's `condor_exec.exe` checkpoint universes, hooks run as the job's
+//! user (they run as the starter's user, in the sandbox), and the
+//! STARTER_NUM_THREADS_ENV_VARS list beyond the common ones.
+
+mod cgroup;
+mod error;
+mod hooks;
+mod job;
+mod procs;
+pub mod quoting;
+mod sandbox;
+mod spec;
+
+pub use cgroup::Limit;
+pub use error::{ControlError, FinishProblem, StartError};
+pub use hooks::hook_input;
+pub use job::{
+    ExitKind, ExitReport, ExitStatus, KillMechanism, Mechanisms, Probe, RunningJob, Starter,
+    SuspendMechanism, Usage,
+};
+pub use procs::User;
+pub use spec::{signal_number, CgroupPolicy, Hooks, JobSpec, RunAs, StarterSettings};

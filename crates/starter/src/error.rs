@@ -1,0 +1,105 @@
+//! What can go wrong, saying what failed and with which path.
+
+use std::io;
+use std::path::PathBuf;
+
+/// The job could not be started. Nothing of it is left running; the
+/// sandbox is removed unless the settings keep it.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The job ad lacks something needed, or holds something unusable.
+    #[error("job ad: {0}")]
+    Ad(String),
+    #[error("cannot {what} `{path}`: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Input transfer: a file the job asked for is missing or unreadable.
+    #[error("cannot transfer input `{path}` into the sandbox: {source}")]
+    Input {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("input `{0}` is a URL; URL transfer plugins are not supported")]
+    UrlInput(String),
+    /// Whom to run the job as.
+    #[error("cannot run the job as `{user}`: {reason}")]
+    RunAs { user: String, reason: String },
+    #[error("hook {hook} (`{path}`) failed: {reason}")]
+    Hook {
+        hook: &'static str,
+        path: PathBuf,
+        reason: String,
+    },
+    /// The job's process could not be made; `step` names the part of its
+    /// set-up that failed (joining the cgroup, setsid, renice, changing user,
+    /// changing directory, opening a standard stream, exec).
+    #[error("cannot start `{program}`: {step} failed: {source}")]
+    Spawn {
+        program: PathBuf,
+        step: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Acting on a running job failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("cannot {what} the job (pid {pid}) through `{path}`: {source}")]
+    Cgroup {
+        what: &'static str,
+        pid: i32,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot send {signal} to the job (pid {pid}): {source}")]
+    Signal {
+        signal: i32,
+        pid: i32,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot wait for the job (pid {pid}): {source}")]
+    Wait {
+        pid: i32,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Something that went wrong after the job exited. The exit itself is
+/// still reported; these say what of the clean-up or the output is missing.
+#[derive(Debug, thiserror::Error)]
+pub enum FinishProblem {
+    #[error("output `{name}` was not found in the sandbox `{sandbox}`")]
+    MissingOutput { name: String, sandbox: PathBuf },
+    #[error("cannot transfer output `{from}` to `{to}`: {source}")]
+    Output {
+        from: PathBuf,
+        to: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot remove `{path}`: {source}")]
+    Cleanup {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("processes of the job were still alive after the hard kill: {pids:?}")]
+    Survivors { pids: Vec<i32> },
+    #[error("hook {hook} (`{path}`) failed: {reason}")]
+    Hook {
+        hook: &'static str,
+        path: PathBuf,
+        reason: String,
+    },
+    #[error(transparent)]
+    Control(#[from] ControlError),
+}

@@ -1,0 +1,1177 @@
+//! Starting, controlling, measuring and finishing one job.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use classad::{ClassAd, Value};
+
+use crate::cgroup::{self, Cgroup, Limit};
+use crate::error::{ControlError, FinishProblem, StartError};
+use crate::hooks::{self, HookRun};
+use crate::procs::{self, User};
+use crate::sandbox;
+use crate::spec::{JobSpec, Launch, RunAs, StarterSettings};
+
+/// How the job's whole process tree is suspended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SuspendMechanism {
+    /// `cgroup.freeze` of the job's cgroup.
+    CgroupFreezer,
+    /// SIGSTOP and SIGCONT to the job's process group and session.
+    Signals,
+}
+
+/// How the job's whole process tree is killed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KillMechanism {
+    /// `cgroup.kill`, and signals to every process in the cgroup.
+    Cgroup,
+    /// Signals to the process group and to every process of the session.
+    ProcessGroup,
+}
+
+/// Which operating-system mechanisms this job got, and why not the others.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mechanisms {
+    /// The job's cgroup, or why it has none.
+    pub cgroup: Result<PathBuf, String>,
+    pub suspend: SuspendMechanism,
+    pub kill: KillMechanism,
+    /// `memory.max` from RequestMemory.
+    pub memory_limit: Limit,
+    /// `cpu.weight` from RequestCpus.
+    pub cpu_weight: Limit,
+    /// The user the job runs as; `None`: the starter's own.
+    pub user: Option<User>,
+}
+
+/// What the starter can do on this machine, for a daemon's log and for
+/// people: a job started with these settings would get this.
+#[derive(Clone, Debug)]
+pub struct Probe {
+    pub running_as_root: bool,
+    /// Where job cgroups would go (a child was made and removed there), or
+    /// why there would be none.
+    pub cgroup_parent: Result<PathBuf, String>,
+    /// Controllers the parent offers (`cgroup.controllers`).
+    pub controllers: Vec<String>,
+    pub freezer: bool,
+    pub cgroup_kill: bool,
+}
+
+/// How the job's main process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    Code(i32),
+    Signal { signal: i32, core_dumped: bool },
+}
+
+/// Why the job ended, as JOB_EXIT's argument says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitKind {
+    /// On its own.
+    Exit,
+    /// Vacated or killed by the execute point.
+    Evict,
+    /// Removed by its owner.
+    Remove,
+    /// Put on hold.
+    Hold,
+}
+
+impl ExitKind {
+    pub fn hook_argument(self) -> &'static str {
+        match self {
+            ExitKind::Exit => "exit",
+            ExitKind::Evict => "evict",
+            ExitKind::Remove => "remove",
+            ExitKind::Hold => "hold",
+        }
+    }
+}
+
+/// Resources used by the job's process tree.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Usage {
+    /// RemoteUserCpu and RemoteSysCpu, seconds.
+    pub user_cpu: f64,
+    pub sys_cpu: f64,
+    /// The largest resident set seen for the whole tree, KiB (ImageSize,
+    /// ResidentSetSize; MemoryUsage is this in MiB, rounded up).
+    pub peak_rss_kib: u64,
+    /// Processes in the tree now (NumPids).
+    pub num_pids: usize,
+}
+
+/// The job's end, written into its ad by [`RunningJob::finish`].
+#[derive(Debug)]
+pub struct ExitReport {
+    /// The job ad with the exit and usage attributes set.
+    pub job: ClassAd,
+    pub status: ExitStatus,
+    pub kind: ExitKind,
+    pub usage: Usage,
+    /// JobDuration: from the start to the main process's exit.
+    pub duration: Duration,
+    pub mechanisms: Mechanisms,
+    /// What went wrong after the exit (output transfer, clean-up, hooks);
+    /// empty when all went well.
+    pub problems: Vec<FinishProblem>,
+}
+
+/// Starts jobs. Stateless: each job carries its own settings.
+pub struct Starter;
+
+/// A job that was started: its main process is (or was) our child.
+pub struct RunningJob {
+    pid: i32,
+    pidfd: Option<OwnedFd>,
+    job: ClassAd,
+    settings: StarterSettings,
+    launch: Launch,
+    sandbox: PathBuf,
+    cgroup: Option<Cgroup>,
+    mechanisms: Mechanisms,
+    started: Instant,
+    start_date: i64,
+    suspended: bool,
+    kind: ExitKind,
+    exit: Option<Reaped>,
+    peak_rss_kib: u64,
+    last_sample: Option<Instant>,
+    next_update: Option<Instant>,
+    update_hooks: Vec<HookRun>,
+    input_snapshot: sandbox::Snapshot,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Reaped {
+    status: ExitStatus,
+    at: Instant,
+    user_cpu: f64,
+    sys_cpu: f64,
+    max_rss_kib: u64,
+}
+
+fn epoch_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StartError + 'a {
+    move |source| StartError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The steps of the child's set-up, as reported through the step pipe.
+const STEPS: [&str; 9] = [
+    "joining the job's cgroup",
+    "setsid",
+    "renice",
+    "changing to the job's user",
+    "changing to the job's directory",
+    "opening standard input",
+    "opening standard output",
+    "opening standard error",
+    "exec",
+];
+
+impl Starter {
+    /// What the starter can use here under `policy`: makes and removes a
+    /// probe cgroup.
+    pub fn probe(policy: &crate::CgroupPolicy) -> Probe {
+        let running_as_root = procs::effective_uid() == 0;
+        let parent = cgroup::parent(policy);
+        let (mut freezer, mut cgroup_kill, mut controllers) = (false, false, Vec::new());
+        let cgroup_parent = parent.and_then(|p| {
+            let cg = Cgroup::create(&p, &format!("ferrocondor_probe_{}", sandbox::fresh_name()))?;
+            freezer = cg.has("cgroup.freeze");
+            cgroup_kill = cg.has("cgroup.kill");
+            let _ = cg.remove();
+            controllers = fs::read_to_string(p.join("cgroup.controllers"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(str::to_string)
+                .collect();
+            Ok(p)
+        });
+        Probe {
+            running_as_root,
+            cgroup_parent,
+            controllers,
+            freezer,
+            cgroup_kill,
+        }
+    }
+
+    /// Makes the sandbox, runs PREPARE_JOB, transfers the input, and starts
+    /// the job. On an error nothing is left running and the sandbox is gone
+    /// (unless the settings keep it).
+    pub fn start(spec: JobSpec) -> Result<RunningJob, StartError> {
+        let JobSpec { mut job, settings } = spec;
+        Launch::from_ad(&job, settings.file_system_domain.as_deref())?;
+        let sandbox = settings.execute_dir.join(sandbox::fresh_name());
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&sandbox)
+            .map_err(io_err("create the sandbox", &sandbox))?;
+        let mut cg = None;
+        let result = Self::start_in(&mut job, &settings, &sandbox, &mut cg);
+        match result {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                if let Some(cg) = cg {
+                    let _ = cg.write("cgroup.kill", "1");
+                    let _ = cg.remove();
+                }
+                if !settings.keep_sandbox {
+                    let _ = fs::remove_dir_all(&sandbox);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn start_in(
+        job: &mut ClassAd,
+        settings: &StarterSettings,
+        sandbox: &Path,
+        cg_slot: &mut Option<Cgroup>,
+    ) -> Result<RunningJob, StartError> {
+        // PREPARE_JOB first: it may set the job up and change its ad.
+        if let Some(hook) = &settings.hooks.prepare_job {
+            let fail = |reason: String| StartError::Hook {
+                hook: "PREPARE_JOB",
+                path: hook.clone(),
+                reason,
+            };
+            let mut ads = vec![&*job];
+            if let Some(slot) = &settings.slot_ad {
+                ads.push(slot);
+            }
+            let out = HookRun::start(hook, &[], sandbox, hooks::hook_input(&ads), true)
+                .and_then(|run| run.wait(settings.hooks.timeout))
+                .map_err(fail)?;
+            if !out.status.success() {
+                return Err(fail(hooks::describe_failure(&out)));
+            }
+            hooks::merge_output(job, &out.stdout).map_err(fail)?;
+        }
+        let launch = Launch::from_ad(job, settings.file_system_domain.as_deref())?;
+
+        let user = match (&settings.run_as, procs::effective_uid()) {
+            (RunAs::JobOwner, 0) => {
+                let name = launch.owner.clone().ok_or_else(|| StartError::RunAs {
+                    user: String::new(),
+                    reason: "the job ad has no Owner".into(),
+                })?;
+                let user = procs::lookup_user(&name).map_err(|reason| StartError::RunAs {
+                    user: name.clone(),
+                    reason,
+                })?;
+                if user.uid == 0 {
+                    return Err(StartError::RunAs {
+                        user: name,
+                        reason: "jobs are never run as root".into(),
+                    });
+                }
+                Some(user)
+            }
+            _ => None,
+        };
+        let owner_ids = user.as_ref().map(|u| (u.uid, u.gid));
+
+        // Files.
+        let program = if launch.transfer && launch.transfer_executable {
+            let from = Launch::resolve(&launch.iwd, &launch.cmd);
+            let to = sandbox.join(sandbox::EXECUTABLE);
+            fs::copy(&from, &to).map_err(|source| StartError::Input { path: from, source })?;
+            sandbox::make_executable(&to).map_err(io_err("make executable", &to))?;
+            to
+        } else {
+            Launch::resolve(&launch.iwd, &launch.cmd)
+        };
+        let run_dir = if launch.transfer {
+            sandbox.to_path_buf()
+        } else {
+            launch.iwd.clone()
+        };
+        let mut stdin = launch
+            .stdin
+            .as_ref()
+            .map(|n| Launch::resolve(&launch.iwd, n));
+        if launch.transfer {
+            let mut inputs: Vec<&String> = launch.transfer_input.iter().collect();
+            let in_name = launch.stdin.clone();
+            if let Some(n) = &in_name {
+                if !launch.transfer_input.contains(n) {
+                    inputs.push(n);
+                }
+            }
+            for item in inputs {
+                if item.contains("://") {
+                    return Err(StartError::UrlInput(item.clone()));
+                }
+                let slash = item.ends_with('/');
+                let path = Launch::resolve(&launch.iwd, item.trim_end_matches('/'));
+                sandbox::copy_into(&path, slash, sandbox)
+                    .map_err(|source| StartError::Input { path, source })?;
+            }
+            if let Some(n) = &in_name {
+                let base = Path::new(n).file_name().unwrap_or_default();
+                stdin = Some(sandbox.join(base));
+            }
+        }
+        let (stdout, stderr) = if launch.transfer {
+            (
+                launch
+                    .stdout
+                    .as_ref()
+                    .map(|_| sandbox.join(sandbox::STDOUT)),
+                launch
+                    .stderr
+                    .as_ref()
+                    .map(|_| sandbox.join(sandbox::STDERR)),
+            )
+        } else {
+            (
+                launch
+                    .stdout
+                    .as_ref()
+                    .map(|n| Launch::resolve(&launch.iwd, n)),
+                launch
+                    .stderr
+                    .as_ref()
+                    .map(|n| Launch::resolve(&launch.iwd, n)),
+            )
+        };
+        let job_ad_path = sandbox.join(sandbox::JOB_AD);
+        fs::write(&job_ad_path, classad::unparse::ad_to_old_syntax(job))
+            .map_err(io_err("write", &job_ad_path))?;
+        let machine_ad_path = sandbox.join(sandbox::MACHINE_AD);
+        if let Some(slot) = &settings.slot_ad {
+            fs::write(&machine_ad_path, classad::unparse::ad_to_old_syntax(slot))
+                .map_err(io_err("write", &machine_ad_path))?;
+        }
+        if let Some((uid, gid)) = owner_ids {
+            sandbox::chown_tree(sandbox, uid, gid)
+                .map_err(io_err("give to the job's user", sandbox))?;
+        }
+        let input_snapshot = sandbox::snapshot(sandbox);
+
+        // The environment: HTCondor's own variables, the job's on top,
+        // then the ones only the starter may set.
+        let mut env: BTreeMap<String, String> = BTreeMap::new();
+        let scratch = sandbox.display().to_string();
+        let cpus = launch.request_cpus.unwrap_or(1).to_string();
+        for name in [
+            "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+            "GOMAXPROCS",
+            "JULIA_NUM_THREADS",
+            "NUMEXPR_NUM_THREADS",
+            "TF_NUM_THREADS",
+        ] {
+            env.insert(name.into(), cpus.clone());
+        }
+        for name in ["TMPDIR", "TMP", "TEMP"] {
+            env.insert(name.into(), scratch.clone());
+        }
+        env.insert("BATCH_SYSTEM".into(), "HTCondor".into());
+        env.extend(launch.env.iter().cloned());
+        env.insert("_CONDOR_SCRATCH_DIR".into(), scratch.clone());
+        env.insert("_CONDOR_SLOT".into(), settings.slot_name.clone());
+        env.insert("_CONDOR_JOB_IWD".into(), run_dir.display().to_string());
+        env.insert("_CONDOR_JOB_AD".into(), job_ad_path.display().to_string());
+        if settings.slot_ad.is_some() {
+            env.insert(
+                "_CONDOR_MACHINE_AD".into(),
+                machine_ad_path.display().to_string(),
+            );
+        }
+
+        // The cgroup.
+        let mut cgroup_use = cgroup::parent(&settings.cgroup).and_then(|parent| {
+            let name = format!(
+                "ferrocondor_{}",
+                sandbox.file_name().unwrap_or_default().to_string_lossy()
+            );
+            Cgroup::create(&parent, &name)
+        });
+        let (mut memory_limit, mut cpu_weight) = (Limit::NotRequested, Limit::NotRequested);
+        if let Ok(cg) = &cgroup_use {
+            if let Some(mib) = launch.request_memory_mib {
+                memory_limit = cg.limit("memory", "memory.max", (mib * 1024 * 1024).to_string());
+            }
+            if let Some(cpus) = launch.request_cpus {
+                cpu_weight = cg.limit(
+                    "cpu",
+                    "cpu.weight",
+                    (cpus * 100).clamp(1, 10000).to_string(),
+                );
+            }
+        } else if let Err(why) = &cgroup_use {
+            let no = || Limit::Unavailable(format!("no cgroup: {why}"));
+            if launch.request_memory_mib.is_some() {
+                memory_limit = no();
+            }
+            if launch.request_cpus.is_some() {
+                cpu_weight = no();
+            }
+        }
+        let procs_file = match &cgroup_use {
+            Ok(cg) => {
+                let p = cg.path.join("cgroup.procs");
+                match fs::OpenOptions::new().write(true).open(&p) {
+                    Ok(f) => Some(f),
+                    Err(e) => {
+                        let _ = cg.remove();
+                        cgroup_use = Err(format!("cannot open `{}`: {e}", p.display()));
+                        None
+                    }
+                }
+            }
+            Err(_) => None,
+        };
+        let cg = cgroup_use.as_ref().ok().map(|p| Cgroup {
+            path: p.path.clone(),
+        });
+        let mechanisms = Mechanisms {
+            cgroup: cgroup_use
+                .as_ref()
+                .map(|c| c.path.clone())
+                .map_err(Clone::clone),
+            suspend: match &cg {
+                Some(c) if c.has("cgroup.freeze") => SuspendMechanism::CgroupFreezer,
+                _ => SuspendMechanism::Signals,
+            },
+            kill: if cg.is_some() {
+                KillMechanism::Cgroup
+            } else {
+                KillMechanism::ProcessGroup
+            },
+            memory_limit,
+            cpu_weight,
+            user: user.clone(),
+        };
+        *cg_slot = cg;
+
+        // The process.
+        let (exe, args): (PathBuf, Vec<String>) = match &settings.user_job_wrapper {
+            Some(w) => {
+                let mut a = vec![program.display().to_string()];
+                a.extend(launch.args.iter().cloned());
+                (w.clone(), a)
+            }
+            None => (program.clone(), launch.args.clone()),
+        };
+        let setup = ChildSetup {
+            procs_fd: procs_file.as_ref().map(|f| f.as_raw_fd()),
+            nice: settings.nice_increment,
+            user: user.as_ref().map(|u| (u.uid, u.gid, u.groups.clone())),
+            cwd: path_c(&run_dir)?,
+            stdin: path_c(stdin.as_deref().unwrap_or(Path::new("/dev/null")))?,
+            stdout: path_c(stdout.as_deref().unwrap_or(Path::new("/dev/null")))?,
+            stderr: path_c(stderr.as_deref().unwrap_or(Path::new("/dev/null")))?,
+            stderr_is_stdout: stdout.is_some() && stdout == stderr,
+        };
+        let pid = spawn(&exe, &args, &env, setup)?;
+        drop(procs_file);
+
+        let pidfd = {
+            // SAFETY: pidfd_open takes a pid and flags; the result is a new fd or -1.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            // SAFETY: a non-negative result is a file descriptor we own.
+            (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+        };
+        let now = Instant::now();
+        let next_update = settings
+            .hooks
+            .update_job_info
+            .as_ref()
+            .map(|_| now + settings.initial_update_interval);
+        Ok(RunningJob {
+            pid,
+            pidfd,
+            job: job.clone(),
+            settings: settings.clone(),
+            launch,
+            sandbox: sandbox.to_path_buf(),
+            cgroup: cg_slot.as_ref().map(|c| Cgroup {
+                path: c.path.clone(),
+            }),
+            mechanisms,
+            started: now,
+            start_date: epoch_now(),
+            suspended: false,
+            kind: ExitKind::Exit,
+            exit: None,
+            peak_rss_kib: 0,
+            last_sample: None,
+            next_update,
+            update_hooks: Vec::new(),
+            input_snapshot,
+        })
+    }
+}
+
+fn path_c(p: &Path) -> Result<std::ffi::CString, StartError> {
+    use std::os::unix::ffi::OsStrExt;
+    procs::cstring(p.as_os_str().as_bytes()).map_err(io_err("use", p))
+}
+
+/// What the child does between fork and exec. Everything is prepared
+/// before the fork: the child only makes system calls.
+struct ChildSetup {
+    procs_fd: Option<i32>,
+    nice: i32,
+    user: Option<(u32, u32, Vec<libc::gid_t>)>,
+    cwd: std::ffi::CString,
+    stdin: std::ffi::CString,
+    stdout: std::ffi::CString,
+    stderr: std::ffi::CString,
+    stderr_is_stdout: bool,
+}
+
+fn spawn(
+    exe: &Path,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    setup: ChildSetup,
+) -> Result<i32, StartError> {
+    let mut tries = 0;
+    loop {
+        let (read_end, write_end) = pipe().map_err(io_err("make a pipe for", exe))?;
+        let step_fd = write_end.as_raw_fd();
+        let mut cmd = Command::new(exe);
+        cmd.args(args)
+            .env_clear()
+            .envs(env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let s = ChildSetup {
+            procs_fd: setup.procs_fd,
+            nice: setup.nice,
+            user: setup.user.clone(),
+            cwd: setup.cwd.clone(),
+            stdin: setup.stdin.clone(),
+            stdout: setup.stdout.clone(),
+            stderr: setup.stderr.clone(),
+            stderr_is_stdout: setup.stderr_is_stdout,
+        };
+        // SAFETY: the closure makes only async-signal-safe system calls on
+        // data prepared before the fork; it allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || child_setup(&s, step_fd));
+        }
+        let spawned = cmd.spawn();
+        drop(write_end);
+        let mut steps = Vec::new();
+        let _ = fs::File::from(read_end).read_to_end(&mut steps);
+        match spawned {
+            Ok(child) => return Ok(child.id() as i32),
+            // Another thread may hold the freshly written executable open
+            // for writing for a moment (fork before exec): try again.
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 20 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(source) => {
+                let step = steps
+                    .last()
+                    .and_then(|&b| STEPS.get(b as usize))
+                    .unwrap_or(&"fork");
+                return Err(StartError::Spawn {
+                    program: exe.to_path_buf(),
+                    step: step.to_string(),
+                    source,
+                });
+            }
+        }
+    }
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: fds has room for the two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 made these descriptors and nothing else owns them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Runs in the child after fork: only system calls, no allocation.
+fn child_setup(s: &ChildSetup, step_fd: i32) -> io::Result<()> {
+    let step = |n: u8| {
+        // SAFETY: writes one byte from a live stack variable.
+        unsafe { libc::write(step_fd, (&n as *const u8).cast(), 1) };
+    };
+    let check = |rc: libc::c_int| {
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(rc)
+        }
+    };
+    // SAFETY (all blocks below): plain system calls on valid pointers and
+    // descriptors prepared before the fork.
+    step(0);
+    if let Some(fd) = s.procs_fd {
+        check(unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } as libc::c_int)?;
+    }
+    step(1);
+    check(unsafe { libc::setsid() })?;
+    step(2);
+    if s.nice != 0 {
+        unsafe { *libc::__errno_location() = 0 };
+        let cur = unsafe { libc::getpriority(libc::PRIO_PROCESS as _, 0) };
+        if cur == -1 && unsafe { *libc::__errno_location() } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        check(unsafe { libc::setpriority(libc::PRIO_PROCESS as _, 0, cur + s.nice) })?;
+    }
+    step(3);
+    if let Some((uid, gid, groups)) = &s.user {
+        check(unsafe { libc::setgroups(groups.len(), groups.as_ptr()) })?;
+        check(unsafe { libc::setgid(*gid) })?;
+        check(unsafe { libc::setuid(*uid) })?;
+    }
+    step(4);
+    check(unsafe { libc::chdir(s.cwd.as_ptr()) })?;
+    let redirect = |path: &std::ffi::CStr, flags: libc::c_int, target: libc::c_int| {
+        let fd = check(unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o644) })?;
+        check(unsafe { libc::dup2(fd, target) })?;
+        unsafe { libc::close(fd) };
+        Ok::<(), io::Error>(())
+    };
+    let write = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
+    step(5);
+    redirect(&s.stdin, libc::O_RDONLY, 0)?;
+    step(6);
+    redirect(&s.stdout, write, 1)?;
+    step(7);
+    if s.stderr_is_stdout {
+        check(unsafe { libc::dup2(1, 2) })?;
+    } else {
+        redirect(&s.stderr, write, 2)?;
+    }
+    step(8);
+    Ok(())
+}
+
+impl RunningJob {
+    /// The job's main process (JobPid); the leader of its session and
+    /// process group.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    pub fn sandbox(&self) -> &Path {
+        &self.sandbox
+    }
+
+    /// The job ad as the job was started with it (after PREPARE_JOB).
+    pub fn job(&self) -> &ClassAd {
+        &self.job
+    }
+
+    pub fn mechanisms(&self) -> &Mechanisms {
+        &self.mechanisms
+    }
+
+    pub fn is_suspended(&self) -> bool {
+        self.suspended
+    }
+
+    /// Readable once the main process has exited (a pidfd), for a daemon
+    /// that waits with `poll` or tokio's `AsyncFd`; then call
+    /// [`RunningJob::poll`]. `None` on kernels without pidfds.
+    pub fn exit_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.pidfd.as_ref().map(|f| f.as_fd())
+    }
+
+    /// Says how JOB_EXIT's argument and the output transfer should treat
+    /// the end (the daemon knows a removal from a vacate).
+    pub fn set_exit_kind(&mut self, kind: ExitKind) {
+        self.kind = kind;
+    }
+
+    /// Every live process of the job's tree: the cgroup's, or else the
+    /// process group's and the session's.
+    pub fn tree_pids(&self) -> Vec<i32> {
+        match &self.cgroup {
+            Some(cg) => cg.procs(),
+            None => procs::session_members(self.pid)
+                .into_iter()
+                .map(|s| s.pid)
+                .collect(),
+        }
+    }
+
+    fn signal_tree(&self, sig: i32) -> Result<(), ControlError> {
+        let err = |source| ControlError::Signal {
+            signal: sig,
+            pid: self.pid,
+            source,
+        };
+        if self.cgroup.is_none() && self.exit.is_none() {
+            procs::kill(-self.pid, sig).map_err(err)?;
+        }
+        for pid in self.tree_pids() {
+            procs::kill(pid, sig).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    fn cgroup_err<'a>(
+        &'a self,
+        what: &'static str,
+        file: &'a str,
+    ) -> impl FnOnce(io::Error) -> ControlError + 'a {
+        move |source| ControlError::Cgroup {
+            what,
+            pid: self.pid,
+            path: self
+                .cgroup
+                .as_ref()
+                .map(|c| c.path.join(file))
+                .unwrap_or_default(),
+            source,
+        }
+    }
+
+    /// Stops the whole tree (SUSPEND).
+    pub fn suspend(&mut self) -> Result<(), ControlError> {
+        match (&self.cgroup, self.mechanisms.suspend) {
+            (Some(cg), SuspendMechanism::CgroupFreezer) => cg
+                .freeze(true)
+                .map_err(self.cgroup_err("freeze", "cgroup.freeze"))?,
+            _ => self.signal_tree(libc::SIGSTOP)?,
+        }
+        self.suspended = true;
+        Ok(())
+    }
+
+    /// Continues the whole tree (CONTINUE).
+    pub fn resume(&mut self) -> Result<(), ControlError> {
+        match (&self.cgroup, self.mechanisms.suspend) {
+            (Some(cg), SuspendMechanism::CgroupFreezer) => cg
+                .freeze(false)
+                .map_err(self.cgroup_err("thaw", "cgroup.freeze"))?,
+            _ => self.signal_tree(libc::SIGCONT)?,
+        }
+        self.suspended = false;
+        Ok(())
+    }
+
+    /// Asks the whole tree to exit with the job's KillSig (vacate). A
+    /// suspended job is continued first, so that it can.
+    pub fn soft_kill(&mut self) -> Result<(), ControlError> {
+        if self.kind == ExitKind::Exit {
+            self.kind = ExitKind::Evict;
+        }
+        if self.suspended {
+            self.resume()?;
+        }
+        self.signal_tree(self.launch.kill_sig)
+    }
+
+    /// Kills the whole tree at once, suspended or not.
+    pub fn hard_kill(&mut self) -> Result<(), ControlError> {
+        if self.kind == ExitKind::Exit && self.exit.is_none() {
+            self.kind = ExitKind::Evict;
+        }
+        if let Some(cg) = &self.cgroup {
+            if cg.has("cgroup.kill") {
+                cg.write("cgroup.kill", "1")
+                    .map_err(self.cgroup_err("kill", "cgroup.kill"))?;
+                return Ok(());
+            }
+        }
+        self.signal_tree(libc::SIGKILL)
+    }
+
+    /// Reaps the main process if it has exited; runs UPDATE_JOB_INFO when
+    /// due and samples memory. Never blocks.
+    pub fn poll(&mut self) -> Result<Option<ExitStatus>, ControlError> {
+        self.update_hooks.retain_mut(|h| !h.try_done());
+        if self.exit.is_none() {
+            self.reap(false)?;
+        }
+        if self.exit.is_none() {
+            if self
+                .last_sample
+                .is_none_or(|t| t.elapsed() >= Duration::from_millis(200))
+            {
+                self.usage();
+            }
+            if self.next_update.is_some_and(|t| Instant::now() >= t) {
+                self.run_update_hook();
+            }
+        }
+        Ok(self.exit.map(|e| e.status))
+    }
+
+    fn reap(&mut self, block: bool) -> Result<(), ControlError> {
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is valid, to be filled in.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        let flags = if block { 0 } else { libc::WNOHANG };
+        // SAFETY: valid pointers to locals.
+        let r = unsafe { libc::wait4(self.pid, &mut status, flags, &mut ru) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                return Ok(());
+            }
+            return Err(ControlError::Wait {
+                pid: self.pid,
+                source: e,
+            });
+        }
+        if r == 0 {
+            return Ok(());
+        }
+        let st = if libc::WIFSIGNALED(status) {
+            ExitStatus::Signal {
+                signal: libc::WTERMSIG(status),
+                core_dumped: libc::WCOREDUMP(status),
+            }
+        } else {
+            ExitStatus::Code(libc::WEXITSTATUS(status))
+        };
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        self.exit = Some(Reaped {
+            status: st,
+            at: Instant::now(),
+            user_cpu: secs(ru.ru_utime),
+            sys_cpu: secs(ru.ru_stime),
+            max_rss_kib: ru.ru_maxrss.max(0) as u64,
+        });
+        Ok(())
+    }
+
+    /// Waits for the main process to exit, running what [`RunningJob::poll`]
+    /// runs meanwhile.
+    pub fn wait(&mut self) -> Result<ExitStatus, ControlError> {
+        loop {
+            if let Some(s) = self.wait_timeout(Duration::from_secs(3600))? {
+                return Ok(s);
+            }
+        }
+    }
+
+    /// Waits at most `limit` for the main process to exit.
+    pub fn wait_timeout(&mut self, limit: Duration) -> Result<Option<ExitStatus>, ControlError> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(s) = self.poll()? {
+                return Ok(Some(s));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            let mut until = deadline.min(now + Duration::from_millis(200));
+            if let Some(t) = self.next_update {
+                until = until.min(t);
+            }
+            let pause = until.saturating_duration_since(now);
+            match &self.pidfd {
+                Some(fd) => {
+                    let mut p = libc::pollfd {
+                        fd: fd.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    let ms = pause.as_millis().clamp(1, i32::MAX as u128) as i32;
+                    // SAFETY: one valid pollfd.
+                    unsafe { libc::poll(&mut p, 1, ms) };
+                }
+                None => std::thread::sleep(pause.min(Duration::from_millis(5))),
+            }
+        }
+    }
+
+    /// The tree's usage now (after the exit: the final figures).
+    pub fn usage(&mut self) -> Usage {
+        let pids = self.tree_pids();
+        let page = procs::page_kib();
+        let stats: Vec<procs::ProcStat> = pids.iter().filter_map(|&p| procs::stat(p)).collect();
+        let rss: u64 = stats.iter().map(|s| s.rss_pages * page).sum();
+        self.peak_rss_kib = self.peak_rss_kib.max(rss);
+        self.last_sample = Some(Instant::now());
+        if let Some(peak) = self.cgroup.as_ref().and_then(|c| c.memory_peak_kib()) {
+            self.peak_rss_kib = self.peak_rss_kib.max(peak);
+        }
+        let (mut user, mut sys) = match self.cgroup.as_ref().and_then(|c| c.cpu()) {
+            Some(cpu) => cpu,
+            None => {
+                let t = procs::clock_ticks();
+                (
+                    stats.iter().map(|s| s.utime).sum::<u64>() as f64 / t,
+                    stats.iter().map(|s| s.stime).sum::<u64>() as f64 / t,
+                )
+            }
+        };
+        if let Some(e) = &self.exit {
+            self.peak_rss_kib = self.peak_rss_kib.max(e.max_rss_kib);
+            user = user.max(e.user_cpu);
+            sys = sys.max(e.sys_cpu);
+        }
+        Usage {
+            user_cpu: user,
+            sys_cpu: sys,
+            peak_rss_kib: self.peak_rss_kib,
+            num_pids: pids.len(),
+        }
+    }
+
+    /// The job ad with what UPDATE_JOB_INFO adds.
+    fn status_ad(&mut self) -> ClassAd {
+        let usage = self.usage();
+        let mut ad = self.job.clone();
+        let state = if self.suspended {
+            "Suspended"
+        } else {
+            "Running"
+        };
+        ad.insert_value("JobState", state);
+        ad.insert_value("JobPid", self.pid as i64);
+        ad.insert_value("NumPids", usage.num_pids as i64);
+        ad.insert_value("JobStartDate", self.start_date);
+        write_usage(&mut ad, &usage);
+        ad
+    }
+
+    fn run_update_hook(&mut self) {
+        let Some(hook) = self.settings.hooks.update_job_info.clone() else {
+            return;
+        };
+        self.next_update = Some(Instant::now() + self.settings.update_interval);
+        let ad = self.status_ad();
+        // Advisory: HTCondor neither waits for it nor reads what it says.
+        if let Ok(run) = HookRun::start(&hook, &[], &self.sandbox, hooks::hook_input(&[&ad]), false)
+        {
+            self.update_hooks.push(run);
+        }
+    }
+
+    /// Ends the job: waits for its main process to exit (call
+    /// [`RunningJob::hard_kill`] first to end it now), kills what is left
+    /// of the tree, writes the exit into the job ad, runs JOB_EXIT,
+    /// transfers the output back and removes the cgroup and the sandbox.
+    pub fn finish(mut self) -> ExitReport {
+        let mut problems: Vec<FinishProblem> = Vec::new();
+        let status = match self.wait() {
+            Ok(s) => s,
+            Err(e) => {
+                // Not our child any more (someone else reaped it): nothing
+                // to wait for.
+                problems.push(e.into());
+                ExitStatus::Signal {
+                    signal: libc::SIGKILL,
+                    core_dumped: false,
+                }
+            }
+        };
+        // The main process is gone; nothing it left behind may stay.
+        let mut survivors = self.tree_pids();
+        if !survivors.is_empty() {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while !survivors.is_empty() && Instant::now() < deadline {
+                if let Err(e) = self.hard_kill() {
+                    problems.push(e.into());
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+                survivors = self.tree_pids();
+            }
+            if !survivors.is_empty() {
+                problems.push(FinishProblem::Survivors { pids: survivors });
+            }
+        }
+        let usage = self.usage();
+        let exit = self.exit.unwrap_or(Reaped {
+            status,
+            at: Instant::now(),
+            user_cpu: 0.0,
+            sys_cpu: 0.0,
+            max_rss_kib: 0,
+        });
+        let duration = exit.at.duration_since(self.started);
+
+        let mut ad = self.job.clone();
+        ad.insert_value("JobState", "Exited");
+        ad.insert_value("JobPid", self.pid as i64);
+        ad.insert_value("NumPids", 0i64);
+        ad.insert_value("JobStartDate", self.start_date);
+        write_usage(&mut ad, &usage);
+        let reason = match (status, self.kind) {
+            (ExitStatus::Code(c), ExitKind::Exit) => format!("exited normally with status {c}"),
+            (ExitStatus::Signal { signal, .. }, ExitKind::Exit) => {
+                format!("died on signal {signal}")
+            }
+            (_, kind) => format!(
+                "was stopped by the execute point ({})",
+                kind.hook_argument()
+            ),
+        };
+        ad.insert_value("ExitReason", reason.as_str());
+        match status {
+            ExitStatus::Code(c) => {
+                ad.insert_value("ExitBySignal", false);
+                ad.insert_value("ExitCode", c as i64);
+                ad.remove("ExitSignal");
+            }
+            ExitStatus::Signal {
+                signal,
+                core_dumped,
+            } => {
+                ad.insert_value("ExitBySignal", true);
+                ad.insert_value("ExitSignal", signal as i64);
+                ad.insert_value("JobCoreDumped", core_dumped);
+                ad.remove("ExitCode");
+            }
+        }
+        ad.insert_value("JobDuration", duration.as_secs_f64());
+
+        // Advisory update hooks still running get the hook timeout.
+        let timeout = self.settings.hooks.timeout;
+        for run in std::mem::take(&mut self.update_hooks) {
+            let path = run.path.clone();
+            if let Err(reason) = run.wait(timeout) {
+                problems.push(FinishProblem::Hook {
+                    hook: "UPDATE_JOB_INFO",
+                    path,
+                    reason,
+                });
+            }
+        }
+        // JOB_EXIT before the output goes back, as HTCondor does; its exit
+        // status is ignored.
+        if let Some(hook) = &self.settings.hooks.job_exit {
+            let r = HookRun::start(
+                hook,
+                &[self.kind.hook_argument()],
+                &self.sandbox,
+                hooks::hook_input(&[&ad]),
+                false,
+            )
+            .and_then(|run| run.wait(timeout));
+            if let Err(reason) = r {
+                problems.push(FinishProblem::Hook {
+                    hook: "JOB_EXIT",
+                    path: hook.clone(),
+                    reason,
+                });
+            }
+        }
+
+        if self.launch.transfer && self.wants_output(status) {
+            let owner = self.mechanisms.user.as_ref().map(|u| (u.uid, u.gid));
+            problems.extend(sandbox::transfer_output(
+                &self.sandbox,
+                &self.launch.iwd,
+                self.launch.transfer_output.as_deref(),
+                &self.input_snapshot,
+                owner,
+            ));
+            for (name, file) in [
+                (&self.launch.stdout, sandbox::STDOUT),
+                (&self.launch.stderr, sandbox::STDERR),
+            ] {
+                if let Some(name) = name {
+                    let from = self.sandbox.join(file);
+                    if from.exists() {
+                        let to = Launch::resolve(&self.launch.iwd, name);
+                        problems.extend(sandbox::transfer_stream(&from, to, owner));
+                    }
+                }
+            }
+        }
+        if let Some(cg) = &self.cgroup {
+            if let Err(source) = cg.remove() {
+                problems.push(FinishProblem::Cleanup {
+                    path: cg.path.clone(),
+                    source,
+                });
+            }
+        }
+        if !self.settings.keep_sandbox {
+            if let Err(source) = fs::remove_dir_all(&self.sandbox) {
+                problems.push(FinishProblem::Cleanup {
+                    path: self.sandbox.clone(),
+                    source,
+                });
+            }
+        }
+        ExitReport {
+            job: ad,
+            status,
+            kind: self.kind,
+            usage,
+            duration,
+            mechanisms: self.mechanisms.clone(),
+            problems,
+        }
+    }
+
+    /// WhenToTransferOutput: ON_EXIT (the job exited on its own),
+    /// ON_EXIT_OR_EVICT, ON_SUCCESS (exit code 0).
+    fn wants_output(&self, status: ExitStatus) -> bool {
+        let when = match self
+            .job
+            .eval_attr("WhenToTransferOutput", &classad::Env::default())
+        {
+            Value::Str(s) => s.as_str().to_ascii_uppercase(),
+            _ => "ON_EXIT".into(),
+        };
+        match when.as_str() {
+            "ON_EXIT_OR_EVICT" => true,
+            "ON_SUCCESS" => self.kind == ExitKind::Exit && status == ExitStatus::Code(0),
+            _ => self.kind == ExitKind::Exit,
+        }
+    }
+}
+
+fn write_usage(ad: &mut ClassAd, u: &Usage) {
+    ad.insert_value("RemoteUserCpu", u.user_cpu);
+    ad.insert_value("RemoteSysCpu", u.sys_cpu);
+    ad.insert_value("ImageSize", u.peak_rss_kib as i64);
+    ad.insert_value("ResidentSetSize", u.peak_rss_kib as i64);
+    ad.insert_value("MemoryUsage", u.peak_rss_kib.div_ceil(1024) as i64);
+}
+
+impl Drop for RunningJob {
+    /// A job dropped without [`RunningJob::finish`] (a panic, a daemon
+    /// giving up) must not run on unobserved: its tree is killed and reaped,
+    /// its cgroup and sandbox removed.
+    fn drop(&mut self) {
+        if self.exit.is_none() {
+            let _ = self.hard_kill();
+            let _ = self.reap(true);
+            if let Some(cg) = &self.cgroup {
+                let _ = cg.remove();
+            }
+            if !self.settings.keep_sandbox {
+                let _ = fs::remove_dir_all(&self.sandbox);
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Reading processes from `/proc`, signalling them, and users from the
+//! password database.
+
+use std::ffi::CString;
+use std::fs;
+use std::io;
+
+/// What `/proc/<pid>/stat` says of one process.
+#[derive(Clone, Debug)]
+pub struct ProcStat {
+    pub pid: i32,
+    pub state: char,
+    pub pgrp: i32,
+    pub session: i32,
+    /// utime + stime, clock ticks.
+    pub utime: u64,
+    pub stime: u64,
+    /// Resident set, pages.
+    pub rss_pages: u64,
+}
+
+pub fn stat(pid: i32) -> Option<ProcStat> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold anything.
+    let rest = &text[text.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // f[0] is field 3 (state).
+    let num = |i: usize| f.get(i).and_then(|s| s.parse::<i64>().ok());
+    Some(ProcStat {
+        pid,
+        state: f.first()?.chars().next()?,
+        pgrp: num(2)? as i32,
+        session: num(3)? as i32,
+        utime: num(11)? as u64,
+        stime: num(12)? as u64,
+        rss_pages: num(21)? as u64,
+    })
+}
+
+fn all_pids() -> Vec<i32> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// The live (not zombie) processes in the process group or session that
+/// `leader` made with setsid.
+pub fn session_members(leader: i32) -> Vec<ProcStat> {
+    all_pids()
+        .into_iter()
+        .filter_map(stat)
+        .filter(|s| (s.pgrp == leader || s.session == leader) && s.state != 'Z')
+        .collect()
+}
+
+pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: kill has no memory effects.
+    if unsafe { libc::kill(pid, sig) } == 0 {
+        Ok(())
+    } else {
+        let e = io::Error::last_os_error();
+        // Gone already: nothing to signal.
+        if e.raw_os_error() == Some(libc::ESRCH) {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    }
+}
+
+pub fn page_kib() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if page > 0 {
+        page as u64 / 1024
+    } else {
+        4
+    }
+}
+
+pub fn clock_ticks() -> f64 {
+    // SAFETY: as above.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// A user to run the job as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct User {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub groups: Vec<u32>,
+}
+
+/// Looks `name` up in the password and group databases.
+pub fn lookup_user(name: &str) -> Result<User, String> {
+    let cname = CString::new(name).map_err(|_| "the name holds a NUL byte".to_string())?;
+    let mut buf = vec![0u8; 16384];
+    // SAFETY: an all-zero passwd is a valid value to be filled in.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call; buf outlives pwd's use.
+    let rc = unsafe {
+        libc::getpwnam_r(
+            cname.as_ptr(),
+            &mut pwd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 {
+        return Err(format!(
+            "looking the user up failed: {}",
+            io::Error::from_raw_os_error(rc)
+        ));
+    }
+    if result.is_null() {
+        return Err("no such user in the password database".into());
+    }
+    let (uid, gid) = (pwd.pw_uid, pwd.pw_gid);
+    let mut groups = vec![0 as libc::gid_t; 256];
+    let mut n = groups.len() as libc::c_int;
+    // SAFETY: groups has room for n entries; getgrouplist writes at most n.
+    let rc = unsafe { libc::getgrouplist(cname.as_ptr(), gid, groups.as_mut_ptr(), &mut n) };
+    if rc < 0 {
+        groups = vec![gid];
+    } else {
+        groups.truncate(n.max(0) as usize);
+    }
+    Ok(User {
+        name: name.to_string(),
+        uid,
+        gid,
+        groups,
+    })
+}
+
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+pub fn cstring(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))
+}
