@@ -1,55 +1,14 @@
 //! Reading a job ad's arguments and environment back into lists.
 //!
-//! The `submit` crate writes these attributes (its own parsers are private to
-//! it); this is the reading side, as HTCondor's starter reads them:
-//! `Arguments` and `Environment` in the new syntax (blanks separate, single
+//! The `submit` crate writes these attributes; this is the reading side,
+//! as HTCondor's starter reads them: `Arguments` and `Environment` in the new syntax (blanks separate, single
 //! quotes group, `''` inside them is a literal quote), `Args` in the old one
 //! (blanks separate, nothing quotes), `Env` in the old one (entries separated
 //! by `EnvDelim`, `;` unless the ad says otherwise).
 
-/// Splits new-syntax text at blanks, single quotes grouping.
-pub fn split_v2(text: &str) -> Result<Vec<String>, String> {
-    let mut args = Vec::new();
-    let mut current = String::new();
-    let mut started = false;
-    let mut chars = text.char_indices().peekable();
-    while let Some((at, c)) = chars.next() {
-        if c.is_whitespace() {
-            if started {
-                args.push(std::mem::take(&mut current));
-                started = false;
-            }
-        } else if c == '\'' {
-            started = true;
-            loop {
-                match chars.next() {
-                    Some((_, '\'')) => {
-                        if chars.peek().map(|p| p.1) == Some('\'') {
-                            chars.next();
-                            current.push('\'');
-                        } else {
-                            break;
-                        }
-                    }
-                    Some((_, q)) => current.push(q),
-                    None => {
-                        return Err(format!(
-                            "unbalanced single quote starting at `{}`",
-                            &text[at..]
-                        ))
-                    }
-                }
-            }
-        } else {
-            started = true;
-            current.push(c);
-        }
-    }
-    if started {
-        args.push(current);
-    }
-    Ok(args)
-}
+/// Splits new-syntax text at blanks, single quotes grouping: the same
+/// reading `condor_submit` does (the `submit` crate's).
+pub use submit::quoting::split_v2;
 
 /// Old-syntax arguments: blanks separate, nothing quotes.
 pub fn split_v1_args(text: &str) -> Vec<String> {

@@ -21,7 +21,7 @@ mod error;
 mod files;
 mod job;
 mod queue;
-mod quoting;
+pub mod quoting;
 mod reader;
 mod requirements;
 mod settings;

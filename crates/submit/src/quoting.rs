@@ -76,7 +76,7 @@ fn strip_closing_quote(inner: &str) -> Result<String, String> {
 }
 
 /// Splits new-syntax text at blanks, single quotes grouping.
-fn split_v2(text: &str) -> Result<Vec<String>, String> {
+pub fn split_v2(text: &str) -> Result<Vec<String>, String> {
     let mut args = Vec::new();
     let mut current = String::new();
     let mut started = false;
