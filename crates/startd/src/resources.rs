@@ -67,8 +67,8 @@ pub enum InventorySource {
     Command { tag: String, command: String },
     /// HTCondor's built-in GPU discovery (`STARTD_DETECT_GPUS`, on when no
     /// `GPUs` resource is configured): `condor_gpu_discovery <args>`, or
-    /// anything that gives the same facts (`nvidia-smi --query-gpu`, read
-    /// by [`Inventory::from_nvidia_smi_csv`]). Its tag is `GPUs`.
+    /// anything that gives the same facts (the `host` crate makes that
+    /// text from `nvidia-smi`). Its tag is `GPUs`.
     GpuDiscovery { args: String },
 }
 
@@ -321,138 +321,6 @@ impl Inventory {
         Ok(Inventory { ad })
     }
 
-    /// Builds the inventory `condor_gpu_discovery -properties` would print
-    /// from `nvidia-smi --query-gpu=... --format=csv` output (the header
-    /// line is required: it says which column is which). GPUs are named as
-    /// the discovery tool names them by default, `GPU-` and the first 8 hex
-    /// digits of the UUID; the columns HTCondor has a property for become
-    /// that property:
-    ///
-    /// | column | property |
-    /// |---|---|
-    /// | `uuid` | `DeviceUuid` (and the id) |
-    /// | `name` | `DeviceName` |
-    /// | `memory.total [MiB]` | `GlobalMemoryMb` |
-    /// | `compute_cap` | `Capability` |
-    /// | `pci.bus_id` | `DevicePciBusId` (4-digit domain, as CUDA prints it) |
-    /// | `ecc.mode.current` | `ECCEnabled` |
-    /// | `clocks.max.sm [MHz]` | `ClockMhz` |
-    ///
-    /// Other columns are ignored: `driver_version` in particular is the
-    /// kernel driver's version, not the CUDA driver version HTCondor's
-    /// `DriverVersion` holds. `[N/A]` and `[Not Supported]` give no
-    /// property. `tag` is the resource name (`GPUs`).
-    pub fn from_nvidia_smi_csv(tag: &str, text: &str) -> Result<Inventory, InventoryError> {
-        let mut lines = text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty());
-        let mut ad = ClassAd::new();
-        let Some((_, header)) = lines.next() else {
-            ad.insert_value(&format!("Detected{tag}"), 0i64);
-            return Ok(Inventory { ad });
-        };
-        // "memory.total [MiB]" -> "memory.total"
-        let columns: Vec<String> = header
-            .split(',')
-            .map(|c| {
-                c.split('[')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_ascii_lowercase()
-            })
-            .collect();
-        let Some(uuid_col) = columns.iter().position(|c| c == "uuid") else {
-            return Err(InventoryError {
-                line: 1,
-                message: format!(
-                    "no `uuid` column in the header `{}` (ask nvidia-smi for --query-gpu=uuid,... --format=csv)",
-                    header.trim()
-                ),
-            });
-        };
-        let mut ids = Vec::new();
-        for (i, line) in lines {
-            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-            if fields.len() != columns.len() {
-                return Err(InventoryError {
-                    line: i + 1,
-                    message: format!(
-                        "{} fields where the header has {} columns",
-                        fields.len(),
-                        columns.len()
-                    ),
-                });
-            }
-            let uuid = fields[uuid_col];
-            let hex = uuid.strip_prefix("GPU-").unwrap_or(uuid);
-            if hex.len() < 8 || !hex.is_char_boundary(8) {
-                return Err(InventoryError {
-                    line: i + 1,
-                    message: format!("`{uuid}` is not a GPU UUID"),
-                });
-            }
-            let id = format!("GPU-{}", &hex[..8]);
-            let mut props = ClassAd::new();
-            props.insert_value("id", id.as_str());
-            for (col, value) in columns.iter().zip(&fields) {
-                if value.starts_with('[') {
-                    continue; // [N/A], [Not Supported]
-                }
-                // "81559 MiB" -> 81559
-                let number = || {
-                    value
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or("")
-                        .parse::<f64>()
-                        .ok()
-                };
-                match col.as_str() {
-                    "uuid" => props.insert_value("DeviceUuid", *value),
-                    "name" => props.insert_value("DeviceName", *value),
-                    "memory.total" => {
-                        if let Some(n) = number() {
-                            props.insert_value("GlobalMemoryMb", n as i64);
-                        }
-                    }
-                    "compute_cap" => {
-                        if let Some(n) = number() {
-                            props.insert_value("Capability", n);
-                        }
-                    }
-                    "clocks.max.sm" => {
-                        if let Some(n) = number() {
-                            props.insert_value("ClockMhz", n);
-                        }
-                    }
-                    "ecc.mode.current" => {
-                        props.insert_value("ECCEnabled", value.eq_ignore_ascii_case("enabled"))
-                    }
-                    "pci.bus_id" => {
-                        // nvidia-smi: 00000000:00:06.0; CUDA: 0000:00:06.0
-                        let bus = match value.split_once(':') {
-                            Some((domain, rest)) if domain.len() > 4 => {
-                                format!("{}:{rest}", &domain[domain.len() - 4..])
-                            }
-                            _ => value.to_string(),
-                        };
-                        props.insert_value("DevicePciBusId", bus.as_str());
-                    }
-                    _ => {}
-                }
-            }
-            ad.insert(clean_attr_name(&id).as_str(), Expr::Ad(Arc::new(props)));
-            ids.push(id);
-        }
-        if ids.is_empty() {
-            ad.insert_value(&format!("Detected{tag}"), 0i64);
-        } else {
-            ad.insert_value(&format!("Detected{tag}"), ids.join(", ").as_str());
-        }
-        Ok(Inventory { ad })
-    }
 }
 
 /// An id turned into an attribute name the way HTCondor does

@@ -30,13 +30,6 @@ fn host() -> HostReadings {
     }
 }
 
-/// `/work/shared/fixtures/gpu-h100/nvidia-smi-query.csv`, as captured on a
-/// machine with one H100.
-const H100_CSV: &str = "\
-index, uuid, name, memory.total [MiB], compute_cap, driver_version, pci.bus_id, ecc.mode.current, clocks.max.sm [MHz]
-0, GPU-90b2dfd1-480c-2eb4-b6ab-c0f0d728c40b, NVIDIA H100 80GB HBM3, 81559 MiB, 9.0, 580.159.04, 00000000:00:06.0, Enabled, 1980 MHz
-";
-
 /// `condor_gpu_discovery -properties` on two A100s (from HTCondor's own
 /// sources), with an extra attribute that is not a property.
 const A100_DISCOVERY: &str = r#"DetectedGPUs="GPU-5368a050, GPU-5d2744da"
@@ -204,51 +197,6 @@ fn default_gpu_discovery_output_counts_too() {
     assert_eq!(m.custom("GPUs").unwrap().count, 0.0);
     // Without the output (the daemon ran nothing) there is no GPUs resource.
     assert!(machine("", &host()).custom.is_empty());
-}
-
-#[test]
-fn nvidia_smi_csv_gives_what_gpu_discovery_would() {
-    let inv = Inventory::from_nvidia_smi_csv("GPUs", H100_CSV).unwrap();
-    assert_eq!(
-        inv.ad.eval_attr("DetectedGPUs", &env()).as_str(),
-        Some("GPU-90b2dfd1")
-    );
-    let mut h = host();
-    h.inventories.insert("GPUs".into(), inv);
-    let m = machine("", &h);
-    let g = m.custom("GPUs").unwrap();
-    assert_eq!(g.ids, ["GPU-90b2dfd1"]);
-    let p = &g.properties["GPU-90b2dfd1"];
-    let get = |a: &str| p.eval_attr(a, &env());
-    assert_eq!(get("DeviceName").as_str(), Some("NVIDIA H100 80GB HBM3"));
-    assert_eq!(
-        get("DeviceUuid").as_str(),
-        Some("GPU-90b2dfd1-480c-2eb4-b6ab-c0f0d728c40b")
-    );
-    assert_eq!(get("GlobalMemoryMb").as_int(), Some(81559));
-    assert_eq!(get("Capability").as_number(), Some(9.0));
-    assert_eq!(get("ClockMhz").as_number(), Some(1980.0));
-    assert_eq!(get("DevicePciBusId").as_str(), Some("0000:00:06.0"));
-    assert!(get("ECCEnabled").is_true());
-    assert!(!p.contains("DriverVersion"));
-}
-
-#[test]
-fn nvidia_smi_errors_say_where() {
-    let e = Inventory::from_nvidia_smi_csv("GPUs", "index, name\n0, X\n").unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "line 1: no `uuid` column in the header `index, name` (ask nvidia-smi for --query-gpu=uuid,... --format=csv)"
-    );
-    let e = Inventory::from_nvidia_smi_csv("GPUs", "uuid, name\nGPU-90b2dfd1-480c, H100, extra\n")
-        .unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "line 2: 3 fields where the header has 2 columns"
-    );
-    // No GPUs: an empty answer.
-    let inv = Inventory::from_nvidia_smi_csv("GPUs", "").unwrap();
-    assert_eq!(inv.ad.eval_attr("DetectedGPUs", &env()).as_int(), Some(0));
 }
 
 #[test]
