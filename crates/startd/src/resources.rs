@@ -320,7 +320,6 @@ impl Inventory {
         }
         Ok(Inventory { ad })
     }
-
 }
 
 /// An id turned into an attribute name the way HTCondor does
