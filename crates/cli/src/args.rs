@@ -34,9 +34,10 @@ pub enum Command {
     ConfigVal(ConfigValArgs),
     /// Turn a submit description into job ads, as HTCondor's condor_submit does.
     ///
-    /// There is no schedd to queue them in yet, so only --dry-run works: it
-    /// prints the job ads (old syntax, one blank line between jobs, as
-    /// `condor_submit -dump` does), or with --json a JSON list of
+    /// Queues the jobs in the running pool (`ferrocondor pool up`) and
+    /// prints "N job(s) submitted to cluster C.". With --dry-run it queues
+    /// nothing and prints the job ads (old syntax, one blank line between
+    /// jobs, as `condor_submit -dump` does), or with --json a JSON list of
     /// {attribute: expression} objects. The configuration is read as for
     /// config_val (subsystem SUBMIT).
     Submit(SubmitArgs),
@@ -51,24 +52,133 @@ pub enum Command {
     Simulate(SimulateArgs),
     /// Query the job queue, as HTCondor's condor_q does.
     ///
-    /// There is no running pool to ask yet, so only the offline analysis
-    /// works: `q -better-analyze -jobads FILE -slotads FILE [JOB]` says,
-    /// for each job in FILE (condor_q -l output; old or new syntax, or
-    /// JSON), which clauses of its Requirements rule out how many slots of
-    /// the slot ads (condor_status -l output), which clause of each
-    /// refusing slot's START is false, and what would let it run.
-    /// HTCondor's single-dash options are accepted.
+    /// Asks the running pool (`ferrocondor pool up`; its state directory is
+    /// $FERROCONDOR_STATE, else ~/.local/state/ferrocondor) and prints its
+    /// jobs in condor_q's batch view, or -nobatch, -hold, -run, -l, -af,
+    /// -json. Restrict with job ids (CLUSTER or CLUSTER.PROC), owners and
+    /// -constraint EXPR; by default only your own jobs are shown.
+    /// `q -better-analyze -jobads FILE -slotads FILE [JOB]` works offline:
+    /// which clauses of each job's Requirements rule out how many slots of
+    /// the slot ads (condor_status -l output), which clause of each refusing
+    /// slot's START is false, and what would let it run. HTCondor's
+    /// single-dash options are accepted.
     #[command(after_help = Q_EXIT_CODES)]
     Q(QArgs),
+    /// Run a personal pool, or stop it.
+    ///
+    /// `pool up` runs the access point (schedd) in the foreground: the job
+    /// queue in SQLite under the state directory (--state, else
+    /// $FERROCONDOR_STATE, else ~/.local/state/ferrocondor) and the API on
+    /// `<state>/pool.sock`. Jobs are queued, held, released and removed;
+    /// they do not run yet (no execute point). `pool down` stops it.
+    Pool(PoolArgs),
+    /// Remove jobs from the queue, as HTCondor's condor_rm does.
+    Rm(ActArgs),
+    /// Put jobs on hold, as HTCondor's condor_hold does.
+    Hold(ActArgs),
+    /// Release held jobs, as HTCondor's condor_release does.
+    Release(ActArgs),
+    /// Jobs that have left the queue, as HTCondor's condor_history prints them.
+    History(HistoryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PoolArgs {
+    #[command(subcommand)]
+    pub command: PoolCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PoolCommand {
+    /// Start a personal pool in the foreground (stop it with Ctrl-C, SIGTERM or `pool down`).
+    Up {
+        /// The state directory (default: $FERROCONDOR_STATE, else ~/.local/state/ferrocondor).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
+    /// Stop the personal pool and wait until it is down.
+    Down {
+        /// The state directory (default: $FERROCONDOR_STATE, else ~/.local/state/ferrocondor).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
+}
+
+const ACT_EXIT_CODES: &str = "Exit status: 0 every job asked for was acted on, 1 some were not (not found, not yours, wrong status), 2 on an error.";
+
+#[derive(Debug, Args)]
+#[command(after_help = ACT_EXIT_CODES)]
+pub struct ActArgs {
+    /// Jobs (CLUSTER or CLUSTER.PROC) or users whose jobs to act on.
+    #[arg(value_name = "JOB|OWNER")]
+    pub targets: Vec<String>,
+    /// Every job matching this ClassAd expression.
+    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    pub constraint: Option<String>,
+    /// All of your jobs (all jobs, for a queue super user).
+    #[arg(long)]
+    pub all: bool,
+    /// The reason to record (HoldReason, RemoveReason, ReleaseReason).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Jobs (CLUSTER or CLUSTER.PROC) or users to show.
+    #[arg(value_name = "JOB|OWNER")]
+    pub targets: Vec<String>,
+    /// Only jobs matching this ClassAd expression.
+    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    pub constraint: Option<String>,
+    /// At most N jobs, newest first.
+    #[arg(long, alias = "match", value_name = "N")]
+    pub limit: Option<usize>,
+    /// Print whole job ads (`Name = expr` lines).
+    #[arg(short = 'l', long = "long")]
+    pub long: bool,
+    /// Print these expressions' values, space separated, one line per job.
+    #[arg(long = "af", alias = "autoformat", value_name = "ATTR", num_args = 1.., allow_hyphen_values = false)]
+    pub af: Vec<String>,
+    /// Print the job ads as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 const Q_EXIT_CODES: &str = "Exit status: 0 when every job analysed could run on some slot, 1 when one could not, 2 on an error.";
 
 #[derive(Debug, Args)]
 pub struct QArgs {
-    /// Only this job (CLUSTER or CLUSTER.PROC) of the job ads.
-    #[arg(value_name = "JOB")]
-    pub job: Option<String>,
+    /// Jobs (CLUSTER or CLUSTER.PROC) or owners to show.
+    #[arg(value_name = "JOB|OWNER")]
+    pub targets: Vec<String>,
+    /// Only jobs matching this ClassAd expression.
+    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    pub constraint: Option<String>,
+    /// Every user's jobs, not only yours.
+    #[arg(long)]
+    pub allusers: bool,
+    /// One line per job (ID OWNER SUBMITTED RUN_TIME ST PRI SIZE CMD).
+    #[arg(long)]
+    pub nobatch: bool,
+    /// The batch view (the default).
+    #[arg(long, conflicts_with = "nobatch")]
+    pub batch: bool,
+    /// Only held jobs, with their HoldReason.
+    #[arg(long)]
+    pub hold: bool,
+    /// Only running jobs, with where they run.
+    #[arg(long)]
+    pub run: bool,
+    /// Print whole job ads (`Name = expr` lines).
+    #[arg(short = 'l', long = "long")]
+    pub long: bool,
+    /// Print these expressions' values, space separated, one line per job.
+    #[arg(long = "af", alias = "autoformat", value_name = "ATTR", num_args = 1.., allow_hyphen_values = false)]
+    pub af: Vec<String>,
+    /// Print the job ads as JSON.
+    #[arg(long)]
+    pub json: bool,
     /// Analyse why the jobs do (not) match the slots.
     #[arg(long = "better-analyze", alias = "analyze")]
     pub better_analyze: bool,
@@ -104,7 +214,7 @@ pub struct SubmitArgs {
     /// The submit description file (`-` for standard input).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// Print the job ads instead of queueing them (required for now).
+    /// Print the job ads instead of queueing them.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
     /// Print the job ads as a JSON list of {attribute: expression} objects.
@@ -196,7 +306,42 @@ pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
     ];
     let command = args.get(1).and_then(|a| a.to_str());
     if command == Some("q") {
-        return single_dash(args, &["better-analyze", "analyze", "jobads", "slotads"]);
+        return single_dash(
+            args,
+            &[
+                "better-analyze",
+                "analyze",
+                "jobads",
+                "slotads",
+                "constraint",
+                "allusers",
+                "nobatch",
+                "batch",
+                "hold",
+                "run",
+                "long",
+                "af",
+                "autoformat",
+                "json",
+            ],
+        );
+    }
+    if matches!(command, Some("rm" | "hold" | "release")) {
+        return single_dash(args, &["constraint", "all", "reason"]);
+    }
+    if command == Some("history") {
+        return single_dash(
+            args,
+            &[
+                "constraint",
+                "limit",
+                "match",
+                "long",
+                "af",
+                "autoformat",
+                "json",
+            ],
+        );
     }
     if command != Some("config_val") {
         return args;

@@ -31,13 +31,19 @@ pub enum Outcome {
     ChecksFailed,
     /// Done, and some configuration parameter asked for is not defined.
     NotDefined,
+    /// Done, and some jobs asked for were not acted on (not found, not
+    /// the caller's, in the wrong status).
+    SomeRefused,
 }
 
 impl Outcome {
     pub fn exit_code(self) -> u8 {
         match self {
             Outcome::Success => 0,
-            Outcome::NoMatch | Outcome::ChecksFailed | Outcome::NotDefined => 1,
+            Outcome::NoMatch
+            | Outcome::ChecksFailed
+            | Outcome::NotDefined
+            | Outcome::SomeRefused => 1,
         }
     }
 }
@@ -67,6 +73,10 @@ pub enum Error {
     Input(String),
     /// A request that makes no sense as given.
     Usage(String),
+    /// The pool could not be reached, or refused the request.
+    Pool(wire::Error),
+    /// The pool could not start or run.
+    Daemon(String),
     /// A line of a vectors file that is not a JSON object.
     Json {
         origin: String,
@@ -101,6 +111,12 @@ impl Error {
     }
 }
 
+impl From<wire::Error> for Error {
+    fn from(e: wire::Error) -> Error {
+        Error::Pool(e)
+    }
+}
+
 impl From<io::Error> for Error {
     /// Plain `?` on an I/O error means writing the answer failed; reading
     /// goes through [`Error::read`] so the message names the file.
@@ -128,6 +144,8 @@ impl fmt::Display for Error {
             Error::Refused(m) => write!(f, "submission refused: {m}"),
             Error::Input(m) => f.write_str(m),
             Error::Usage(m) => write!(f, "usage: {m}"),
+            Error::Pool(e) => write!(f, "{e}"),
+            Error::Daemon(m) => f.write_str(m),
         }
     }
 }

@@ -6,11 +6,14 @@
 //! `errors`. The binary is the outermost layer: it may read files and the
 //! clock so that the crates beneath it never do.
 
+mod act_cmd;
 mod adfile;
 mod args;
 mod classad_cmd;
 mod config_cmd;
 mod errors;
+mod jobview;
+mod pool_cmd;
 mod q_cmd;
 mod simulate_cmd;
 mod submit_cmd;
@@ -54,6 +57,32 @@ fn main() -> ExitCode {
         }
         Command::Simulate(a) => simulate_cmd::run(a, &mut out),
         Command::Q(a) => q_cmd::run(a, a.now.unwrap_or_else(real_clock), &mut out),
+        Command::Pool(a) => {
+            let host = system::RealHost::detect();
+            pool_cmd::run(
+                &a.command,
+                &system::DiskFiles,
+                &host,
+                real_clock(),
+                &mut out,
+            )
+        }
+        Command::Rm(a) => act_cmd::run(
+            a,
+            wire::api::Action::Remove,
+            &mut out,
+            &mut std::io::stderr(),
+        ),
+        Command::Hold(a) => {
+            act_cmd::run(a, wire::api::Action::Hold, &mut out, &mut std::io::stderr())
+        }
+        Command::Release(a) => act_cmd::run(
+            a,
+            wire::api::Action::Release,
+            &mut out,
+            &mut std::io::stderr(),
+        ),
+        Command::History(a) => act_cmd::history(a, real_clock(), &mut out),
         Command::Submit(a) => {
             let host = system::RealHost::detect();
             submit_cmd::run(

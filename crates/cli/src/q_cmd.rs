@@ -1,6 +1,6 @@
-//! `ferrocondor q`: the job queue as condor_q shows it. With no pool to ask
-//! yet, only `-better-analyze` over ad files works (condor_q's `-jobads` and
-//! `-slotads`); anything else says so.
+//! `ferrocondor q`: the job queue as condor_q shows it, from the running
+//! pool (formats in `jobview`), and `-better-analyze` over slot ad files
+//! (condor_q's `-slotads`; the jobs from `-jobads` or from the pool).
 
 use std::io::Write;
 use std::path::Path;
@@ -10,25 +10,120 @@ use classad::{ClassAd, Env, Value};
 
 use crate::args::QArgs;
 use crate::errors::{Error, Outcome};
+use crate::jobview;
 
 pub fn run(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
-    let (Some(jobads), Some(slotads)) = (&a.jobads, &a.slotads) else {
+    if a.better_analyze || a.jobads.is_some() || a.slotads.is_some() {
+        return analyze(a, now, out);
+    }
+    live(a, now, out)
+}
+
+/// The selection the command line asks for: ids and owners, -constraint,
+/// -hold and -run; only the caller's jobs unless ids, owners or -allusers
+/// say otherwise (condor_q's default since HTCondor 8.5.2).
+fn selection(a: &QArgs) -> wire::api::Selection {
+    let mut parts = Vec::new();
+    if let Some(c) = &a.constraint {
+        parts.push(format!("({c})"));
+    }
+    if a.hold {
+        parts.push("(JobStatus == 5)".into());
+    }
+    if a.run {
+        parts.push("(JobStatus == 2)".into());
+    }
+    let constraint = (!parts.is_empty()).then(|| parts.join(" && "));
+    let mut sel = jobview::selection(&a.targets, constraint.as_deref());
+    sel.mine = a.targets.is_empty() && !a.allusers;
+    sel
+}
+
+/// Asks the running pool and prints its answer in condor_q's formats.
+fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
+    let answer: wire::api::QueryAnswer = jobview::client().call(
+        wire::api::PATH_QUERY,
+        &wire::api::QueryRequest {
+            selection: selection(a),
+            projection: Vec::new(),
+        },
+    )?;
+    let ads = jobview::parse_ads(&answer.ads)?;
+    let offset = crate::system::utc_offset(now);
+    let env = Env {
+        utc_offset: offset,
+        ..Env::at(now)
+    };
+    if a.json {
+        out.write_all(jobview::json(&ads).as_bytes())?;
+        return Ok(Outcome::Success);
+    }
+    if a.long {
+        out.write_all(jobview::long(&ads).as_bytes())?;
+        return Ok(Outcome::Success);
+    }
+    if !a.af.is_empty() {
+        out.write_all(jobview::autoformat(&ads, &a.af, &env)?.as_bytes())?;
+        return Ok(Outcome::Success);
+    }
+    let mut text = jobview::banner(&answer.hello, now, offset);
+    text.push_str(&if a.hold {
+        jobview::hold_table(&ads, &env, offset)
+    } else if a.run {
+        jobview::run_table(&ads, &env, offset)
+    } else if a.nobatch {
+        jobview::nobatch_table(&ads, &env, offset)
+    } else {
+        jobview::batch_table(&ads, &env, offset)
+    });
+    text.push_str(&jobview::totals(
+        &ads,
+        &answer.hello.user,
+        &answer.user_totals,
+        &answer.all_totals,
+        &env,
+    ));
+    out.write_all(text.as_bytes())?;
+    Ok(Outcome::Success)
+}
+
+/// `-better-analyze`: the job ads from -jobads or the pool, the slot ads
+/// from -slotads (the pool has no execute point to ask yet).
+fn analyze(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
+    if !a.better_analyze {
         return Err(Error::Usage(
-            "q needs a running pool to ask, and `ferrocondor pool up` is not there yet; \
-             what works today is the offline analysis: \
+            "-jobads and -slotads go with -better-analyze: \
              q -better-analyze -jobads FILE -slotads FILE [JOB]"
                 .into(),
         ));
-    };
-    if !a.better_analyze {
-        return Err(Error::Usage(
-            "with -jobads and -slotads, only -better-analyze is supported yet".into(),
-        ));
     }
+    let Some(slotads) = &a.slotads else {
+        return Err(Error::Usage(
+            "q -better-analyze needs slot ads, and the personal pool has no execute point \
+             (startd) to ask yet: give -slotads FILE (condor_status -l output), and \
+             -jobads FILE to read the jobs from a file rather than from `ferrocondor pool up`"
+                .into(),
+        ));
+    };
+    let job_arg = a.targets.first();
+    let (jobs, origin) = match &a.jobads {
+        Some(path) => (read_file(path)?, path.display().to_string()),
+        None => {
+            let mut sel = jobview::selection(&a.targets, a.constraint.as_deref());
+            sel.mine = a.targets.is_empty() && !a.allusers;
+            let answer: wire::api::QueryAnswer = jobview::client().call(
+                wire::api::PATH_QUERY,
+                &wire::api::QueryRequest {
+                    selection: sel,
+                    projection: Vec::new(),
+                },
+            )?;
+            (jobview::parse_ads(&answer.ads)?, "the pool".to_string())
+        }
+    };
     let env = Env::at(now);
-    let jobs = read_file(jobads)?;
     let slots = read_file(slotads)?;
-    let wanted = match &a.job {
+    let wanted = match job_arg {
         Some(id) => Some(parse_job_id(id)?),
         None => None,
     };
@@ -37,9 +132,9 @@ pub fn run(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
         .filter(|j| wanted.is_none_or(|w| w.selects(j, &env)))
         .collect();
     if jobs.is_empty() {
-        return Err(Error::Input(match &a.job {
-            Some(id) => format!("{}: no job {id} in it", jobads.display()),
-            None => format!("{}: no job ads in it", jobads.display()),
+        return Err(Error::Input(match job_arg {
+            Some(id) => format!("{origin}: no job {id} in it"),
+            None => format!("{origin}: no job ads in it"),
         }));
     }
     let mut all_can_run = true;

@@ -1,5 +1,5 @@
-//! `ferrocondor submit`: a submit description to job ads (`--dry-run`
-//! until the schedd exists).
+//! `ferrocondor submit`: a submit description to job ads, queued in the
+//! running pool, or printed (`--dry-run`).
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -8,6 +8,7 @@ use config::{load, Host, LoadOptions, Root};
 
 use crate::args::SubmitArgs;
 use crate::errors::{Error, Outcome};
+use crate::jobview;
 
 pub fn run(
     a: &SubmitArgs,
@@ -17,11 +18,6 @@ pub fn run(
     out: &mut dyn Write,
     diag: &mut dyn Write,
 ) -> Result<Outcome, Error> {
-    if !a.dry_run {
-        return Err(Error::Usage(
-            "there is no schedd to queue jobs in yet: use --dry-run to see the job ads".into(),
-        ));
-    }
     let (text, name) = if a.file == Path::new("-") {
         let mut t = String::new();
         std::io::stdin()
@@ -47,8 +43,18 @@ pub fn run(
         .clone()
         .or_else(|| host.env("USER"))
         .unwrap_or_else(|| "nobody".into());
-    let mut opts = submit::SubmitOptions::new(a.cluster, &owner, a.qdate.unwrap_or(now), &cwd);
-    opts.first_proc = a.proc;
+    // For real, the pool hands out the cluster id first (the ads name it:
+    // `$(Cluster)`), as condor_submit asks the schedd for a new cluster.
+    let client = jobview::client();
+    let cluster = if a.dry_run {
+        a.cluster
+    } else {
+        let c: wire::api::NewCluster =
+            client.call(wire::api::PATH_NEW_CLUSTER, &wire::api::Empty {})?;
+        i64::from(c.cluster)
+    };
+    let mut opts = submit::SubmitOptions::new(cluster, &owner, a.qdate.unwrap_or(now), &cwd);
+    opts.first_proc = if a.dry_run { a.proc } else { 0 };
     opts.submit_file = name;
     opts.append = a.append.clone();
     opts.environment = host.env_vars();
@@ -57,6 +63,9 @@ pub fn run(
         submit::submit(&text, &opts, &config, &SubmitFiles).map_err(Error::Submit)?;
     for w in &submission.warnings {
         writeln!(diag, "{w}")?;
+    }
+    if !a.dry_run {
+        return queue(&client, cluster, &submission.jobs, out, diag);
     }
     // What the schedd would do to them before queueing: its job transforms,
     // then its submit requirements (a failed one refuses the submission).
@@ -110,6 +119,51 @@ pub fn run(
             write!(out, "{}", classad::unparse::ad_to_old_syntax(ad))?;
         }
     }
+    Ok(Outcome::Success)
+}
+
+/// Sends the cluster to the pool, which sets Owner, applies its transforms
+/// and submit requirements, and answers once the jobs are on disk.
+fn queue(
+    client: &wire::Client,
+    cluster: i64,
+    jobs: &[classad::ClassAd],
+    out: &mut dyn Write,
+    diag: &mut dyn Write,
+) -> Result<Outcome, Error> {
+    if jobs.is_empty() {
+        writeln!(out, "0 job(s) submitted.")?;
+        return Ok(Outcome::Success);
+    }
+    let ads = jobs
+        .iter()
+        .map(|ad| {
+            let mut s = String::new();
+            classad::unparse::ad_into(&mut s, ad);
+            s
+        })
+        .collect();
+    writeln!(out, "Submitting job(s)...")?;
+    let done: wire::api::Submitted = client
+        .call(
+            wire::api::PATH_SUBMIT,
+            &wire::api::SubmitRequest {
+                cluster: cluster as u32,
+                ads,
+            },
+        )
+        .map_err(|e| match e {
+            wire::Error::Refused { message, .. } => Error::Daemon(message),
+            e => Error::Pool(e),
+        })?;
+    if let Some(w) = &done.warning {
+        writeln!(diag, "WARNING: {w}")?;
+    }
+    writeln!(
+        out,
+        "{} job(s) submitted to cluster {}.",
+        done.procs, done.cluster
+    )?;
     Ok(Outcome::Success)
 }
 

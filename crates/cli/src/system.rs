@@ -197,3 +197,18 @@ fn condor_home() -> Option<String> {
         (fields.first() == Some(&"condor")).then(|| fields.get(5).map(|h| h.to_string()))?
     })
 }
+
+/// The local zone's offset east of UTC at `now`, in seconds (0 when the
+/// zone cannot be read), for printing times as HTCondor's tools do.
+pub fn utc_offset(now: i64) -> i32 {
+    let t = now as libc::time_t;
+    // SAFETY: `tm` is a plain C struct that localtime_r fills in; both
+    // pointers are valid for the call.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let ok = unsafe { !libc::localtime_r(&t, &mut tm).is_null() };
+    if ok {
+        tm.tm_gmtoff as i32
+    } else {
+        0
+    }
+}

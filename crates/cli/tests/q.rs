@@ -126,9 +126,27 @@ fn a_broken_ad_file_is_refused_with_its_line() {
 }
 
 #[test]
-fn without_ad_files_q_says_the_pool_is_not_there_yet() {
-    let o = q(&[]);
+fn without_a_pool_q_says_how_to_start_one() {
+    let o = Command::new(env!("CARGO_BIN_EXE_ferrocondor"))
+        .arg("q")
+        .env("FERROCONDOR_STATE", dir().join("no-pool"))
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("pool up") && err.contains("-jobads"), "{err}");
+    assert!(
+        err.contains("no pool is running at") && err.contains("pool up"),
+        "{err}"
+    );
+}
+
+#[test]
+fn better_analyze_without_slot_ads_says_it_needs_them() {
+    let o = q(&["-better-analyze", "3.0"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("needs slot ads") && err.contains("-slotads"),
+        "{err}"
+    );
 }

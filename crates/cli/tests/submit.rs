@@ -29,6 +29,11 @@ fn submit(case: &Path, args: &[&str]) -> Output {
         "ONLY_ENV"
     };
     cmd.env("CONDOR_CONFIG", config);
+    // Never a real pool: submissions without --dry-run find none.
+    cmd.env(
+        "FERROCONDOR_STATE",
+        std::env::temp_dir().join(format!("ferrocondor-no-pool-{}", std::process::id())),
+    );
     cmd.output().unwrap()
 }
 
@@ -128,11 +133,15 @@ fn every_submit_vector_through_the_command_line() {
 }
 
 #[test]
-fn submit_needs_dry_run_until_there_is_a_schedd() {
+fn submit_without_a_pool_says_how_to_start_one() {
     let case = vectors().join("s01-minimal");
     let o = submit(&case, &["submit.sub"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--dry-run"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no pool is running at") && err.contains("ferrocondor pool up"),
+        "{err}"
+    );
 }
 
 #[test]

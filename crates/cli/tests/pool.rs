@@ -1,0 +1,295 @@
+//! The personal pool end to end, on the real binary: `pool up` as a child
+//! process, the tools against it, a SIGKILL and a restart on the same
+//! state directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ferrocondor")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ferrocondor-pool-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A running `pool up`, killed (SIGKILL) when dropped, whatever happened.
+struct PoolProcess {
+    child: Option<Child>,
+}
+
+impl PoolProcess {
+    fn start(state: &Path) -> PoolProcess {
+        let child = Command::new(bin())
+            .args(["pool", "up", "--state"])
+            .arg(state)
+            .env("CONDOR_CONFIG", "ONLY_ENV")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let p = PoolProcess { child: Some(child) };
+        // Up means answering: poll the socket, within a bound.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let o = run(state, &std::env::temp_dir(), &["q", "-af", "ClusterId"]);
+            if o.status.success() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the pool did not come up: {}",
+                err(&o)
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        p
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for PoolProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Runs a tool against the pool in `state`, from `cwd`.
+fn run(state: &Path, cwd: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .current_dir(cwd)
+        .env("FERROCONDOR_STATE", state)
+        .env("CONDOR_CONFIG", "ONLY_ENV")
+        .output()
+        .unwrap()
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(o: Output) -> String {
+    assert!(o.status.success(), "failed: {}{}", out(&o), err(&o));
+    out(&o)
+}
+
+fn me() -> String {
+    // The pool names users from the socket's peer uid; so do we.
+    let o = Command::new("id").arg("-un").output().unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+#[test]
+fn queue_hold_release_remove_and_survive_a_sigkill() {
+    let dir = scratch("life");
+    let state = dir.join("state");
+    let mut pool = PoolProcess::start(&state);
+    let t = |args: &[&str]| run(&state, &dir, args);
+
+    std::fs::write(
+        dir.join("job.sub"),
+        "executable = /bin/sleep\narguments = 60\nlog = job.log\nqueue 3\n",
+    )
+    .unwrap();
+    let s = ok(t(&["submit", "job.sub"]));
+    assert!(s.contains("3 job(s) submitted to cluster 1."), "{s}");
+
+    // The batch view: one line, 3 idle jobs of this user.
+    let q = ok(t(&["q"]));
+    assert!(q.contains("-- Schedd: "), "{q}");
+    assert!(q.contains("OWNER") && q.contains("JOB_IDS"), "{q}");
+    let row = q
+        .lines()
+        .find(|l| l.contains("ID: 1"))
+        .unwrap_or_else(|| panic!("{q}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[0], me(), "{row}");
+    assert_eq!(cells[cells.len() - 1], "1.0-2", "{row}");
+    assert_eq!(cells[cells.len() - 3], "_", "HOLD {row}");
+    assert_eq!(cells[cells.len() - 4], "3", "IDLE {row}");
+    assert!(
+        q.contains("Total for query: 3 jobs; 0 completed, 0 removed, 3 idle"),
+        "{q}"
+    );
+
+    // Hold one: -hold shows it with its reason.
+    assert_eq!(
+        ok(t(&["hold", "1.1", "-reason", "waiting for input"])),
+        "Job 1.1 held\n"
+    );
+    let h = ok(t(&["q", "-hold"]));
+    let held: Vec<&str> = h
+        .lines()
+        .filter(|l| l.trim_start().starts_with("1."))
+        .collect();
+    assert_eq!(held.len(), 1, "{h}");
+    assert!(
+        held[0].contains("1.1") && held[0].ends_with("waiting for input"),
+        "{h}"
+    );
+    // Holding it again is refused, and says why.
+    let again = t(&["hold", "1.1"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        err(&again).contains("cannot be held: it is held"),
+        "{}",
+        err(&again)
+    );
+
+    assert_eq!(ok(t(&["release", "1.1"])), "Job 1.1 released\n");
+    assert_eq!(ok(t(&["rm", "1.2"])), "Job 1.2 marked for removal\n");
+    assert_eq!(
+        ok(t(&["q", "-af", "ClusterId", "ProcId", "JobStatus"])),
+        "1 0 1\n1 1 1\n"
+    );
+
+    // The removed job is in the history.
+    let hist = ok(t(&[
+        "history",
+        "-af",
+        "ClusterId",
+        "ProcId",
+        "JobStatus",
+        "RemoveReason",
+    ]));
+    assert_eq!(hist, format!("1 2 3 via condor_rm (by user {})\n", me()));
+
+    // -json parses, and -nobatch lists each job.
+    let json: serde_json::Value = serde_json::from_str(&ok(t(&["q", "-json"]))).unwrap();
+    assert_eq!(json.as_array().map(Vec::len), Some(2), "{json}");
+    assert_eq!(json[1]["LastHoldReason"], "waiting for input");
+    let nb = ok(t(&["q", "-nobatch"]));
+    assert!(
+        nb.contains(" ID      OWNER            SUBMITTED     RUN_TIME ST PRI SIZE CMD"),
+        "{nb}"
+    );
+    assert_eq!(
+        nb.lines().filter(|l| l.contains("sleep 60")).count(),
+        2,
+        "{nb}"
+    );
+
+    // The job event log, in HTCondor's format.
+    let log = std::fs::read_to_string(dir.join("job.log")).unwrap();
+    assert_eq!(log.matches("Job submitted from host:").count(), 3, "{log}");
+    assert!(
+        log.contains("012 (001.001.000)") && log.contains("013 (001.001.000)"),
+        "{log}"
+    );
+    assert!(log.contains("009 (001.002.000)"), "{log}");
+
+    // A second pool on the same state directory is refused.
+    let second = Command::new(bin())
+        .args(["pool", "up", "--state"])
+        .arg(&state)
+        .env("CONDOR_CONFIG", "ONLY_ENV")
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    assert!(
+        err(&second).contains("a pool is already running on"),
+        "{}",
+        err(&second)
+    );
+
+    // SIGKILL, then up again on the same directory: the same jobs, once each.
+    pool.kill();
+    let _pool = PoolProcess::start(&state);
+    assert_eq!(
+        ok(t(&["q", "-af", "ClusterId", "ProcId", "JobStatus"])),
+        "1 0 1\n1 1 1\n"
+    );
+    assert_eq!(ok(t(&["history", "-af", "ClusterId", "ProcId"])), "1 2\n");
+    // Cluster ids are not reused after the restart.
+    let s = ok(t(&["submit", "job.sub"]));
+    assert!(s.contains("3 job(s) submitted to cluster 2."), "{s}");
+    // A constraint, and rm by cluster.
+    assert_eq!(
+        ok(t(&["q", "-constraint", "ClusterId == 2", "-af", "ProcId"])),
+        "0\n1\n2\n"
+    );
+    assert_eq!(
+        ok(t(&["rm", "2"])),
+        "All jobs in cluster 2 have been marked for removal\n"
+    );
+    assert_eq!(
+        ok(t(&["history", "-limit", "1", "-af", "ClusterId"])),
+        "2\n"
+    );
+
+    // pool down stops it cleanly.
+    let down = ok(run(&state, &dir, &["pool", "down"]));
+    assert!(down.contains("is down"), "{down}");
+    assert!(!state.join("pool.sock").exists());
+}
+
+#[test]
+fn tools_without_a_pool_say_how_to_start_one() {
+    let dir = scratch("none");
+    let state = dir.join("nothing-here");
+    for args in [&["q"][..], &["rm", "1"], &["history"], &["pool", "down"]] {
+        let o = run(&state, &dir, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            err(&o),
+            format!(
+                "no pool is running at {}: start one with `ferrocondor pool up`\n",
+                state.join("pool.sock").display()
+            ),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn malformed_requests_get_a_clear_error_and_the_pool_stays_up() {
+    use std::io::{Read, Write};
+    let dir = scratch("bad");
+    let state = dir.join("state");
+    let _pool = PoolProcess::start(&state);
+    let send = |raw: &str| {
+        let mut s = std::os::unix::net::UnixStream::connect(state.join("pool.sock")).unwrap();
+        s.write_all(raw.as_bytes()).unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    let body = "{\"selection\": 7}";
+    let a = send(&format!(
+        "POST /v1/jobs/query HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    assert!(a.starts_with("HTTP/1.1 400"), "{a}");
+    assert!(a.contains("malformed request"), "{a}");
+    let a =
+        send("POST /v2/nope HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    assert!(
+        a.starts_with("HTTP/1.1 404") && a.contains("no such request"),
+        "{a}"
+    );
+    // A constraint that does not parse is refused by name.
+    let o = run(&state, &dir, &["q", "-constraint", "JobStatus =="]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o).contains("the constraint does not parse"),
+        "{}",
+        err(&o)
+    );
+    ok(run(&state, &dir, &["q"]));
+}

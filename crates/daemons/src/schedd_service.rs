@@ -1,0 +1,794 @@
+//! The access point as a service: the pure job queue (`schedd::JobQueue`)
+//! kept equal to the durable one (`store::Store`), and the API's requests
+//! carried out against both. Plain synchronous code, so every request can
+//! be tested without a socket; `server.rs` puts it behind HTTP.
+//!
+//! Every write follows one order: the core decides (and changes the queue
+//! in memory), the store commits the change, and only then is the answer
+//! given and the job event log written. When the store refuses, the change
+//! is undone in memory and the request fails: nothing unacknowledged stays,
+//! nothing acknowledged is lost.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use classad::{ClassAd, Env, Expr, Value};
+use schedd::job::attr;
+use schedd::{
+    Change, JobId, JobQueue, JobStatus, LogFormat, SubmitPolicy, SuperUsers, SystemPolicy,
+    UserAction,
+};
+use store::{HistoryQuery, Op, Store};
+use wire::api::{
+    ActAnswer, ActRequest, Action, Failure, Hello, HistoryAnswer, HistoryRequest, NewCluster,
+    QueryAnswer, QueryRequest, Selection, SubmitRequest, Submitted, Totals,
+};
+
+/// What the access point is configured to do.
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    /// `QUEUE_SUPER_USERS`: they may act on every job.
+    pub super_users: SuperUsers,
+    /// Job transforms and submit requirements.
+    pub submit_policy: SubmitPolicy,
+    /// `SYSTEM_PERIODIC_HOLD/RELEASE/REMOVE`.
+    pub system_policy: SystemPolicy,
+    /// Seconds between evaluations of periodic job policy
+    /// (`PERIODIC_EXPR_INTERVAL`).
+    pub periodic_interval: u64,
+    /// The schedd's name for tools' banners (the host's name).
+    pub schedd_name: String,
+    /// The local zone, seconds east of UTC, for the job event log.
+    pub utc_offset: i32,
+}
+
+impl Default for PoolConfig {
+    fn default() -> PoolConfig {
+        PoolConfig {
+            super_users: SuperUsers::default(),
+            submit_policy: SubmitPolicy::none(),
+            system_policy: SystemPolicy::none(),
+            periodic_interval: 60,
+            schedd_name: "localhost".into(),
+            utc_offset: 0,
+        }
+    }
+}
+
+impl PoolConfig {
+    /// Reads the schedd's parameters from a loaded configuration.
+    pub fn from_config(config: &config::Config, utc_offset: i32) -> Result<PoolConfig, String> {
+        let super_users = SuperUsers::from_config(config).map_err(|e| e.to_string())?;
+        let submit_policy = SubmitPolicy::from_config(config).map_err(|e| e.to_string())?;
+        let system_policy = SystemPolicy::from_config(config).map_err(|e| e.to_string())?;
+        let periodic_interval = config
+            .integer_or("PERIODIC_EXPR_INTERVAL", 60)
+            .map_err(|e| e.to_string())?
+            .max(1) as u64;
+        let schedd_name = config
+            .get("FULL_HOSTNAME")
+            .ok()
+            .flatten()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "localhost".into());
+        Ok(PoolConfig {
+            super_users,
+            submit_policy,
+            system_policy,
+            periodic_interval,
+            schedd_name,
+            utc_offset,
+        })
+    }
+}
+
+/// A refused request: the HTTP status and a message for the person.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: u16,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError {
+            status: 400,
+            message: message.into(),
+        }
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError {
+            status: 403,
+            message: message.into(),
+        }
+    }
+
+    /// The store could not write: nothing was changed.
+    fn store(e: store::Error) -> ApiError {
+        ApiError {
+            status: 500,
+            message: format!("the job queue could not be written, so nothing was changed: {e}"),
+        }
+    }
+}
+
+/// The access point's state: the queue in memory and on disk.
+pub struct Schedd {
+    queue: JobQueue,
+    store: Store,
+    config: PoolConfig,
+    /// The schedd's address, for banners and submit events.
+    address: String,
+    /// Cluster ids handed out and not yet submitted, with whom to.
+    reserved: BTreeMap<u32, String>,
+    log_format: LogFormat,
+}
+
+fn store_id(id: JobId) -> Option<store::JobId> {
+    Some(store::JobId::new(
+        u32::try_from(id.cluster).ok()?,
+        u32::try_from(id.proc).ok()?,
+    ))
+}
+
+fn literal_int(ad: &ClassAd, name: &str) -> Option<i64> {
+    match ad.get(name)? {
+        Expr::Lit(Value::Int(i)) => Some(*i),
+        _ => None,
+    }
+}
+
+fn literal_str(ad: &ClassAd, name: &str) -> Option<String> {
+    match ad.get(name)? {
+        Expr::Lit(Value::Str(s)) => Some(s.to_string()),
+        _ => None,
+    }
+}
+
+fn ad_text(ad: &ClassAd) -> String {
+    let mut s = String::new();
+    classad::unparse::ad_into(&mut s, ad);
+    s
+}
+
+fn project(ad: &ClassAd, projection: &[String]) -> ClassAd {
+    if projection.is_empty() {
+        return ad.clone();
+    }
+    let mut out = ClassAd::new();
+    for name in projection {
+        if let Some(e) = ad.get(name) {
+            out.insert(name.as_str(), e.clone());
+        }
+    }
+    out
+}
+
+/// A [`Selection`] made ready to test jobs with.
+struct Selector<'a> {
+    sel: &'a Selection,
+    constraint: Option<Expr>,
+    /// The caller's name when only their jobs count.
+    only: Option<&'a str>,
+}
+
+impl<'a> Selector<'a> {
+    fn new(sel: &'a Selection, user: &'a str, super_users: &SuperUsers) -> Result<Self, ApiError> {
+        let constraint = match &sel.constraint {
+            Some(text) => Some(classad::parse_expr(text).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "the constraint does not parse: {}",
+                    e.display_with_source("<constraint>")
+                ))
+            })?),
+            None => None,
+        };
+        let only = (sel.mine && !super_users.contains(user)).then_some(user);
+        Ok(Selector {
+            sel,
+            constraint,
+            only,
+        })
+    }
+
+    fn selects(&self, id: (i64, i64), ad: &ClassAd, env: &Env) -> bool {
+        let owner = literal_str(ad, attr::OWNER);
+        if let Some(me) = self.only {
+            if owner.as_deref() != Some(me) {
+                return false;
+            }
+        }
+        if !self.sel.owners.is_empty()
+            && !self.sel.owners.iter().any(|o| owner.as_deref() == Some(o))
+        {
+            return false;
+        }
+        if !self.sel.ids.is_empty()
+            && !self.sel.ids.iter().any(|s| {
+                i64::from(s.cluster) == id.0 && s.proc.is_none_or(|p| i64::from(p) == id.1)
+            })
+        {
+            return false;
+        }
+        match &self.constraint {
+            None => true,
+            Some(c) => match ad.eval(c, env) {
+                Value::Bool(b) => b,
+                Value::Int(i) => i != 0,
+                Value::Real(r) => r != 0.0,
+                _ => false,
+            },
+        }
+    }
+}
+
+fn count(t: &mut Totals, ad: &ClassAd) {
+    t.jobs += 1;
+    match literal_int(ad, attr::JOB_STATUS).and_then(JobStatus::from_number) {
+        Some(JobStatus::Idle) => t.idle += 1,
+        Some(JobStatus::Running | JobStatus::TransferringOutput) => t.running += 1,
+        Some(JobStatus::Removed) => t.removed += 1,
+        Some(JobStatus::Completed) => t.completed += 1,
+        Some(JobStatus::Held) => t.held += 1,
+        Some(JobStatus::Suspended) => t.suspended += 1,
+        None => {}
+    }
+}
+
+impl Schedd {
+    /// Opens (or creates) the queue file and restores its jobs.
+    pub fn open(
+        queue_file: &Path,
+        config: PoolConfig,
+        address: String,
+    ) -> Result<Schedd, store::Error> {
+        let store = Store::open(queue_file)?;
+        let jobs = store.load_queue()?;
+        let mut queue = JobQueue::restore(
+            jobs.into_iter().map(|j| j.ad).collect(),
+            i64::from(store.next_cluster_id()),
+        );
+        queue.utc_offset = config.utc_offset;
+        let log_format = LogFormat {
+            utc_offset: config.utc_offset,
+            ..LogFormat::default()
+        };
+        Ok(Schedd {
+            queue,
+            store,
+            config,
+            address,
+            reserved: BTreeMap::new(),
+            log_format,
+        })
+    }
+
+    pub fn queue(&self) -> &JobQueue {
+        &self.queue
+    }
+
+    fn env(&self, now: i64) -> Env {
+        Env {
+            utc_offset: self.config.utc_offset,
+            ..Env::at(now)
+        }
+    }
+
+    pub fn hello(&self, user: &str) -> Hello {
+        Hello {
+            user: user.to_string(),
+            schedd: self.config.schedd_name.clone(),
+            address: self.address.clone(),
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+
+    /// Hands `user` a cluster id to build a submission with.
+    pub fn new_cluster(&mut self, user: &str) -> Result<NewCluster, ApiError> {
+        let cluster = self.store.reserve_cluster().map_err(ApiError::store)?;
+        // A client that never submits leaves a gap in the ids, as in
+        // HTCondor; bound what abandoned reservations can hold.
+        if self.reserved.len() >= 10_000 {
+            if let Some(first) = self.reserved.keys().next().copied() {
+                self.reserved.remove(&first);
+            }
+        }
+        self.reserved.insert(cluster, user.to_string());
+        Ok(NewCluster { cluster })
+    }
+
+    /// Queues one cluster for `user`; acknowledged once it is on disk.
+    pub fn submit(
+        &mut self,
+        user: &str,
+        req: SubmitRequest,
+        now: i64,
+    ) -> Result<Submitted, ApiError> {
+        let cluster = req.cluster;
+        match self.reserved.get(&cluster) {
+            Some(owner) if owner == user => {}
+            Some(_) => {
+                return Err(ApiError::forbidden(format!(
+                    "cluster {cluster} was handed to another user"
+                )))
+            }
+            None => {
+                return Err(ApiError::bad_request(format!(
+                    "cluster {cluster} was not handed out by this pool (or was already submitted): \
+                     ask for a new cluster first"
+                )))
+            }
+        }
+        if req.ads.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "cluster {cluster}: a submission needs at least one job"
+            )));
+        }
+        let mut ads = Vec::with_capacity(req.ads.len());
+        for (i, text) in req.ads.iter().enumerate() {
+            let ad = ClassAd::parse(text).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "job {cluster}.{i}: the ad does not parse: {}",
+                    e.display_with_source("<job ad>")
+                ))
+            })?;
+            let (c, p) = (
+                literal_int(&ad, attr::CLUSTER_ID),
+                literal_int(&ad, attr::PROC_ID),
+            );
+            if c != Some(i64::from(cluster)) || p != Some(i as i64) {
+                return Err(ApiError::bad_request(format!(
+                    "job {cluster}.{i}: its ad must say ClusterId = {cluster} and ProcId = {i}"
+                )));
+            }
+            ads.push(ad);
+        }
+        let mut schedd_ad = ClassAd::new();
+        schedd_ad.insert_value("MyType", "Scheduler");
+        schedd_ad.insert_value("Name", self.config.schedd_name.as_str());
+        let done = self
+            .queue
+            .submit(
+                ads,
+                user,
+                &self.config.submit_policy,
+                &schedd_ad,
+                &self.address,
+                now,
+            )
+            .map_err(|e| ApiError::bad_request(format!("submission refused: {e}")))?;
+        let stored: Vec<ClassAd> = done
+            .jobs
+            .iter()
+            .filter_map(|id| self.queue.job(*id).cloned())
+            .collect();
+        if let Err(e) = self.store.submit_cluster(cluster, &stored) {
+            for id in &done.jobs {
+                self.queue.forget(*id);
+            }
+            return Err(ApiError::store(e));
+        }
+        self.reserved.remove(&cluster);
+        let logs = self.log_entries(&done.changes, now);
+        write_logs(logs);
+        Ok(Submitted {
+            cluster,
+            procs: done.jobs.len() as u32,
+            warning: done.warning,
+        })
+    }
+
+    /// The jobs `req` selects, with the caller's and the queue's totals.
+    pub fn query(&self, user: &str, req: &QueryRequest, now: i64) -> Result<QueryAnswer, ApiError> {
+        let env = self.env(now);
+        let selector = Selector::new(&req.selection, user, &self.config.super_users)?;
+        let mut ads = Vec::new();
+        let mut user_totals = Totals::default();
+        let mut all_totals = Totals::default();
+        for (id, ad) in self.queue.jobs() {
+            count(&mut all_totals, ad);
+            if literal_str(ad, attr::OWNER).as_deref() == Some(user) {
+                count(&mut user_totals, ad);
+            }
+            if selector.selects((id.cluster, id.proc), ad, &env) {
+                ads.push(ad_text(&project(ad, &req.projection)));
+            }
+        }
+        Ok(QueryAnswer {
+            hello: self.hello(user),
+            ads,
+            user_totals,
+            all_totals,
+        })
+    }
+
+    /// Holds, releases or removes the jobs `req` selects, as `user`.
+    pub fn act(&mut self, user: &str, req: &ActRequest, now: i64) -> Result<ActAnswer, ApiError> {
+        let env = self.env(now);
+        let selector = Selector::new(&req.selection, user, &self.config.super_users)?;
+        let targets: Vec<JobId> = self
+            .queue
+            .jobs()
+            .filter(|(id, ad)| selector.selects((id.cluster, id.proc), ad, &env))
+            .map(|(id, _)| id)
+            .collect();
+        let mut before = BTreeMap::new();
+        let mut changes = Vec::new();
+        let mut failed = Vec::new();
+        for id in targets {
+            let Some(pre) = self.queue.job(id).cloned() else {
+                continue;
+            };
+            let action = match req.action {
+                Action::Hold => UserAction::Hold {
+                    reason: req.reason.clone(),
+                    subcode: 0,
+                },
+                Action::Release => UserAction::Release {
+                    reason: req.reason.clone(),
+                },
+                Action::Remove => UserAction::Remove {
+                    reason: req.reason.clone(),
+                },
+            };
+            match self
+                .queue
+                .user_action(user, &self.config.super_users, id, action, now)
+            {
+                Ok(c) => {
+                    before.insert(id, pre);
+                    changes.push(c);
+                }
+                Err(e) => failed.push(Failure {
+                    job: id.to_string(),
+                    error: e.to_string(),
+                }),
+            }
+        }
+        if let Err(e) = self.persist(&changes, now) {
+            self.undo(before);
+            return Err(ApiError::store(e));
+        }
+        Ok(ActAnswer {
+            done: changes.iter().map(|c| c.job.to_string()).collect(),
+            failed,
+        })
+    }
+
+    /// Jobs that have left the queue, newest first.
+    pub fn history(
+        &self,
+        user: &str,
+        req: &HistoryRequest,
+        now: i64,
+    ) -> Result<HistoryAnswer, ApiError> {
+        let env = self.env(now);
+        let selector = Selector::new(&req.selection, user, &self.config.super_users)?;
+        let mut q = HistoryQuery::default();
+        // One id narrows the store's search; anything more is filtered here.
+        if let [one] = req.selection.ids.as_slice() {
+            q.cluster = Some(one.cluster);
+            q.proc = one.proc;
+        }
+        if let [owner] = req.selection.owners.as_slice() {
+            q.owner = Some(owner.clone());
+        }
+        let plain = req.selection.constraint.is_none()
+            && req.selection.ids.len() <= 1
+            && req.selection.owners.len() <= 1
+            && selector.only.is_none();
+        if plain {
+            q.limit = req.limit;
+        }
+        let records = self.store.history(&q).map_err(|e| ApiError {
+            status: 500,
+            message: format!("the history could not be read: {e}"),
+        })?;
+        let mut ads = Vec::new();
+        for r in records {
+            if req.limit.is_some_and(|n| ads.len() >= n) {
+                break;
+            }
+            let id = (i64::from(r.id.cluster), i64::from(r.id.proc));
+            if selector.selects(id, &r.ad, &env) {
+                ads.push(ad_text(&project(&r.ad, &req.projection)));
+            }
+        }
+        Ok(HistoryAnswer { ads })
+    }
+
+    /// One evaluation of periodic job policy (and SYSTEM_PERIODIC_*).
+    /// Returns how many jobs it changed.
+    pub fn periodic(&mut self, now: i64) -> Result<usize, String> {
+        let before = self.queue.clone();
+        let changes = self
+            .queue
+            .evaluate_periodic(now, &self.config.system_policy);
+        if changes.is_empty() {
+            return Ok(0);
+        }
+        if let Err(e) = self.persist(&changes, now) {
+            self.queue = before;
+            return Err(format!("periodic job policy: the job queue could not be written, so nothing was changed: {e}"));
+        }
+        Ok(changes.len())
+    }
+
+    /// Commits `changes` (already made in memory) to the store in one
+    /// transaction; jobs that reached Removed or Completed go to the
+    /// history. Writes the job event log once the store has them.
+    fn persist(&mut self, changes: &[Change], now: i64) -> Result<(), store::Error> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let mut ops = Vec::new();
+        let mut leaving = Vec::new();
+        for c in changes {
+            let Some(id) = store_id(c.job) else {
+                continue;
+            };
+            let ad = self.queue.job(c.job);
+            for name in &c.attributes {
+                match ad.and_then(|ad| ad.get(name)) {
+                    Some(e) => ops.push(Op::set(id, name, e.clone())),
+                    None => ops.push(Op::delete(id, name)),
+                }
+            }
+            // No job runs yet, so none must first be taken off a machine.
+            if matches!(c.to, JobStatus::Removed | JobStatus::Completed) && !c.stop {
+                ops.push(Op::to_history(id, now));
+                leaving.push(c.job);
+            }
+        }
+        let logs = self.log_entries(changes, now);
+        self.store.apply(&ops)?;
+        for id in leaving {
+            self.queue.forget(id);
+        }
+        write_logs(logs);
+        Ok(())
+    }
+
+    /// Puts the jobs in `before` back as they were (after the store refused
+    /// their change).
+    fn undo(&mut self, before: BTreeMap<JobId, ClassAd>) {
+        if before.is_empty() {
+            return;
+        }
+        let jobs: Vec<ClassAd> = self
+            .queue
+            .jobs()
+            .map(|(id, ad)| before.get(&id).unwrap_or(ad).clone())
+            .chain(
+                // Jobs forgotten in the meantime (none today) come back too.
+                before
+                    .iter()
+                    .filter(|(id, _)| self.queue.job(**id).is_none())
+                    .map(|(_, ad)| ad.clone()),
+            )
+            .collect();
+        let mut q = JobQueue::restore(jobs, self.queue.next_cluster());
+        q.utc_offset = self.queue.utc_offset;
+        self.queue = q;
+    }
+
+    /// The event log text of each change, with the file it goes to (the
+    /// job's `UserLog`).
+    fn log_entries(&self, changes: &[Change], now: i64) -> Vec<(PathBuf, String)> {
+        changes
+            .iter()
+            .filter_map(|c| {
+                let event = c.log.as_ref()?;
+                let path = literal_str(self.queue.job(c.job)?, "UserLog")?;
+                Some((
+                    PathBuf::from(path),
+                    event.format(c.job, now, &self.log_format),
+                ))
+            })
+            .collect()
+    }
+}
+
+/// Appends each entry to its file. A log that cannot be written does not
+/// undo the change (it is on disk); the daemon says so on its stderr.
+fn write_logs(entries: Vec<(PathBuf, String)>) {
+    let mut by_file: BTreeMap<PathBuf, String> = BTreeMap::new();
+    let mut order = BTreeSet::new();
+    for (path, text) in entries {
+        order.insert(path.clone());
+        by_file.entry(path).or_default().push_str(&text);
+    }
+    for (path, text) in by_file {
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+        if let Err(e) = written {
+            eprintln!(
+                "ferrocondor: cannot write the job event log {}: {e}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wire::api::JobSpec;
+
+    fn job(cluster: u32, proc: u32, log: Option<&Path>) -> String {
+        let mut ad = ClassAd::new();
+        ad.insert_value("ClusterId", i64::from(cluster));
+        ad.insert_value("ProcId", i64::from(proc));
+        ad.insert_value("Cmd", "/bin/sleep");
+        ad.insert_value("Owner", "mallory");
+        if let Some(l) = log {
+            ad.insert_value("UserLog", l.display().to_string().as_str());
+        }
+        ad_text(&ad)
+    }
+
+    fn open(dir: &Path) -> Schedd {
+        Schedd::open(
+            &dir.join("queue.db"),
+            PoolConfig {
+                super_users: SuperUsers::new(["root"]),
+                ..PoolConfig::default()
+            },
+            "<unix:test>".into(),
+        )
+        .unwrap()
+    }
+
+    fn submit(s: &mut Schedd, user: &str, n: u32, log: Option<&Path>) -> u32 {
+        let c = s.new_cluster(user).unwrap().cluster;
+        let ads = (0..n).map(|p| job(c, p, log)).collect();
+        s.submit(user, SubmitRequest { cluster: c, ads }, 1000)
+            .unwrap();
+        c
+    }
+
+    fn ids(sel: &[&str]) -> Selection {
+        Selection {
+            ids: sel.iter().map(|s| JobSpec::parse(s).unwrap()).collect(),
+            ..Selection::default()
+        }
+    }
+
+    #[test]
+    fn owner_comes_from_the_peer_and_jobs_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("job.log");
+        let mut s = open(dir.path());
+        let c = submit(&mut s, "alice", 2, Some(&log));
+        let a = s.query("alice", &QueryRequest::default(), 1000).unwrap();
+        assert_eq!(a.ads.len(), 2);
+        assert!(a.ads[0].contains("Owner = \"alice\""), "{}", a.ads[0]);
+        assert_eq!(a.user_totals.idle, 2);
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(
+            text.matches("Job submitted from host: <unix:test>").count(),
+            2,
+            "{text}"
+        );
+        drop(s);
+        let s = open(dir.path());
+        assert_eq!(s.queue().len(), 2);
+        assert_eq!(s.queue().next_cluster(), i64::from(c) + 1);
+    }
+
+    #[test]
+    fn only_the_owner_or_a_super_user_may_act_and_refusals_say_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(dir.path());
+        let c = submit(&mut s, "alice", 1, None);
+        let hold = |reason: Option<&str>| ActRequest {
+            action: Action::Hold,
+            selection: ids(&[&format!("{c}.0")]),
+            reason: reason.map(str::to_string),
+        };
+        let a = s.act("bob", &hold(None), 1001).unwrap();
+        assert!(a.done.is_empty());
+        assert!(
+            a.failed[0]
+                .error
+                .contains("bob may not hold job 1.0, which belongs to alice"),
+            "{:?}",
+            a.failed
+        );
+        let a = s.act("alice", &hold(Some("lunch")), 1001).unwrap();
+        assert_eq!(a.done, vec!["1.0"]);
+        let ad =
+            ClassAd::parse(&s.query("alice", &QueryRequest::default(), 1).unwrap().ads[0]).unwrap();
+        assert_eq!(literal_str(&ad, "HoldReason").as_deref(), Some("lunch"));
+        // Removal by root moves the job to the history.
+        let rm = ActRequest {
+            action: Action::Remove,
+            selection: Selection::default(),
+            reason: None,
+        };
+        assert_eq!(s.act("root", &rm, 1002).unwrap().done, vec!["1.0"]);
+        assert!(s.queue().is_empty());
+        let h = s.history("root", &HistoryRequest::default(), 1003).unwrap();
+        assert_eq!(h.ads.len(), 1);
+        assert!(
+            h.ads[0].contains("via condor_rm (by user root)"),
+            "{}",
+            h.ads[0]
+        );
+    }
+
+    #[test]
+    fn bad_submissions_are_refused_and_queue_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(dir.path());
+        let req = |cluster, ads| SubmitRequest { cluster, ads };
+        let e = s
+            .submit("alice", req(7, vec![job(7, 0, None)]), 1)
+            .unwrap_err();
+        assert!(e.message.contains("was not handed out"), "{e:?}");
+        let c = s.new_cluster("alice").unwrap().cluster;
+        let e = s
+            .submit("bob", req(c, vec![job(c, 0, None)]), 1)
+            .unwrap_err();
+        assert_eq!(e.status, 403);
+        let e = s
+            .submit("alice", req(c, vec!["[ A = ".into()]), 1)
+            .unwrap_err();
+        assert!(e.message.contains("does not parse"), "{e:?}");
+        let e = s
+            .submit("alice", req(c, vec![job(c, 1, None)]), 1)
+            .unwrap_err();
+        assert!(e.message.contains("ProcId = 0"), "{e:?}");
+        assert!(s.queue().is_empty());
+        let e = s
+            .query(
+                "alice",
+                &QueryRequest {
+                    selection: Selection {
+                        constraint: Some("JobStatus ==".into()),
+                        ..Selection::default()
+                    },
+                    projection: vec![],
+                },
+                1,
+            )
+            .unwrap_err();
+        assert!(e.message.contains("constraint does not parse"), "{e:?}");
+    }
+
+    #[test]
+    fn periodic_policy_holds_and_the_hold_is_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(dir.path());
+        let c = s.new_cluster("alice").unwrap().cluster;
+        let mut ad = ClassAd::parse(&job(c, 0, None)).unwrap();
+        ad.insert(
+            "PeriodicHold",
+            classad::parse_expr("time() > QDate + 10").unwrap(),
+        );
+        ad.insert_value("QDate", 1000i64);
+        s.submit(
+            "alice",
+            SubmitRequest {
+                cluster: c,
+                ads: vec![ad_text(&ad)],
+            },
+            1000,
+        )
+        .unwrap();
+        assert_eq!(s.periodic(1005).unwrap(), 0);
+        assert_eq!(s.periodic(1100).unwrap(), 1);
+        drop(s);
+        let s = open(dir.path());
+        assert_eq!(
+            s.queue().status(JobId::new(i64::from(c), 0)),
+            Some(JobStatus::Held)
+        );
+    }
+}

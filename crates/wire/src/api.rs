@@ -1,0 +1,239 @@
+//! The requests and answers of the access point's API. Every endpoint takes
+//! a JSON body (`POST`) and answers JSON; a refusal is an HTTP error status
+//! with an [`ErrorBody`]. Paths are the `PATH_*` constants.
+//!
+//! Who asks is never part of a request: the daemon takes it from the
+//! socket (the peer's uid), so a client cannot claim to be someone else.
+
+use serde::{Deserialize, Serialize};
+
+pub const PATH_HELLO: &str = "/v1/hello";
+pub const PATH_NEW_CLUSTER: &str = "/v1/cluster";
+pub const PATH_SUBMIT: &str = "/v1/submit";
+pub const PATH_QUERY: &str = "/v1/jobs/query";
+pub const PATH_ACT: &str = "/v1/jobs/act";
+pub const PATH_HISTORY: &str = "/v1/history";
+pub const PATH_SHUTDOWN: &str = "/v1/shutdown";
+
+/// The body of every refusal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: String,
+}
+
+/// An empty request or answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Empty {}
+
+/// Who the daemon is, and who it thinks the caller is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The user name the daemon took from the socket.
+    pub user: String,
+    /// The schedd's name (the host's name), for `condor_q`'s banner.
+    pub schedd: String,
+    /// The schedd's address as the banner shows it (`<unix:/path>`).
+    pub address: String,
+    /// The daemon's process id.
+    pub pid: u32,
+    pub version: String,
+}
+
+/// A cluster id handed out to the caller, to build the job ads with
+/// (`$(Cluster)`) and then submit. Only the caller may submit it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewCluster {
+    pub cluster: u32,
+}
+
+/// One cluster of job ads, built by the `submit` crate on the client.
+/// `ads[i]` must have `ClusterId = cluster` and `ProcId = i`. The daemon
+/// sets `Owner` from the socket's peer, whatever the ads say.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmitRequest {
+    pub cluster: u32,
+    /// Each job's ad, in new ClassAd syntax.
+    pub ads: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submitted {
+    pub cluster: u32,
+    pub procs: u32,
+    /// A submit requirement that failed as a warning, if any.
+    pub warning: Option<String>,
+}
+
+/// Which jobs a query or an action is about. All given parts must hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Selection {
+    /// Any of these ids (a cluster alone selects all its procs).
+    #[serde(default)]
+    pub ids: Vec<JobSpec>,
+    /// Any of these owners.
+    #[serde(default)]
+    pub owners: Vec<String>,
+    /// A ClassAd expression each job must make true.
+    #[serde(default)]
+    pub constraint: Option<String>,
+    /// Only the caller's own jobs (condor_q's default).
+    #[serde(default)]
+    pub mine: bool,
+}
+
+/// `CLUSTER` or `CLUSTER.PROC`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub cluster: u32,
+    pub proc: Option<u32>,
+}
+
+impl JobSpec {
+    /// Reads `12` or `12.3`; anything else is `None`.
+    pub fn parse(text: &str) -> Option<JobSpec> {
+        let (c, p) = match text.split_once('.') {
+            Some((c, p)) => (c, Some(p)),
+            None => (text, None),
+        };
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(c) || p.is_some_and(|p| !digits(p)) {
+            return None;
+        }
+        Some(JobSpec {
+            cluster: c.parse().ok()?,
+            proc: match p {
+                Some(p) => Some(p.parse().ok()?),
+                None => None,
+            },
+        })
+    }
+}
+
+impl std::fmt::Display for JobSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.proc {
+            Some(p) => write!(f, "{}.{p}", self.cluster),
+            None => write!(f, "{}", self.cluster),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryRequest {
+    #[serde(default)]
+    pub selection: Selection,
+    /// Only these attributes of each ad (all of them when empty).
+    #[serde(default)]
+    pub projection: Vec<String>,
+}
+
+/// Jobs counted by status, as condor_q's totals lines show them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    pub jobs: u64,
+    pub completed: u64,
+    pub removed: u64,
+    pub idle: u64,
+    pub running: u64,
+    pub held: u64,
+    pub suspended: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryAnswer {
+    pub hello: Hello,
+    /// The jobs selected, in id order, as new-syntax ClassAd text.
+    pub ads: Vec<String>,
+    /// Every job of the caller.
+    pub user_totals: Totals,
+    /// Every job in the queue.
+    pub all_totals: Totals,
+}
+
+/// What a tool asks to be done to jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Hold,
+    Release,
+    Remove,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActRequest {
+    pub action: Action,
+    pub selection: Selection,
+    /// The reason to record (HTCondor's `-reason`); default `via condor_hold
+    /// (by user alice)` and the like.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// One job that could not be acted on, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub job: String,
+    pub error: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActAnswer {
+    /// The jobs acted on (`3.0`), in id order; all of them are on disk.
+    pub done: Vec<String>,
+    /// The jobs selected that were refused (wrong status, not yours).
+    pub failed: Vec<Failure>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryRequest {
+    #[serde(default)]
+    pub selection: Selection,
+    /// At most this many jobs, newest first.
+    #[serde(default)]
+    pub limit: Option<usize>,
+    #[serde(default)]
+    pub projection: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryAnswer {
+    /// Newest first, as new-syntax ClassAd text.
+    pub ads: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_specs_are_a_cluster_or_a_proc() {
+        assert_eq!(
+            JobSpec::parse("12.3"),
+            Some(JobSpec {
+                cluster: 12,
+                proc: Some(3)
+            })
+        );
+        assert_eq!(JobSpec::parse("12").unwrap().proc, None);
+        for bad in ["", "x", "1.", ".1", "1.2.3", "-1", "alice", "99999999999"] {
+            assert_eq!(JobSpec::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn requests_round_trip_and_missing_parts_default() {
+        let r = ActRequest {
+            action: Action::Hold,
+            selection: Selection {
+                ids: vec![JobSpec::parse("3.1").unwrap()],
+                ..Selection::default()
+            },
+            reason: Some("because".into()),
+        };
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"hold\""), "{text}");
+        assert_eq!(serde_json::from_str::<ActRequest>(&text).unwrap(), r);
+        let q: QueryRequest = serde_json::from_str("{}").unwrap();
+        assert_eq!(q, QueryRequest::default());
+    }
+}
