@@ -20,6 +20,7 @@
 mod config;
 mod error;
 mod expand;
+pub mod lines;
 mod load;
 pub mod macros;
 pub mod params;

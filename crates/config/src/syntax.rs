@@ -22,96 +22,19 @@
 
 use crate::error::{ConfigError, ErrorKind};
 
-/// Physical lines of one configuration text, read front to back.
-pub(crate) struct Lines<'t> {
-    lines: Vec<&'t str>,
-    next: usize,
-}
+pub(crate) use crate::lines::{Lines, Logical};
 
-/// One logical line: continuations joined, outer blanks trimmed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Logical {
-    /// 1-based number of the line it starts on.
-    pub line: u32,
-    pub text: String,
-}
-
-impl<'t> Lines<'t> {
-    pub fn new(text: &'t str) -> Lines<'t> {
-        // A final newline ends the last line; it does not start another
-        // (errors at the end of a file name its last line, as HTCondor's do).
-        let text = text.strip_suffix('\n').unwrap_or(text);
-        Lines {
-            lines: text
-                .split('\n')
-                .map(|l| l.strip_suffix('\r').unwrap_or(l))
-                .collect(),
-            next: 0,
-        }
-    }
-
-    /// The number of the last physical line read (for errors at the end of
-    /// the text).
-    pub fn last_line(&self) -> u32 {
-        self.next.max(1) as u32
-    }
-
-    fn take(&mut self) -> Option<(u32, &'t str)> {
-        let line = *self.lines.get(self.next)?;
-        self.next += 1;
-        Some((self.next as u32, line))
-    }
-
-    /// The next statement's text, or `None` at the end of the text.
-    pub fn next_logical(&mut self) -> Option<Logical> {
-        loop {
-            let (number, raw) = self.take()?;
-            let first = raw.trim();
-            if first.is_empty() || first.starts_with('#') {
-                continue;
-            }
-            let mut text = String::from(first);
-            while let Some(stripped) = text.strip_suffix('\\') {
-                let keep = stripped.len();
-                text.truncate(keep);
-                match self.lines.get(self.next) {
-                    Some(next) => {
-                        let next = next.trim();
-                        self.next += 1;
-                        if next.is_empty() || next.starts_with('#') {
-                            break;
-                        }
-                        text.push_str(next);
-                    }
-                    None => break,
-                }
-            }
-            return Some(Logical { line: number, text });
-        }
-    }
-
-    /// The body of a `NAME @=tag` value, read up to the line `@tag`.
-    fn block(&mut self, tag: &str, opened: u32) -> Result<String, ConfigError> {
-        let end = format!("@{tag}");
-        let mut kept: Vec<&str> = Vec::new();
-        while let Some((_, raw)) = self.take() {
-            let line = raw.trim();
-            if line == end {
-                return Ok(kept.join("\n"));
-            }
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            kept.push(raw.trim_start());
-        }
-        Err(ConfigError::new(
+/// The body of a `NAME @=tag` value opened at line `opened`.
+fn block(lines: &mut Lines<'_>, tag: &str, opened: u32) -> Result<String, ConfigError> {
+    lines.tagged_block(tag).ok_or_else(|| {
+        ConfigError::new(
             ErrorKind::Syntax,
-            self.last_line(),
+            lines.last_line(),
             format!(
-                "end of file while looking for `{end}`, which closes the multi-line value opened at line {opened}"
+                "end of file while looking for `@{tag}`, which closes the multi-line value opened at line {opened}"
             ),
-        ))
-    }
+        )
+    })
 }
 
 /// How an assignment combines with an earlier value.
@@ -373,7 +296,7 @@ fn parse_assignment(logical: &Logical, lines: &mut Lines<'_>) -> Result<Statemen
                 format!("`{name} @=` must be followed by a tag (letters, digits, `_`) that a later `@tag` line ends"),
             ));
         }
-        let value = lines.block(tag, logical.line)?;
+        let value = block(lines, tag, logical.line)?;
         (AssignOp::Set, value, false)
     } else if let Some(v) = rest.strip_prefix('=') {
         // Only leading blanks go: trailing ones were trimmed from each

@@ -35,7 +35,7 @@ use config::Config;
 pub use error::{SubmitError, Warning};
 pub use files::{DirEntry, FileError, Files, MemFiles};
 
-use reader::{parse_statement, Reader, Statement};
+use reader::{item_block, parse_statement, Reader, Statement};
 use table::{Definition, Table};
 
 /// What `condor_submit` is told besides the description itself.
@@ -247,7 +247,7 @@ impl Run<'_> {
                         self.append()?;
                     }
                     let block = if queue::opens_block(&args) {
-                        Some(reader.item_block().ok_or_else(|| {
+                        Some(item_block(&mut reader).ok_or_else(|| {
                             at("end of file inside the item list this `queue` opens: a line `)` must close it".into())
                         })?)
                     } else {

@@ -11,105 +11,25 @@
 
 use config::macros::{conditional, Conditional};
 
-/// Physical lines of one submit text, read front to back.
-pub(crate) struct Reader<'t> {
-    lines: Vec<&'t str>,
-    next: usize,
-}
+/// The line reader is the configuration language's.
+pub(crate) use config::lines::Lines as Reader;
 
-/// One logical line: continuations joined, outer blanks trimmed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Logical {
-    /// 1-based number of the line it starts on.
-    pub line: u32,
-    pub text: String,
-}
-
-impl<'t> Reader<'t> {
-    pub fn new(text: &'t str) -> Reader<'t> {
-        let text = text.strip_suffix('\n').unwrap_or(text);
-        Reader {
-            lines: if text.is_empty() {
-                Vec::new()
-            } else {
-                text.split('\n')
-                    .map(|l| l.strip_suffix('\r').unwrap_or(l))
-                    .collect()
-            },
-            next: 0,
+/// The lines of an item list opened by a `(` at the end of a `queue` line,
+/// up to the line `)`: trimmed, comments dropped, blank lines kept. `None`
+/// when the text ends first.
+pub(crate) fn item_block(reader: &mut Reader<'_>) -> Option<Vec<String>> {
+    let mut items = Vec::new();
+    while let Some(raw) = reader.next_physical() {
+        let line = raw.trim();
+        if line == ")" {
+            return Some(items);
         }
-    }
-
-    /// The number of the last physical line read.
-    pub fn last_line(&self) -> u32 {
-        self.next.max(1) as u32
-    }
-
-    /// The next statement's text, or `None` at the end.
-    pub fn next_logical(&mut self) -> Option<Logical> {
-        loop {
-            let raw = *self.lines.get(self.next)?;
-            self.next += 1;
-            let number = self.next as u32;
-            let first = raw.trim();
-            if first.is_empty() || first.starts_with('#') {
-                continue;
-            }
-            let mut text = String::from(first);
-            while let Some(stripped) = text.strip_suffix('\\') {
-                let keep = stripped.len();
-                text.truncate(keep);
-                let Some(next) = self.lines.get(self.next) else {
-                    break;
-                };
-                let next = next.trim();
-                self.next += 1;
-                if next.is_empty() || next.starts_with('#') {
-                    break;
-                }
-                text.push_str(next);
-            }
-            return Some(Logical { line: number, text });
+        if line.starts_with('#') {
+            continue;
         }
+        items.push(line.to_string());
     }
-
-    /// The lines of an item list opened by a `(` at the end of a `queue`
-    /// line, up to the line `)`: trimmed, comments dropped, blank lines
-    /// kept. `None` when the text ends first.
-    pub fn item_block(&mut self) -> Option<Vec<String>> {
-        let mut items = Vec::new();
-        while let Some(raw) = self.lines.get(self.next) {
-            self.next += 1;
-            let line = raw.trim();
-            if line == ")" {
-                return Some(items);
-            }
-            if line.starts_with('#') {
-                continue;
-            }
-            items.push(line.to_string());
-        }
-        None
-    }
-
-    /// The body of a `NAME @=tag` value, up to the line `@tag`; blank and
-    /// comment lines are dropped, as in a configuration file.
-    pub fn tagged_block(&mut self, tag: &str) -> Option<String> {
-        let end = format!("@{tag}");
-        let mut kept: Vec<&str> = Vec::new();
-        while let Some(raw) = self.lines.get(self.next) {
-            self.next += 1;
-            let line = raw.trim();
-            if line == end {
-                return Some(kept.join("\n"));
-            }
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            kept.push(raw.trim_start());
-        }
-        None
-    }
+    None
 }
 
 /// One statement of the submit description language.
@@ -251,11 +171,11 @@ mod tests {
     fn item_blocks_keep_blank_lines_but_not_comments() {
         let mut r = Reader::new("queue from (\n a\n\n # no\n b \n)\nx = 1");
         r.next_logical();
-        assert_eq!(r.item_block().unwrap(), vec!["a", "", "b"]);
+        assert_eq!(item_block(&mut r).unwrap(), vec!["a", "", "b"]);
         assert_eq!(r.next_logical().unwrap().text, "x = 1");
         let mut r = Reader::new("queue from (\n a");
         r.next_logical();
-        assert_eq!(r.item_block(), None);
+        assert_eq!(item_block(&mut r), None);
     }
 
     #[test]
