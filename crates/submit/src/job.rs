@@ -428,12 +428,7 @@ pub(crate) fn build(t: &Table, cx: &Context<'_>, proc: i64) -> Result<ClassAd, S
         "TransferInputFiles",
         "TransferInput",
     ])? {
-        let list: Vec<&str> = f
-            .value
-            .split(',')
-            .map(str::trim)
-            .filter(|x| !x.is_empty())
-            .collect();
+        let list = comma_list(&f.value);
         for item in &list {
             if !note_url(item) {
                 input_kb += size_kb(cx.files, &absolute(&iwd, item));
@@ -446,12 +441,7 @@ pub(crate) fn build(t: &Table, cx: &Context<'_>, proc: i64) -> Result<ClassAd, S
         "TransferOutputFiles",
         "TransferOutput",
     ])? {
-        let list: Vec<&str> = f
-            .value
-            .split(',')
-            .map(str::trim)
-            .filter(|x| !x.is_empty())
-            .collect();
+        let list = comma_list(&f.value);
         ad.insert("TransferOutput", string(&list.join(",")));
     }
     if let Some(f) = t.get(&["output_destination", "OutputDestination"])? {
@@ -865,4 +855,12 @@ pub(crate) fn build(t: &Table, cx: &Context<'_>, proc: i64) -> Result<ClassAd, S
         ad.insert(attr, value);
     }
     Ok(ad)
+}
+
+/// The items of a comma-separated list, trimmed, empty ones dropped.
+fn comma_list(text: &str) -> Vec<&str> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .collect()
 }
