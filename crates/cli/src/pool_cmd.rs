@@ -20,21 +20,33 @@ pub fn run(
     match command {
         PoolCommand::Up { state } => {
             let dir = state_dir(state.as_deref());
-            let config = load(
-                &LoadOptions::new("SCHEDD", Root::Search),
-                config_files,
-                host,
-            )
-            .map_err(Error::Config)?;
+            let read = |subsystem: &str| {
+                load(
+                    &LoadOptions::new(subsystem, Root::Search),
+                    config_files,
+                    host,
+                )
+                .map_err(Error::Config)
+            };
+            let config = read("SCHEDD")?;
             let pool_config =
                 daemons::PoolConfig::from_config(&config, crate::system::utc_offset(now))
                     .map_err(|e| Error::Daemon(format!("configuration error: {e}")))?;
-            let pool =
-                daemons::Pool::up(&dir, pool_config).map_err(|e| Error::Daemon(e.to_string()))?;
+            let node = node_config(&dir, read("STARTD")?, read("NEGOTIATOR")?)?;
+            let slots_note = format!(
+                "execute directory: {}{}",
+                node.execute_dir.display(),
+                node.readings_file
+                    .as_ref()
+                    .map(|f| format!("\nreadings override file: {}", f.display()))
+                    .unwrap_or_default()
+            );
+            let pool = daemons::Pool::up(&dir, pool_config, node)
+                .map_err(|e| Error::Daemon(e.to_string()))?;
             writeln!(
                 out,
-                "ferrocondor: personal pool up (access point only: jobs are queued, not run yet)\n\
-                 state directory: {}\nsocket: {}\njobs in the queue: {}\n\
+                "ferrocondor: personal pool up (access point, execute point, central manager)\n\
+                 state directory: {}\nsocket: {}\n{slots_note}\njobs in the queue: {}\n\
                  stop it with Ctrl-C or `ferrocondor pool down`",
                 dir.display(),
                 pool.socket().display(),
@@ -65,4 +77,60 @@ pub fn run(
             Ok(Outcome::Success)
         }
     }
+}
+
+/// The execute point's side of the configuration, and what the machine
+/// offers. EXECUTE is the configuration's when a file sets it, else
+/// `<state>/execute` (a personal pool keeps everything in its state
+/// directory); STARTD_READINGS_FILE names the readings override file.
+fn node_config(
+    dir: &std::path::Path,
+    startd: config::Config,
+    negotiator: config::Config,
+) -> Result<daemons::NodeConfig, Error> {
+    let set_in_a_file = |name: &str| {
+        startd
+            .find(name)
+            .is_some_and(|f| !matches!(f.origin, config::Origin::Default))
+    };
+    let value = |name: &str| startd.get(name).ok().flatten();
+    let execute_dir = match value("EXECUTE").filter(|_| set_in_a_file("EXECUTE")) {
+        Some(e) => std::path::PathBuf::from(e),
+        None => dir.join("execute"),
+    };
+    std::fs::create_dir_all(&execute_dir).map_err(|e| {
+        Error::Daemon(format!(
+            "EXECUTE {}: cannot create it: {e}",
+            execute_dir.display()
+        ))
+    })?;
+    let readings_file = value("STARTD_READINGS_FILE").map(std::path::PathBuf::from);
+    let mut machine = host::machine::system_host_readings(&execute_dir)
+        .map_err(|e| Error::Daemon(format!("reading this machine: {e}")))?;
+    let sources = startd::resources::inventory_sources(&startd)
+        .map_err(|e| Error::Daemon(format!("configuration error: {e}")))?;
+    if !sources.is_empty() {
+        let (found, failed) =
+            host::inventory::take_inventories(&sources, std::path::Path::new("nvidia-smi"));
+        for (tag, why) in failed {
+            eprintln!("ferrocondor: resource {tag} is not offered: {why}");
+        }
+        machine.inventories = found;
+    }
+    if let Some(f) = &readings_file {
+        match host::readings_file::ReadingsOverride::read(f) {
+            Ok(Some(o)) => o.apply_host(&mut machine),
+            Ok(None) => {}
+            Err(e) => return Err(Error::Daemon(e.to_string())),
+        }
+    }
+    let hostname = value("FULL_HOSTNAME").unwrap_or_else(|| "localhost".into());
+    Ok(daemons::NodeConfig {
+        startd,
+        negotiator,
+        hostname,
+        host: machine,
+        readings_file,
+        execute_dir,
+    })
 }

@@ -2,111 +2,24 @@
 //! process, the tools against it, a SIGKILL and a restart on the same
 //! state directory.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_ferrocondor")
-}
+use common::{err, me, ok, run, scratch, write, PoolProcess};
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ferrocondor-pool-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// A running `pool up`, killed (SIGKILL) when dropped, whatever happened.
-struct PoolProcess {
-    child: Option<Child>,
-}
-
-impl PoolProcess {
-    fn start(state: &Path) -> PoolProcess {
-        let child = Command::new(bin())
-            .args(["pool", "up", "--state"])
-            .arg(state)
-            .env("CONDOR_CONFIG", "ONLY_ENV")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let p = PoolProcess { child: Some(child) };
-        // Up means answering: poll the socket, within a bound.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let o = run(state, &std::env::temp_dir(), &["q", "-af", "ClusterId"]);
-            if o.status.success() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the pool did not come up: {}",
-                err(&o)
-            );
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        p
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for PoolProcess {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Runs a tool against the pool in `state`, from `cwd`.
-fn run(state: &Path, cwd: &Path, args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .current_dir(cwd)
-        .env("FERROCONDOR_STATE", state)
-        .env("CONDOR_CONFIG", "ONLY_ENV")
-        .output()
-        .unwrap()
-}
-
-fn out(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn ok(o: Output) -> String {
-    assert!(o.status.success(), "failed: {}{}", out(&o), err(&o));
-    out(&o)
-}
-
-fn me() -> String {
-    // The pool names users from the socket's peer uid; so do we.
-    let o = Command::new("id").arg("-un").output().unwrap();
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
+/// No slot ever starts a job: these tests are about the queue.
+const QUEUE_ONLY: &[(&str, &str)] = &[("START", "False")];
 
 #[test]
 fn queue_hold_release_remove_and_survive_a_sigkill() {
     let dir = scratch("life");
     let state = dir.join("state");
-    let mut pool = PoolProcess::start(&state);
+    let mut pool = PoolProcess::start(&state, QUEUE_ONLY);
     let t = |args: &[&str]| run(&state, &dir, args);
 
-    std::fs::write(
-        dir.join("job.sub"),
+    write(
+        &dir.join("job.sub"),
         "executable = /bin/sleep\narguments = 60\nlog = job.log\nqueue 3\n",
-    )
-    .unwrap();
+    );
     let s = ok(t(&["submit", "job.sub"]));
     assert!(s.contains("3 job(s) submitted to cluster 1."), "{s}");
 
@@ -195,10 +108,9 @@ fn queue_hold_release_remove_and_survive_a_sigkill() {
     assert!(log.contains("009 (001.002.000)"), "{log}");
 
     // A second pool on the same state directory is refused.
-    let second = Command::new(bin())
+    let second = common::command(&state, &[])
         .args(["pool", "up", "--state"])
         .arg(&state)
-        .env("CONDOR_CONFIG", "ONLY_ENV")
         .output()
         .unwrap();
     assert_eq!(second.status.code(), Some(2));
@@ -210,7 +122,7 @@ fn queue_hold_release_remove_and_survive_a_sigkill() {
 
     // SIGKILL, then up again on the same directory: the same jobs, once each.
     pool.kill();
-    let _pool = PoolProcess::start(&state);
+    let _pool = PoolProcess::start(&state, QUEUE_ONLY);
     assert_eq!(
         ok(t(&["q", "-af", "ClusterId", "ProcId", "JobStatus"])),
         "1 0 1\n1 1 1\n"
@@ -262,7 +174,7 @@ fn malformed_requests_get_a_clear_error_and_the_pool_stays_up() {
     use std::io::{Read, Write};
     let dir = scratch("bad");
     let state = dir.join("state");
-    let _pool = PoolProcess::start(&state);
+    let _pool = PoolProcess::start(&state, QUEUE_ONLY);
     let send = |raw: &str| {
         let mut s = std::os::unix::net::UnixStream::connect(state.join("pool.sock")).unwrap();
         s.write_all(raw.as_bytes()).unwrap();

@@ -19,10 +19,12 @@
 //!
 //! Start at [`Pool::up`] and [`schedd_service::Schedd`].
 
+pub mod execute;
 mod identity;
 pub mod schedd_service;
 mod server;
 
+pub use execute::{Node, NodeConfig};
 pub use schedd_service::{ApiError, PoolConfig, Schedd};
 pub use server::{Error, Pool};
 

@@ -124,6 +124,9 @@ pub struct Schedd {
     /// Cluster ids handed out and not yet submitted, with whom to.
     reserved: BTreeMap<u32, String>,
     log_format: LogFormat,
+    /// Jobs changed since the execute side last looked (see
+    /// [`Schedd::take_touched`]).
+    touched: Vec<JobId>,
 }
 
 fn store_id(id: JobId) -> Option<store::JobId> {
@@ -262,6 +265,7 @@ impl Schedd {
             address,
             reserved: BTreeMap::new(),
             log_format,
+            touched: Vec::new(),
         })
     }
 
@@ -372,6 +376,7 @@ impl Schedd {
             return Err(ApiError::store(e));
         }
         self.reserved.remove(&cluster);
+        self.touched.extend(done.jobs.iter().copied());
         let logs = self.log_entries(&done.changes, now);
         write_logs(logs);
         Ok(Submitted {
@@ -517,6 +522,57 @@ impl Schedd {
         Ok(changes.len())
     }
 
+    /// The jobs whose status may have changed since the last call (the
+    /// execute side keeps its list of idle jobs, and stops the runs of jobs
+    /// held or removed, by it).
+    pub fn take_touched(&mut self) -> Vec<JobId> {
+        std::mem::take(&mut self.touched)
+    }
+
+    /// Something happened to a job on its machine (it started, was
+    /// suspended, exited, was evicted, could not start): the queue decides
+    /// what that means, the store keeps it, the event log says it.
+    pub fn job_event(
+        &mut self,
+        id: JobId,
+        event: schedd::JobEvent,
+        now: i64,
+    ) -> Result<Change, String> {
+        let before = self
+            .queue
+            .job(id)
+            .cloned()
+            .ok_or_else(|| format!("job {id} is not in the queue"))?;
+        let change = self
+            .queue
+            .apply(id, event, now, &self.config.system_policy)
+            .map_err(|e| e.to_string())?;
+        if let Err(e) = self.persist(std::slice::from_ref(&change), now) {
+            self.undo(BTreeMap::from([(id, before)]));
+            return Err(format!(
+                "job {id}: the job queue could not be written, so nothing was changed: {e}"
+            ));
+        }
+        Ok(change)
+    }
+
+    /// The run of a job that was removed (or completed) while it ran is
+    /// over: the job leaves the queue for the history now.
+    pub fn run_ended(&mut self, id: JobId, now: i64) -> Result<(), String> {
+        let leaving = matches!(
+            self.queue.status(id),
+            Some(JobStatus::Removed | JobStatus::Completed)
+        );
+        let Some(sid) = store_id(id).filter(|_| leaving) else {
+            return Ok(());
+        };
+        self.store
+            .apply(&[Op::to_history(sid, now)])
+            .map_err(|e| format!("job {id}: could not be moved to the history: {e}"))?;
+        self.queue.forget(id);
+        Ok(())
+    }
+
     /// Commits `changes` (already made in memory) to the store in one
     /// transaction; jobs that reached Removed or Completed go to the
     /// history. Writes the job event log once the store has them.
@@ -526,6 +582,7 @@ impl Schedd {
         }
         let mut ops = Vec::new();
         let mut leaving = Vec::new();
+        self.touched.extend(changes.iter().map(|c| c.job));
         for c in changes {
             let Some(id) = store_id(c.job) else {
                 continue;
@@ -537,7 +594,8 @@ impl Schedd {
                     None => ops.push(Op::delete(id, name)),
                 }
             }
-            // No job runs yet, so none must first be taken off a machine.
+            // A job still on a machine leaves once its run is over
+            // (`run_ended`).
             if matches!(c.to, JobStatus::Removed | JobStatus::Completed) && !c.stop {
                 ops.push(Op::to_history(id, now));
                 leaving.push(c.job);

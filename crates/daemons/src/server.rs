@@ -1,5 +1,7 @@
 //! The personal pool's process: the state directory, the socket, the axum
-//! routes over [`Schedd`], the periodic timer, and shutdown.
+//! routes over the [`Node`] (the access point, execute point and central
+//! manager), the timers (startd polls, negotiation cycles, periodic job
+//! policy, keep-alives), waiting on jobs and hooks, and shutdown.
 
 use std::fmt;
 use std::os::unix::fs::PermissionsExt;
@@ -18,6 +20,7 @@ use serde::Serialize;
 use tokio::sync::Notify;
 use wire::api;
 
+use crate::execute::{Node, NodeConfig, Work};
 use crate::identity::Peer;
 use crate::schedd_service::{ApiError, PoolConfig, Schedd};
 
@@ -28,6 +31,8 @@ pub enum Error {
     AlreadyRunning { state_dir: PathBuf },
     /// The job queue could not be opened.
     Store(store::Error),
+    /// The execute point or the central manager could not be set up.
+    Setup(String),
     Io {
         path: PathBuf,
         op: &'static str,
@@ -45,6 +50,7 @@ impl fmt::Display for Error {
                 state_dir.display()
             ),
             Error::Store(e) => write!(f, "{e}"),
+            Error::Setup(e) => write!(f, "{e}"),
             Error::Io { path, op, source } => write!(f, "{}: {op}: {source}", path.display()),
         }
     }
@@ -62,7 +68,7 @@ fn now() -> i64 {
 /// A personal pool that is set up (queue open, socket bound) and ready to
 /// [`Pool::run`].
 pub struct Pool {
-    schedd: Schedd,
+    node: Node,
     listener: std::os::unix::net::UnixListener,
     socket: PathBuf,
     periodic_interval: u64,
@@ -73,7 +79,7 @@ impl Pool {
     /// if another pool has it), restores the queue, and binds
     /// `<state_dir>/pool.sock`, open to every local user (who may then act
     /// only on their own jobs).
-    pub fn up(state_dir: &Path, config: PoolConfig) -> Result<Pool, Error> {
+    pub fn up(state_dir: &Path, config: PoolConfig, node: NodeConfig) -> Result<Pool, Error> {
         std::fs::create_dir_all(state_dir).map_err(|source| Error::Io {
             path: state_dir.to_path_buf(),
             op: "creating the state directory",
@@ -109,8 +115,9 @@ impl Pool {
         listener
             .set_nonblocking(true)
             .map_err(io("setting up the socket"))?;
+        let node = Node::new(schedd, node, state_dir, now()).map_err(Error::Setup)?;
         Ok(Pool {
-            schedd,
+            node,
             listener,
             socket,
             periodic_interval,
@@ -123,7 +130,7 @@ impl Pool {
 
     /// How many jobs the queue held at start.
     pub fn jobs(&self) -> usize {
-        self.schedd.queue().len()
+        self.node.schedd.queue().len()
     }
 
     /// Serves until SIGTERM, SIGINT or a shutdown request, then removes
@@ -151,9 +158,15 @@ impl Pool {
                 op: "listening on the socket",
                 source,
             })?;
+        let intervals = (
+            self.node.poll_interval,
+            self.node.negotiator_interval,
+            self.node.alive_interval,
+        );
         let shared = Arc::new(Shared {
-            schedd: Mutex::new(self.schedd),
+            node: Mutex::new(self.node),
             shutdown: Notify::new(),
+            reschedule: Notify::new(),
         });
         let app = Router::new()
             .route(api::PATH_HELLO, post(hello))
@@ -167,18 +180,31 @@ impl Pool {
             .layer(DefaultBodyLimit::max(256 << 20))
             .with_state(shared.clone());
 
-        let periodic = shared.clone();
-        let interval = Duration::from_secs(self.periodic_interval);
+        every(&shared, self.periodic_interval, false, |node, now| {
+            if let Err(e) = node.schedd.periodic(now) {
+                eprintln!("ferrocondor: {e}");
+            }
+        });
+        // The first poll at once: the slots are Unclaimed (or Owner) from
+        // the start, not after POLLING_INTERVAL.
+        every(&shared, intervals.0, true, |node, now| node.poll(now));
+        every(&shared, intervals.2, false, |node, now| {
+            node.keep_alive(now)
+        });
+        // The negotiator: every NEGOTIATOR_INTERVAL, and at once when a
+        // submission or a finished job leaves idle jobs (the schedd's
+        // reschedule).
+        let cycle = shared.clone();
+        let negotiator_interval = Duration::from_secs(intervals.1);
         tokio::spawn(async move {
-            let mut timer = tokio::time::interval(interval);
-            timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            timer.tick().await;
             loop {
-                timer.tick().await;
-                let mut schedd = periodic.lock();
-                if let Err(e) = schedd.periodic(now()) {
-                    eprintln!("ferrocondor: {e}");
+                tokio::select! {
+                    _ = cycle.reschedule.notified() => {}
+                    _ = tokio::time::sleep(negotiator_interval) => {}
                 }
+                run_on(&cycle, |node, now| {
+                    node.negotiate(now);
+                });
             }
         });
 
@@ -198,28 +224,165 @@ impl Pool {
                 _ = stop.shutdown.notified() => {}
             }
         };
-        axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
+        let served = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
             .with_graceful_shutdown(stopped)
             .await
             .map_err(|source| Error::Io {
                 path: socket,
                 op: "serving",
                 source,
-            })
+            });
+        // Jobs still running are killed; the queue keeps them as running,
+        // so the next start evicts them to idle and they run again.
+        shared.lock().kill_all();
+        served
     }
 }
 
 struct Shared {
-    schedd: Mutex<Schedd>,
+    node: Mutex<Node>,
     shutdown: Notify,
+    reschedule: Notify,
 }
 
 impl Shared {
-    /// The schedd; a request that panicked left it consistent (each change
+    /// The node; a request that panicked left it consistent (each change
     /// is stored before memory is trusted), so a poisoned lock is taken.
-    fn lock(&self) -> std::sync::MutexGuard<'_, Schedd> {
-        self.schedd.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Node> {
+        self.node.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// Runs `f` on the node under the lock, then carries out the work it left.
+fn run_on<T>(shared: &Arc<Shared>, f: impl FnOnce(&mut Node, i64) -> T) -> T {
+    let (out, work, notes) = {
+        let mut node = shared.lock();
+        let t = now();
+        let out = f(&mut node, t);
+        node.queue_changed(t);
+        (out, node.take_work(), node.take_notes())
+    };
+    for n in notes {
+        eprintln!("ferrocondor: {n}");
+    }
+    dispatch(shared, work);
+    out
+}
+
+/// Runs `f` every `secs` seconds (first at once if `now`).
+fn every(
+    shared: &Arc<Shared>,
+    secs: u64,
+    at_once: bool,
+    f: impl Fn(&mut Node, i64) + Send + 'static,
+) {
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let mut timer = tokio::time::interval(Duration::from_secs(secs.max(1)));
+        timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        timer.tick().await;
+        if at_once {
+            run_on(&shared, &f);
+        }
+        loop {
+            timer.tick().await;
+            run_on(&shared, &f);
+        }
+    });
+}
+
+/// Starts what the node asked for: waiting on a job's exit, finishing a
+/// job, running a hook, a negotiation cycle.
+fn dispatch(shared: &Arc<Shared>, work: Vec<Work>) {
+    for w in work {
+        let shared = shared.clone();
+        match w {
+            Work::Reschedule => shared.reschedule.notify_one(),
+            Work::Watch { slot, run, fd } => {
+                tokio::spawn(async move {
+                    let fd = fd.and_then(|fd| {
+                        // SAFETY: an OwnedFd is a valid open descriptor and
+                        // stays the same one until the AsyncFd drops it.
+                        unsafe {
+                            tokio::io::unix::AsyncFd::register_with_interest(
+                                fd,
+                                tokio::io::Interest::READABLE,
+                            )
+                        }
+                        .ok()
+                    });
+                    loop {
+                        match &fd {
+                            Some(fd) => match fd.readable().await {
+                                Ok(mut guard) => guard.clear_ready(),
+                                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                            },
+                            // No pidfd (an old kernel): look now and then.
+                            None => tokio::time::sleep(Duration::from_millis(50)).await,
+                        }
+                        if run_on(&shared, |node, _| node.exited(&slot, run)) {
+                            break;
+                        }
+                    }
+                });
+            }
+            Work::Finish { slot, run, job } => {
+                tokio::spawn(async move {
+                    let report = tokio::task::spawn_blocking(move || job.finish()).await;
+                    match report {
+                        Ok(report) => {
+                            run_on(&shared, |node, now| node.finished(&slot, run, report, now))
+                        }
+                        Err(e) => eprintln!("ferrocondor: {slot}: finishing the job failed: {e}"),
+                    }
+                });
+            }
+            Work::Hook {
+                slot,
+                program,
+                args,
+                input,
+                fetch,
+            } => {
+                tokio::spawn(async move {
+                    let shown = program.display().to_string();
+                    let out =
+                        tokio::task::spawn_blocking(move || run_hook(&program, &args, &input))
+                            .await
+                            .unwrap_or_else(|e| Err(e.to_string()));
+                    if fetch {
+                        run_on(&shared, |node, now| node.hook_done(slot, out, now));
+                    } else if let Err(e) = out {
+                        eprintln!("ferrocondor: {slot}: hook {shown}: {e}");
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// Runs a startd hook with `input` on its standard input; its standard
+/// output, or why it failed.
+fn run_hook(program: &Path, args: &[String], input: &str) -> Result<String, String> {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot run it: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A hook that does not read its input is not an error.
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("waiting for it: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("it exited with {}", out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 impl IntoResponse for ApiError {
@@ -235,12 +398,12 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Reads the request, learns who asks, runs `f` on the schedd.
+/// Reads the request, learns who asks, runs `f` on the node.
 fn handle<Req, Ans>(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     peer: Peer,
     body: &[u8],
-    f: impl FnOnce(&mut Schedd, &str, Req) -> Result<Ans, ApiError>,
+    f: impl FnOnce(&mut Node, &str, Req) -> Result<Ans, ApiError>,
 ) -> Response
 where
     Req: DeserializeOwned,
@@ -259,8 +422,7 @@ where
         Ok(r) => r,
         Err(e) => return ApiError::bad_request(format!("malformed request: {e}")).into_response(),
     };
-    let mut schedd = shared.lock();
-    match f(&mut schedd, &user, req) {
+    match run_on(shared, |node, _| f(node, &user, req)) {
         Ok(a) => Json(a).into_response(),
         Err(e) => e.into_response(),
     }
@@ -271,7 +433,9 @@ async fn hello(
     ConnectInfo(p): ConnectInfo<Peer>,
     body: Bytes,
 ) -> Response {
-    handle(&s, p, &body, |sd, user, _: api::Empty| Ok(sd.hello(user)))
+    handle(&s, p, &body, |n, user, _: api::Empty| {
+        Ok(n.schedd.hello(user))
+    })
 }
 
 async fn new_cluster(
@@ -279,7 +443,9 @@ async fn new_cluster(
     ConnectInfo(p): ConnectInfo<Peer>,
     body: Bytes,
 ) -> Response {
-    handle(&s, p, &body, |sd, user, _: api::Empty| sd.new_cluster(user))
+    handle(&s, p, &body, |n, user, _: api::Empty| {
+        n.schedd.new_cluster(user)
+    })
 }
 
 async fn submit(
@@ -287,8 +453,8 @@ async fn submit(
     ConnectInfo(p): ConnectInfo<Peer>,
     body: Bytes,
 ) -> Response {
-    handle(&s, p, &body, |sd, user, req: api::SubmitRequest| {
-        sd.submit(user, req, now())
+    handle(&s, p, &body, |n, user, req: api::SubmitRequest| {
+        n.schedd.submit(user, req, now())
     })
 }
 
@@ -297,8 +463,8 @@ async fn query(
     ConnectInfo(p): ConnectInfo<Peer>,
     body: Bytes,
 ) -> Response {
-    handle(&s, p, &body, |sd, user, req: api::QueryRequest| {
-        sd.query(user, &req, now())
+    handle(&s, p, &body, |n, user, req: api::QueryRequest| {
+        n.schedd.query(user, &req, now())
     })
 }
 
@@ -307,8 +473,8 @@ async fn act(
     ConnectInfo(p): ConnectInfo<Peer>,
     body: Bytes,
 ) -> Response {
-    handle(&s, p, &body, |sd, user, req: api::ActRequest| {
-        sd.act(user, &req, now())
+    handle(&s, p, &body, |n, user, req: api::ActRequest| {
+        n.schedd.act(user, &req, now())
     })
 }
 
@@ -317,8 +483,8 @@ async fn history(
     ConnectInfo(p): ConnectInfo<Peer>,
     body: Bytes,
 ) -> Response {
-    handle(&s, p, &body, |sd, user, req: api::HistoryRequest| {
-        sd.history(user, &req, now())
+    handle(&s, p, &body, |n, user, req: api::HistoryRequest| {
+        n.schedd.history(user, &req, now())
     })
 }
 

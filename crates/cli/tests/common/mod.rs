@@ -1,0 +1,171 @@
+//! The personal pool as the end-to-end tests run it: `pool up` as a child
+//! process on a scratch state directory, the tools against it.
+//!
+//! A pool started by root runs each job as its owner and never runs a job
+//! as root (HTCondor's rule), so when the tests run as root the pool and
+//! the tools run as the unprivileged user `nobody`; otherwise as the user
+//! running the tests.
+#![allow(dead_code)]
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ferrocondor")
+}
+
+/// The uid and gid the pool and tools run as: `nobody` when we are root.
+pub fn run_as() -> Option<(u32, u32)> {
+    // SAFETY: geteuid cannot fail.
+    (unsafe { libc::geteuid() } == 0).then_some((65534, 65534))
+}
+
+/// A fresh scratch directory that the pool's user may write.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ferrocondor-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    if let Some((uid, gid)) = run_as() {
+        std::os::unix::fs::chown(&d, Some(uid), Some(gid)).unwrap();
+    }
+    d
+}
+
+/// Writes a file the pool's user owns.
+pub fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    if let Some((uid, gid)) = run_as() {
+        std::os::unix::fs::chown(path, Some(uid), Some(gid)).unwrap();
+    }
+}
+
+/// A command as the pool's user, with a configuration of only `env`.
+pub fn command(state: &Path, env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(bin());
+    c.env("FERROCONDOR_STATE", state)
+        .env("CONDOR_CONFIG", "ONLY_ENV");
+    for (k, v) in env {
+        c.env(format!("_CONDOR_{k}"), v);
+    }
+    if let Some((uid, gid)) = run_as() {
+        c.uid(uid).gid(gid);
+    }
+    c
+}
+
+/// A running `pool up`, killed (SIGKILL) when dropped, whatever happened.
+pub struct PoolProcess {
+    pub child: Option<Child>,
+    pub state: PathBuf,
+    log: PathBuf,
+}
+
+impl PoolProcess {
+    /// Starts a pool on `state` configured by `env` (`NAME`, value pairs
+    /// given as `_CONDOR_NAME`), and waits until it answers.
+    pub fn start(state: &Path, env: &[(&str, &str)]) -> PoolProcess {
+        let log = state.with_extension("daemon.log");
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
+        let child = command(state, env)
+            .args(["pool", "up", "--state"])
+            .arg(state)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let p = PoolProcess {
+            child: Some(child),
+            state: state.to_path_buf(),
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let o = run(state, &std::env::temp_dir(), &["q", "-af", "ClusterId"]);
+            if o.status.success() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the pool did not come up: {}\n{}",
+                err(&o),
+                p.daemon_log()
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        p
+    }
+
+    /// What the daemon wrote on its standard error.
+    pub fn daemon_log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for PoolProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Runs a tool against the pool in `state`, from `cwd`.
+pub fn run(state: &Path, cwd: &Path, args: &[&str]) -> Output {
+    command(state, &[])
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+pub fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn ok(o: Output) -> String {
+    assert!(o.status.success(), "failed: {}{}", out(&o), err(&o));
+    out(&o)
+}
+
+/// The user the pool names the tests' jobs' owner.
+pub fn me() -> String {
+    let mut c = Command::new("id");
+    c.arg("-un");
+    if let Some((uid, gid)) = run_as() {
+        c.uid(uid).gid(gid);
+    }
+    let o = c.output().unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// Polls `f` every 50 ms until it gives `Some`, for at most `secs`.
+pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(t) = f() {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

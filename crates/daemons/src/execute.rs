@@ -1,0 +1,1252 @@
+//! The rest of the pool beside the access point: the execute point (the
+//! `startd` engine polled with the `host` crate's readings, its actions
+//! carried out by the `starter` crate on real processes), the central
+//! manager (the `negotiator`'s cycle and accountant over the slot ads the
+//! engine publishes), and between them the schedd's part of running a job
+//! (claiming a matched slot, activating the claim, reusing it for the
+//! submitter's next idle job, telling the queue what happened: the
+//! shadow's work in HTCondor).
+//!
+//! [`Node`] is plain synchronous code behind the server's one lock. What
+//! must wait (a job's exit, a hook program, a job's output coming back)
+//! is handed to the server as [`Work`], and its outcome comes back through
+//! [`Node::exited`], [`Node::finished`] and [`Node::hook_done`]. Every
+//! decision is a core's: what a reading means and what a slot does is the
+//! startd engine's, who gets which slot the negotiator's, what an exit or
+//! an eviction does to a job the schedd's queue.
+//!
+//! Crash safety: a job's run (its process group and when its leader
+//! started) is recorded in `<state>/running/` before the queue hears that
+//! it started; at start, whatever a dead pool left running is killed, and
+//! the jobs the queue still calls running are evicted back to idle, to
+//! run again: none is lost, none runs twice at once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use classad::{ClassAd, Env, Expr, Value};
+use negotiator::accountant::Accountant;
+use negotiator::cycle::{negotiate, MatchKind, Policy, SubmitterJobs};
+use negotiator::limits::{job_limits, ConcurrencyLimits, CycleLimits};
+use schedd::job::attr;
+use schedd::{ExitHow, HoldCode, JobEvent, JobId, JobStatus, RunReport};
+use startd::resources::HostReadings;
+use startd::{Action, Activity, ClaimRequest, Event, Pair, Ready, Startd, State};
+use starter::{
+    CgroupPolicy, ExitKind, ExitReport, ExitStatus, Hooks, JobSpec, RunAs, RunningJob, StartError,
+    Starter, StarterSettings,
+};
+
+use crate::schedd_service::Schedd;
+
+/// The execute point's and the central manager's configuration.
+pub struct NodeConfig {
+    /// The configuration as the startd reads it (subsystem STARTD).
+    pub startd: config::Config,
+    /// As the negotiator reads it (subsystem NEGOTIATOR).
+    pub negotiator: config::Config,
+    /// The machine's name in slot names (`slot1@name`).
+    pub hostname: String,
+    /// What the machine offers, read once at start.
+    pub host: HostReadings,
+    /// STARTD_READINGS_FILE: readings that replace measured ones (tests,
+    /// demos; see the `host` crate).
+    pub readings_file: Option<PathBuf>,
+    /// EXECUTE: where job sandboxes are made.
+    pub execute_dir: PathBuf,
+}
+
+/// Something the server must do outside the lock, then report back.
+pub enum Work {
+    /// Wait for the job on `slot` to exit (its pidfd turns readable; with
+    /// no pidfd, poll), then call [`Node::exited`].
+    Watch {
+        slot: String,
+        run: u64,
+        fd: Option<OwnedFd>,
+    },
+    /// The job has exited: bring its output back and run JOB_EXIT
+    /// ([`RunningJob::finish`], which blocks), then call [`Node::finished`].
+    Finish {
+        slot: String,
+        run: u64,
+        job: Box<RunningJob>,
+    },
+    /// Run a startd hook program; for FETCH_WORK, call [`Node::hook_done`]
+    /// with what it printed.
+    Hook {
+        slot: String,
+        program: PathBuf,
+        args: Vec<String>,
+        input: String,
+        fetch: bool,
+    },
+    /// Idle jobs may have a slot now: run a negotiation cycle soon.
+    Reschedule,
+}
+
+/// A claim this schedd holds on a slot.
+struct Claim {
+    slot: String,
+    submitter: String,
+    /// The job the claim was made for, then the one running on it.
+    job: Option<JobId>,
+    activated: bool,
+    /// An Activate was sent and its StartJob has not come yet.
+    starting: bool,
+    /// Released, or its job was taken off: no reuse.
+    finished: bool,
+}
+
+/// A job's process on a slot.
+struct Run {
+    id: u64,
+    /// The queue's job; `None` for work a FETCH_WORK hook brought.
+    job: Option<JobId>,
+    claim_id: String,
+    /// `None` once the process exited and is being finished.
+    process: Option<Box<RunningJob>>,
+    /// Why it is ending, when something other than the job ends it.
+    kind: ExitKind,
+    /// What the startd said when it began evicting, for the job's log.
+    evicted_because: Option<String>,
+}
+
+/// The execute point, the central manager and the schedd's side of
+/// running jobs, around the access point's [`Schedd`].
+pub struct Node {
+    pub schedd: Schedd,
+    pub startd: Startd,
+    sampler: host::sampler::Sampler,
+    accountant: Accountant,
+    limits: ConcurrencyLimits,
+    policy: Policy,
+    startd_config: config::Config,
+    hostname: String,
+    execute_dir: PathBuf,
+    running_dir: PathBuf,
+    run_as: RunAs,
+    claims: BTreeMap<String, Claim>,
+    claim_seq: u64,
+    runs: BTreeMap<String, Run>,
+    run_seq: u64,
+    /// Each submitter's idle jobs not yet on a claim, in its order:
+    /// JobPrio (higher first), then job id.
+    idle: BTreeMap<String, BTreeSet<(i64, JobId)>>,
+    idle_key: BTreeMap<JobId, (String, i64)>,
+    /// Jobs with a claim (pending or active): not idle for the negotiator.
+    on_claim: BTreeSet<JobId>,
+    pending: Vec<Event>,
+    work: Vec<Work>,
+    /// Intervals, seconds.
+    pub poll_interval: u64,
+    pub negotiator_interval: u64,
+    pub alive_interval: u64,
+    /// What went wrong that only the daemon's log can say.
+    notes: Vec<String>,
+}
+
+fn literal_int(ad: &ClassAd, name: &str) -> Option<i64> {
+    match ad.get(name)? {
+        Expr::Lit(Value::Int(i)) => Some(*i),
+        _ => None,
+    }
+}
+
+fn literal_str(ad: &ClassAd, name: &str) -> Option<String> {
+    match ad.get(name)? {
+        Expr::Lit(Value::Str(s)) => Some(s.to_string()),
+        _ => None,
+    }
+}
+
+/// The accounting name of a job's submitter: `User` (owner@domain), else
+/// its Owner.
+fn submitter_of(job: &ClassAd) -> String {
+    literal_str(job, attr::USER)
+        .or_else(|| literal_str(job, attr::OWNER))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn param(c: &config::Config, name: &str) -> Option<String> {
+    c.get(name).ok().flatten().filter(|v| !v.trim().is_empty())
+}
+
+fn interval(c: &config::Config, name: &str, default: i64) -> Result<u64, String> {
+    let v = c.integer_or(name, default).map_err(|e| e.to_string())?;
+    Ok(v.max(1) as u64)
+}
+
+/// The hold code for a job that could not be started (HTCondor's table).
+fn start_hold_code(e: &StartError) -> HoldCode {
+    match e {
+        StartError::Hook { .. } => HoldCode(19),
+        StartError::Input { .. } | StartError::UrlInput(_) => HoldCode(13),
+        _ => HoldCode(6),
+    }
+}
+
+/// A quick measure of this machine's speed for the slot ads' Mips and
+/// KFlops (HTCondor runs its Dhrystone and Linpack for this): a fixed
+/// integer loop and a fixed floating-point loop, timed.
+fn benchmarks() -> (i64, i64) {
+    let t = std::time::Instant::now();
+    let mut x: u64 = 1;
+    for i in 0..20_000_000u64 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+    }
+    std::hint::black_box(x);
+    let int_secs = t.elapsed().as_secs_f64().max(1e-6);
+    let t = std::time::Instant::now();
+    let mut f = 1.0f64;
+    for i in 0..5_000_000u64 {
+        f = f * 1.000_000_1 + (i as f64) * 1e-9;
+    }
+    std::hint::black_box(f);
+    let flop_secs = t.elapsed().as_secs_f64().max(1e-6);
+    // Two operations per step.
+    ((40.0 / int_secs) as i64, (10_000.0 / flop_secs) as i64)
+}
+
+impl Node {
+    /// Builds the startd from the configuration and the machine, the
+    /// negotiator's policy and accountant, and takes over whatever a
+    /// previous pool left running (killed; its jobs idle again).
+    pub fn new(
+        mut schedd: Schedd,
+        cfg: NodeConfig,
+        state_dir: &Path,
+        now: i64,
+    ) -> Result<Node, String> {
+        let startd = Startd::from_config(&cfg.startd, &cfg.hostname, &cfg.host, now)
+            .map_err(|e| format!("startd: {e}"))?;
+        let policy =
+            Policy::from_config(&cfg.negotiator).map_err(|e| format!("negotiator: {e}"))?;
+        let accountant =
+            Accountant::from_config(&cfg.negotiator).map_err(|e| format!("accountant: {e}"))?;
+        let limits = ConcurrencyLimits::from_config(&cfg.negotiator)
+            .map_err(|e| format!("concurrency limits: {e}"))?;
+        let console =
+            param(&cfg.startd, "CONSOLE_DEVICES").unwrap_or_else(|| "mouse, console".into());
+        let sampler =
+            host::sampler::Sampler::new(host::Root::system(), &console, cfg.readings_file.clone());
+        let running_dir = state_dir.join("running");
+        std::fs::create_dir_all(&running_dir)
+            .map_err(|e| format!("{}: {e}", running_dir.display()))?;
+        std::fs::create_dir_all(&cfg.execute_dir)
+            .map_err(|e| format!("EXECUTE {}: {e}", cfg.execute_dir.display()))?;
+        // HTCondor's rule: a daemon started as root runs each job as its
+        // owner; one started by a user runs every job as that user.
+        // SAFETY: geteuid cannot fail.
+        let run_as = if unsafe { libc::geteuid() } == 0 {
+            RunAs::JobOwner
+        } else {
+            RunAs::Starter
+        };
+        let poll_interval = interval(&cfg.startd, "POLLING_INTERVAL", 5)?;
+        let negotiator_interval = interval(&cfg.negotiator, "NEGOTIATOR_INTERVAL", 60)?;
+        let alive_interval = interval(&cfg.startd, "ALIVE_INTERVAL", 300)?;
+        kill_leftovers(&running_dir);
+        // Jobs the queue says were running ran under a pool that is gone.
+        let was_running: Vec<JobId> = schedd
+            .queue()
+            .jobs()
+            .filter(|(id, _)| {
+                matches!(
+                    schedd.queue().status(*id),
+                    Some(JobStatus::Running | JobStatus::Suspended | JobStatus::TransferringOutput)
+                )
+            })
+            .map(|(id, _)| id)
+            .collect();
+        let mut notes = Vec::new();
+        for id in was_running {
+            let ev = JobEvent::Evicted {
+                checkpointed: false,
+                reason: Some("the pool stopped while the job ran; it will run again".into()),
+                report: RunReport::default(),
+            };
+            if let Err(e) = schedd.job_event(id, ev, now) {
+                notes.push(e);
+            }
+            // Removed or completed while it ran: its run is over now.
+            if let Err(e) = schedd.run_ended(id, now) {
+                notes.push(e);
+            }
+        }
+        let mut node = Node {
+            schedd,
+            startd,
+            sampler,
+            accountant,
+            limits,
+            policy,
+            startd_config: cfg.startd,
+            hostname: cfg.hostname,
+            execute_dir: cfg.execute_dir,
+            running_dir,
+            run_as,
+            claims: BTreeMap::new(),
+            claim_seq: 0,
+            runs: BTreeMap::new(),
+            run_seq: 0,
+            idle: BTreeMap::new(),
+            idle_key: BTreeMap::new(),
+            on_claim: BTreeSet::new(),
+            pending: Vec::new(),
+            work: Vec::new(),
+            poll_interval,
+            negotiator_interval,
+            alive_interval,
+            notes,
+        };
+        let all: Vec<JobId> = node.schedd.queue().jobs().map(|(id, _)| id).collect();
+        node.schedd.take_touched();
+        for id in all {
+            node.refresh_idle(id);
+        }
+        Ok(node)
+    }
+
+    /// What the server must do now.
+    pub fn take_work(&mut self) -> Vec<Work> {
+        std::mem::take(&mut self.work)
+    }
+
+    /// Problems only the daemon's log can report.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// Whether any job waits for a slot.
+    pub fn has_idle_jobs(&self) -> bool {
+        self.idle.values().any(|s| !s.is_empty())
+    }
+
+    /// The accountant (for `userprio`).
+    pub fn accountant(&self) -> &Accountant {
+        &self.accountant
+    }
+
+    pub fn accountant_mut(&mut self) -> &mut Accountant {
+        &mut self.accountant
+    }
+
+    /// The slot ads as the collector would hold them now.
+    pub fn slot_ads(&mut self, now: i64) -> Vec<ClassAd> {
+        self.startd.published_ads(now)
+    }
+
+    fn slot_label(&self, slot: &str) -> String {
+        format!("{slot}@{}", self.hostname)
+    }
+
+    // ---- the idle list -------------------------------------------------
+
+    fn refresh_idle(&mut self, id: JobId) {
+        if let Some((who, prio)) = self.idle_key.remove(&id) {
+            if let Some(set) = self.idle.get_mut(&who) {
+                set.remove(&(-prio, id));
+                if set.is_empty() {
+                    self.idle.remove(&who);
+                }
+            }
+        }
+        if self.on_claim.contains(&id) {
+            return;
+        }
+        let Some(ad) = self.schedd.queue().job(id) else {
+            return;
+        };
+        if self.schedd.queue().status(id) != Some(JobStatus::Idle) {
+            return;
+        }
+        let who = submitter_of(ad);
+        let prio = literal_int(ad, "JobPrio").unwrap_or(0);
+        self.idle
+            .entry(who.clone())
+            .or_default()
+            .insert((-prio, id));
+        self.idle_key.insert(id, (who, prio));
+    }
+
+    /// After any change to the queue: keep the idle list, take jobs that
+    /// were held or removed off their machines, ask for a cycle if new
+    /// idle jobs came.
+    pub fn queue_changed(&mut self, now: i64) {
+        let touched = self.schedd.take_touched();
+        if touched.is_empty() {
+            return;
+        }
+        let before = self.has_idle_jobs();
+        let mut fresh_idle = false;
+        for id in &touched {
+            self.refresh_idle(*id);
+            fresh_idle |= self.idle_key.contains_key(id);
+        }
+        // A job on a machine whose status is no longer running was held,
+        // removed (or its policy did it): the schedd gives its claim
+        // back, and the startd evicts it.
+        let touched: BTreeSet<JobId> = touched.into_iter().collect();
+        let stops: Vec<(String, String, ExitKind)> = self
+            .runs
+            .iter()
+            .filter_map(|(slot, r)| {
+                let id = r.job?;
+                if !touched.contains(&id) {
+                    return None;
+                }
+                let kind = match self.schedd.queue().status(id) {
+                    Some(JobStatus::Running | JobStatus::Suspended) => return None,
+                    Some(JobStatus::Held) => ExitKind::Hold,
+                    _ => ExitKind::Remove,
+                };
+                Some((slot.clone(), r.claim_id.clone(), kind))
+            })
+            .collect();
+        for (slot, claim_id, kind) in stops {
+            if let Some(r) = self.runs.get_mut(&slot) {
+                r.kind = kind;
+                if let Some(p) = r.process.as_mut() {
+                    p.set_exit_kind(kind);
+                }
+            }
+            if let Some(c) = self.claims.get_mut(&claim_id) {
+                c.finished = true;
+            }
+            self.pending.push(Event::ReleaseClaim { slot, claim_id });
+        }
+        self.drive(now);
+        if fresh_idle || (!before && self.has_idle_jobs()) {
+            self.work.push(Work::Reschedule);
+        }
+    }
+
+    // ---- the startd ----------------------------------------------------
+
+    /// One poll: the readings now, through the engine's policy.
+    pub fn poll(&mut self, now: i64) {
+        let pids: Vec<Vec<u32>> = self
+            .startd
+            .slots
+            .iter()
+            .map(|s| {
+                self.runs
+                    .get(&s.name)
+                    .and_then(|r| r.process.as_ref())
+                    .map(|p| p.tree_pids().into_iter().map(|p| p as u32).collect())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let readings = match self.sampler.sample(SystemTime::now(), &pids) {
+            Ok(r) => r,
+            Err(e) => {
+                // The policy keeps its last readings; the timers still run.
+                self.notes.push(format!("readings: {e}"));
+                self.startd.readings.clone()
+            }
+        };
+        let ready = self.startd.tick(now, readings);
+        self.absorb(ready, now);
+        self.drive(now);
+    }
+
+    /// Hands pending events to the startd until none is left.
+    fn drive(&mut self, now: i64) {
+        for _ in 0..1000 {
+            if self.pending.is_empty() {
+                return;
+            }
+            for ev in std::mem::take(&mut self.pending) {
+                let activating = match &ev {
+                    Event::Activate { claim_id, .. } => Some(claim_id.clone()),
+                    _ => None,
+                };
+                match self.startd.handle(ev, now) {
+                    Ok(ready) => self.absorb(ready, now),
+                    Err(r) => {
+                        if let Some(id) = activating {
+                            self.activation_refused(&id, &r.slot);
+                        } else {
+                            self.notes.push(format!("startd refused: {r}"));
+                        }
+                    }
+                }
+            }
+        }
+        self.notes
+            .push("startd events did not settle after 1000 rounds".into());
+    }
+
+    /// Carries out what the startd decided.
+    fn absorb(&mut self, ready: Ready, now: i64) {
+        for t in &ready.transitions {
+            if t.from.0 == State::Claimed
+                && (t.to.0 == State::Preempting || t.to.1 == Activity::Retiring)
+            {
+                if let Some(r) = self.runs.get_mut(&t.slot) {
+                    r.evicted_because.get_or_insert_with(|| t.cause.to_string());
+                }
+            }
+        }
+        for a in ready.actions {
+            match a {
+                Action::StartJob {
+                    slot,
+                    claim_id,
+                    job,
+                    nice,
+                } => self.start_job(&slot, &claim_id, job, nice, now),
+                Action::SuspendJob { slot } => self.suspend(&slot, now),
+                Action::ContinueJob { slot } => self.resume(&slot, now),
+                Action::VacateJob { slot } => self.signal(&slot, false),
+                Action::KillJob { slot } | Action::KillStarterTree { slot } => {
+                    self.signal(&slot, true)
+                }
+                Action::ClaimEnded {
+                    claim_id, reason, ..
+                } => self.claim_ended(&claim_id, &reason, now),
+                Action::RunBenchmarks { slot } => {
+                    let (mips, kflops) = benchmarks();
+                    self.pending
+                        .push(Event::BenchmarksDone { slot, mips, kflops });
+                }
+                Action::StartBackfill { slot, .. } => {
+                    self.notes.push(format!(
+                        "{slot}: backfill is not supported by this daemon yet; the slot leaves Backfill"
+                    ));
+                    self.pending.push(Event::BackfillExited { slot });
+                }
+                Action::KillBackfill { slot } => self.pending.push(Event::BackfillExited { slot }),
+                Action::FetchWork {
+                    slot,
+                    hook,
+                    slot_ad,
+                } => self.work.push(Work::Hook {
+                    slot,
+                    program: PathBuf::from(hook),
+                    args: Vec::new(),
+                    input: starter::hook_input(&[&slot_ad]),
+                    fetch: true,
+                }),
+                Action::ReplyFetch {
+                    slot,
+                    hook,
+                    accept,
+                    job,
+                    slot_ad,
+                } => self.work.push(Work::Hook {
+                    slot,
+                    program: PathBuf::from(hook),
+                    args: vec![if accept { "accept" } else { "reject" }.into()],
+                    input: starter::hook_input(&[&job, &slot_ad]),
+                    fetch: false,
+                }),
+                Action::EvictClaim {
+                    slot,
+                    hook,
+                    job,
+                    slot_ad,
+                } => self.work.push(Work::Hook {
+                    slot,
+                    program: PathBuf::from(hook),
+                    args: Vec::new(),
+                    input: starter::hook_input(&[&job, &slot_ad]),
+                    fetch: false,
+                }),
+                Action::DrainComplete => self.notes.push("draining is complete".into()),
+                Action::ShutdownComplete => {}
+            }
+        }
+        self.reconcile(now);
+    }
+
+    /// What a FETCH_WORK hook printed (a job ad, or nothing).
+    pub fn hook_done(&mut self, slot: String, output: Result<String, String>, now: i64) {
+        let job = match output {
+            Ok(text) if text.trim().is_empty() => None,
+            Ok(text) => {
+                match classad::reader::parse_old_ad(&text).or_else(|_| ClassAd::parse(&text)) {
+                    Ok(ad) => Some(Box::new(ad)),
+                    Err(e) => {
+                        self.notes.push(format!(
+                            "{slot}: FETCH_WORK printed something that is not a job ad: {e}"
+                        ));
+                        None
+                    }
+                }
+            }
+            Err(e) => {
+                self.notes.push(format!("{slot}: FETCH_WORK: {e}"));
+                None
+            }
+        };
+        self.pending.push(Event::FetchedWork { slot, job });
+        self.drive(now);
+    }
+
+    fn starter_settings(&self, slot: &str, job: &ClassAd, nice: i64, now: i64) -> StarterSettings {
+        let c = &self.startd_config;
+        let mut s = StarterSettings::new(&self.execute_dir);
+        s.nice_increment = nice.clamp(0, 19) as i32;
+        s.run_as = self.run_as.clone();
+        s.cgroup = CgroupPolicy::Auto;
+        s.user_job_wrapper = param(c, "USER_JOB_WRAPPER").map(PathBuf::from);
+        s.file_system_domain = param(c, "FILESYSTEM_DOMAIN");
+        s.slot_name = slot.to_string();
+        s.slot_ad = self
+            .startd
+            .slots
+            .iter()
+            .position(|x| x.name == slot)
+            .map(|i| self.startd.slot_ad(i, now));
+        // The job's hook keyword, else the starter's (HTCondor's order).
+        let keyword = literal_str(job, "HookKeyword")
+            .or_else(|| param(c, "STARTER_JOB_HOOK_KEYWORD"))
+            .filter(|k| !k.trim().is_empty());
+        if let Some(k) = keyword {
+            let hook = |name: &str| param(c, &format!("{k}_HOOK_{name}")).map(PathBuf::from);
+            s.hooks = Hooks {
+                prepare_job: hook("PREPARE_JOB"),
+                update_job_info: hook("UPDATE_JOB_INFO"),
+                job_exit: hook("JOB_EXIT"),
+                timeout: Some(std::time::Duration::from_secs(
+                    c.integer_or("HOOK_TIMEOUT", 300).unwrap_or(300).max(1) as u64,
+                )),
+            };
+        }
+        if let Ok(Some(i)) = c.integer("STARTER_INITIAL_UPDATE_INTERVAL") {
+            s.initial_update_interval = std::time::Duration::from_secs(i.max(1) as u64);
+        }
+        if let Ok(Some(i)) = c.integer("STARTER_UPDATE_INTERVAL") {
+            s.update_interval = std::time::Duration::from_secs(i.max(1) as u64);
+        }
+        s
+    }
+
+    fn start_job(&mut self, slot: &str, claim_id: &str, job: ClassAd, nice: i64, now: i64) {
+        let queue_job = self.claims.get_mut(claim_id).and_then(|c| {
+            c.starting = false;
+            c.job
+        });
+        let settings = self.starter_settings(slot, &job, nice, now);
+        let started = JobSpec::new(job, settings).and_then(Starter::start);
+        let process = match started {
+            Ok(p) => p,
+            Err(e) => {
+                let reason = format!("Error from {}: {e}", self.slot_label(slot));
+                self.notes.push(reason.clone());
+                if let Some(id) = queue_job {
+                    let ev = JobEvent::Held {
+                        reason,
+                        code: start_hold_code(&e),
+                        subcode: 0,
+                    };
+                    if let Err(e) = self.schedd.job_event(id, ev, now) {
+                        self.notes.push(e);
+                    }
+                    if let Some(c) = self.claims.get_mut(claim_id) {
+                        c.finished = true;
+                        c.job = None;
+                    }
+                    self.on_claim.remove(&id);
+                    self.queue_changed_quietly();
+                }
+                self.pending.push(Event::StarterExited {
+                    slot: slot.to_string(),
+                });
+                return;
+            }
+        };
+        self.run_seq += 1;
+        let run = self.run_seq;
+        let pid = process.pid();
+        record_running(&self.running_dir, slot, pid);
+        let fd = process
+            .exit_fd()
+            .and_then(|fd| fd.try_clone_to_owned().ok());
+        self.runs.insert(
+            slot.to_string(),
+            Run {
+                id: run,
+                job: queue_job,
+                claim_id: claim_id.to_string(),
+                process: Some(Box::new(process)),
+                kind: ExitKind::Exit,
+                evicted_because: None,
+            },
+        );
+        self.work.push(Work::Watch {
+            slot: slot.to_string(),
+            run,
+            fd,
+        });
+        if let Some(id) = queue_job {
+            let ev = JobEvent::Started {
+                host: self.hostname.clone(),
+                slot: self.slot_label(slot),
+            };
+            if let Err(e) = self.schedd.job_event(id, ev, now) {
+                self.notes.push(e);
+            }
+            self.queue_changed_quietly();
+        }
+    }
+
+    /// Keeps the idle list after a change this module made itself (no
+    /// runs to stop, no cycle to ask for beyond what `queue_changed` does).
+    fn queue_changed_quietly(&mut self) {
+        for id in self.schedd.take_touched() {
+            self.refresh_idle(id);
+        }
+    }
+
+    fn suspend(&mut self, slot: &str, now: i64) {
+        let Some(r) = self.runs.get_mut(slot) else {
+            return;
+        };
+        let Some(p) = r.process.as_mut() else { return };
+        if let Err(e) = p.suspend() {
+            self.notes.push(format!("{slot}: suspending the job: {e}"));
+            return;
+        }
+        let num_pids = p.tree_pids().len() as i64;
+        if let Some(id) = r.job {
+            if let Err(e) = self
+                .schedd
+                .job_event(id, JobEvent::Suspended { num_pids }, now)
+            {
+                self.notes.push(e);
+            }
+            self.queue_changed_quietly();
+        }
+    }
+
+    fn resume(&mut self, slot: &str, now: i64) {
+        let Some(r) = self.runs.get_mut(slot) else {
+            return;
+        };
+        let Some(p) = r.process.as_mut() else { return };
+        if let Err(e) = p.resume() {
+            self.notes.push(format!("{slot}: resuming the job: {e}"));
+            return;
+        }
+        if let Some(id) = r.job {
+            if self.schedd.queue().status(id) == Some(JobStatus::Suspended) {
+                if let Err(e) = self.schedd.job_event(id, JobEvent::Unsuspended, now) {
+                    self.notes.push(e);
+                }
+                self.queue_changed_quietly();
+            }
+        }
+    }
+
+    /// VacateJob (the job's soft kill signal) or KillJob (SIGKILL to the tree).
+    fn signal(&mut self, slot: &str, hard: bool) {
+        let Some(r) = self.runs.get_mut(slot) else {
+            return;
+        };
+        if r.kind == ExitKind::Exit {
+            r.kind = ExitKind::Evict;
+        }
+        let kind = r.kind;
+        let Some(p) = r.process.as_mut() else { return };
+        p.set_exit_kind(kind);
+        // A suspended job must run to hear its signal.
+        if p.is_suspended() {
+            let _ = p.resume();
+        }
+        let done = if hard { p.hard_kill() } else { p.soft_kill() };
+        if let Err(e) = done {
+            self.notes.push(format!("{slot}: signalling the job: {e}"));
+        }
+    }
+
+    /// The job on `slot` may have exited (its pidfd is readable, or a poll
+    /// asks): if so, it is taken to be finished outside the lock.
+    pub fn exited(&mut self, slot: &str, run: u64) -> bool {
+        let Some(r) = self.runs.get_mut(slot).filter(|r| r.id == run) else {
+            return true;
+        };
+        let Some(p) = r.process.as_mut() else {
+            return true;
+        };
+        match p.poll() {
+            Ok(None) => false,
+            Ok(Some(_)) | Err(_) => {
+                let job = r.process.take().expect("checked above");
+                self.work.push(Work::Finish {
+                    slot: slot.to_string(),
+                    run,
+                    job,
+                });
+                true
+            }
+        }
+    }
+
+    /// The job's run is over and its output back: the queue hears how it
+    /// ended, the startd that its starter is gone, and the claim takes the
+    /// submitter's next job.
+    pub fn finished(&mut self, slot: &str, run: u64, report: ExitReport, now: i64) {
+        if self.runs.get(slot).is_none_or(|r| r.id != run) {
+            return;
+        }
+        let r = self.runs.remove(slot).expect("checked above");
+        forget_running(&self.running_dir, slot);
+        for p in &report.problems {
+            self.notes
+                .push(format!("{}: after the job: {p}", self.slot_label(slot)));
+        }
+        let usage = RunReport {
+            remote_user_cpu: report.usage.user_cpu.round() as i64,
+            remote_sys_cpu: report.usage.sys_cpu.round() as i64,
+            ..RunReport::default()
+        };
+        if let Some(id) = r.job {
+            let status = self.schedd.queue().status(id);
+            let event = match (r.kind, status) {
+                (_, Some(JobStatus::Held | JobStatus::Removed | JobStatus::Completed))
+                | (_, None) => None,
+                (ExitKind::Exit, _) => Some(JobEvent::Exited {
+                    how: match report.status {
+                        ExitStatus::Code(c) => ExitHow::Code(i64::from(c)),
+                        ExitStatus::Signal { signal, .. } => ExitHow::Signal {
+                            signal: i64::from(signal),
+                            core_file: None,
+                        },
+                    },
+                    report: usage,
+                }),
+                _ => Some(JobEvent::Evicted {
+                    checkpointed: false,
+                    reason: r.evicted_because.clone(),
+                    report: usage,
+                }),
+            };
+            if let Some(ev) = event {
+                if let Err(e) = self.schedd.job_event(id, ev, now) {
+                    self.notes.push(e);
+                }
+            }
+            if let Err(e) = self.schedd.run_ended(id, now) {
+                self.notes.push(e);
+            }
+            self.on_claim.remove(&id);
+            if let Some(c) = self.claims.get_mut(&r.claim_id) {
+                c.job = None;
+                if r.kind != ExitKind::Exit {
+                    c.finished = true;
+                }
+            }
+        }
+        self.pending.push(Event::StarterExited {
+            slot: slot.to_string(),
+        });
+        self.queue_changed(now);
+        self.drive(now);
+    }
+
+    fn claim_ended(&mut self, claim_id: &str, reason: &str, now: i64) {
+        self.accountant.remove_match(claim_id, now);
+        let Some(c) = self.claims.remove(claim_id) else {
+            return;
+        };
+        if let (Some(id), false) = (c.job, c.activated && !c.starting) {
+            // The claim ended before its job ran.
+            if !self.runs.values().any(|r| r.job == Some(id)) {
+                self.on_claim.remove(&id);
+                self.refresh_idle(id);
+                self.notes.push(format!(
+                    "job {id}: the claim on {} ended before the job started: {reason}",
+                    self.slot_label(&c.slot)
+                ));
+                self.work.push(Work::Reschedule);
+            }
+        }
+        if self.has_idle_jobs() {
+            self.work.push(Work::Reschedule);
+        }
+    }
+
+    /// The schedd's side of every claim: activate one that is ready, reuse
+    /// or release one whose job has gone.
+    fn reconcile(&mut self, now: i64) {
+        let ids: Vec<String> = self.claims.keys().cloned().collect();
+        for id in ids {
+            let Some(slot) = self
+                .startd
+                .slots
+                .iter()
+                .find(|s| s.claim.as_ref().is_some_and(|c| c.id == id))
+            else {
+                continue;
+            };
+            if slot.pair() != Pair(State::Claimed, Activity::Idle) || slot.starter {
+                continue;
+            }
+            let slot_name = slot.name.clone();
+            let Some(c) = self.claims.get(&id) else {
+                continue;
+            };
+            if c.finished || c.starting {
+                continue;
+            }
+            let next = match c.job {
+                Some(j) if !c.activated => Some(j),
+                _ => self.next_job_for_claim(&slot_name, &id, now),
+            };
+            let job = next.and_then(|j| self.schedd.queue().job(j).cloned().map(|ad| (j, ad)));
+            match job {
+                Some((j, ad)) => {
+                    if let Some(c) = self.claims.get_mut(&id) {
+                        c.job = Some(j);
+                        c.activated = true;
+                        c.starting = true;
+                    }
+                    self.on_claim.insert(j);
+                    self.refresh_idle(j);
+                    self.pending.push(Event::Activate {
+                        slot: slot_name,
+                        claim_id: id.clone(),
+                        job: Box::new(ad),
+                    });
+                }
+                None => {
+                    if let Some(c) = self.claims.get_mut(&id) {
+                        c.finished = true;
+                        c.job = None;
+                    }
+                    self.pending.push(Event::ReleaseClaim {
+                        slot: slot_name,
+                        claim_id: id,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Claim reuse: the submitter's next idle job that the slot takes
+    /// (both Requirements), while the claim is young enough.
+    fn next_job_for_claim(&self, slot: &str, id: &str, now: i64) -> Option<JobId> {
+        let c = self.claims.get(id)?;
+        let i = self.startd.slots.iter().position(|s| s.name == slot)?;
+        let s = &self.startd.slots[i];
+        if let (Some(w), Some(cl)) = (s.policy.claim_worklife, s.claim.as_ref()) {
+            if now - cl.claimed_at > w {
+                return None;
+            }
+        }
+        let idle = self.idle.get(&c.submitter)?;
+        let ad = self.startd.slot_ad(i, now);
+        let env = Env::at(now);
+        // The schedd tries its next few idle jobs, not all of them.
+        for &(_, j) in idle.iter().take(8) {
+            let Some(job) = self.schedd.queue().job(j) else {
+                continue;
+            };
+            if classad::matching::requirements_met(job, &ad, &env)
+                && classad::matching::requirements_met(&ad, job, &env)
+                && self.limits_allow(job, &ad, now)
+            {
+                return Some(j);
+            }
+        }
+        None
+    }
+
+    fn limits_allow(&self, job: &ClassAd, slot: &ClassAd, now: i64) -> bool {
+        if !job.contains("ConcurrencyLimits") {
+            return true;
+        }
+        let mut limits = self.limits.clone();
+        self.count_limits(&mut limits, now);
+        limits.fits(job, slot, &Env::at(now)).is_ok()
+    }
+
+    fn count_limits(&self, limits: &mut ConcurrencyLimits, now: i64) {
+        limits.load_slots(std::iter::empty());
+        let env = Env::at(now);
+        let empty = ClassAd::new();
+        for c in self.claims.values() {
+            if let Some(j) = c.job {
+                if let Some(job) = self.schedd.queue().job(j) {
+                    limits.take(&job_limits(job, &empty, &env));
+                }
+            }
+        }
+    }
+
+    fn activation_refused(&mut self, id: &str, slot: &str) {
+        let Some(c) = self.claims.get_mut(id) else {
+            return;
+        };
+        c.starting = false;
+        c.finished = true;
+        if let Some(j) = c.job.take() {
+            self.on_claim.remove(&j);
+            self.refresh_idle(j);
+        }
+        self.pending.push(Event::ReleaseClaim {
+            slot: slot.to_string(),
+            claim_id: id.to_string(),
+        });
+    }
+
+    /// Keep-alives for every claim (the startd's claim lease).
+    pub fn keep_alive(&mut self, now: i64) {
+        for id in self.claims.keys() {
+            self.pending.push(Event::KeepAlive {
+                claim_id: id.clone(),
+            });
+        }
+        self.drive(now);
+    }
+
+    /// A tool's request to the startd (vacate, drain, ...).
+    pub fn startd_event(&mut self, ev: Event, now: i64) -> Result<(), String> {
+        match self.startd.handle(ev, now) {
+            Ok(ready) => {
+                self.absorb(ready, now);
+                self.drive(now);
+                Ok(())
+            }
+            Err(r) => Err(r.to_string()),
+        }
+    }
+
+    // ---- the negotiator ------------------------------------------------
+
+    /// One negotiation cycle: match idle jobs to slots, claim them.
+    /// Returns how many jobs were matched.
+    pub fn negotiate(&mut self, now: i64) -> usize {
+        if !self.has_idle_jobs() {
+            return 0;
+        }
+        self.accountant.update_priorities(now);
+        let mut limits = self.limits.clone();
+        self.count_limits(&mut limits, now);
+        let slot_ads = self.startd.published_ads(now);
+        let slot_names: Vec<String> = self.startd.slots.iter().map(|s| s.name.clone()).collect();
+        // No submitter can get more slots than the machine has in a cycle.
+        let cap = slot_ads.len().max(1);
+        let names: Vec<String> = self.idle.keys().cloned().collect();
+        let lists: Vec<Vec<JobId>> = self
+            .idle
+            .values()
+            .map(|s| s.iter().take(cap).map(|&(_, j)| j).collect())
+            .collect();
+        let plan = {
+            let subs: Vec<SubmitterJobs<'_>> = names
+                .iter()
+                .zip(&lists)
+                .map(|(n, js)| SubmitterJobs {
+                    name: n.clone(),
+                    jobs: js
+                        .iter()
+                        .filter_map(|&j| self.schedd.queue().job(j))
+                        .collect(),
+                })
+                .collect();
+            negotiate(
+                &slot_ads,
+                &subs,
+                &self.accountant,
+                &mut CycleLimits::new(&mut limits, now),
+                &self.policy,
+                now,
+            )
+        };
+        self.limits = limits;
+        let mut matched = 0;
+        for mt in &plan.matches {
+            let Some(&job) = lists.get(mt.submitter).and_then(|l| l.get(mt.job)) else {
+                continue;
+            };
+            let Some(slot) = slot_names.get(mt.slot).cloned() else {
+                continue;
+            };
+            // On a partitionable slot: the dynamic slots to make room from
+            // (a match on a claimed slot preempts only its own claim).
+            let preempt = mt
+                .preempted
+                .iter()
+                .filter(|p| p.slot != mt.slot)
+                .filter_map(|p| slot_names.get(p.slot).cloned())
+                .collect();
+            if self.claim_slot(job, &slot, mt.kind, mt.cost, preempt, now) {
+                matched += 1;
+            }
+        }
+        self.drive(now);
+        matched
+    }
+
+    /// The schedd claims the matched slot for `job`.
+    fn claim_slot(
+        &mut self,
+        job: JobId,
+        slot: &str,
+        kind: MatchKind,
+        cost: f64,
+        preempt_dynamic: Vec<String>,
+        now: i64,
+    ) -> bool {
+        if self.schedd.queue().status(job) != Some(JobStatus::Idle) || self.on_claim.contains(&job)
+        {
+            return false;
+        }
+        let Some(ad) = self.schedd.queue().job(job).cloned() else {
+            return false;
+        };
+        if let Err(e) = self.schedd.job_event(job, JobEvent::Matched, now) {
+            self.notes.push(e);
+        }
+        self.queue_changed_quietly();
+        self.claim_seq += 1;
+        let claim_id = format!(
+            "<{}>#{}#{}",
+            self.hostname,
+            std::process::id(),
+            self.claim_seq
+        );
+        let submitter = submitter_of(&ad);
+        if let Ok(ready) = self.startd.handle(
+            Event::Matched {
+                slot: slot.to_string(),
+            },
+            now,
+        ) {
+            self.absorb(ready, now);
+        }
+        let request = ClaimRequest {
+            claim_id: claim_id.clone(),
+            job: ad,
+            schedd: self.hostname.clone(),
+            user: submitter.clone(),
+            alive_interval: Some(self.alive_interval as i64),
+            by_user_priority: kind == MatchKind::PriorityPreemption,
+            preempt_dynamic,
+        };
+        self.claims.insert(
+            claim_id.clone(),
+            Claim {
+                slot: slot.to_string(),
+                submitter: submitter.clone(),
+                job: Some(job),
+                activated: false,
+                starting: false,
+                finished: false,
+            },
+        );
+        self.on_claim.insert(job);
+        self.refresh_idle(job);
+        match self.startd.handle(
+            Event::RequestClaim {
+                slot: slot.to_string(),
+                request: Box::new(request),
+            },
+            now,
+        ) {
+            Ok(ready) => {
+                self.accountant.add_match(&submitter, &claim_id, cost, now);
+                self.absorb(ready, now);
+                true
+            }
+            Err(r) => {
+                self.claims.remove(&claim_id);
+                self.on_claim.remove(&job);
+                self.refresh_idle(job);
+                self.notes.push(format!("job {job}: claim refused: {r}"));
+                false
+            }
+        }
+    }
+
+    /// Kills every job still running (the pool is going down); their jobs
+    /// run again when it comes back.
+    pub fn kill_all(&mut self) {
+        for (slot, r) in self.runs.iter_mut() {
+            if let Some(p) = r.process.as_mut() {
+                let _ = p.hard_kill();
+                let _ = p.wait();
+            }
+            forget_running(&self.running_dir, slot);
+        }
+    }
+}
+
+/// `<running>/<slot>`: the process group of the job on the slot and when
+/// its leader started, so a pool that comes back after a crash can kill
+/// what the dead one left (and not an unrelated process that got the pid).
+fn record_running(dir: &Path, slot: &str, pid: i32) {
+    let start = process_start(pid).unwrap_or(0);
+    let _ = std::fs::write(dir.join(slot), format!("{pid} {start}\n"));
+}
+
+fn forget_running(dir: &Path, slot: &str) {
+    let _ = std::fs::remove_file(dir.join(slot));
+}
+
+/// Fields of `/proc/<pid>/stat` after the command: (pgrp, session, start
+/// time in ticks).
+fn process_stat(pid: i32) -> Option<(i32, i32, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let f: Vec<&str> = text[text.rfind(')')? + 2..].split_whitespace().collect();
+    Some((
+        f.get(2)?.parse().ok()?,
+        f.get(3)?.parse().ok()?,
+        f.get(19)?.parse().ok()?,
+    ))
+}
+
+fn process_start(pid: i32) -> Option<u64> {
+    process_stat(pid).map(|s| s.2)
+}
+
+/// Kills what a pool that died left running: each recorded job's leader
+/// (if it is still the same process) and every process still in the
+/// session and process group it made (setsid), even after the leader
+/// exited.
+fn kill_leftovers(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut leaders = Vec::new();
+    for e in entries.flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let mut it = text.split_whitespace();
+        if let (Some(pid), Some(start)) = (
+            it.next().and_then(|p| p.parse::<i32>().ok()),
+            it.next().and_then(|s| s.parse::<u64>().ok()),
+        ) {
+            leaders.push((pid, start));
+        }
+        let _ = std::fs::remove_file(e.path());
+    }
+    if leaders.is_empty() {
+        return;
+    }
+    let procs: Vec<(i32, i32, i32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| process_stat(pid).map(|(g, s, _)| (pid, g, s)))
+        .collect();
+    for (leader, start) in leaders {
+        if leader <= 1 {
+            continue;
+        }
+        let same_leader = process_start(leader) == Some(start);
+        for &(pid, group, session) in &procs {
+            let member = group == leader && session == leader;
+            if (pid == leader && same_leader) || (member && pid != leader) {
+                // SAFETY: a plain signal to a process of a job we started.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
