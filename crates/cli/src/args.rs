@@ -80,6 +80,35 @@ pub enum Command {
     Release(ActArgs),
     /// Jobs that have left the queue, as HTCondor's condor_history prints them.
     History(HistoryArgs),
+    /// Benchmarks of the real pool.
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Start a fresh personal pool, push N trivial jobs (/bin/true) from submit to completion,
+    /// and measure a lone job's submit-to-complete latency (median of 20). The last line is
+    /// `jobs_per_second=X median_latency_ms=Y`.
+    Throughput(ThroughputArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ThroughputArgs {
+    /// How many jobs to push through.
+    #[arg(long, default_value_t = 1000)]
+    pub jobs: u64,
+    /// How many job slots the pool gets (NUM_CPUS; one slot per CPU).
+    #[arg(long, default_value_t = 16)]
+    pub slots: u32,
+    /// Internal: the benchmark re-run as `nobody` when started by root.
+    #[arg(long, hide = true)]
+    pub as_nobody: bool,
 }
 
 #[derive(Debug, Args)]

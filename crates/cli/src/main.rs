@@ -9,6 +9,7 @@
 mod act_cmd;
 mod adfile;
 mod args;
+mod bench_cmd;
 mod classad_cmd;
 mod config_cmd;
 mod errors;
@@ -83,6 +84,12 @@ fn main() -> ExitCode {
             &mut std::io::stderr(),
         ),
         Command::History(a) => act_cmd::history(a, real_clock(), &mut out),
+        Command::Bench(b) => match &b.command {
+            args::BenchCommand::Throughput(a) => {
+                let host = system::RealHost::detect();
+                bench_cmd::run(a, &host, real_clock(), &mut out, &mut std::io::stderr())
+            }
+        },
         Command::Submit(a) => {
             let host = system::RealHost::detect();
             submit_cmd::run(

@@ -168,7 +168,7 @@ fn queue(
 }
 
 /// The submitter's files on the real disk.
-struct SubmitFiles;
+pub(crate) struct SubmitFiles;
 
 impl submit::Files for SubmitFiles {
     fn size(&self, path: &str) -> Option<u64> {

@@ -547,7 +547,10 @@ impl Schedd {
             .queue
             .apply(id, event, now, &self.config.system_policy)
             .map_err(|e| e.to_string())?;
-        if let Err(e) = self.persist(std::slice::from_ref(&change), now) {
+        // What happened on a machine is stored without waiting for the
+        // disk (see `Store::apply_unsynced`): a crash of the process loses
+        // none of it, and nothing here was promised to a client.
+        if let Err(e) = self.persist_with(std::slice::from_ref(&change), now, false) {
             self.undo(BTreeMap::from([(id, before)]));
             return Err(format!(
                 "job {id}: the job queue could not be written, so nothing was changed: {e}"
@@ -567,7 +570,7 @@ impl Schedd {
             return Ok(());
         };
         self.store
-            .apply(&[Op::to_history(sid, now)])
+            .apply_unsynced(&[Op::to_history(sid, now)])
             .map_err(|e| format!("job {id}: could not be moved to the history: {e}"))?;
         self.queue.forget(id);
         Ok(())
@@ -577,6 +580,16 @@ impl Schedd {
     /// transaction; jobs that reached Removed or Completed go to the
     /// history. Writes the job event log once the store has them.
     fn persist(&mut self, changes: &[Change], now: i64) -> Result<(), store::Error> {
+        self.persist_with(changes, now, true)
+    }
+
+    /// [`Schedd::persist`], waiting for the disk (`synced`) or not.
+    fn persist_with(
+        &mut self,
+        changes: &[Change],
+        now: i64,
+        synced: bool,
+    ) -> Result<(), store::Error> {
         if changes.is_empty() {
             return Ok(());
         }
@@ -602,7 +615,15 @@ impl Schedd {
             }
         }
         let logs = self.log_entries(changes, now);
-        self.store.apply(&ops)?;
+        if ops.is_empty() && leaving.is_empty() {
+            write_logs(logs);
+            return Ok(());
+        }
+        if synced {
+            self.store.apply(&ops)?;
+        } else {
+            self.store.apply_unsynced(&ops)?;
+        }
         for id in leaving {
             self.queue.forget(id);
         }

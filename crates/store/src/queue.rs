@@ -470,6 +470,29 @@ impl Store {
         })
     }
 
+    /// [`Store::apply`] without waiting for the disk: the transaction is
+    /// in the write-ahead log when this returns, so a crash of this
+    /// process loses nothing, but a power failure or an operating-system
+    /// crash may lose the last few (SQLite's `synchronous=NORMAL`). For
+    /// what the execute side reports (a job started, exited): losing one
+    /// of those means a job runs again, never a job lost. Submissions and
+    /// users' requests go through [`Store::apply`].
+    pub fn apply_unsynced(&mut self, ops: &[Op]) -> Result<()> {
+        let path = self.path.clone();
+        let pragma = |conn: &Connection, level: &str| {
+            conn.pragma_update(None, "synchronous", level)
+                .map_err(|source| Error::Sqlite {
+                    path: path.clone(),
+                    op: format!("setting synchronous={level}"),
+                    source,
+                })
+        };
+        pragma(&self.conn, "NORMAL")?;
+        let done = self.apply(ops);
+        pragma(&self.conn, "FULL")?;
+        done
+    }
+
     /// Sets and deletes attributes of one job, atomically.
     pub fn update_job(&mut self, job: JobId, set: &[(&str, Expr)], delete: &[&str]) -> Result<()> {
         let ops: Vec<Op> = set

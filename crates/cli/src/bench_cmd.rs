@@ -1,0 +1,271 @@
+//! `ferrocondor bench throughput --jobs N`: a fresh personal pool, N
+//! trivial jobs (`/bin/true`) pushed from submit to completion, and the
+//! submit-to-complete latency of a lone job (median of 20). The last line
+//! is `jobs_per_second=X median_latency_ms=Y`.
+//!
+//! The pool is the real one (`pool up`, a child process on a scratch
+//! state directory); the jobs are built by the real submit code and sent
+//! over the real socket; completion is read back from the queue.
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use config::{load, Host, LoadOptions, Root};
+use wire::api;
+
+use crate::args::ThroughputArgs as BenchArgs;
+use crate::errors::{Error, Outcome};
+
+/// A pool started for the benchmark, stopped (and its state removed) when
+/// dropped.
+struct BenchPool {
+    child: Option<Child>,
+    state: PathBuf,
+    client: wire::Client,
+}
+
+impl Drop for BenchPool {
+    fn drop(&mut self) {
+        let _: Result<api::Empty, _> = self.client.call(api::PATH_SHUTDOWN, &api::Empty {});
+        if let Some(mut c) = self.child.take() {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.state);
+    }
+}
+
+pub fn run(
+    a: &BenchArgs,
+    host: &dyn Host,
+    now: i64,
+    out: &mut dyn Write,
+    diag: &mut dyn Write,
+) -> Result<Outcome, Error> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 && !a.as_nobody {
+        // A pool started by root never runs a job as root: the whole
+        // benchmark runs as `nobody`, as any user's personal pool would.
+        writeln!(
+            diag,
+            "bench: running as user nobody (a pool run by root never runs jobs as root)"
+        )?;
+        diag.flush()?;
+        let exe = std::env::current_exe().map_err(|e| Error::read("<this program>", e))?;
+        let status = Command::new(exe)
+            .args(std::env::args_os().skip(1))
+            .arg("--as-nobody")
+            .current_dir("/")
+            .uid(65534)
+            .gid(65534)
+            .status()
+            .map_err(|e| Error::Daemon(format!("cannot run the benchmark as nobody: {e}")))?;
+        return if status.success() {
+            Ok(Outcome::Success)
+        } else {
+            Err(Error::Daemon(format!(
+                "bench: the benchmark failed ({status})"
+            )))
+        };
+    }
+    let jobs = a.jobs.max(1);
+    let state = std::env::temp_dir().join(format!("ferrocondor-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    std::fs::create_dir_all(&state).map_err(|e| Error::read(&state.display().to_string(), e))?;
+    let pool = start_pool(&state, a.slots)?;
+    writeln!(
+        diag,
+        "bench: pool up in {} with {} slots",
+        state.display(),
+        a.slots
+    )?;
+
+    // The benchmark's pool and jobs run on HTCondor's defaults alone.
+    let config = load(
+        &LoadOptions::new("SUBMIT", Root::None),
+        &crate::system::DiskFiles,
+        host,
+    )
+    .map_err(Error::Config)?;
+    let owner = host.env("USER").unwrap_or_else(|| "nobody".into());
+    let iwd = state.display().to_string();
+    let build = |cluster: u32, count: u64| -> Result<Vec<String>, Error> {
+        let text = format!("executable = /bin/true\ntransfer_executable = false\nqueue {count}\n");
+        let mut opts = submit::SubmitOptions::new(i64::from(cluster), &owner, now, &iwd);
+        opts.submit_file = "<bench>".into();
+        let s = submit::submit(&text, &opts, &config, &crate::submit_cmd::SubmitFiles)
+            .map_err(Error::Submit)?;
+        Ok(s.jobs
+            .iter()
+            .map(|ad| {
+                let mut t = String::new();
+                classad::unparse::ad_into(&mut t, ad);
+                t
+            })
+            .collect())
+    };
+    let submit_cluster = |count: u64| -> Result<u32, Error> {
+        let c: api::NewCluster = pool.client.call(api::PATH_NEW_CLUSTER, &api::Empty {})?;
+        let ads = build(c.cluster, count)?;
+        let _: api::Submitted = pool.client.call(
+            api::PATH_SUBMIT,
+            &api::SubmitRequest {
+                cluster: c.cluster,
+                ads,
+            },
+        )?;
+        Ok(c.cluster)
+    };
+    // Jobs still in the queue (completed ones leave it for the history).
+    let left = || -> Result<u64, Error> {
+        let a: api::QueryAnswer = pool.client.call(
+            api::PATH_QUERY,
+            &api::QueryRequest {
+                selection: api::Selection {
+                    constraint: Some("false".into()),
+                    ..api::Selection::default()
+                },
+                projection: vec!["ClusterId".into()],
+            },
+        )?;
+        Ok(a.all_totals.jobs)
+    };
+
+    // Latency: a lone job, submit to completion, 20 times.
+    let mut latencies = Vec::new();
+    for _ in 0..20 {
+        let t0 = Instant::now();
+        submit_cluster(1)?;
+        wait_until_empty(&left, Duration::from_micros(500), Duration::from_secs(60))?;
+        latencies.push(t0.elapsed().as_secs_f64() * 1000.0);
+    }
+    latencies.sort_by(f64::total_cmp);
+    let median = (latencies[9] + latencies[10]) / 2.0;
+    writeln!(
+        diag,
+        "bench: lone job submit-to-complete: median {median:.1} ms, min {:.1} ms, max {:.1} ms",
+        latencies[0], latencies[19]
+    )?;
+
+    // Throughput: N jobs in one cluster, submit to the last completion.
+    let t0 = Instant::now();
+    submit_cluster(jobs)?;
+    let submitted = t0.elapsed();
+    writeln!(
+        diag,
+        "bench: {jobs} jobs submitted in {:.0} ms",
+        submitted.as_secs_f64() * 1000.0
+    )?;
+    let mut last = Instant::now();
+    loop {
+        let n = left()?;
+        if n == 0 {
+            break;
+        }
+        if last.elapsed() >= Duration::from_secs(1) {
+            writeln!(
+                diag,
+                "bench: {}/{jobs} done after {:.1} s",
+                jobs - n.min(jobs),
+                t0.elapsed().as_secs_f64()
+            )?;
+            diag.flush()?;
+            last = Instant::now();
+        }
+        if t0.elapsed() > Duration::from_secs(600) {
+            return Err(Error::Daemon(format!(
+                "bench: {n} of {jobs} jobs still not done after 10 minutes"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    // Every job must have completed, not merely left the queue.
+    let h: api::HistoryAnswer = pool.client.call(
+        api::PATH_HISTORY,
+        &api::HistoryRequest {
+            selection: api::Selection {
+                constraint: Some("JobStatus == 4 && ExitCode == 0".into()),
+                ..api::Selection::default()
+            },
+            projection: vec!["ClusterId".into()],
+            limit: None,
+        },
+    )?;
+    let completed = h.ads.len() as u64;
+    if completed != jobs + 20 {
+        return Err(Error::Daemon(format!(
+            "bench: {} of {} jobs completed with exit code 0",
+            completed,
+            jobs + 20
+        )));
+    }
+    drop(pool);
+    writeln!(
+        out,
+        "jobs={jobs} slots={} seconds={elapsed:.3}\njobs_per_second={:.1} median_latency_ms={median:.1}",
+        a.slots,
+        jobs as f64 / elapsed
+    )?;
+    Ok(Outcome::Success)
+}
+
+fn wait_until_empty(
+    left: &dyn Fn() -> Result<u64, Error>,
+    every: Duration,
+    limit: Duration,
+) -> Result<(), Error> {
+    let t0 = Instant::now();
+    while left()? > 0 {
+        if t0.elapsed() > limit {
+            return Err(Error::Daemon("bench: a lone job did not complete".into()));
+        }
+        std::thread::sleep(every);
+    }
+    Ok(())
+}
+
+fn start_pool(state: &Path, slots: u32) -> Result<BenchPool, Error> {
+    let exe = std::env::current_exe().map_err(|e| Error::read("<this program>", e))?;
+    let log = std::fs::File::create(state.with_extension("log"))
+        .map_err(|e| Error::read(&state.display().to_string(), e))?;
+    let child = Command::new(exe)
+        .args(["pool", "up", "--state"])
+        .arg(state)
+        .env("CONDOR_CONFIG", "ONLY_ENV")
+        .env("_CONDOR_NUM_CPUS", slots.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| Error::Daemon(format!("cannot start the pool: {e}")))?;
+    let pool = BenchPool {
+        child: Some(child),
+        state: state.to_path_buf(),
+        client: wire::Client::for_state_dir(state),
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let hello: Result<api::Hello, _> = pool.client.call(api::PATH_HELLO, &api::Empty {});
+        if hello.is_ok() {
+            return Ok(pool);
+        }
+        if Instant::now() > deadline {
+            return Err(Error::Daemon(format!(
+                "the pool did not come up; see {}",
+                state.with_extension("log").display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
