@@ -42,7 +42,8 @@ pub fn run(
                     .unwrap_or_default()
             );
             let pool = daemons::Pool::up(&dir, pool_config, node)
-                .map_err(|e| Error::Daemon(e.to_string()))?;
+                .map_err(|e| Error::Daemon(e.to_string()))?
+                .with_reload(Box::new(reload));
             writeln!(
                 out,
                 "ferrocondor: personal pool up (access point, execute point, central manager)\n\
@@ -132,5 +133,27 @@ fn node_config(
         host: machine,
         readings_file,
         execute_dir,
+    })
+}
+
+/// `condor_reconfig`: the configuration read again, as at start.
+fn reload() -> Result<daemons::Reloaded, String> {
+    let host = crate::system::RealHost::detect();
+    let read = |subsystem: &str| {
+        load(
+            &LoadOptions::new(subsystem, Root::Search),
+            &crate::system::DiskFiles,
+            &host,
+        )
+        .map_err(|e| e.to_string())
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let pool = daemons::PoolConfig::from_config(&read("SCHEDD")?, crate::system::utc_offset(now))?;
+    Ok(daemons::Reloaded {
+        pool,
+        startd: read("STARTD")?,
+        negotiator: read("NEGOTIATOR")?,
     })
 }

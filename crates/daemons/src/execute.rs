@@ -334,6 +334,25 @@ impl Node {
         &mut self.accountant
     }
 
+    pub fn hostname(&self) -> &str {
+        &self.hostname
+    }
+
+    /// New negotiator policy, accountant settings (keeping its figures),
+    /// limits and startd configuration (after `condor_reconfig`).
+    pub(crate) fn set_central_manager(
+        &mut self,
+        policy: Policy,
+        accountant: Accountant,
+        limits: ConcurrencyLimits,
+        startd_config: config::Config,
+    ) {
+        self.policy = policy;
+        self.accountant = accountant.with_state(self.accountant.state());
+        self.limits = limits;
+        self.startd_config = startd_config;
+    }
+
     /// The slot ads as the collector would hold them now.
     pub fn slot_ads(&mut self, now: i64) -> Vec<ClassAd> {
         self.startd.published_ads(now)
@@ -428,6 +447,19 @@ impl Node {
 
     /// One poll: the readings now, through the engine's policy.
     pub fn poll(&mut self, now: i64) {
+        // The starter's timers (UPDATE_JOB_INFO when due, memory samples)
+        // run when its job is polled, and the exit watcher polls a job only
+        // once it has exited: without this, UPDATE_JOB_INFO never ran. A
+        // job found to have exited is handed on as the watcher would.
+        let live: Vec<(String, u64)> = self
+            .runs
+            .iter()
+            .filter(|(_, r)| r.process.is_some())
+            .map(|(slot, r)| (slot.clone(), r.id))
+            .collect();
+        for (slot, run) in live {
+            self.exited(&slot, run);
+        }
         let pids: Vec<Vec<u32>> = self
             .startd
             .slots

@@ -19,11 +19,13 @@
 //!
 //! Start at [`Pool::up`] and [`schedd_service::Schedd`].
 
+pub mod admin;
 pub mod execute;
 mod identity;
 pub mod schedd_service;
 mod server;
 
+pub use admin::Reloaded;
 pub use execute::{Node, NodeConfig};
 pub use schedd_service::{ApiError, PoolConfig, Schedd};
 pub use server::{Error, Pool};

@@ -269,6 +269,18 @@ impl Schedd {
         })
     }
 
+    /// Whether `user` is a queue super user (QUEUE_SUPER_USERS).
+    pub fn is_super_user(&self, user: &str) -> bool {
+        self.config.super_users.contains(user)
+    }
+
+    /// A new configuration (`condor_reconfig`).
+    pub fn set_config(&mut self, config: PoolConfig) {
+        self.queue.utc_offset = config.utc_offset;
+        self.log_format.utc_offset = config.utc_offset;
+        self.config = config;
+    }
+
     pub fn queue(&self) -> &JobQueue {
         &self.queue
     }

@@ -20,6 +20,7 @@ use serde::Serialize;
 use tokio::sync::Notify;
 use wire::api;
 
+use crate::admin::Reloaded;
 use crate::execute::{Node, NodeConfig, Work};
 use crate::identity::Peer;
 use crate::schedd_service::{ApiError, PoolConfig, Schedd};
@@ -67,8 +68,12 @@ fn now() -> i64 {
 
 /// A personal pool that is set up (queue open, socket bound) and ready to
 /// [`Pool::run`].
+/// Reads the configuration again, for `condor_reconfig`.
+pub type Reload = Box<dyn Fn() -> Result<Reloaded, String> + Send + Sync>;
+
 pub struct Pool {
     node: Node,
+    reload: Option<Reload>,
     listener: std::os::unix::net::UnixListener,
     socket: PathBuf,
     periodic_interval: u64,
@@ -118,10 +123,18 @@ impl Pool {
         let node = Node::new(schedd, node, state_dir, now()).map_err(Error::Setup)?;
         Ok(Pool {
             node,
+            reload: None,
             listener,
             socket,
             periodic_interval,
         })
+    }
+
+    /// How `condor_reconfig` reads the configuration again (without one,
+    /// it is refused).
+    pub fn with_reload(mut self, reload: Reload) -> Pool {
+        self.reload = Some(reload);
+        self
     }
 
     pub fn socket(&self) -> &Path {
@@ -167,6 +180,7 @@ impl Pool {
             node: Mutex::new(self.node),
             shutdown: Notify::new(),
             reschedule: Notify::new(),
+            reload: self.reload,
         });
         let app = Router::new()
             .route(api::PATH_HELLO, post(hello))
@@ -176,6 +190,10 @@ impl Pool {
             .route(api::PATH_ACT, post(act))
             .route(api::PATH_HISTORY, post(history))
             .route(api::PATH_SHUTDOWN, post(shutdown))
+            .route(api::PATH_SLOTS, post(slots))
+            .route(api::PATH_STARTD, post(startd_command))
+            .route(api::PATH_USERPRIO, post(userprio))
+            .route(api::PATH_RECONFIG, post(reconfig))
             .fallback(unknown)
             .layer(DefaultBodyLimit::max(256 << 20))
             .with_state(shared.clone());
@@ -243,6 +261,7 @@ struct Shared {
     node: Mutex<Node>,
     shutdown: Notify,
     reschedule: Notify,
+    reload: Option<Reload>,
 }
 
 impl Shared {
@@ -512,6 +531,77 @@ async fn shutdown(
         shared.shutdown.notify_one();
     }
     response
+}
+
+/// Whether the peer may administer the pool: the pool's own user, root,
+/// or a queue super user.
+fn admin(node: &Node, peer: Peer, user: &str) -> Result<(), ApiError> {
+    // SAFETY: getuid cannot fail.
+    let me = unsafe { libc::getuid() };
+    if peer.uid == Some(me) || peer.uid == Some(0) || node.schedd.is_super_user(user) {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(format!(
+            "permission denied: {user} may not administer a pool run by {}",
+            crate::identity::user_name(me).unwrap_or_else(|| format!("uid {me}"))
+        )))
+    }
+}
+
+async fn slots(
+    State(s): State<Arc<Shared>>,
+    ConnectInfo(p): ConnectInfo<Peer>,
+    body: Bytes,
+) -> Response {
+    handle(&s, p, &body, |n, _, req: api::SlotsRequest| {
+        n.slots(&req, now())
+    })
+}
+
+async fn startd_command(
+    State(s): State<Arc<Shared>>,
+    ConnectInfo(p): ConnectInfo<Peer>,
+    body: Bytes,
+) -> Response {
+    handle(&s, p, &body, |n, user, req: api::StartdCommand| {
+        admin(n, p, user)?;
+        n.startd_command(req, now())
+    })
+}
+
+async fn userprio(
+    State(s): State<Arc<Shared>>,
+    ConnectInfo(p): ConnectInfo<Peer>,
+    body: Bytes,
+) -> Response {
+    handle(&s, p, &body, |n, user, req: api::UserprioRequest| {
+        let changes =
+            req.set_factor.is_some() || req.set_priority.is_some() || req.reset_usage.is_some();
+        if changes {
+            admin(n, p, user)?;
+        }
+        Ok(n.userprio(&req, now()))
+    })
+}
+
+async fn reconfig(
+    State(s): State<Arc<Shared>>,
+    ConnectInfo(p): ConnectInfo<Peer>,
+    body: Bytes,
+) -> Response {
+    let shared = s.clone();
+    handle(&s, p, &body, |n, user, _: api::Empty| {
+        admin(n, p, user)?;
+        let reload = shared.reload.as_ref().ok_or_else(|| {
+            ApiError::bad_request(
+                "this pool was started without a way to read its configuration again",
+            )
+        })?;
+        let new = reload().map_err(|e| {
+            ApiError::bad_request(format!("the configuration was not changed: {e}"))
+        })?;
+        n.reconfigure(new)
+    })
 }
 
 async fn unknown(uri: Uri) -> Response {

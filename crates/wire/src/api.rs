@@ -14,6 +14,14 @@ pub const PATH_QUERY: &str = "/v1/jobs/query";
 pub const PATH_ACT: &str = "/v1/jobs/act";
 pub const PATH_HISTORY: &str = "/v1/history";
 pub const PATH_SHUTDOWN: &str = "/v1/shutdown";
+/// The slot ads (`condor_status`).
+pub const PATH_SLOTS: &str = "/v1/slots/query";
+/// A command to the execute point (`condor_vacate`, `condor_drain`).
+pub const PATH_STARTD: &str = "/v1/startd";
+/// The accountant's table, and changes to it (`condor_userprio`).
+pub const PATH_USERPRIO: &str = "/v1/userprio";
+/// Read the configuration again (`condor_reconfig`).
+pub const PATH_RECONFIG: &str = "/v1/reconfig";
 
 /// The body of every refusal.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,6 +207,114 @@ pub struct HistoryRequest {
 pub struct HistoryAnswer {
     /// Newest first, as new-syntax ClassAd text.
     pub ads: Vec<String>,
+}
+
+/// Which slot ads to return (`condor_status`), and which attributes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotsRequest {
+    /// A ClassAd expression each slot ad must make true.
+    #[serde(default)]
+    pub constraint: Option<String>,
+    /// Only these attributes of each ad (all of them when empty).
+    #[serde(default)]
+    pub projection: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotsAnswer {
+    /// In slot order, as new-syntax ClassAd text.
+    pub ads: Vec<String>,
+}
+
+/// How `condor_drain` treats running jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DrainHow {
+    /// Jobs get their retirement time, then their vacate time.
+    Graceful,
+    /// Only their vacate time.
+    Quick,
+    /// Killed at once.
+    Fast,
+}
+
+/// A command to the execute point. Only the pool's own user, root and the
+/// queue super users may give one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "command")]
+pub enum StartdCommand {
+    /// Evict the job of one slot (by name, `slot1`), or of every slot;
+    /// `fast` kills instead of asking the job to exit.
+    Vacate {
+        #[serde(default)]
+        slot: Option<String>,
+        #[serde(default)]
+        fast: bool,
+    },
+    /// Drain the machine.
+    Drain {
+        how: DrainHow,
+        #[serde(default)]
+        resume_on_completion: bool,
+        /// START while draining (`-start`); false when not given.
+        #[serde(default)]
+        start: Option<String>,
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// Stop draining.
+    CancelDrain,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartdAnswer {
+    /// What the execute point did, for the person.
+    pub message: String,
+}
+
+/// `condor_userprio`: the table, after the changes asked for (changes need
+/// the pool's own user, root or a queue super user).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserprioRequest {
+    /// `-setfactor USER FACTOR`.
+    #[serde(default)]
+    pub set_factor: Option<(String, f64)>,
+    /// `-setprio USER PRIO`.
+    #[serde(default)]
+    pub set_priority: Option<(String, f64)>,
+    /// `-resetusage USER`.
+    #[serde(default)]
+    pub reset_usage: Option<String>,
+}
+
+/// One submitter in the accountant's table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UserprioRow {
+    pub name: String,
+    pub effective_priority: f64,
+    pub real_priority: f64,
+    pub priority_factor: f64,
+    /// Weighted slots in use now.
+    pub resources_used: f64,
+    /// Weighted slot-hours used since usage was last reset.
+    pub accumulated_usage_hours: f64,
+    /// When usage began to be counted, and when last charged (epoch
+    /// seconds; 0 when never).
+    pub begin_usage_time: i64,
+    pub last_usage_time: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UserprioAnswer {
+    /// When the table was brought up to date (epoch seconds).
+    pub last_update: i64,
+    pub rows: Vec<UserprioRow>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconfigAnswer {
+    /// What changed, for the person (a configuration error is a refusal).
+    pub message: String,
 }
 
 #[cfg(test)]

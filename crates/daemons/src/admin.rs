@@ -1,0 +1,194 @@
+//! The pool's administrative side: the slot ads for `condor_status`,
+//! commands to the execute point (`condor_vacate`, `condor_drain`), the
+//! accountant's table (`condor_userprio`) and reading the configuration
+//! again (`condor_reconfig`). Each is carried out by the core that owns
+//! it; this module only translates requests.
+
+use classad::{ClassAd, Value};
+use negotiator::accountant::Accountant;
+use negotiator::cycle::Policy;
+use negotiator::limits::ConcurrencyLimits;
+use startd::{DrainHow, Event};
+use wire::api::{
+    self, ReconfigAnswer, SlotsAnswer, SlotsRequest, StartdAnswer, StartdCommand, UserprioAnswer,
+    UserprioRequest, UserprioRow,
+};
+
+use crate::execute::Node;
+use crate::schedd_service::{ApiError, PoolConfig};
+
+/// A configuration read again, for [`Node::reconfigure`].
+pub struct Reloaded {
+    pub pool: PoolConfig,
+    pub startd: config::Config,
+    pub negotiator: config::Config,
+}
+
+fn ad_text(ad: &ClassAd) -> String {
+    let mut s = String::new();
+    classad::unparse::ad_into(&mut s, ad);
+    s
+}
+
+impl Node {
+    /// The slot ads a constraint selects, projected.
+    pub fn slots(&mut self, req: &SlotsRequest, now: i64) -> Result<SlotsAnswer, ApiError> {
+        let constraint = match &req.constraint {
+            Some(text) => Some(classad::parse_expr(text).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "the constraint does not parse: {}",
+                    e.display_with_source("<constraint>")
+                ))
+            })?),
+            None => None,
+        };
+        let env = classad::Env::at(now);
+        let mut ads = Vec::new();
+        for ad in self.slot_ads(now) {
+            if let Some(c) = &constraint {
+                let keep = match ad.eval(c, &env) {
+                    Value::Bool(b) => b,
+                    Value::Int(i) => i != 0,
+                    Value::Real(r) => r != 0.0,
+                    _ => false,
+                };
+                if !keep {
+                    continue;
+                }
+            }
+            if req.projection.is_empty() {
+                ads.push(ad_text(&ad));
+            } else {
+                let mut out = ClassAd::new();
+                for name in &req.projection {
+                    if let Some(e) = ad.get(name) {
+                        out.insert(name.as_str(), e.clone());
+                    }
+                }
+                ads.push(ad_text(&out));
+            }
+        }
+        Ok(SlotsAnswer { ads })
+    }
+
+    /// `condor_vacate` and `condor_drain`, through the startd engine.
+    pub fn startd_command(
+        &mut self,
+        cmd: StartdCommand,
+        now: i64,
+    ) -> Result<StartdAnswer, ApiError> {
+        let (event, message) = match cmd {
+            StartdCommand::Vacate { slot, fast } => {
+                if let Some(s) = &slot {
+                    if !self.startd.slots.iter().any(|x| &x.name == s) {
+                        return Err(ApiError::bad_request(format!(
+                            "there is no slot {s} on this machine"
+                        )));
+                    }
+                }
+                let what = slot.clone().unwrap_or_else(|| "every slot".into());
+                (
+                    Event::Vacate { slot, fast },
+                    format!(
+                        "{} the job on {what}",
+                        if fast { "killed" } else { "vacating" }
+                    ),
+                )
+            }
+            StartdCommand::Drain {
+                how,
+                resume_on_completion,
+                start,
+                reason,
+            } => {
+                let start_expr = match start {
+                    Some(t) => Some(classad::parse_expr(&t).map_err(|e| {
+                        ApiError::bad_request(format!(
+                            "the start expression does not parse: {}",
+                            e.display_with_source("<start>")
+                        ))
+                    })?),
+                    None => None,
+                };
+                let how = match how {
+                    api::DrainHow::Graceful => DrainHow::Graceful,
+                    api::DrainHow::Quick => DrainHow::Quick,
+                    api::DrainHow::Fast => DrainHow::Fast,
+                };
+                (
+                    Event::Drain {
+                        how,
+                        resume_on_completion,
+                        start_expr,
+                        reason: reason.unwrap_or_else(|| "by command".into()),
+                    },
+                    "draining".to_string(),
+                )
+            }
+            StartdCommand::CancelDrain => (Event::CancelDrain, "draining cancelled".to_string()),
+        };
+        self.startd_event(event, now)
+            .map_err(|e| ApiError::bad_request(format!("the execute point refused: {e}")))?;
+        Ok(StartdAnswer {
+            message: format!("{}: {message}", self.hostname()),
+        })
+    }
+
+    /// The accountant's table, after the changes `req` asks for.
+    pub fn userprio(&mut self, req: &UserprioRequest, now: i64) -> UserprioAnswer {
+        let acc = self.accountant_mut();
+        if let Some((who, f)) = &req.set_factor {
+            acc.set_factor(who, *f);
+        }
+        if let Some((who, p)) = &req.set_priority {
+            acc.set_priority(who, *p);
+        }
+        if let Some(who) = &req.reset_usage {
+            acc.reset_usage(who, now);
+        }
+        acc.update_priorities(now);
+        let acc: &Accountant = acc;
+        let rows = acc
+            .records()
+            .map(|r| UserprioRow {
+                name: r.name.clone(),
+                effective_priority: acc.effective_priority(&r.name),
+                real_priority: acc.real_priority(&r.name),
+                priority_factor: acc.priority_factor(&r.name),
+                resources_used: r.weighted_resources_used,
+                accumulated_usage_hours: r.weighted_accumulated_usage / 3600.0,
+                begin_usage_time: r.begin_usage_time,
+                last_usage_time: r.last_usage_time,
+            })
+            .collect();
+        UserprioAnswer {
+            last_update: acc.last_update(),
+            rows,
+        }
+    }
+
+    /// `condor_reconfig`: the new configuration for every part, or (on
+    /// any error) none of it. Claims, running jobs, the queue and the
+    /// accountant's figures stay; the timers keep their intervals.
+    pub fn reconfigure(&mut self, new: Reloaded) -> Result<ReconfigAnswer, ApiError> {
+        let bad = |what: &str, e: String| {
+            ApiError::bad_request(format!("the configuration was not changed: {what}: {e}"))
+        };
+        let policy =
+            Policy::from_config(&new.negotiator).map_err(|e| bad("negotiator", e.to_string()))?;
+        let accountant = Accountant::from_config(&new.negotiator)
+            .map_err(|e| bad("accountant", e.to_string()))?;
+        let limits = ConcurrencyLimits::from_config(&new.negotiator)
+            .map_err(|e| bad("concurrency limits", e.to_string()))?;
+        let mut startd = self.startd.clone();
+        startd
+            .reconfigure(&new.startd)
+            .map_err(|e| bad("startd", e.to_string()))?;
+        self.startd = startd;
+        self.set_central_manager(policy, accountant, limits, new.startd);
+        self.schedd.set_config(new.pool);
+        Ok(ReconfigAnswer {
+            message: "the pool read its configuration again".into(),
+        })
+    }
+}
