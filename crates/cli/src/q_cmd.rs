@@ -1,6 +1,6 @@
 //! `ferrocondor q`: the job queue as condor_q shows it, from the running
-//! pool (formats in `jobview`), and `-better-analyze` over slot ad files
-//! (condor_q's `-slotads`; the jobs from `-jobads` or from the pool).
+//! pool (formats in `jobview`), and `-better-analyze` (the jobs from
+//! `-jobads` or the pool, the slots from `-slotads` or the pool).
 
 use std::io::Write;
 use std::path::Path;
@@ -88,7 +88,7 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
 }
 
 /// `-better-analyze`: the job ads from -jobads or the pool, the slot ads
-/// from -slotads (the pool has no execute point to ask yet).
+/// from -slotads or the pool.
 fn analyze(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     if !a.better_analyze {
         return Err(Error::Usage(
@@ -97,14 +97,6 @@ fn analyze(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
                 .into(),
         ));
     }
-    let Some(slotads) = &a.slotads else {
-        return Err(Error::Usage(
-            "q -better-analyze needs slot ads, and the personal pool has no execute point \
-             (startd) to ask yet: give -slotads FILE (condor_status -l output), and \
-             -jobads FILE to read the jobs from a file rather than from `ferrocondor pool up`"
-                .into(),
-        ));
-    };
     let job_arg = a.targets.first();
     let (jobs, origin) = match &a.jobads {
         Some(path) => (read_file(path)?, path.display().to_string()),
@@ -122,7 +114,15 @@ fn analyze(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
         }
     };
     let env = Env::at(now);
-    let slots = read_file(slotads)?;
+    // The slot ads from -slotads, else from the pool's execute point.
+    let slots = match &a.slotads {
+        Some(path) => read_file(path)?,
+        None => {
+            let answer: wire::api::SlotsAnswer = jobview::client()
+                .call(wire::api::PATH_SLOTS, &wire::api::SlotsRequest::default())?;
+            jobview::parse_ads(&answer.ads)?
+        }
+    };
     let wanted = match job_arg {
         Some(id) => Some(parse_job_id(id)?),
         None => None,
