@@ -256,13 +256,30 @@ impl Node {
             .filter(|(id, _)| {
                 matches!(
                     schedd.queue().status(*id),
-                    Some(JobStatus::Running | JobStatus::Suspended | JobStatus::TransferringOutput)
+                    Some(
+                        JobStatus::Running
+                            | JobStatus::Suspended
+                            | JobStatus::TransferringOutput
+                            | JobStatus::Removed
+                            | JobStatus::Completed
+                    )
                 )
             })
             .map(|(id, _)| id)
             .collect();
         let mut notes = Vec::new();
         for id in was_running {
+            // Removed (or completed) while it ran, and the pool stopped
+            // before the run ended: only the move to the history is left.
+            if matches!(
+                schedd.queue().status(id),
+                Some(JobStatus::Removed | JobStatus::Completed)
+            ) {
+                if let Err(e) = schedd.run_ended(id, now) {
+                    notes.push(e);
+                }
+                continue;
+            }
             let ev = JobEvent::Evicted {
                 checkpointed: false,
                 reason: Some("the pool stopped while the job ran; it will run again".into()),
