@@ -661,9 +661,9 @@ impl Node {
                 prepare_job: hook("PREPARE_JOB"),
                 update_job_info: hook("UPDATE_JOB_INFO"),
                 job_exit: hook("JOB_EXIT"),
-                timeout: Some(std::time::Duration::from_secs(
-                    c.integer_or("HOOK_TIMEOUT", 300).unwrap_or(300).max(1) as u64,
-                )),
+                // A hook that hangs is killed after five minutes (the
+                // starter reports it as the hook's failure).
+                timeout: Some(std::time::Duration::from_secs(300)),
             };
         }
         if let Ok(Some(i)) = c.integer("STARTER_INITIAL_UPDATE_INTERVAL") {
