@@ -81,7 +81,7 @@ pub fn run(
     let jobs = a.jobs.max(1);
     let state = std::env::temp_dir().join(format!("ferrocondor-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&state);
-    std::fs::create_dir_all(&state).map_err(|e| Error::read(&state.display().to_string(), e))?;
+    std::fs::create_dir_all(&state).map_err(|e| Error::read(state.display().to_string(), e))?;
     let pool = start_pool(&state, a.slots)?;
     writeln!(
         diag,
@@ -238,7 +238,7 @@ fn wait_until_empty(
 fn start_pool(state: &Path, slots: u32) -> Result<BenchPool, Error> {
     let exe = std::env::current_exe().map_err(|e| Error::read("<this program>", e))?;
     let log = std::fs::File::create(state.with_extension("log"))
-        .map_err(|e| Error::read(&state.display().to_string(), e))?;
+        .map_err(|e| Error::read(state.display().to_string(), e))?;
     let child = Command::new(exe)
         .args(["pool", "up", "--state"])
         .arg(state)

@@ -131,6 +131,7 @@ impl Node {
             .map_err(|e| ApiError::bad_request(format!("the execute point refused: {e}")))?;
         Ok(StartdAnswer {
             message: format!("{}: {message}", self.hostname()),
+            machine: self.hostname().to_string(),
         })
     }
 
@@ -147,7 +148,8 @@ impl Node {
             acc.reset_usage(who, now);
         }
         acc.update_priorities(now);
-        let acc: &Accountant = acc;
+        self.save_accountant();
+        let acc: &Accountant = self.accountant();
         let rows = acc
             .records()
             .map(|r| UserprioRow {
@@ -159,6 +161,7 @@ impl Node {
                 accumulated_usage_hours: r.weighted_accumulated_usage / 3600.0,
                 begin_usage_time: r.begin_usage_time,
                 last_usage_time: r.last_usage_time,
+                is_group: acc.group_of(&r.name).eq_ignore_ascii_case(&r.name),
             })
             .collect();
         UserprioAnswer {

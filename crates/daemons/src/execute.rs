@@ -127,6 +127,7 @@ pub struct Node {
     hostname: String,
     execute_dir: PathBuf,
     running_dir: PathBuf,
+    state_dir: PathBuf,
     run_as: RunAs,
     claims: BTreeMap<String, Claim>,
     claim_seq: u64,
@@ -224,8 +225,12 @@ impl Node {
             .map_err(|e| format!("startd: {e}"))?;
         let policy =
             Policy::from_config(&cfg.negotiator).map_err(|e| format!("negotiator: {e}"))?;
-        let accountant =
+        let mut accountant =
             Accountant::from_config(&cfg.negotiator).map_err(|e| format!("accountant: {e}"))?;
+        // The figures a previous pool left (priorities, factors, usage).
+        if let Some(saved) = crate::accounting::load(state_dir)? {
+            accountant = accountant.with_state(saved);
+        }
         let limits = ConcurrencyLimits::from_config(&cfg.negotiator)
             .map_err(|e| format!("concurrency limits: {e}"))?;
         let console =
@@ -304,6 +309,7 @@ impl Node {
             hostname: cfg.hostname,
             execute_dir: cfg.execute_dir,
             running_dir,
+            state_dir: state_dir.to_path_buf(),
             run_as,
             claims: BTreeMap::new(),
             claim_seq: 0,
@@ -1109,6 +1115,7 @@ impl Node {
             )
         };
         self.limits = limits;
+        self.save_accountant();
         let mut matched = 0;
         for mt in &plan.matches {
             let Some(&job) = lists.get(mt.submitter).and_then(|l| l.get(mt.job)) else {
@@ -1214,9 +1221,18 @@ impl Node {
         }
     }
 
+    /// Writes the accountant's figures for the next `pool up`.
+    pub fn save_accountant(&mut self) {
+        if let Err(e) = crate::accounting::save(&self.state_dir, &self.accountant.state()) {
+            self.notes.push(e);
+        }
+    }
+
     /// Kills every job still running (the pool is going down); their jobs
     /// run again when it comes back.
     pub fn kill_all(&mut self) {
+        self.accountant.update_priorities(crate::server::now());
+        self.save_accountant();
         for (slot, r) in self.runs.iter_mut() {
             if let Some(p) = r.process.as_mut() {
                 let _ = p.hard_kill();

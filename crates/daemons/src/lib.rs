@@ -19,6 +19,7 @@
 //!
 //! Start at [`Pool::up`] and [`schedd_service::Schedd`].
 
+mod accounting;
 pub mod admin;
 pub mod execute;
 mod identity;

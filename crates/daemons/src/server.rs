@@ -60,7 +60,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// The real clock, read here so the cores stay pure.
-fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)

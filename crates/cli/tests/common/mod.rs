@@ -169,3 +169,98 @@ pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A command as the pool's user whose configuration is the file `config`
+/// (CONDOR_CONFIG) with `env` over it, for policies written as files.
+pub fn command_with_config(state: &Path, config: &Path, env: &[(&str, &str)]) -> Command {
+    let mut c = command(state, env);
+    c.env("CONDOR_CONFIG", config);
+    c
+}
+
+impl PoolProcess {
+    /// Like [`PoolProcess::start`], with the configuration file `config`
+    /// read first (`env` overrides it).
+    pub fn start_with_config(state: &Path, config: &Path, env: &[(&str, &str)]) -> PoolProcess {
+        let log = state.with_extension("daemon.log");
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
+        let child = command_with_config(state, config, env)
+            .args(["pool", "up", "--state"])
+            .arg(state)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let p = PoolProcess {
+            child: Some(child),
+            state: state.to_path_buf(),
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let o = run(state, &std::env::temp_dir(), &["q", "-af", "ClusterId"]);
+            if o.status.success() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the pool did not come up: {}\n{}",
+                err(&o),
+                p.daemon_log()
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        p
+    }
+}
+
+/// Writes an executable script the pool's user owns.
+pub fn write_script(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    write(path, text);
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Whether process `pid` exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    proc_state(pid).is_some_and(|s| s != 'Z' && s != 'X')
+}
+
+/// The state letter of `/proc/<pid>/stat` (`R`, `S`, `T`, `Z`, ...).
+pub fn proc_state(pid: i32) -> Option<char> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    text[text.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+/// Whether `pid` is stopped: SIGSTOP (state `T`), or frozen in a cgroup
+/// v2 (`frozen 1` in its cgroup's `cgroup.events`).
+pub fn stopped(pid: i32) -> bool {
+    if proc_state(pid) == Some('T') {
+        return true;
+    }
+    let Ok(cg) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
+        return false;
+    };
+    cg.lines().filter_map(|l| l.strip_prefix("0::")).any(|p| {
+        ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            .iter()
+            .any(|root| {
+                std::fs::read_to_string(format!("{root}{p}/cgroup.events"))
+                    .is_ok_and(|e| e.lines().any(|l| l.trim() == "frozen 1"))
+            })
+    })
+}
+
+/// The pids written one a line into `path` (empty until it exists).
+pub fn read_pids(path: &Path) -> Vec<i32> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
