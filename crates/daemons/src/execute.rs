@@ -67,6 +67,15 @@ pub enum Work {
         run: u64,
         fd: Option<OwnedFd>,
     },
+    /// Start the job (sandbox, input files, PREPARE_JOB, fork and exec:
+    /// [`Starter::start`], which blocks), record its process group in
+    /// `running_dir`, then call [`Node::started`].
+    Start {
+        slot: String,
+        run: u64,
+        spec: Box<JobSpec>,
+        running_dir: PathBuf,
+    },
     /// The job has exited: bring its output back and run JOB_EXIT
     /// ([`RunningJob::finish`], which blocks), then call [`Node::finished`].
     Finish {
@@ -106,12 +115,26 @@ struct Run {
     /// The queue's job; `None` for work a FETCH_WORK hook brought.
     job: Option<JobId>,
     claim_id: String,
-    /// `None` once the process exited and is being finished.
+    /// `None` while it is being started, and once the process exited and
+    /// is being finished.
     process: Option<Box<RunningJob>>,
+    /// Being started outside the lock: what the startd asked for meanwhile
+    /// waits in `deferred`, to be done once the process exists.
+    starting: bool,
+    deferred: Vec<Control>,
     /// Why it is ending, when something other than the job ends it.
     kind: ExitKind,
     /// What the startd said when it began evicting, for the job's log.
     evicted_because: Option<String>,
+}
+
+/// What the startd asks the starter to do to a running job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Control {
+    Suspend,
+    Resume,
+    SoftKill,
+    HardKill,
 }
 
 /// The execute point, the central manager and the schedd's side of
@@ -129,6 +152,8 @@ pub struct Node {
     running_dir: PathBuf,
     state_dir: PathBuf,
     run_as: RunAs,
+    /// Where job cgroups go, found once at start (not at every job).
+    cgroup: CgroupPolicy,
     claims: BTreeMap<String, Claim>,
     claim_seq: u64,
     runs: BTreeMap<String, Run>,
@@ -250,6 +275,18 @@ impl Node {
         } else {
             RunAs::Starter
         };
+        let mut notes = Vec::new();
+        // Jobs get a cgroup v2 of their own under ours where it is
+        // writable; else their process group and session hold them.
+        let cgroup = match Starter::probe(&CgroupPolicy::Auto).cgroup_parent {
+            Ok(parent) => CgroupPolicy::Under(parent),
+            Err(why) => {
+                notes.push(format!(
+                    "jobs run without a cgroup (suspend and kill by process group): {why}"
+                ));
+                CgroupPolicy::Disabled
+            }
+        };
         let poll_interval = interval(&cfg.startd, "POLLING_INTERVAL", 5)?;
         let negotiator_interval = interval(&cfg.negotiator, "NEGOTIATOR_INTERVAL", 60)?;
         let alive_interval = interval(&cfg.startd, "ALIVE_INTERVAL", 300)?;
@@ -272,7 +309,6 @@ impl Node {
             })
             .map(|(id, _)| id)
             .collect();
-        let mut notes = Vec::new();
         for id in was_running {
             // Removed (or completed) while it ran, and the pool stopped
             // before the run ended: only the move to the history is left.
@@ -311,6 +347,7 @@ impl Node {
             running_dir,
             state_dir: state_dir.to_path_buf(),
             run_as,
+            cgroup,
             claims: BTreeMap::new(),
             claim_seq: 0,
             runs: BTreeMap::new(),
@@ -647,7 +684,7 @@ impl Node {
         let mut s = StarterSettings::new(&self.execute_dir);
         s.nice_increment = nice.clamp(0, 19) as i32;
         s.run_as = self.run_as.clone();
-        s.cgroup = CgroupPolicy::Auto;
+        s.cgroup = self.cgroup.clone();
         s.user_job_wrapper = param(c, "USER_JOB_WRAPPER").map(PathBuf::from);
         s.file_system_domain = param(c, "FILESYSTEM_DOMAIN");
         s.slot_name = slot.to_string();
@@ -687,52 +724,69 @@ impl Node {
             c.job
         });
         let settings = self.starter_settings(slot, &job, nice, now);
-        let started = JobSpec::new(job, settings).and_then(Starter::start);
-        let process = match started {
-            Ok(p) => p,
-            Err(e) => {
-                let reason = format!("Error from {}: {e}", self.slot_label(slot));
-                self.notes.push(reason.clone());
-                if let Some(id) = queue_job {
-                    let ev = JobEvent::Held {
-                        reason,
-                        code: start_hold_code(&e),
-                        subcode: 0,
-                    };
-                    if let Err(e) = self.schedd.job_event(id, ev, now) {
-                        self.notes.push(e);
-                    }
-                    if let Some(c) = self.claims.get_mut(claim_id) {
-                        c.finished = true;
-                        c.job = None;
-                    }
-                    self.on_claim.remove(&id);
-                    self.queue_changed_quietly();
-                }
-                self.pending.push(Event::StarterExited {
-                    slot: slot.to_string(),
-                });
-                return;
-            }
+        let spec = match JobSpec::new(job, settings) {
+            Ok(spec) => spec,
+            Err(e) => return self.start_failed(slot, claim_id, queue_job, e, now),
         };
         self.run_seq += 1;
         let run = self.run_seq;
-        let pid = process.pid();
-        record_running(&self.running_dir, slot, pid);
-        let fd = process
-            .exit_fd()
-            .and_then(|fd| fd.try_clone_to_owned().ok());
         self.runs.insert(
             slot.to_string(),
             Run {
                 id: run,
                 job: queue_job,
                 claim_id: claim_id.to_string(),
-                process: Some(Box::new(process)),
+                process: None,
+                starting: true,
+                deferred: Vec::new(),
                 kind: ExitKind::Exit,
                 evicted_because: None,
             },
         );
+        self.work.push(Work::Start {
+            slot: slot.to_string(),
+            run,
+            spec: Box::new(spec),
+            running_dir: self.running_dir.clone(),
+        });
+    }
+
+    /// The job on `slot` was started (or could not be): the run gets its
+    /// process, the queue hears the job started, and what the startd asked
+    /// for meanwhile is done now.
+    pub fn started(
+        &mut self,
+        slot: &str,
+        run: u64,
+        result: Result<RunningJob, StartError>,
+        now: i64,
+    ) {
+        let Some(r) = self
+            .runs
+            .get_mut(slot)
+            .filter(|r| r.id == run && r.starting)
+        else {
+            // Not ours any more: dropping the job kills it.
+            forget_running(&self.running_dir, slot);
+            return;
+        };
+        let process = match result {
+            Ok(p) => p,
+            Err(e) => {
+                let r = self.runs.remove(slot).expect("found above");
+                forget_running(&self.running_dir, slot);
+                self.start_failed(slot, &r.claim_id, r.job, e, now);
+                self.drive(now);
+                return;
+            }
+        };
+        let fd = process
+            .exit_fd()
+            .and_then(|fd| fd.try_clone_to_owned().ok());
+        r.process = Some(Box::new(process));
+        r.starting = false;
+        let deferred = std::mem::take(&mut r.deferred);
+        let queue_job = r.job;
         self.work.push(Work::Watch {
             slot: slot.to_string(),
             run,
@@ -748,6 +802,59 @@ impl Node {
             }
             self.queue_changed_quietly();
         }
+        for c in deferred {
+            match c {
+                Control::Suspend => self.suspend(slot, now),
+                Control::Resume => self.resume(slot, now),
+                Control::SoftKill => self.signal(slot, false),
+                Control::HardKill => self.signal(slot, true),
+            }
+        }
+        self.drive(now);
+    }
+
+    /// The job could not be started: it is held with the starter's reason
+    /// (HTCondor's hold codes), and the startd hears its starter is gone.
+    fn start_failed(
+        &mut self,
+        slot: &str,
+        claim_id: &str,
+        queue_job: Option<JobId>,
+        e: StartError,
+        now: i64,
+    ) {
+        let reason = format!("Error from {}: {e}", self.slot_label(slot));
+        self.notes.push(reason.clone());
+        if let Some(id) = queue_job {
+            let ev = JobEvent::Held {
+                reason,
+                code: start_hold_code(&e),
+                subcode: 0,
+            };
+            if let Err(e) = self.schedd.job_event(id, ev, now) {
+                self.notes.push(e);
+            }
+            if let Some(c) = self.claims.get_mut(claim_id) {
+                c.finished = true;
+                c.job = None;
+            }
+            self.on_claim.remove(&id);
+            self.queue_changed_quietly();
+        }
+        self.pending.push(Event::StarterExited {
+            slot: slot.to_string(),
+        });
+    }
+
+    /// Whether `slot`'s job is still being started; if so `c` waits.
+    fn defer(&mut self, slot: &str, c: Control) -> bool {
+        match self.runs.get_mut(slot) {
+            Some(r) if r.starting => {
+                r.deferred.push(c);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Keeps the idle list after a change this module made itself (no
@@ -759,6 +866,9 @@ impl Node {
     }
 
     fn suspend(&mut self, slot: &str, now: i64) {
+        if self.defer(slot, Control::Suspend) {
+            return;
+        }
         let Some(r) = self.runs.get_mut(slot) else {
             return;
         };
@@ -780,6 +890,9 @@ impl Node {
     }
 
     fn resume(&mut self, slot: &str, now: i64) {
+        if self.defer(slot, Control::Resume) {
+            return;
+        }
         let Some(r) = self.runs.get_mut(slot) else {
             return;
         };
@@ -806,6 +919,19 @@ impl Node {
         if r.kind == ExitKind::Exit {
             r.kind = ExitKind::Evict;
         }
+        if self.defer(
+            slot,
+            if hard {
+                Control::HardKill
+            } else {
+                Control::SoftKill
+            },
+        ) {
+            return;
+        }
+        let Some(r) = self.runs.get_mut(slot) else {
+            return;
+        };
         let kind = r.kind;
         let Some(p) = r.process.as_mut() else { return };
         p.set_exit_kind(kind);
@@ -1246,7 +1372,7 @@ impl Node {
 /// `<running>/<slot>`: the process group of the job on the slot and when
 /// its leader started, so a pool that comes back after a crash can kill
 /// what the dead one left (and not an unrelated process that got the pid).
-fn record_running(dir: &Path, slot: &str, pid: i32) {
+pub(crate) fn record_running(dir: &Path, slot: &str, pid: i32) {
     let start = process_start(pid).unwrap_or(0);
     let _ = std::fs::write(dir.join(slot), format!("{pid} {start}\n"));
 }

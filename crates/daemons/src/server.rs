@@ -345,6 +345,30 @@ fn dispatch(shared: &Arc<Shared>, work: Vec<Work>) {
                     }
                 });
             }
+            Work::Start {
+                slot,
+                run,
+                spec,
+                running_dir,
+            } => {
+                tokio::spawn(async move {
+                    let at = slot.clone();
+                    let result = tokio::task::spawn_blocking(move || {
+                        let started = starter::Starter::start(*spec);
+                        // Recorded before anything else, so a pool that dies
+                        // now still has it killed at its next start.
+                        if let Ok(p) = &started {
+                            crate::execute::record_running(&running_dir, &at, p.pid());
+                        }
+                        started
+                    })
+                    .await;
+                    let result = result.unwrap_or_else(|e| {
+                        Err(starter::StartError::Ad(format!("the starter failed: {e}")))
+                    });
+                    run_on(&shared, |node, now| node.started(&slot, run, result, now));
+                });
+            }
             Work::Finish { slot, run, job } => {
                 tokio::spawn(async move {
                     let report = tokio::task::spawn_blocking(move || job.finish()).await;
