@@ -4,7 +4,7 @@
 //! again (`condor_reconfig`). Each is carried out by the core that owns
 //! it; this module only translates requests.
 
-use classad::{ClassAd, Value};
+use classad::Value;
 use negotiator::accountant::Accountant;
 use negotiator::cycle::Policy;
 use negotiator::limits::ConcurrencyLimits;
@@ -15,19 +15,13 @@ use wire::api::{
 };
 
 use crate::execute::Node;
-use crate::schedd_service::{ApiError, PoolConfig};
+use crate::schedd_service::{ad_text, project, ApiError, PoolConfig};
 
 /// A configuration read again, for [`Node::reconfigure`].
 pub struct Reloaded {
     pub pool: PoolConfig,
     pub startd: config::Config,
     pub negotiator: config::Config,
-}
-
-fn ad_text(ad: &ClassAd) -> String {
-    let mut s = String::new();
-    classad::unparse::ad_into(&mut s, ad);
-    s
 }
 
 impl Node {
@@ -56,17 +50,7 @@ impl Node {
                     continue;
                 }
             }
-            if req.projection.is_empty() {
-                ads.push(ad_text(&ad));
-            } else {
-                let mut out = ClassAd::new();
-                for name in &req.projection {
-                    if let Some(e) = ad.get(name) {
-                        out.insert(name.as_str(), e.clone());
-                    }
-                }
-                ads.push(ad_text(&out));
-            }
+            ads.push(ad_text(&project(&ad, &req.projection)));
         }
         Ok(SlotsAnswer { ads })
     }
@@ -127,8 +111,11 @@ impl Node {
             }
             StartdCommand::CancelDrain => (Event::CancelDrain, "draining cancelled".to_string()),
         };
-        self.startd_event(event, now)
-            .map_err(|e| ApiError::bad_request(format!("the execute point refused: {e}")))?;
+        self.startd_event(event, now).map_err(|e| {
+            // A refusal about no one slot reads `: why`.
+            let why = e.strip_prefix(": ").unwrap_or(&e);
+            ApiError::bad_request(format!("the execute point refused: {why}"))
+        })?;
         Ok(StartdAnswer {
             message: format!("{}: {message}", self.hostname()),
             machine: self.hostname().to_string(),

@@ -26,7 +26,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use classad::{ClassAd, Env, Expr, Value};
+use classad::{ClassAd, Env};
 use negotiator::accountant::Accountant;
 use negotiator::cycle::{negotiate, MatchKind, Policy, SubmitterJobs};
 use negotiator::limits::{job_limits, ConcurrencyLimits, CycleLimits};
@@ -39,7 +39,7 @@ use starter::{
     Starter, StarterSettings,
 };
 
-use crate::schedd_service::Schedd;
+use crate::schedd_service::{literal_int, literal_str, Schedd};
 
 /// The execute point's and the central manager's configuration.
 pub struct NodeConfig {
@@ -172,20 +172,6 @@ pub struct Node {
     pub alive_interval: u64,
     /// What went wrong that only the daemon's log can say.
     notes: Vec<String>,
-}
-
-fn literal_int(ad: &ClassAd, name: &str) -> Option<i64> {
-    match ad.get(name)? {
-        Expr::Lit(Value::Int(i)) => Some(*i),
-        _ => None,
-    }
-}
-
-fn literal_str(ad: &ClassAd, name: &str) -> Option<String> {
-    match ad.get(name)? {
-        Expr::Lit(Value::Str(s)) => Some(s.to_string()),
-        _ => None,
-    }
 }
 
 /// The accounting name of a job's submitter: `User` (owner@domain), else

@@ -136,27 +136,27 @@ fn store_id(id: JobId) -> Option<store::JobId> {
     ))
 }
 
-fn literal_int(ad: &ClassAd, name: &str) -> Option<i64> {
+pub(crate) fn literal_int(ad: &ClassAd, name: &str) -> Option<i64> {
     match ad.get(name)? {
         Expr::Lit(Value::Int(i)) => Some(*i),
         _ => None,
     }
 }
 
-fn literal_str(ad: &ClassAd, name: &str) -> Option<String> {
+pub(crate) fn literal_str(ad: &ClassAd, name: &str) -> Option<String> {
     match ad.get(name)? {
         Expr::Lit(Value::Str(s)) => Some(s.to_string()),
         _ => None,
     }
 }
 
-fn ad_text(ad: &ClassAd) -> String {
+pub(crate) fn ad_text(ad: &ClassAd) -> String {
     let mut s = String::new();
     classad::unparse::ad_into(&mut s, ad);
     s
 }
 
-fn project(ad: &ClassAd, projection: &[String]) -> ClassAd {
+pub(crate) fn project(ad: &ClassAd, projection: &[String]) -> ClassAd {
     if projection.is_empty() {
         return ad.clone();
     }
