@@ -82,6 +82,129 @@ pub enum Command {
     History(HistoryArgs),
     /// Benchmarks of the real pool.
     Bench(BenchArgs),
+    /// The pool's slots, as HTCondor's condor_status shows them.
+    ///
+    /// By default a row per slot (Name OpSys Arch State Activity LoadAv Mem
+    /// ActvtyTime), then the slots counted by state for each platform and
+    /// in all. -compact gives a row per machine, -total only the counts,
+    /// -l the whole slot ads, -af ATTR... chosen values, -json the ads as
+    /// JSON. Restrict with slot or machine names and -constraint EXPR.
+    /// HTCondor's single-dash options are accepted.
+    Status(StatusArgs),
+    /// Evict the jobs running on slots, as HTCondor's condor_vacate does.
+    ///
+    /// With no names, every slot of the machine; the jobs go back to idle
+    /// in the queue. Only the pool's owner, root or a queue super user may.
+    #[command(after_help = ADMIN_EXIT_CODES)]
+    Vacate(VacateArgs),
+    /// Drain the machine, or stop draining it, as HTCondor's condor_drain does.
+    ///
+    /// The slots take no new jobs; running jobs get their retirement time
+    /// and then their vacate time (-graceful, the default), only their
+    /// vacate time (-quick), or are killed at once (-fast). Drained slots
+    /// show State Drained in `status`. -cancel brings them back.
+    #[command(after_help = ADMIN_EXIT_CODES)]
+    Drain(DrainArgs),
+    /// The accountant's user priorities, as HTCondor's condor_userprio shows them.
+    ///
+    /// A row per submitter active in the last day (-allusers: every one)
+    /// with its effective priority, priority factor, slots in use, usage
+    /// and when it last used the pool; -all adds the real priority and the
+    /// usage times. -setfactor, -setprio and -resetusage change them (the
+    /// pool's owner, root or a queue super user only).
+    #[command(after_help = ADMIN_EXIT_CODES)]
+    Userprio(UserprioArgs),
+    /// Make the pool read its configuration again, as HTCondor's condor_reconfig does.
+    ///
+    /// A configuration that does not read is refused with the file and
+    /// line, and the pool keeps the one in force. Claims, running jobs and
+    /// the queue stay.
+    #[command(after_help = ADMIN_EXIT_CODES)]
+    Reconfig,
+}
+
+const ADMIN_EXIT_CODES: &str = "Exit status: 0 done, 2 refused (not the pool's owner, a configuration that does not read, no such slot) or no pool.";
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Slots (slot1@host) or machines (host) to show.
+    #[arg(value_name = "NAME")]
+    pub targets: Vec<String>,
+    /// Only slots matching this ClassAd expression.
+    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    pub constraint: Option<String>,
+    /// Print whole slot ads (`Name = expr` lines, a blank line between).
+    #[arg(short = 'l', long = "long")]
+    pub long: bool,
+    /// Print these expressions' values, space separated, one line per slot.
+    #[arg(long = "af", alias = "autoformat", value_name = "ATTR", num_args = 1.., allow_hyphen_values = false)]
+    pub af: Vec<String>,
+    /// Print the slot ads as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// One row per machine (Machine Platform Slots Cpus Gpus TotalGb FreCpu FreeGb CpuLoad ST ...).
+    #[arg(long)]
+    pub compact: bool,
+    /// Only the counts of slots by state.
+    #[arg(long, alias = "totals")]
+    pub total: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VacateArgs {
+    /// Machines (every slot) or slots (slot1, or slot1@host) to vacate; all when none.
+    #[arg(value_name = "MACHINE|SLOT")]
+    pub targets: Vec<String>,
+    /// Kill the jobs at once instead of giving them their vacate time.
+    #[arg(long)]
+    pub fast: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    /// The machine to drain (the pool's only one when not given).
+    #[arg(value_name = "MACHINE")]
+    pub machine: Option<String>,
+    /// Let jobs finish within their retirement time, then their vacate time (the default).
+    #[arg(long, conflicts_with_all = ["quick", "fast"])]
+    pub graceful: bool,
+    /// Give jobs only their vacate time.
+    #[arg(long, conflicts_with = "fast")]
+    pub quick: bool,
+    /// Kill jobs at once.
+    #[arg(long)]
+    pub fast: bool,
+    /// Stop draining once every slot is drained.
+    #[arg(long = "resume-on-completion")]
+    pub resume_on_completion: bool,
+    /// The START expression while draining (default: no new jobs).
+    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    pub start: Option<String>,
+    /// Why the machine is drained (DrainReason).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub reason: Option<String>,
+    /// Stop draining: the slots take jobs again.
+    #[arg(long, conflicts_with_all = ["graceful", "quick", "fast", "resume_on_completion", "start", "reason"])]
+    pub cancel: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UserprioArgs {
+    /// Also the real priority and when usage began and was last charged.
+    #[arg(long)]
+    pub all: bool,
+    /// Every submitter, not only those active in the last day.
+    #[arg(long)]
+    pub allusers: bool,
+    /// Set USER's priority factor (at least 1).
+    #[arg(long, num_args = 2, value_names = ["USER", "FACTOR"])]
+    pub setfactor: Vec<String>,
+    /// Set USER's real priority.
+    #[arg(long, num_args = 2, value_names = ["USER", "PRIORITY"])]
+    pub setprio: Vec<String>,
+    /// Reset USER's accumulated usage.
+    #[arg(long, value_name = "USER")]
+    pub resetusage: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -370,6 +493,44 @@ pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
                 "autoformat",
                 "json",
             ],
+        );
+    }
+    if command == Some("status") {
+        return single_dash(
+            args,
+            &[
+                "constraint",
+                "long",
+                "af",
+                "autoformat",
+                "json",
+                "compact",
+                "total",
+                "totals",
+            ],
+        );
+    }
+    if command == Some("vacate") {
+        return single_dash(args, &["fast"]);
+    }
+    if command == Some("drain") {
+        return single_dash(
+            args,
+            &[
+                "graceful",
+                "quick",
+                "fast",
+                "resume-on-completion",
+                "start",
+                "reason",
+                "cancel",
+            ],
+        );
+    }
+    if command == Some("userprio") {
+        return single_dash(
+            args,
+            &["all", "allusers", "setfactor", "setprio", "resetusage"],
         );
     }
     if command != Some("config_val") {

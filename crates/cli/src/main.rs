@@ -8,6 +8,7 @@
 
 mod act_cmd;
 mod adfile;
+mod admin_cmd;
 mod args;
 mod bench_cmd;
 mod classad_cmd;
@@ -17,6 +18,7 @@ mod jobview;
 mod pool_cmd;
 mod q_cmd;
 mod simulate_cmd;
+mod status_cmd;
 mod submit_cmd;
 mod system;
 
@@ -90,6 +92,11 @@ fn main() -> ExitCode {
                 bench_cmd::run(a, &host, real_clock(), &mut out, &mut std::io::stderr())
             }
         },
+        Command::Status(a) => status_cmd::run(a, real_clock(), &mut out),
+        Command::Vacate(a) => admin_cmd::vacate(a, &mut out),
+        Command::Drain(a) => admin_cmd::drain(a, &mut out),
+        Command::Userprio(a) => admin_cmd::userprio(a, real_clock(), &mut out),
+        Command::Reconfig => admin_cmd::reconfig(&mut out),
         Command::Submit(a) => {
             let host = system::RealHost::detect();
             submit_cmd::run(

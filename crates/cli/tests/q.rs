@@ -141,12 +141,22 @@ fn without_a_pool_q_says_how_to_start_one() {
 }
 
 #[test]
-fn better_analyze_without_slot_ads_says_it_needs_them() {
-    let o = q(&["-better-analyze", "3.0"]);
+fn better_analyze_without_slot_ads_asks_the_pool_for_them() {
+    // No -slotads: the slots come from the pool, and with no pool running
+    // the error says how to start one.
+    let d = dir();
+    let jobs = d.join("one.ads");
+    std::fs::write(&jobs, job(3, 1024)).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_ferrocondor"))
+        .args(["q", "-better-analyze", "3.0", "-jobads"])
+        .arg(&jobs)
+        .env("FERROCONDOR_STATE", d.join("no-pool-here"))
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("needs slot ads") && err.contains("-slotads"),
+        err.contains("no pool is running at") && err.contains("ferrocondor pool up"),
         "{err}"
     );
 }

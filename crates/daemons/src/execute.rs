@@ -353,6 +353,12 @@ impl Node {
         for id in all {
             node.refresh_idle(id);
         }
+        // Jobs waiting from before a restart get a cycle at once (after the
+        // first poll), as a restarted schedd asks for one, not after a
+        // whole NEGOTIATOR_INTERVAL.
+        if node.has_idle_jobs() {
+            node.work.push(Work::Reschedule);
+        }
         Ok(node)
     }
 

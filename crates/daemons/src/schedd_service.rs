@@ -41,6 +41,8 @@ pub struct PoolConfig {
     pub schedd_name: String,
     /// The local zone, seconds east of UTC, for the job event log.
     pub utc_offset: i32,
+    /// UID_DOMAIN: jobs are accounted to `User = "owner@UID_DOMAIN"`.
+    pub uid_domain: String,
 }
 
 impl Default for PoolConfig {
@@ -52,6 +54,7 @@ impl Default for PoolConfig {
             periodic_interval: 60,
             schedd_name: "localhost".into(),
             utc_offset: 0,
+            uid_domain: "localhost".into(),
         }
     }
 }
@@ -72,7 +75,14 @@ impl PoolConfig {
             .flatten()
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| "localhost".into());
+        let uid_domain = config
+            .get("UID_DOMAIN")
+            .ok()
+            .flatten()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| schedd_name.clone());
         Ok(PoolConfig {
+            uid_domain,
             super_users,
             submit_policy,
             system_policy,
@@ -360,6 +370,13 @@ impl Schedd {
                     "job {cluster}.{i}: its ad must say ClusterId = {cluster} and ProcId = {i}"
                 )));
             }
+            // Whose account the job is charged to, as HTCondor's schedd
+            // sets it: the peer, not what the ad says.
+            let mut ad = ad;
+            ad.insert_value(
+                attr::USER,
+                format!("{user}@{}", self.config.uid_domain).as_str(),
+            );
             ads.push(ad);
         }
         let mut schedd_ad = ClassAd::new();

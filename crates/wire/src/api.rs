@@ -270,6 +270,10 @@ pub enum StartdCommand {
 pub struct StartdAnswer {
     /// What the execute point did, for the person.
     pub message: String,
+    /// The machine's name (the startd's), as `condor_drain` and
+    /// `condor_vacate` name it in what they print.
+    #[serde(default)]
+    pub machine: String,
 }
 
 /// `condor_userprio`: the table, after the changes asked for (changes need
@@ -302,6 +306,10 @@ pub struct UserprioRow {
     /// seconds; 0 when never).
     pub begin_usage_time: i64,
     pub last_usage_time: i64,
+    /// An accounting group's own record (`<none>` is the root group),
+    /// not a submitter's.
+    #[serde(default)]
+    pub is_group: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

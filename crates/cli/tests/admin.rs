@@ -1,0 +1,484 @@
+//! The administrative tools end to end on a real pool: `status`
+//! (condor_status) in its formats, `vacate`, `drain`, `userprio` and
+//! `reconfig`, each against `pool up` as a child process.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{err, me, ok, out, run, scratch, wait_for, write, PoolProcess};
+
+const TWO_SLOTS: &[(&str, &str)] = &[("NUM_CPUS", "2")];
+
+/// The `status -af` lines of the pool in `state`.
+fn af(state: &Path, dir: &Path, attrs: &[&str]) -> Vec<String> {
+    let mut args = vec!["status", "-af"];
+    args.extend_from_slice(attrs);
+    ok(run(state, dir, &args))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `q -af` of one job.
+fn job(state: &Path, dir: &Path, id: &str, attrs: &[&str]) -> String {
+    let mut args = vec!["q", id, "-af"];
+    args.extend_from_slice(attrs);
+    ok(run(state, dir, &args)).trim().to_string()
+}
+
+/// The machine's name, as the slot ads give it.
+fn machine(state: &Path, dir: &Path) -> String {
+    af(state, dir, &["Machine"])[0].clone()
+}
+
+/// Submits `sleep 30` (with `extra` submit lines) and waits until it runs.
+fn run_a_sleeper(state: &Path, dir: &Path, extra: &str) -> String {
+    write(
+        &dir.join("sleep.sub"),
+        &format!("executable = /bin/sleep\narguments = 30\n{extra}queue\n"),
+    );
+    let s = ok(run(state, dir, &["submit", "sleep.sub"]));
+    let cluster = s
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .trim_end_matches('.')
+        .to_string();
+    let id = format!("{cluster}.0");
+    wait_for(20, "the job to run", || {
+        (job(state, dir, &id, &["JobStatus"]) == "2").then_some(())
+    });
+    id
+}
+
+#[test]
+fn status_shows_the_slots_in_condor_status_formats() {
+    let dir = scratch("admin-status");
+    let state = dir.join("state");
+    let _pool = PoolProcess::start(&state, TWO_SLOTS);
+    let t = |args: &[&str]| run(&state, &dir, args);
+    let host = machine(&state, &dir);
+    let (s1, s2) = (format!("slot1@{host}"), format!("slot2@{host}"));
+
+    // The default table: headings, a blank line, a row per slot, the totals.
+    let table = ok(t(&["status"]));
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        [
+            "Name",
+            "OpSys",
+            "Arch",
+            "State",
+            "Activity",
+            "LoadAv",
+            "Mem",
+            "ActvtyTime"
+        ],
+        "{table}"
+    );
+    assert_eq!(lines[1], "", "{table}");
+    for (line, name) in [(lines[2], &s1), (lines[3], &s2)] {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cells.len(), 8, "{table}");
+        assert_eq!(cells[0], name.as_str(), "{table}");
+        assert_eq!(cells[1], "LINUX", "{table}");
+        assert_eq!(&cells[3..5], ["Unclaimed", "Idle"], "{table}");
+        assert!(cells[5].parse::<f64>().is_ok(), "LoadAv {table}");
+        assert!(cells[6].parse::<u64>().is_ok(), "Mem {table}");
+        assert!(
+            cells[7].starts_with("0+00:0") && cells[7].len() == 10,
+            "ActvtyTime {table}"
+        );
+    }
+    assert!(
+        lines[5]
+            .ends_with("Total Owner Claimed Unclaimed Matched Preempting  Drain Backfill BkIdle"),
+        "{table}"
+    );
+    let total = lines.last().unwrap();
+    assert_eq!(
+        total.split_whitespace().collect::<Vec<_>>(),
+        ["Total", "2", "0", "0", "2", "0", "0", "0", "0", "0"],
+        "{table}"
+    );
+    // The platform line: Arch/OpSys, then the same counts.
+    let platform = lines[7];
+    assert!(
+        platform
+            .trim_start()
+            .starts_with(&format!("{}/LINUX", af(&state, &dir, &["Arch"])[0])),
+        "{table}"
+    );
+    assert_eq!(
+        platform.split_whitespace().skip(1).collect::<Vec<_>>(),
+        total.split_whitespace().skip(1).collect::<Vec<_>>(),
+        "{table}"
+    );
+
+    // -af, -constraint, names, -l, -json, -total, -compact.
+    assert_eq!(
+        af(&state, &dir, &["Name", "State", "Cpus"]),
+        [format!("{s1} Unclaimed 1"), format!("{s2} Unclaimed 1")]
+    );
+    assert_eq!(
+        ok(t(&["status", "-constraint", "SlotID == 2", "-af", "Name"])),
+        format!("{s2}\n")
+    );
+    assert_eq!(ok(t(&["status", &s1, "-af", "SlotID"])), "1\n");
+    assert_eq!(ok(t(&["status", &host, "-af", "SlotID"])), "1\n2\n");
+    assert_eq!(ok(t(&["status", "-constraint", "Cpus > 100"])), "");
+    let long = ok(t(&["status", "-l"]));
+    let ads: Vec<&str> = long
+        .split("\n\n")
+        .filter(|a| !a.trim().is_empty())
+        .collect();
+    assert_eq!(ads.len(), 2, "{long}");
+    assert!(ads[0].contains(&format!("Name = \"{s1}\"")), "{long}");
+    assert!(
+        ads[1].lines().any(|l| l == "State = \"Unclaimed\""),
+        "{long}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&ok(t(&["status", "-json"]))).unwrap();
+    assert_eq!(json.as_array().map(Vec::len), Some(2), "{json}");
+    assert_eq!(json[1]["Name"], s2.as_str());
+    assert_eq!(json[0]["MyType"], "Machine");
+    let totals = ok(t(&["status", "-total"]));
+    assert!(
+        totals.starts_with('\n') && !totals.contains("slot1"),
+        "{totals}"
+    );
+    assert!(
+        totals
+            .lines()
+            .last()
+            .unwrap()
+            .trim_start()
+            .starts_with("Total     2"),
+        "{totals}"
+    );
+    let compact = ok(t(&["status", "-compact"]));
+    let clines: Vec<&str> = compact.lines().collect();
+    assert_eq!(
+        clines[0].split_whitespace().take(10).collect::<Vec<_>>(),
+        [
+            "Machine", "Platform", "Slots", "Cpus", "Gpus", "TotalGb", "FreCpu", "FreeGb",
+            "CpuLoad", "ST"
+        ],
+        "{compact}"
+    );
+    let row: Vec<&str> = clines[2].split_whitespace().collect();
+    assert_eq!(row[0], host, "{compact}");
+    assert!(
+        row[1].starts_with("x64/") || row[1].contains('/'),
+        "{compact}"
+    );
+    assert_eq!(&row[2..4], ["2S", "2"], "{compact}");
+    assert_eq!(row[6], "2", "FreCpu {compact}");
+    assert_eq!(row[9], "Ui", "ST {compact}");
+    assert_eq!(
+        clines.iter().filter(|l| l.starts_with(&host)).count(),
+        1,
+        "{compact}"
+    );
+
+    // A constraint that does not parse is the pool's refusal, exit 2.
+    let bad = t(&["status", "-constraint", "State =="]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        err(&bad).contains("the constraint does not parse"),
+        "{}",
+        err(&bad)
+    );
+}
+
+#[test]
+fn a_running_job_shows_claimed_busy_is_charged_and_vacate_evicts_it() {
+    let dir = scratch("admin-vacate");
+    let state = dir.join("state");
+    let _pool = PoolProcess::start(&state, TWO_SLOTS);
+    let t = |args: &[&str]| run(&state, &dir, args);
+    let host = machine(&state, &dir);
+
+    // Runs once: once evicted it matches no slot, so it stays idle.
+    let id = run_a_sleeper(
+        &state,
+        &dir,
+        "requirements = (NumJobStarts =?= undefined) || (NumJobStarts < 1)\n",
+    );
+    let slot = job(&state, &dir, &id, &["RemoteHost"]);
+    let rows = af(&state, &dir, &["Name", "State", "Activity", "JobId"]);
+    assert!(
+        rows.contains(&format!("{slot} Claimed Busy {id}")),
+        "{rows:?}"
+    );
+    let table = ok(t(&["status"]));
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(&slot))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>()[3..5],
+        ["Claimed", "Busy"],
+        "{table}"
+    );
+    assert_eq!(
+        table
+            .lines()
+            .last()
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        ["Total", "2", "0", "1", "1", "0", "0", "0", "0", "0"],
+        "{table}"
+    );
+
+    // userprio: the user runs one slot; -setfactor changes the factor.
+    let user_row = |text: &str| -> Vec<String> {
+        text.lines()
+            .find(|l| {
+                let name = l.split_whitespace().next().unwrap_or("");
+                name == me() || name.starts_with(&format!("{}@", me()))
+            })
+            .unwrap_or_else(|| panic!("no row for {}: {text}", me()))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let prio = ok(t(&["userprio"]));
+    assert!(prio.starts_with("Last Priority Update: "), "{prio}");
+    assert!(
+        prio.lines().nth(2).unwrap().starts_with("User Name")
+            && prio.contains("In Use (wghted-hrs) Last Usage"),
+        "{prio}"
+    );
+    let cells = user_row(&prio);
+    assert_eq!(cells.len(), 6, "{prio}");
+    assert_eq!(cells[3], "1", "In Use {prio}");
+    assert_eq!(cells[5], "<now>", "{prio}");
+    assert!(
+        prio.lines()
+            .last()
+            .unwrap()
+            .starts_with("Number of users: 1"),
+        "{prio}"
+    );
+    let user = cells[0].clone();
+    assert_eq!(
+        ok(t(&["userprio", "-setfactor", &user, "2"])),
+        format!("The priority factor of {user} was set to 2.000000\n")
+    );
+    assert_eq!(user_row(&ok(t(&["userprio"])))[2], "2.00");
+    let all = ok(t(&["userprio", "-all"]));
+    assert!(all.contains("Real") && all.contains("Start Time"), "{all}");
+    let bad = t(&["userprio", "-setfactor", &user, "0.5"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(err(&bad).contains("Priority factors must be greater than or equal to 1."));
+
+    // vacate the job's slot: it goes back to idle, and stays there.
+    assert_eq!(
+        ok(t(&["vacate", &slot])),
+        format!("Sent \"Vacate-Claim\" command to startd {slot}\n")
+    );
+    wait_for(20, "the job to be evicted", || {
+        (job(&state, &dir, &id, &["JobStatus"]) == "1").then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        job(&state, &dir, &id, &["JobStatus", "NumJobStarts"]),
+        "1 1"
+    );
+    // Every slot, -fast; and a name that is no slot.
+    assert_eq!(
+        ok(t(&["vacate", "-fast"])),
+        "Sent \"Vacate-All-Claims-Fast\" command to local startd\n"
+    );
+    assert_eq!(
+        ok(t(&["vacate", &host])),
+        format!("Sent \"Vacate-All-Claims\" command to startd {host}\n")
+    );
+    let none = t(&["vacate", "slot9"]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        err(&none).contains("no slot or machine named slot9"),
+        "{}",
+        err(&none)
+    );
+}
+
+#[test]
+fn drain_fast_drains_the_slots_and_cancel_brings_them_back() {
+    let dir = scratch("admin-drain");
+    let state = dir.join("state");
+    let _pool = PoolProcess::start(&state, TWO_SLOTS);
+    let t = |args: &[&str]| run(&state, &dir, args);
+    let host = machine(&state, &dir);
+    let id = run_a_sleeper(&state, &dir, "");
+
+    assert_eq!(
+        ok(t(&["drain", "-fast", "-reason", "maintenance"])),
+        format!("Sent request to drain {host}\n")
+    );
+    wait_for(20, "the slots to drain", || {
+        let states = af(&state, &dir, &["State"]);
+        (states == ["Drained", "Drained"]).then_some(())
+    });
+    // The job was killed and is idle again; nothing starts while drained.
+    assert_eq!(job(&state, &dir, &id, &["JobStatus"]), "1");
+    let table = ok(t(&["status"]));
+    assert_eq!(
+        table
+            .lines()
+            .last()
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        ["Total", "2", "0", "0", "0", "0", "0", "2", "0", "0"],
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .filter(|l| l.starts_with("slot"))
+            .all(|l| l.contains(" Drained ")),
+        "{table}"
+    );
+    let again = t(&["drain"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(err(&again).contains("already draining"), "{}", err(&again));
+
+    assert_eq!(
+        ok(t(&["drain", "-cancel"])),
+        format!("Sent request to cancel draining on {host}\n")
+    );
+    wait_for(20, "the slots to come back", || {
+        af(&state, &dir, &["State"])
+            .iter()
+            .all(|s| s != "Drained")
+            .then_some(())
+    });
+    let not = t(&["drain", "-cancel"]);
+    assert_eq!(not.status.code(), Some(2));
+    assert!(err(&not).contains("not draining"), "{}", err(&not));
+    let wrong = t(&["drain", "no-such-host"]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(err(&wrong).contains("no machine named no-such-host"));
+}
+
+/// A pool whose configuration is the file `config` (CONDOR_CONFIG), so
+/// that `reconfig` has something to read again. (`CONDOR_CONFIG=ONLY_ENV`
+/// reads no LOCAL_CONFIG_FILE, as in HTCondor.) Killed when dropped.
+struct FilePool {
+    child: Child,
+}
+
+impl FilePool {
+    fn start(state: &Path, config: &Path) -> FilePool {
+        let log = std::fs::File::create(state.with_extension("daemon.log")).unwrap();
+        let child = common::command(state, &[])
+            .env("CONDOR_CONFIG", config)
+            .args(["pool", "up", "--state"])
+            .arg(state)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let pool = FilePool { child };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !run(state, &std::env::temp_dir(), &["q", "-af", "ClusterId"])
+            .status
+            .success()
+        {
+            assert!(Instant::now() < deadline, "the pool did not come up");
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        pool
+    }
+}
+
+impl Drop for FilePool {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn reconfig_reads_the_configuration_again_and_refuses_a_broken_one() {
+    let dir = scratch("admin-reconfig");
+    let state = dir.join("state");
+    let config: PathBuf = dir.join("condor_config");
+    write(&config, "NUM_CPUS = 2\n");
+    let _pool = FilePool::start(&state, &config);
+    let t = |args: &[&str]| run(&state, &dir, args);
+    assert_eq!(
+        af(&state, &dir, &["START", "Site"]),
+        ["true undefined", "true undefined"]
+    );
+
+    // New policy and a new attribute, read without a restart.
+    write(
+        &config,
+        "NUM_CPUS = 2\nSTART = False\nSite = \"lab\"\nSTARTD_ATTRS = $(STARTD_ATTRS) Site\n",
+    );
+    assert_eq!(
+        ok(t(&["reconfig"])),
+        "Sent \"Reconfig\" command to local master\n"
+    );
+    assert_eq!(
+        af(&state, &dir, &["START", "Site"]),
+        ["false lab", "false lab"]
+    );
+    // Nothing starts now.
+    write(&dir.join("j.sub"), "executable = /bin/true\nqueue\n");
+    ok(t(&["submit", "j.sub"]));
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(job(&state, &dir, "1.0", &["JobStatus"]), "1");
+
+    // A broken file: refused with the file and line; the pool keeps the
+    // configuration in force and keeps running.
+    write(
+        &config,
+        "NUM_CPUS = 2\nSTART = True\nthis is not a definition\n",
+    );
+    let bad = t(&["reconfig"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", out(&bad));
+    let why = err(&bad);
+    assert!(
+        why.contains("the configuration was not changed")
+            && why.contains(&format!("{}:3:", config.display())),
+        "{why}"
+    );
+    assert_eq!(
+        af(&state, &dir, &["START", "Site"]),
+        ["false lab", "false lab"]
+    );
+    // A START that is no expression names it.
+    write(&config, "NUM_CPUS = 2\nSTART = 1 +\n");
+    let bad = t(&["reconfig"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(err(&bad).contains("START"), "{}", err(&bad));
+
+    // Someone who is not the pool's owner is refused (only testable as root,
+    // where the pool runs as nobody and another user can be had).
+    if common::run_as().is_some() {
+        use std::os::unix::process::CommandExt;
+        let o = std::process::Command::new(common::bin())
+            .env("FERROCONDOR_STATE", &state)
+            .env("CONDOR_CONFIG", "ONLY_ENV")
+            .arg("reconfig")
+            .uid(1)
+            .gid(1)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(err(&o).contains("permission denied"), "{}", err(&o));
+    }
+    assert_eq!(af(&state, &dir, &["Site"]), ["lab", "lab"]);
+}
