@@ -566,6 +566,12 @@ impl Node {
 
     /// Carries out what the startd decided.
     fn absorb(&mut self, ready: Ready, now: i64) {
+        // A slot that became free (the owner left, a claim ended, the
+        // machine came up) is offered to waiting jobs at once, as the
+        // startd's update to the collector would prompt a cycle.
+        if ready.transitions.iter().any(|t| t.to.0 == State::Unclaimed) && self.has_idle_jobs() {
+            self.work.push(Work::Reschedule);
+        }
         for t in &ready.transitions {
             if t.from.0 == State::Claimed
                 && (t.to.0 == State::Preempting || t.to.1 == Activity::Retiring)
