@@ -276,7 +276,7 @@ impl Node {
         let poll_interval = interval(&cfg.startd, "POLLING_INTERVAL", 5)?;
         let negotiator_interval = interval(&cfg.negotiator, "NEGOTIATOR_INTERVAL", 60)?;
         let alive_interval = interval(&cfg.startd, "ALIVE_INTERVAL", 300)?;
-        kill_leftovers(&running_dir);
+        kill_leftovers(&running_dir, &cfg.execute_dir);
         // Jobs the queue says were running ran under a pool that is gone.
         let was_running: Vec<JobId> = schedd
             .queue()
@@ -1396,15 +1396,15 @@ fn process_start(pid: i32) -> Option<u64> {
 }
 
 /// Kills what a pool that died left running: each recorded job's leader
-/// (if it is still the same process) and every process still in the
-/// session and process group it made (setsid), even after the leader
-/// exited.
-fn kill_leftovers(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
+/// (if it is still the same process), every process still in the session
+/// and process group it made (setsid), even after the leader exited, and
+/// every process whose `_CONDOR_SCRATCH_DIR` is a sandbox under EXECUTE
+/// (a job whose start the dead pool had not recorded yet); waits (a
+/// little) until they are gone, then removes the sandboxes they left, as
+/// HTCondor's startd cleans EXECUTE when it starts.
+fn kill_leftovers(dir: &Path, execute: &Path) {
     let mut leaders = Vec::new();
-    for e in entries.flatten() {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let text = std::fs::read_to_string(e.path()).unwrap_or_default();
         let mut it = text.split_whitespace();
         if let (Some(pid), Some(start)) = (
@@ -1415,7 +1415,14 @@ fn kill_leftovers(dir: &Path) {
         }
         let _ = std::fs::remove_file(e.path());
     }
-    if leaders.is_empty() {
+    let sandboxes: Vec<PathBuf> = std::fs::read_dir(execute)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("dir_"))
+        .map(|e| e.path())
+        .collect();
+    if leaders.is_empty() && sandboxes.is_empty() {
         return;
     }
     let procs: Vec<(i32, i32, i32)> = std::fs::read_dir("/proc")
@@ -1425,7 +1432,8 @@ fn kill_leftovers(dir: &Path) {
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter_map(|pid| process_stat(pid).map(|(g, s, _)| (pid, g, s)))
         .collect();
-    for (leader, start) in leaders {
+    let mut doomed = Vec::new();
+    for &(leader, start) in &leaders {
         if leader <= 1 {
             continue;
         }
@@ -1433,9 +1441,44 @@ fn kill_leftovers(dir: &Path) {
         for &(pid, group, session) in &procs {
             let member = group == leader && session == leader;
             if (pid == leader && same_leader) || (member && pid != leader) {
-                // SAFETY: a plain signal to a process of a job we started.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                doomed.push(pid);
             }
         }
     }
+    if !sandboxes.is_empty() {
+        let scratch = format!("_CONDOR_SCRATCH_DIR={}", execute.join("dir_").display());
+        for &(pid, _, _) in &procs {
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            if environ
+                .split(|b| *b == 0)
+                .any(|v| v.starts_with(scratch.as_bytes()))
+            {
+                doomed.push(pid);
+            }
+        }
+    }
+    for &pid in &doomed {
+        if pid > 1 && pid as u32 != std::process::id() {
+            // SAFETY: a plain signal to a process of a job a pool started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    // Gone (or zombies of a dead parent) before any job runs again.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while std::time::Instant::now() < deadline
+        && doomed
+            .iter()
+            .any(|&p| process_stat_state(p).is_some_and(|st| st != 'Z'))
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    for s in sandboxes {
+        let _ = std::fs::remove_dir_all(s);
+    }
+}
+
+/// The state letter of `/proc/<pid>/stat` (`R`, `S`, `Z`, ...).
+fn process_stat_state(pid: i32) -> Option<char> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    text[text.rfind(')')? + 2..].chars().next()
 }
