@@ -879,3 +879,42 @@ fn outputs_written(s: &Setup, prefix: &str) -> usize {
         })
         .count()
 }
+
+/// HTCondor's rule for whom a job runs as: a pool started by root runs
+/// each job as its owner (never as root); a pool started by a user runs
+/// every job as that user. The tests' pools run as `nobody` when the tests
+/// run as root, so this one starts its pool as whoever runs the tests.
+#[test]
+fn a_job_runs_as_its_owner_under_a_root_pool_and_as_the_pool_s_user_otherwise() {
+    let dir = scratch("runas");
+    // The submit directory must be writable by the job's owner.
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let state = dir.join("state");
+    let mut pool = std::process::Command::new(common::bin())
+        .args(["pool", "up", "--state"])
+        .arg(&state)
+        .env("CONDOR_CONFIG", "ONLY_ENV")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    write(
+        &dir.join("id.sub"),
+        "executable = /usr/bin/id\narguments = -u\noutput = id.out\nerror = id.err\nqueue\n",
+    );
+    // The tools run as `nobody` when we are root (common::command).
+    common::wait_for(20, "the pool to take the job", || {
+        let o = run(&state, &dir, &["submit", "id.sub"]);
+        o.status.success().then_some(())
+    });
+    let uid = common::wait_for(20, "the job's output", || {
+        let text = std::fs::read_to_string(dir.join("id.out")).ok()?;
+        text.trim().parse::<u32>().ok()
+    });
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let expected = common::run_as().map_or(me, |(uid, _)| uid);
+    assert_eq!(uid, expected, "the job ran as uid {uid}");
+    let _ = pool.kill();
+    let _ = pool.wait();
+}

@@ -745,9 +745,14 @@ fn child_setup(s: &ChildSetup, step_fd: i32) -> io::Result<()> {
     }
     step(3);
     if let Some((uid, gid, groups)) = &s.user {
-        check(unsafe { libc::setgroups(groups.len(), groups.as_ptr()) })?;
-        check(unsafe { libc::setgid(*gid) })?;
-        check(unsafe { libc::setuid(*uid) })?;
+        // Raw system calls, not libc's wrappers: the child shares the
+        // daemon's memory (CLONE_VM), and glibc's wrappers would try to
+        // change the credentials of every thread they believe this process
+        // has, which are the daemon's.
+        let sys = |r: libc::c_long| check(r as libc::c_int);
+        sys(unsafe { libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) })?;
+        sys(unsafe { libc::syscall(libc::SYS_setgid, *gid) })?;
+        sys(unsafe { libc::syscall(libc::SYS_setuid, *uid) })?;
     }
     step(4);
     check(unsafe { libc::chdir(s.cwd.as_ptr()) })?;
