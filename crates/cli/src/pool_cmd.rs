@@ -114,7 +114,18 @@ fn node_config(
         let (found, failed) =
             host::inventory::take_inventories(&sources, std::path::Path::new("nvidia-smi"));
         for (tag, why) in failed {
-            eprintln!("ferrocondor: resource {tag} is not offered: {why}");
+            // A machine without NVIDIA's driver simply has no GPUs to offer
+            // (HTCondor's default discovery is as quiet about it); where it
+            // could not even be started (PATH, permissions) the same holds.
+            let no_driver = matches!(
+                why,
+                host::inventory::InventoryFailure::Gpu(
+                    host::gpu_discovery::GpuError::NvidiaSmiMissing { .. }
+                )
+            ) || why.to_string().contains("could not start it");
+            if !no_driver {
+                eprintln!("ferrocondor: resource {tag} is not offered: {why}");
+            }
         }
         machine.inventories = found;
     }
