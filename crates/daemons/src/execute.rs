@@ -26,7 +26,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use classad::{ClassAd, Env};
+use classad::{ClassAd, Env, Value};
 use negotiator::accountant::Accountant;
 use negotiator::cycle::{negotiate, MatchKind, Policy, SubmitterJobs};
 use negotiator::limits::{job_limits, ConcurrencyLimits, CycleLimits};
@@ -979,9 +979,13 @@ impl Node {
             self.notes
                 .push(format!("{}: after the job: {p}", self.slot_label(slot)));
         }
+        let kib = report.usage.peak_rss_kib as i64;
         let usage = RunReport {
             remote_user_cpu: report.usage.user_cpu.round() as i64,
             remote_sys_cpu: report.usage.sys_cpu.round() as i64,
+            image_size_kib: Some(kib),
+            resident_set_size_kib: Some(kib),
+            resources: Some(self.resources_used(slot, &report, now)),
             ..RunReport::default()
         };
         if let Some(id) = r.job {
@@ -1026,6 +1030,46 @@ impl Node {
         });
         self.queue_changed(now);
         self.drive(now);
+    }
+
+    /// The terminate and evict events' resources table: what the slot
+    /// had, what the job asked for, and what it used (HTCondor's
+    /// `Partitionable Resources : Usage Request Allocated`).
+    fn resources_used(&self, slot: &str, report: &ExitReport, now: i64) -> ClassAd {
+        let mut ad = ClassAd::new();
+        let env = Env::at(now);
+        let slot_ad = self
+            .startd
+            .slots
+            .iter()
+            .position(|s| s.name == slot)
+            .map(|i| self.startd.slot_ad(i, now));
+        let job = &report.job;
+        let number = |ad: &ClassAd, name: &str| match ad.get(name).map(|e| ad.eval(e, &env)) {
+            Some(Value::Int(i)) => Some(Value::Int(i)),
+            Some(Value::Real(r)) => Some(Value::Real(r)),
+            _ => None,
+        };
+        let wall = report.duration.as_secs_f64();
+        let cpus_usage = if wall > 0.0 {
+            (report.usage.user_cpu + report.usage.sys_cpu) / wall
+        } else {
+            0.0
+        };
+        for res in ["Cpus", "Disk", "Memory"] {
+            if let Some(v) = slot_ad.as_ref().and_then(|a| number(a, res)) {
+                ad.insert_value(res, v);
+            }
+            if let Some(v) = number(job, &format!("Request{res}")) {
+                ad.insert_value(format!("Request{res}").as_str(), v);
+            }
+        }
+        ad.insert_value("CpusUsage", (cpus_usage * 100.0).round() / 100.0);
+        ad.insert_value(
+            "MemoryUsage",
+            report.usage.peak_rss_kib.div_ceil(1024) as i64,
+        );
+        ad
     }
 
     fn claim_ended(&mut self, claim_id: &str, reason: &str, now: i64) {

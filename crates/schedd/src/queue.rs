@@ -50,6 +50,11 @@ pub struct RunReport {
     pub bytes_sent: f64,
     pub bytes_received: f64,
     pub resources: Option<ClassAd>,
+    /// The largest memory the job's processes held, KiB, as the starter
+    /// measured it: the job's `ImageSize` and `ResidentSetSize` become at
+    /// least these (its `MemoryUsage` is computed from them).
+    pub image_size_kib: Option<i64>,
+    pub resident_set_size_kib: Option<i64>,
 }
 
 impl PartialEq for RunReport {
@@ -59,6 +64,8 @@ impl PartialEq for RunReport {
             && self.bytes_sent == o.bytes_sent
             && self.bytes_received == o.bytes_received
             && crate::userlog::same_ad(&self.resources, &o.resources)
+            && self.image_size_kib == o.image_size_kib
+            && self.resident_set_size_kib == o.resident_set_size_kib
     }
 }
 
@@ -796,6 +803,17 @@ fn end_run(e: &mut Edit<'_>, now: i64, committed: bool, report: &RunReport) -> U
         + report.bytes_received;
     e.set("BytesSent", total_sent);
     e.set("BytesRecvd", total_received);
+    for (name, kib) in [
+        ("ImageSize", report.image_size_kib),
+        ("ResidentSetSize", report.resident_set_size_kib),
+    ] {
+        if let Some(kib) = kib {
+            let before = e.int(name).unwrap_or(0);
+            if kib > before {
+                e.set(name, kib);
+            }
+        }
+    }
     if let Some(host) = e.string(attr::REMOTE_HOST) {
         e.set(attr::LAST_REMOTE_HOST, host);
     }

@@ -563,3 +563,31 @@ fn clusters_are_numbered_in_order_and_restore_keeps_counting() {
     assert_eq!(r.new_cluster(), 2);
     assert_eq!(r.status(id), Some(JobStatus::Idle));
 }
+
+#[test]
+fn a_run_s_memory_raises_image_size_and_never_lowers_it() {
+    let (mut q, id) = queue_with(SIMPLE);
+    let none = SystemPolicy::none();
+    let run = |kib: i64| RunReport {
+        image_size_kib: Some(kib),
+        resident_set_size_kib: Some(kib),
+        ..RunReport::default()
+    };
+    q.apply(id, started(STARTD), T0 + 10, &none).unwrap();
+    let evicted = JobEvent::Evicted {
+        checkpointed: false,
+        reason: None,
+        report: run(4096),
+    };
+    let c = q.apply(id, evicted, T0 + 20, &none).unwrap();
+    assert!(c.attributes.iter().any(|a| a == "ResidentSetSize"), "{c:?}");
+    assert_eq!(show(&q, id, "ImageSize").as_deref(), Some("4096"));
+    q.apply(id, started(STARTD), T0 + 30, &none).unwrap();
+    let exited = JobEvent::Exited {
+        how: ExitHow::Code(0),
+        report: run(1024),
+    };
+    q.apply(id, exited, T0 + 40, &none).unwrap();
+    assert_eq!(show(&q, id, "ImageSize").as_deref(), Some("4096"));
+    assert_eq!(show(&q, id, "ResidentSetSize").as_deref(), Some("4096"));
+}

@@ -69,6 +69,7 @@ fn a_jobs_life_in_its_event_log() {
                 bytes_sent: 1234.0,
                 bytes_received: 28.0,
                 resources: Some(resources),
+                ..RunReport::default()
             },
         },
         T0 + 200,

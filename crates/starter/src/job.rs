@@ -155,7 +155,6 @@ struct Reaped {
     at: Instant,
     user_cpu: f64,
     sys_cpu: f64,
-    max_rss_kib: u64,
 }
 
 fn epoch_now() -> i64 {
@@ -964,7 +963,6 @@ impl RunningJob {
             at: Instant::now(),
             user_cpu: secs(ru.ru_utime),
             sys_cpu: secs(ru.ru_stime),
-            max_rss_kib: ru.ru_maxrss.max(0) as u64,
         });
         Ok(())
     }
@@ -1033,7 +1031,8 @@ impl RunningJob {
             }
         };
         if let Some(e) = &self.exit {
-            self.peak_rss_kib = self.peak_rss_kib.max(e.max_rss_kib);
+            // Not wait4's ru_maxrss: the child began in the daemon's own
+            // memory (CLONE_VM), and the kernel counts that as its peak.
             user = user.max(e.user_cpu);
             sys = sys.max(e.sys_cpu);
         }
@@ -1115,7 +1114,6 @@ impl RunningJob {
             at: Instant::now(),
             user_cpu: 0.0,
             sys_cpu: 0.0,
-            max_rss_kib: 0,
         });
         let duration = exit.at.duration_since(self.started);
 

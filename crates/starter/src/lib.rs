@@ -49,9 +49,12 @@
 //! the exit (and, while running, the live processes' `/proc` times, which
 //! miss processes that already exited). Memory: the largest resident set
 //! of the whole tree seen by sampling (at most every 200 ms, at each poll),
-//! `memory.peak` where the memory controller is on, and the main process's
-//! `ru_maxrss`. `ImageSize` and `ResidentSetSize` are KiB, `MemoryUsage`
-//! MiB, as in HTCondor.
+//! and `memory.peak` where the memory controller is on (not wait4's
+//! `ru_maxrss`: the job is started with `clone(CLONE_VM | CLONE_VFORK)`,
+//! as posix_spawn does, and the kernel counts the daemon's memory, which
+//! the child shared until its exec, as the child's peak; so a job shorter
+//! than one sample and without a cgroup reports no memory). `ImageSize` and
+//! `ResidentSetSize` are KiB, `MemoryUsage` MiB, as in HTCondor.
 //!
 //! **Not here (yet):** URL transfer plugins (an input URL is a
 //! [`StartError::UrlInput`]), `TransferOutputRemaps`, streaming output,
