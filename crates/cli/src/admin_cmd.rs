@@ -21,6 +21,7 @@ fn slot_names(client: &wire::Client) -> Result<Vec<(String, String)>, Error> {
     let answer: SlotsAnswer = client.call(
         api::PATH_SLOTS,
         &SlotsRequest {
+            ad_type: None,
             constraint: None,
             projection: vec!["Name".into(), "Machine".into()],
         },

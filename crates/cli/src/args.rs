@@ -148,6 +148,12 @@ pub struct StatusArgs {
     /// Only the counts of slots by state.
     #[arg(long, alias = "totals")]
     pub total: bool,
+    /// The access point's ad instead of the slots (Name Machine RunningJobs IdleJobs HeldJobs).
+    #[arg(long, conflicts_with = "submitters")]
+    pub schedd: bool,
+    /// One ad per user with jobs (Name Machine RunningJobs IdleJobs HeldJobs).
+    #[arg(long)]
+    pub submitters: bool,
 }
 
 #[derive(Debug, Args)]
@@ -507,6 +513,8 @@ pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
                 "compact",
                 "total",
                 "totals",
+                "schedd",
+                "submitters",
             ],
         );
     }

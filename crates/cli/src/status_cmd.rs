@@ -19,6 +19,13 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
     let answer: SlotsAnswer = jobview::client().call(
         PATH_SLOTS,
         &SlotsRequest {
+            ad_type: if a.schedd {
+                Some("Scheduler".into())
+            } else if a.submitters {
+                Some("Submitter".into())
+            } else {
+                None
+            },
             constraint: constraint(&a.targets, a.constraint.as_deref()),
             projection: Vec::new(),
         },
@@ -29,7 +36,15 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
         ..Env::at(now)
     };
     sort_slots(&mut ads, &env);
-    let text = if a.json {
+    let jobs_table = (a.schedd || a.submitters)
+        && !a.json
+        && !a.long
+        && a.af.is_empty()
+        && !a.total
+        && !a.compact;
+    let text = if jobs_table {
+        job_counts_table(&ads, &env)
+    } else if a.json {
         jobview::json(&ads)
     } else if a.long {
         jobview::long(&ads)
@@ -633,6 +648,47 @@ pub fn compact_table(ads: &[ClassAd], env: &Env) -> String {
     s.push('\n');
     s.push_str(&totals(ads, true, env));
     s
+}
+
+/// `-schedd` and `-submitters`: one row per ad with its job counts, as
+/// condor_status prints them (without its totals block).
+fn job_counts_table(ads: &[ClassAd], env: &Env) -> String {
+    let text = |ad: &ClassAd, n: &str| match ad.eval_attr(n, env) {
+        Value::Str(s) => s.to_string(),
+        Value::Int(i) => i.to_string(),
+        _ => String::new(),
+    };
+    let rows: Vec<[String; 5]> = ads
+        .iter()
+        .map(|ad| {
+            [
+                text(ad, "Name"),
+                text(ad, "Machine"),
+                text(ad, "RunningJobs"),
+                text(ad, "IdleJobs"),
+                text(ad, "HeldJobs"),
+            ]
+        })
+        .collect();
+    let w = |i: usize, head: &str| {
+        rows.iter()
+            .map(|r| r[i].len())
+            .chain([head.len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1) = (w(0, "Name"), w(1, "Machine"));
+    let mut out = format!(
+        "{:<w0$} {:<w1$} RunningJobs IdleJobs HeldJobs\n\n",
+        "Name", "Machine"
+    );
+    for r in &rows {
+        out.push_str(&format!(
+            "{:<w0$} {:<w1$} {:>11} {:>8} {:>8}\n",
+            r[0], r[1], r[2], r[3], r[4]
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -237,6 +237,32 @@ fn a_running_job_shows_claimed_busy_is_charged_and_vacate_evicts_it() {
         "{table}"
     );
 
+    // The collector also holds the access point's ad and one per
+    // submitter, with their job counts.
+    let subs = ok(t(&[
+        "status",
+        "-submitters",
+        "-af",
+        "Name",
+        "RunningJobs",
+        "IdleJobs",
+    ]));
+    assert!(
+        subs.lines()
+            .any(|l| l.starts_with(&format!("{}@", me())) && l.ends_with(" 1 0")),
+        "{subs}"
+    );
+    let schedd = ok(t(&["status", "-schedd"]));
+    assert!(
+        schedd.starts_with("Name") && schedd.contains("RunningJobs IdleJobs HeldJobs"),
+        "{schedd}"
+    );
+    assert_eq!(
+        ok(t(&["status", "-schedd", "-af", "TotalRunningJobs"])).trim(),
+        "1",
+        "{schedd}"
+    );
+
     // userprio: the user runs one slot; -setfactor changes the factor.
     let user_row = |text: &str| -> Vec<String> {
         text.lines()

@@ -4,8 +4,8 @@
 //! again (`condor_reconfig`). Each is carried out by the core that owns
 //! it; this module only translates requests.
 
-use classad::Value;
 use negotiator::accountant::Accountant;
+use negotiator::collector::AdType;
 use negotiator::cycle::Policy;
 use negotiator::limits::ConcurrencyLimits;
 use startd::{DrainHow, Event};
@@ -15,7 +15,7 @@ use wire::api::{
 };
 
 use crate::execute::Node;
-use crate::schedd_service::{ad_text, project, ApiError, PoolConfig};
+use crate::schedd_service::{ad_text, ApiError, PoolConfig};
 
 /// A configuration read again, for [`Node::reconfigure`].
 pub struct Reloaded {
@@ -25,7 +25,9 @@ pub struct Reloaded {
 }
 
 impl Node {
-    /// The slot ads a constraint selects, projected.
+    /// The collector's ads of the type asked for (slots by default) that
+    /// a constraint selects, projected: up to date, as the startd and the
+    /// schedd publish before answering.
     pub fn slots(&mut self, req: &SlotsRequest, now: i64) -> Result<SlotsAnswer, ApiError> {
         let constraint = match &req.constraint {
             Some(text) => Some(classad::parse_expr(text).map_err(|e| {
@@ -36,22 +38,19 @@ impl Node {
             })?),
             None => None,
         };
-        let env = classad::Env::at(now);
-        let mut ads = Vec::new();
-        for ad in self.slot_ads(now) {
-            if let Some(c) = &constraint {
-                let keep = match ad.eval(c, &env) {
-                    Value::Bool(b) => b,
-                    Value::Int(i) => i != 0,
-                    Value::Real(r) => r != 0.0,
-                    _ => false,
-                };
-                if !keep {
-                    continue;
-                }
-            }
-            ads.push(ad_text(&project(&ad, &req.projection)));
-        }
+        let ad_type = match req.ad_type.as_deref() {
+            None => AdType::Startd,
+            Some(t) => AdType::from_my_type(t),
+        };
+        self.publish_slots(now);
+        self.publish_schedd(now);
+        let projection: Vec<&str> = req.projection.iter().map(String::as_str).collect();
+        let ads = self
+            .collector()
+            .query(Some(&ad_type), constraint.as_ref(), &projection, now)
+            .iter()
+            .map(ad_text)
+            .collect();
         Ok(SlotsAnswer { ads })
     }
 

@@ -28,6 +28,7 @@ use std::time::SystemTime;
 
 use classad::{ClassAd, Env, Value};
 use negotiator::accountant::Accountant;
+use negotiator::collector::{AdType, CollectorStore};
 use negotiator::cycle::{negotiate, MatchKind, Policy, SubmitterJobs};
 use negotiator::limits::{job_limits, ConcurrencyLimits, CycleLimits};
 use schedd::job::attr;
@@ -144,6 +145,10 @@ pub struct Node {
     pub startd: Startd,
     sampler: host::sampler::Sampler,
     accountant: Accountant,
+    /// The collector: the slot ads as the startd last published them, the
+    /// schedd's ad and its submitters' ads; what the negotiator and
+    /// `condor_status` read.
+    collector: CollectorStore,
     limits: ConcurrencyLimits,
     policy: Policy,
     startd_config: config::Config,
@@ -244,6 +249,8 @@ impl Node {
         }
         let limits = ConcurrencyLimits::from_config(&cfg.negotiator)
             .map_err(|e| format!("concurrency limits: {e}"))?;
+        let collector =
+            CollectorStore::from_config(&cfg.negotiator).map_err(|e| format!("collector: {e}"))?;
         let console =
             param(&cfg.startd, "CONSOLE_DEVICES").unwrap_or_else(|| "mouse, console".into());
         let sampler =
@@ -325,6 +332,7 @@ impl Node {
             startd,
             sampler,
             accountant,
+            collector,
             limits,
             policy,
             startd_config: cfg.startd,
@@ -406,8 +414,96 @@ impl Node {
     }
 
     /// The slot ads as the collector would hold them now.
-    pub fn slot_ads(&mut self, now: i64) -> Vec<ClassAd> {
-        self.startd.published_ads(now)
+    /// The startd's update to the collector: every slot's ad now; the ads
+    /// of slots that are gone (dynamic slots given back) are withdrawn.
+    pub fn publish_slots(&mut self, now: i64) {
+        let ads = self.startd.published_ads(now);
+        let names: BTreeSet<String> = ads.iter().filter_map(|a| literal_str(a, "Name")).collect();
+        let gone: Vec<String> = self
+            .collector
+            .ads(Some(&AdType::Startd), now)
+            .filter_map(|a| literal_str(a, "Name"))
+            .filter(|n| !names.contains(n))
+            .collect();
+        for name in gone {
+            self.collector.invalidate(&AdType::Startd, &name);
+        }
+        for ad in ads {
+            if let Err(e) = self.collector.update(AdType::Startd, ad, now) {
+                self.notes
+                    .push(format!("collector: a slot ad was refused: {e}"));
+            }
+        }
+    }
+
+    /// The schedd's update to the collector: its own ad and one per
+    /// submitter with jobs, with their job counts (what `condor_status
+    /// -schedd` and `-submitters` show).
+    pub fn publish_schedd(&mut self, now: i64) {
+        #[derive(Default)]
+        struct Counts {
+            idle: i64,
+            running: i64,
+            held: i64,
+        }
+        let mut by_user: BTreeMap<String, Counts> = BTreeMap::new();
+        let mut total = Counts::default();
+        for (id, ad) in self.schedd.queue().jobs() {
+            let c = by_user.entry(submitter_of(ad)).or_default();
+            match self.schedd.queue().status(id) {
+                Some(JobStatus::Idle) => {
+                    c.idle += 1;
+                    total.idle += 1;
+                }
+                Some(JobStatus::Running | JobStatus::Suspended) => {
+                    c.running += 1;
+                    total.running += 1;
+                }
+                Some(JobStatus::Held) => {
+                    c.held += 1;
+                    total.held += 1;
+                }
+                _ => {}
+            }
+        }
+        let schedd_name = self.hostname.clone();
+        let counts = |ad: &mut ClassAd, c: &Counts| {
+            ad.insert_value("IdleJobs", c.idle);
+            ad.insert_value("RunningJobs", c.running);
+            ad.insert_value("HeldJobs", c.held);
+        };
+        let mut ad = ClassAd::new();
+        ad.insert_value("MyType", "Scheduler");
+        ad.insert_value("Name", schedd_name.as_str());
+        ad.insert_value("Machine", self.hostname.as_str());
+        ad.insert_value("TotalIdleJobs", total.idle);
+        ad.insert_value("TotalRunningJobs", total.running);
+        ad.insert_value("TotalHeldJobs", total.held);
+        counts(&mut ad, &total);
+        let _ = self.collector.update(AdType::Schedd, ad, now);
+        let stale: Vec<String> = self
+            .collector
+            .ads(Some(&AdType::Submitter), now)
+            .filter_map(|a| literal_str(a, "Name"))
+            .filter(|n| !by_user.contains_key(n))
+            .collect();
+        for name in stale {
+            self.collector.invalidate(&AdType::Submitter, &name);
+        }
+        for (user, c) in &by_user {
+            let mut ad = ClassAd::new();
+            ad.insert_value("MyType", "Submitter");
+            ad.insert_value("Name", user.as_str());
+            ad.insert_value("ScheddName", schedd_name.as_str());
+            ad.insert_value("Machine", self.hostname.as_str());
+            counts(&mut ad, c);
+            let _ = self.collector.update(AdType::Submitter, ad, now);
+        }
+    }
+
+    /// The collector's live ads of one type (`condor_status`).
+    pub fn collector(&self) -> &CollectorStore {
+        &self.collector
     }
 
     fn slot_label(&self, slot: &str) -> String {
@@ -535,6 +631,9 @@ impl Node {
         let ready = self.startd.tick(now, readings);
         self.absorb(ready, now);
         self.drive(now);
+        self.publish_slots(now);
+        self.publish_schedd(now);
+        self.collector.expire(now);
     }
 
     /// Hands pending events to the startd until none is left.
@@ -1251,8 +1350,21 @@ impl Node {
         self.accountant.update_priorities(now);
         let mut limits = self.limits.clone();
         self.count_limits(&mut limits, now);
-        let slot_ads = self.startd.published_ads(now);
-        let slot_names: Vec<String> = self.startd.slots.iter().map(|s| s.name.clone()).collect();
+        // The negotiator's snapshot of the collector's slot ads, each named
+        // `slot@host` (the startd's slot is the part before the `@`).
+        self.publish_slots(now);
+        let slot_ads: Vec<ClassAd> = self
+            .collector
+            .ads(Some(&AdType::Startd), now)
+            .cloned()
+            .collect();
+        let slot_names: Vec<String> = slot_ads
+            .iter()
+            .map(|a| {
+                let name = literal_str(a, "Name").unwrap_or_default();
+                name.split('@').next().unwrap_or_default().to_string()
+            })
+            .collect();
         // No submitter can get more slots than the machine has in a cycle.
         let cap = slot_ads.len().max(1);
         let names: Vec<String> = self.idle.keys().cloned().collect();

@@ -212,6 +212,10 @@ pub struct HistoryAnswer {
 /// Which slot ads to return (`condor_status`), and which attributes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SlotsRequest {
+    /// The `MyType` of the ads wanted: `Machine` (slots, the default),
+    /// `Scheduler`, `Submitter`.
+    #[serde(default)]
+    pub ad_type: Option<String>,
     /// A ClassAd expression each slot ad must make true.
     #[serde(default)]
     pub constraint: Option<String>,
