@@ -120,7 +120,20 @@ impl PoolProcess {
 }
 
 impl Drop for PoolProcess {
+    /// A graceful stop (SIGTERM: the pool kills the jobs it runs), then
+    /// SIGKILL if it is still there: a test that fails leaves no job behind.
     fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            // SAFETY: a plain signal to our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         self.kill();
     }
 }
