@@ -205,3 +205,36 @@ fn malformed_requests_get_a_clear_error_and_the_pool_stays_up() {
     );
     ok(run(&state, &dir, &["q"]));
 }
+
+/// A pool started by a user runs every job as that user, so it takes
+/// submissions only from that user (and root); another user is refused and
+/// told why. (As root the harness runs the pool as nobody, and uid 1 is
+/// another user; otherwise only the pool's own user is at hand.)
+#[test]
+fn a_user_s_pool_takes_jobs_only_from_that_user() {
+    let dir = scratch("mine");
+    let state = dir.join("state");
+    let _pool = PoolProcess::start(&state, QUEUE_ONLY);
+    write(&dir.join("job.sub"), "executable = /bin/true\nqueue\n");
+    let mine = run(&state, &dir, &["submit", "job.sub"]);
+    assert!(ok(mine).contains("1 job(s) submitted"));
+    if common::run_as().is_some() {
+        use std::os::unix::process::CommandExt;
+        let o = std::process::Command::new(common::bin())
+            .env("FERROCONDOR_STATE", &state)
+            .env("CONDOR_CONFIG", "ONLY_ENV")
+            .args(["submit", "job.sub"])
+            .uid(1)
+            .gid(1)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+        assert!(
+            err(&o).contains("permission denied: this pool runs every job as nobody"),
+            "{}",
+            err(&o)
+        );
+        assert_eq!(ok(run(&state, &dir, &["q", "-af", "ClusterId"])), "1\n");
+    }
+}

@@ -497,8 +497,25 @@ async fn new_cluster(
     body: Bytes,
 ) -> Response {
     handle(&s, p, &body, |n, user, _: api::Empty| {
+        may_submit(p, user)?;
         n.schedd.new_cluster(user)
     })
+}
+
+/// A pool started by a user runs every job as that user, so only that user
+/// may submit to it (another user's job would run with their rights); a
+/// pool started by root runs each job as its owner, and takes anyone's.
+fn may_submit(peer: Peer, user: &str) -> Result<(), ApiError> {
+    // SAFETY: geteuid and getuid cannot fail.
+    let (euid, me) = unsafe { (libc::geteuid(), libc::getuid()) };
+    if euid == 0 || peer.uid == Some(me) || peer.uid == Some(0) {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(format!(
+        "permission denied: this pool runs every job as {}, who started it, so only they may \
+         submit to it ({user} may not); a pool started by root runs each job as its owner",
+        crate::identity::user_name(me).unwrap_or_else(|| format!("uid {me}"))
+    )))
 }
 
 async fn submit(
@@ -507,6 +524,7 @@ async fn submit(
     body: Bytes,
 ) -> Response {
     handle(&s, p, &body, |n, user, req: api::SubmitRequest| {
+        may_submit(p, user)?;
         n.schedd.submit(user, req, now())
     })
 }
