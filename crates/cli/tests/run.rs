@@ -918,3 +918,26 @@ fn a_job_runs_as_its_owner_under_a_root_pool_and_as_the_pool_s_user_otherwise() 
     let _ = pool.kill();
     let _ = pool.wait();
 }
+
+/// A job whose program cannot be started is held with HTCondor's code for
+/// it (6, FailedToCreateProcess) and the starter's reason, and its slot is
+/// free again for the next job.
+#[test]
+fn a_job_that_cannot_start_is_held_and_its_slot_freed() {
+    let s = Setup::new("nostart");
+    let pool = PoolProcess::start(&s.state, &with(&[("NUM_CPUS", "1")]));
+    s.submit(
+        "bad.sub",
+        "executable = /no/such/program\ntransfer_executable = false\nqueue\n",
+    );
+    s.wait_status(&pool, "1.0", "5", 20);
+    let held = s.q("1.0", &["HoldReasonCode", "HoldReason"]);
+    assert!(
+        held.starts_with("6 Error from slot1@") && held.contains("/no/such/program"),
+        "{held}"
+    );
+    // The one slot takes the next job.
+    s.submit("ok.sub", "executable = /bin/true\nqueue\n");
+    let h = s.history(&pool, "2.0", &["JobStatus", "ExitCode"], 20);
+    assert_eq!(h.trim(), "4 0");
+}

@@ -941,6 +941,14 @@ impl Node {
         self.pending.push(Event::StarterExited {
             slot: slot.to_string(),
         });
+        // The schedd gives the claim back, as HTCondor's does when its
+        // shadow could not start the job (reuse would likely fail alike).
+        if self.claims.contains_key(claim_id) {
+            self.pending.push(Event::ReleaseClaim {
+                slot: slot.to_string(),
+                claim_id: claim_id.to_string(),
+            });
+        }
     }
 
     /// Whether `slot`'s job is still being started; if so `c` waits.
