@@ -1228,7 +1228,17 @@ impl Node {
                 Some(j) if !c.activated => Some(j),
                 _ => self.next_job_for_claim(&slot_name, &id, now),
             };
-            let job = next.and_then(|j| self.schedd.queue().job(j).cloned().map(|ad| (j, ad)));
+            // Only a job still idle is run (one held or removed while its
+            // claim was being made is not).
+            let job = next
+                .filter(|&j| self.schedd.queue().status(j) == Some(JobStatus::Idle))
+                .and_then(|j| self.schedd.queue().job(j).cloned().map(|ad| (j, ad)));
+            if let (None, Some(c)) = (&job, self.claims.get(&id)) {
+                if let Some(j) = c.job.filter(|_| !c.activated) {
+                    self.on_claim.remove(&j);
+                    self.refresh_idle(j);
+                }
+            }
             match job {
                 Some((j, ad)) => {
                     if let Some(c) = self.claims.get_mut(&id) {
