@@ -70,7 +70,7 @@ fn int(ad: &ClassAd, name: &str, env: &Env) -> Option<i64> {
     }
 }
 
-fn real(ad: &ClassAd, name: &str, env: &Env) -> Option<f64> {
+pub(crate) fn real(ad: &ClassAd, name: &str, env: &Env) -> Option<f64> {
     match ad.eval_attr(name, env) {
         Value::Int(i) => Some(i as f64),
         Value::Real(r) => Some(r),
@@ -78,7 +78,7 @@ fn real(ad: &ClassAd, name: &str, env: &Env) -> Option<f64> {
     }
 }
 
-fn string(ad: &ClassAd, name: &str, env: &Env) -> Option<String> {
+pub(crate) fn string(ad: &ClassAd, name: &str, env: &Env) -> Option<String> {
     match ad.eval_attr(name, env) {
         Value::Str(s) => Some(s.to_string()),
         _ => None,

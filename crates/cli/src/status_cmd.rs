@@ -14,6 +14,7 @@ use wire::api::{SlotsAnswer, SlotsRequest, PATH_SLOTS};
 use crate::args::StatusArgs;
 use crate::errors::{Error, Outcome};
 use crate::jobview;
+use crate::jobview::{real as num, string as text};
 
 pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     let answer: SlotsAnswer = jobview::client().call(
@@ -102,20 +103,7 @@ fn quote(s: &str) -> String {
 
 // ---- reading ads -------------------------------------------------------
 
-fn num(ad: &ClassAd, name: &str, env: &Env) -> Option<f64> {
-    match ad.eval_attr(name, env) {
-        Value::Int(i) => Some(i as f64),
-        Value::Real(r) => Some(r),
-        _ => None,
-    }
-}
-
-fn text(ad: &ClassAd, name: &str, env: &Env) -> Option<String> {
-    match ad.eval_attr(name, env) {
-        Value::Str(s) => Some(s.to_string()),
-        _ => None,
-    }
-}
+// (number and text attribute readers: `jobview::real`, `jobview::string`)
 
 fn flag(ad: &ClassAd, name: &str, env: &Env) -> bool {
     matches!(ad.eval_attr(name, env), Value::Bool(true))

@@ -15,7 +15,7 @@ use wire::api::{
 };
 
 use crate::execute::Node;
-use crate::schedd_service::{ad_text, ApiError, PoolConfig};
+use crate::schedd_service::{ad_text, parse_constraint, ApiError, PoolConfig};
 
 /// A configuration read again, for [`Node::reconfigure`].
 pub struct Reloaded {
@@ -29,15 +29,7 @@ impl Node {
     /// a constraint selects, projected: up to date, as the startd and the
     /// schedd publish before answering.
     pub fn slots(&mut self, req: &SlotsRequest, now: i64) -> Result<SlotsAnswer, ApiError> {
-        let constraint = match &req.constraint {
-            Some(text) => Some(classad::parse_expr(text).map_err(|e| {
-                ApiError::bad_request(format!(
-                    "the constraint does not parse: {}",
-                    e.display_with_source("<constraint>")
-                ))
-            })?),
-            None => None,
-        };
+        let constraint = parse_constraint(req.constraint.as_deref())?;
         let ad_type = match req.ad_type.as_deref() {
             None => AdType::Startd,
             Some(t) => AdType::from_my_type(t),

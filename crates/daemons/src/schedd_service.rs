@@ -179,6 +179,19 @@ pub(crate) fn project(ad: &ClassAd, projection: &[String]) -> ClassAd {
     out
 }
 
+/// A request's constraint, parsed; a refusal that shows where it fails.
+pub(crate) fn parse_constraint(text: Option<&str>) -> Result<Option<Expr>, ApiError> {
+    text.map(|t| {
+        classad::parse_expr(t).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the constraint does not parse: {}",
+                e.display_with_source("<constraint>")
+            ))
+        })
+    })
+    .transpose()
+}
+
 /// A [`Selection`] made ready to test jobs with.
 struct Selector<'a> {
     sel: &'a Selection,
@@ -189,15 +202,7 @@ struct Selector<'a> {
 
 impl<'a> Selector<'a> {
     fn new(sel: &'a Selection, user: &'a str, super_users: &SuperUsers) -> Result<Self, ApiError> {
-        let constraint = match &sel.constraint {
-            Some(text) => Some(classad::parse_expr(text).map_err(|e| {
-                ApiError::bad_request(format!(
-                    "the constraint does not parse: {}",
-                    e.display_with_source("<constraint>")
-                ))
-            })?),
-            None => None,
-        };
+        let constraint = parse_constraint(sel.constraint.as_deref())?;
         let only = (sel.mine && !super_users.contains(user)).then_some(user);
         Ok(Selector {
             sel,

@@ -66,13 +66,20 @@ impl PoolProcess {
     /// Starts a pool on `state` configured by `env` (`NAME`, value pairs
     /// given as `_CONDOR_NAME`), and waits until it answers.
     pub fn start(state: &Path, env: &[(&str, &str)]) -> PoolProcess {
+        PoolProcess::up(state, command(state, env))
+    }
+
+    /// Runs `pool up` on `state` with the command `c` (its user and
+    /// configuration set), its standard error kept in a log beside the
+    /// state directory, and waits until the pool answers.
+    fn up(state: &Path, mut c: Command) -> PoolProcess {
         let log = state.with_extension("daemon.log");
         let stderr = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log)
             .unwrap();
-        let child = command(state, env)
+        let child = c
             .args(["pool", "up", "--state"])
             .arg(state)
             .stdin(Stdio::null())
@@ -195,40 +202,7 @@ impl PoolProcess {
     /// Like [`PoolProcess::start`], with the configuration file `config`
     /// read first (`env` overrides it).
     pub fn start_with_config(state: &Path, config: &Path, env: &[(&str, &str)]) -> PoolProcess {
-        let log = state.with_extension("daemon.log");
-        let stderr = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .unwrap();
-        let child = command_with_config(state, config, env)
-            .args(["pool", "up", "--state"])
-            .arg(state)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
-        let p = PoolProcess {
-            child: Some(child),
-            state: state.to_path_buf(),
-            log,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let o = run(state, &std::env::temp_dir(), &["q", "-af", "ClusterId"]);
-            if o.status.success() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the pool did not come up: {}\n{}",
-                err(&o),
-                p.daemon_log()
-            );
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        p
+        PoolProcess::up(state, command_with_config(state, config, env))
     }
 }
 
