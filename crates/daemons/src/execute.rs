@@ -30,7 +30,8 @@ use classad::{ClassAd, Env, Value};
 use negotiator::accountant::Accountant;
 use negotiator::collector::{AdType, CollectorStore};
 use negotiator::cycle::{negotiate, MatchKind, Policy, SubmitterJobs};
-use negotiator::limits::{job_limits, ConcurrencyLimits, CycleLimits};
+use negotiator::limits::{ConcurrencyLimits, CycleLimits};
+use negotiator::reuse;
 use schedd::job::attr;
 use schedd::{ExitHow, HoldCode, JobEvent, JobId, JobStatus, RunReport};
 use startd::resources::HostReadings;
@@ -1268,55 +1269,32 @@ impl Node {
         }
     }
 
-    /// Claim reuse: the submitter's next idle job that the slot takes
-    /// (both Requirements), while the claim is young enough.
+    /// Claim reuse (`negotiator::reuse`): the submitter's next idle job
+    /// that the slot takes, while the claim is young enough.
     fn next_job_for_claim(&self, slot: &str, id: &str, now: i64) -> Option<JobId> {
         let c = self.claims.get(id)?;
         let i = self.startd.slots.iter().position(|s| s.name == slot)?;
         let s = &self.startd.slots[i];
-        if let (Some(w), Some(cl)) = (s.policy.claim_worklife, s.claim.as_ref()) {
-            if now - cl.claimed_at > w {
+        if let Some(cl) = s.claim.as_ref() {
+            if !reuse::claim_young(s.policy.claim_worklife, cl.claimed_at, now) {
                 return None;
             }
         }
         let idle = self.idle.get(&c.submitter)?;
         let ad = self.startd.slot_ad(i, now);
-        let env = Env::at(now);
-        // The schedd tries its next few idle jobs, not all of them.
-        for &(_, j) in idle.iter().take(8) {
-            let Some(job) = self.schedd.queue().job(j) else {
-                continue;
-            };
-            if classad::matching::requirements_met(job, &ad, &env)
-                && classad::matching::requirements_met(&ad, job, &env)
-                && self.limits_allow(job, &ad, now)
-            {
-                return Some(j);
-            }
-        }
-        None
+        let candidates = idle
+            .iter()
+            .filter_map(|&(_, j)| self.schedd.queue().job(j).map(|job| (j, job)));
+        reuse::next_job(&ad, candidates, || self.limits_in_use(now), now)
     }
 
-    fn limits_allow(&self, job: &ClassAd, slot: &ClassAd, now: i64) -> bool {
-        if !job.contains("ConcurrencyLimits") {
-            return true;
-        }
-        let mut limits = self.limits.clone();
-        self.count_limits(&mut limits, now);
-        limits.fits(job, slot, &Env::at(now)).is_ok()
-    }
-
-    fn count_limits(&self, limits: &mut ConcurrencyLimits, now: i64) {
-        limits.load_slots(std::iter::empty());
-        let env = Env::at(now);
-        let empty = ClassAd::new();
-        for c in self.claims.values() {
-            if let Some(j) = c.job {
-                if let Some(job) = self.schedd.queue().job(j) {
-                    limits.take(&job_limits(job, &empty, &env));
-                }
-            }
-        }
+    /// The concurrency limits with what the jobs on claims hold taken.
+    fn limits_in_use(&self, now: i64) -> ConcurrencyLimits {
+        let jobs = self
+            .claims
+            .values()
+            .filter_map(|c| self.schedd.queue().job(c.job?));
+        reuse::limits_in_use(&self.limits, jobs, now)
     }
 
     fn activation_refused(&mut self, id: &str, slot: &str) {
@@ -1366,8 +1344,7 @@ impl Node {
             return 0;
         }
         self.accountant.update_priorities(now);
-        let mut limits = self.limits.clone();
-        self.count_limits(&mut limits, now);
+        let mut limits = self.limits_in_use(now);
         // The negotiator's snapshot of the collector's slot ads, each named
         // `slot@host` (the startd's slot is the part before the `@`).
         self.publish_slots(now);

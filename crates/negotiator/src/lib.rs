@@ -11,3 +11,4 @@ pub mod collector;
 pub mod cycle;
 pub mod limits;
 pub mod pslot;
+pub mod reuse;

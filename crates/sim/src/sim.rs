@@ -25,7 +25,8 @@ use classad::{ClassAd, Env, Value};
 use config::{Config, FileError, FixedHost, LoadOptions, Root};
 use negotiator::accountant::Accountant;
 use negotiator::cycle::{negotiate, MatchKind, Policy, SubmitterJobs};
-use negotiator::limits::{job_limits, ConcurrencyLimits, CycleLimits};
+use negotiator::limits::{ConcurrencyLimits, CycleLimits};
+use negotiator::reuse;
 use schedd::{Change, JobEvent, JobId, JobQueue, JobStatus, RunReport, SubmitPolicy, SystemPolicy};
 use startd::resources::HostReadings;
 use startd::{Action, Activity, Cause, ClaimRequest, Event, Pair, Readings, Ready, Startd, State};
@@ -976,63 +977,41 @@ impl<'f> Simulation<'f> {
         }
     }
 
-    /// Claim reuse: the submitter's next idle job that the slot would take
-    /// (both Requirements), if the claim is young enough to take one.
+    /// Claim reuse (`negotiator::reuse`): the submitter's next idle job
+    /// that the slot would take, if the claim is young enough to take one.
     fn next_job_for_claim(&self, m: usize, slot: &str, id: &str) -> Option<usize> {
         let c = self.claims.get(id)?;
         let startd = &self.machines[m].startd;
         let i = startd.slots.iter().position(|s| s.name == slot)?;
         let s = &startd.slots[i];
-        if let (Some(w), Some(cl)) = (s.policy.claim_worklife, s.claim.as_ref()) {
-            if self.now - cl.claimed_at > w {
+        if let Some(cl) = s.claim.as_ref() {
+            if !reuse::claim_young(s.policy.claim_worklife, cl.claimed_at, self.now) {
                 return None;
             }
         }
         let ad = startd.slot_ad(i, self.now);
-        let env = Env::at(self.now);
         let idle = self.idle.get(&c.submitter)?;
-        // Look at a few: the schedd tries its next idle jobs, not all.
-        for &(_, j) in idle.iter().take(8) {
-            let sj = &self.jobs[j];
-            if sj.schedd != c.schedd {
-                continue;
-            }
-            let Some(job) = self.schedds[sj.schedd].queue.job(sj.id) else {
-                continue;
-            };
-            if classad::matching::requirements_met(job, &ad, &env)
-                && classad::matching::requirements_met(&ad, job, &env)
-                && self.limits_allow(job, &ad)
-            {
-                return Some(j);
-            }
-        }
-        None
-    }
-
-    /// Whether starting `job` now keeps every concurrency limit (a reused
-    /// claim skips the negotiator, so the schedd must not break them).
-    fn limits_allow(&self, job: &ClassAd, slot: &ClassAd) -> bool {
-        if !job.contains("ConcurrencyLimits") {
-            return true;
-        }
-        let mut limits = self.limits.clone();
-        self.count_limits(&mut limits);
-        limits.fits(job, slot, &Env::at(self.now)).is_ok()
-    }
-
-    fn count_limits(&self, limits: &mut ConcurrencyLimits) {
-        limits.load_slots(std::iter::empty());
-        let env = Env::at(self.now);
-        let empty = ClassAd::new();
-        for c in self.claims.values() {
-            if let Some(j) = c.job {
+        let candidates = idle
+            .iter()
+            .take(reuse::CANDIDATES)
+            .map(|&(_, j)| j)
+            .filter(|&j| self.jobs[j].schedd == c.schedd)
+            .filter_map(|j| {
                 let sj = &self.jobs[j];
-                if let Some(job) = self.schedds[sj.schedd].queue.job(sj.id) {
-                    limits.take(&job_limits(job, &empty, &env));
-                }
-            }
-        }
+                self.schedds[sj.schedd].queue.job(sj.id).map(|job| (j, job))
+            });
+        reuse::next_job(&ad, candidates, || self.limits_in_use(), self.now)
+    }
+
+    /// The concurrency limits with what the jobs on claims hold taken (a
+    /// reused claim skips the negotiator, so the schedd must not break
+    /// them).
+    fn limits_in_use(&self) -> ConcurrencyLimits {
+        let jobs = self.claims.values().filter_map(|c| {
+            let sj = &self.jobs[c.job?];
+            self.schedds[sj.schedd].queue.job(sj.id)
+        });
+        reuse::limits_in_use(&self.limits, jobs, self.now)
     }
 
     /// The startd would not run the job on the claim (CLAIM_WORKLIFE, a
@@ -1458,8 +1437,7 @@ impl<'f> Simulation<'f> {
         self.refresh_collector();
         self.report.summary.negotiation_cycles += 1;
         self.accountant.update_priorities(now);
-        let mut limits = self.limits.clone();
-        self.count_limits(&mut limits);
+        let mut limits = self.limits_in_use();
 
         // The submitters with idle jobs, in name order (the cycle sorts
         // them by priority itself). Each offers at most as many jobs as
