@@ -112,8 +112,8 @@ fn banner_date(t: i64, utc_offset: i32) -> String {
     )
 }
 
-/// `D+HH:MM:SS`.
-fn duration(secs: i64) -> String {
+/// `D+HH:MM:SS`, as condor_q prints RUN_TIME and condor_status ActvtyTime.
+pub(crate) fn duration(secs: i64) -> String {
     let s = secs.max(0);
     format!(
         "{}+{:02}:{:02}:{:02}",

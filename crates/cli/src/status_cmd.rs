@@ -14,7 +14,7 @@ use wire::api::{SlotsAnswer, SlotsRequest, PATH_SLOTS};
 use crate::args::StatusArgs;
 use crate::errors::{Error, Outcome};
 use crate::jobview;
-use crate::jobview::{real as num, string as text};
+use crate::jobview::{duration, real as num, string as text};
 
 pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     let answer: SlotsAnswer = jobview::client().call(
@@ -161,17 +161,6 @@ fn trim_zeros(d: &[u8]) -> &[u8] {
     &d[n.min(d.len().saturating_sub(1))..]
 }
 
-/// `D+HH:MM:SS`, as condor_status prints ActvtyTime.
-fn duration(secs: i64) -> String {
-    let s = secs.max(0);
-    format!(
-        "{}+{:02}:{:02}:{:02}",
-        s / 86400,
-        s % 86400 / 3600,
-        s % 3600 / 60,
-        s % 60
-    )
-}
 
 /// `text` cut to `width` characters and padded on the right.
 fn left(text: &str, width: usize) -> String {
