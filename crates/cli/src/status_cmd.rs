@@ -161,7 +161,6 @@ fn trim_zeros(d: &[u8]) -> &[u8] {
     &d[n.min(d.len().saturating_sub(1))..]
 }
 
-
 /// `text` cut to `width` characters and padded on the right.
 fn left(text: &str, width: usize) -> String {
     let cut: String = text.chars().take(width).collect();
