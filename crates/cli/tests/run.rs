@@ -941,3 +941,42 @@ fn a_job_that_cannot_start_is_held_and_its_slot_freed() {
     let h = s.history(&pool, "2.0", &["JobStatus", "ExitCode"], 20);
     assert_eq!(h.trim(), "4 0");
 }
+
+/// Accounting groups: a group's quota bounds how many slots its jobs hold
+/// at once (no surplus accepted), while a slot stays free; the accountant
+/// knows the submitter by its group (`group_a.<user>@domain`).
+#[test]
+fn a_group_quota_bounds_the_group_s_running_jobs() {
+    let s = Setup::new("groups");
+    let pool = PoolProcess::start(
+        &s.state,
+        &with(&[
+            ("NUM_CPUS", "2"),
+            ("GROUP_NAMES", "group_a, group_b"),
+            ("GROUP_QUOTA_group_a", "1"),
+            ("GROUP_QUOTA_group_b", "1"),
+            ("GROUP_ACCEPT_SURPLUS", "False"),
+        ]),
+    );
+    s.submit(
+        "a.sub",
+        "executable = /bin/sleep\narguments = 3\naccounting_group = group_a\nqueue 3\n",
+    );
+    // One runs; for a few negotiation cycles (every 2 s) no second one.
+    s.wait_status(&pool, "1.0", "2", 20);
+    for _ in 0..8 {
+        let running: Vec<String> = s
+            .tool(&["q", "-af", "JobStatus"])
+            .lines()
+            .filter(|l| *l == "2")
+            .map(str::to_string)
+            .collect();
+        assert_eq!(running.len(), 1, "group_a holds more than its quota of 1");
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let prio = s.tool(&["userprio"]);
+    assert!(prio.contains("group_a."), "{prio}");
+    // All three finish in turn.
+    let h = s.history(&pool, "1.2", &["JobStatus"], 30);
+    assert_eq!(h.trim(), "4");
+}

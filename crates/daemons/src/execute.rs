@@ -30,6 +30,7 @@ use classad::{ClassAd, Env, Value};
 use negotiator::accountant::Accountant;
 use negotiator::collector::{AdType, CollectorStore};
 use negotiator::cycle::{negotiate, MatchKind, Policy, SubmitterJobs};
+use negotiator::groups::negotiate_by_group;
 use negotiator::limits::{ConcurrencyLimits, CycleLimits};
 use negotiator::reuse;
 use schedd::job::attr;
@@ -180,12 +181,21 @@ pub struct Node {
     notes: Vec<String>,
 }
 
-/// The accounting name of a job's submitter: `User` (owner@domain), else
-/// its Owner.
+/// The accounting name of a job's submitter, as HTCondor's schedd
+/// advertises it: `AccountingGroup@domain` for a job in an accounting
+/// group (`group_a.alice@domain`), else `User` (owner@domain), else its
+/// Owner.
 fn submitter_of(job: &ClassAd) -> String {
-    literal_str(job, attr::USER)
+    let user = literal_str(job, attr::USER)
         .or_else(|| literal_str(job, attr::OWNER))
-        .unwrap_or_else(|| "unknown".into())
+        .unwrap_or_else(|| "unknown".into());
+    match literal_str(job, "AccountingGroup") {
+        Some(group) if !group.is_empty() => match user.split_once('@') {
+            Some((_, domain)) => format!("{group}@{domain}"),
+            None => group,
+        },
+        _ => user,
+    }
 }
 
 fn param(c: &config::Config, name: &str) -> Option<String> {
@@ -1380,19 +1390,47 @@ impl Node {
                         .collect(),
                 })
                 .collect();
-            negotiate(
-                &slot_ads,
-                &subs,
-                &self.accountant,
-                &mut CycleLimits::new(&mut limits, now),
-                &self.policy,
-                now,
-            )
+            if self.accountant.groups.groups.len() > 1 {
+                // Accounting groups: group by group, each with its quota.
+                let demand: Vec<f64> = subs
+                    .iter()
+                    .map(|sub| {
+                        sub.jobs
+                            .iter()
+                            .map(|j| match j.get("RequestCpus") {
+                                Some(e) => j.eval(e, &Env::at(now)).as_number().unwrap_or(1.0),
+                                None => 1.0,
+                            })
+                            .sum()
+                    })
+                    .collect();
+                let pool_size = self.startd.machine.total_cpus;
+                negotiate_by_group(
+                    &slot_ads,
+                    &subs,
+                    &demand,
+                    &mut self.accountant,
+                    &mut limits,
+                    &self.policy,
+                    pool_size,
+                    now,
+                )
+            } else {
+                negotiate(
+                    &slot_ads,
+                    &subs,
+                    &self.accountant,
+                    &mut CycleLimits::new(&mut limits, now),
+                    &self.policy,
+                    now,
+                )
+                .matches
+            }
         };
         self.limits = limits;
         self.save_accountant();
         let mut matched = 0;
-        for mt in &plan.matches {
+        for mt in &plan {
             let Some(&job) = lists.get(mt.submitter).and_then(|l| l.get(mt.job)) else {
                 continue;
             };

@@ -9,6 +9,7 @@ pub mod analyze;
 pub mod autocluster;
 pub mod collector;
 pub mod cycle;
+pub mod groups;
 pub mod limits;
 pub mod pslot;
 pub mod reuse;

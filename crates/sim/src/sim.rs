@@ -25,6 +25,7 @@ use classad::{ClassAd, Env, Value};
 use config::{Config, FileError, FixedHost, LoadOptions, Root};
 use negotiator::accountant::Accountant;
 use negotiator::cycle::{negotiate, MatchKind, Policy, SubmitterJobs};
+use negotiator::groups::negotiate_by_group;
 use negotiator::limits::{ConcurrencyLimits, CycleLimits};
 use negotiator::reuse;
 use schedd::{Change, JobEvent, JobId, JobQueue, JobStatus, RunReport, SubmitPolicy, SystemPolicy};
@@ -1460,7 +1461,6 @@ impl<'f> Simulation<'f> {
             return;
         }
         let grouped = self.accountant.groups.groups.len() > 1;
-        let mut taken: BTreeSet<usize> = BTreeSet::new();
         let mut all_matches: Vec<SimMatch> = Vec::new();
         if !grouped {
             let plan = {
@@ -1496,87 +1496,17 @@ impl<'f> Simulation<'f> {
                 });
             }
         } else {
-            self.negotiate_groups(
-                &names,
-                &job_lists,
-                &mut limits,
-                &mut taken,
-                &mut all_matches,
-            );
-        }
-        self.limits = limits;
-        for m in all_matches {
-            self.claim_slot(m);
-        }
-        self.drive();
-    }
-
-    /// Accounting groups: HTCondor negotiates group by group, each with its
-    /// allocation (quota, plus surplus if it accepts it) as its pie. The
-    /// cycle has no per-group pie, so the simulator runs it once per group
-    /// over the slots not yet taken and keeps matches only up to the
-    /// group's allocation (see the crate docs: a core gap).
-    fn negotiate_groups(
-        &mut self,
-        names: &[String],
-        job_lists: &[Vec<usize>],
-        limits: &mut ConcurrencyLimits,
-        taken: &mut BTreeSet<usize>,
-        out: &mut Vec<SimMatch>,
-    ) {
-        let now = self.now;
-        let mut demand: BTreeMap<String, f64> = BTreeMap::new();
-        for (n, js) in names.iter().zip(job_lists) {
-            let idle: f64 = js.iter().map(|&j| self.jobs[j].cpus).sum();
-            *demand.entry(n.clone()).or_insert(0.0) += idle + self.accountant.resources_in_use(n);
-        }
-        let alloc = self.accountant.allocate(self.total_cpus, &demand, now);
-        // Groups in order of how little of their allocation they use,
-        // the root (submitters in no group) last.
-        let mut groups: Vec<(f64, String)> = alloc
-            .iter()
-            .map(|(g, a)| {
-                let used = self.accountant.resources_in_use(g);
-                let ratio = if g == negotiator::accountant::ROOT_GROUP {
-                    f64::MAX
-                } else if a.allocated > 0.0 {
-                    used / a.allocated
-                } else {
-                    f64::MAX / 2.0
-                };
-                (ratio, g.clone())
-            })
-            .collect();
-        groups.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        for (_, g) in groups {
-            let members: Vec<usize> = (0..names.len())
-                .filter(|&i| self.accountant.group_of(&names[i]) == g)
-                .collect();
-            if members.is_empty() {
-                continue;
-            }
-            let allocated = alloc.get(&g).map_or(0.0, |a| a.allocated);
-            let limit = self.accountant.enforce_strict_quota(&g, allocated);
-            let mut room = limit - self.accountant.resources_in_use(&g);
-            if g == negotiator::accountant::ROOT_GROUP {
-                room = f64::MAX;
-            }
-            if room <= 0.0 {
-                continue;
-            }
-            let slot_map: Vec<usize> = (0..self.collector.len())
-                .filter(|i| !taken.contains(i))
-                .collect();
-            let slots: Vec<ClassAd> = slot_map
+            let demand: Vec<f64> = job_lists
                 .iter()
-                .map(|&i| self.collector[i].clone())
+                .map(|js| js.iter().map(|&j| self.jobs[j].cpus).sum())
                 .collect();
-            let plan = {
-                let subs: Vec<SubmitterJobs<'_>> = members
+            let matches = {
+                let subs: Vec<SubmitterJobs<'_>> = names
                     .iter()
-                    .map(|&i| SubmitterJobs {
-                        name: names[i].clone(),
-                        jobs: job_lists[i]
+                    .zip(&job_lists)
+                    .map(|(n, js)| SubmitterJobs {
+                        name: n.clone(),
+                        jobs: js
                             .iter()
                             .filter_map(|&j| {
                                 self.schedds[self.jobs[j].schedd].queue.job(self.jobs[j].id)
@@ -1584,31 +1514,32 @@ impl<'f> Simulation<'f> {
                             .collect(),
                     })
                     .collect();
-                negotiate(
-                    &slots,
+                negotiate_by_group(
+                    &self.collector,
                     &subs,
-                    &self.accountant,
-                    &mut CycleLimits::new(limits, now),
+                    &demand,
+                    &mut self.accountant,
+                    &mut limits,
                     &self.policy,
+                    self.total_cpus,
                     now,
                 )
             };
-            for mt in &plan.matches {
-                let j = job_lists[members[mt.submitter]][mt.job];
-                if mt.cost > room + 1e-9 {
-                    continue;
-                }
-                room -= mt.cost;
-                taken.insert(slot_map[mt.slot]);
-                out.push(SimMatch {
-                    job: j,
-                    slot: slot_map[mt.slot],
+            for mt in &matches {
+                all_matches.push(SimMatch {
+                    job: job_lists[mt.submitter][mt.job],
+                    slot: mt.slot,
                     kind: mt.kind,
                     cost: mt.cost,
-                    preempt: dynamic_victims(mt, |i| slot_map[i]),
+                    preempt: dynamic_victims(mt, |i| i),
                 });
             }
         }
+        self.limits = limits;
+        for m in all_matches {
+            self.claim_slot(m);
+        }
+        self.drive();
     }
 
     /// The schedd claims the matched slot for the match's job.
