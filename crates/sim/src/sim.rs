@@ -1460,59 +1460,24 @@ impl<'f> Simulation<'f> {
             self.limits = limits;
             return;
         }
-        let grouped = self.accountant.groups.groups.len() > 1;
-        let mut all_matches: Vec<SimMatch> = Vec::new();
-        if !grouped {
-            let plan = {
-                let subs: Vec<SubmitterJobs<'_>> = names
-                    .iter()
-                    .zip(&job_lists)
-                    .map(|(n, js)| SubmitterJobs {
-                        name: n.clone(),
-                        jobs: js
-                            .iter()
-                            .filter_map(|&j| {
-                                self.schedds[self.jobs[j].schedd].queue.job(self.jobs[j].id)
-                            })
-                            .collect(),
-                    })
-                    .collect();
-                negotiate(
-                    &self.collector,
-                    &subs,
-                    &self.accountant,
-                    &mut CycleLimits::new(&mut limits, now),
-                    &self.policy,
-                    now,
-                )
-            };
-            for mt in &plan.matches {
-                all_matches.push(SimMatch {
-                    job: job_lists[mt.submitter][mt.job],
-                    slot: mt.slot,
-                    kind: mt.kind,
-                    cost: mt.cost,
-                    preempt: dynamic_victims(mt, |i| i),
-                });
-            }
-        } else {
-            let demand: Vec<f64> = job_lists
+        let matches = {
+            let subs: Vec<SubmitterJobs<'_>> = names
                 .iter()
-                .map(|js| js.iter().map(|&j| self.jobs[j].cpus).sum())
+                .zip(&job_lists)
+                .map(|(n, js)| SubmitterJobs {
+                    name: n.clone(),
+                    jobs: js
+                        .iter()
+                        .filter_map(|&j| {
+                            self.schedds[self.jobs[j].schedd].queue.job(self.jobs[j].id)
+                        })
+                        .collect(),
+                })
                 .collect();
-            let matches = {
-                let subs: Vec<SubmitterJobs<'_>> = names
+            if self.accountant.groups.groups.len() > 1 {
+                let demand: Vec<f64> = job_lists
                     .iter()
-                    .zip(&job_lists)
-                    .map(|(n, js)| SubmitterJobs {
-                        name: n.clone(),
-                        jobs: js
-                            .iter()
-                            .filter_map(|&j| {
-                                self.schedds[self.jobs[j].schedd].queue.job(self.jobs[j].id)
-                            })
-                            .collect(),
-                    })
+                    .map(|js| js.iter().map(|&j| self.jobs[j].cpus).sum())
                     .collect();
                 negotiate_by_group(
                     &self.collector,
@@ -1524,17 +1489,28 @@ impl<'f> Simulation<'f> {
                     self.total_cpus,
                     now,
                 )
-            };
-            for mt in &matches {
-                all_matches.push(SimMatch {
-                    job: job_lists[mt.submitter][mt.job],
-                    slot: mt.slot,
-                    kind: mt.kind,
-                    cost: mt.cost,
-                    preempt: dynamic_victims(mt, |i| i),
-                });
+            } else {
+                negotiate(
+                    &self.collector,
+                    &subs,
+                    &self.accountant,
+                    &mut CycleLimits::new(&mut limits, now),
+                    &self.policy,
+                    now,
+                )
+                .matches
             }
-        }
+        };
+        let all_matches: Vec<SimMatch> = matches
+            .iter()
+            .map(|mt| SimMatch {
+                job: job_lists[mt.submitter][mt.job],
+                slot: mt.slot,
+                kind: mt.kind,
+                cost: mt.cost,
+                preempt: dynamic_victims(mt, |i| i),
+            })
+            .collect();
         self.limits = limits;
         for m in all_matches {
             self.claim_slot(m);
