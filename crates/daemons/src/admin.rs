@@ -161,11 +161,10 @@ impl Node {
             .map_err(|e| bad("accountant", e.to_string()))?;
         let limits = ConcurrencyLimits::from_config(&new.negotiator)
             .map_err(|e| bad("concurrency limits", e.to_string()))?;
-        let mut startd = self.startd.clone();
-        startd
+        // Last: it reads every slot's policy before it changes any.
+        self.startd
             .reconfigure(&new.startd)
             .map_err(|e| bad("startd", e.to_string()))?;
-        self.startd = startd;
         self.set_central_manager(policy, accountant, limits, new.startd);
         self.schedd.set_config(new.pool);
         Ok(ReconfigAnswer {

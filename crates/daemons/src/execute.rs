@@ -155,12 +155,11 @@ pub struct Node {
     policy: Policy,
     startd_config: config::Config,
     hostname: String,
-    execute_dir: PathBuf,
     running_dir: PathBuf,
     state_dir: PathBuf,
-    run_as: RunAs,
-    /// Where job cgroups go, found once at start (not at every job).
-    cgroup: CgroupPolicy,
+    /// The starter's settings every job starts from (read from the
+    /// configuration at start and at reconfig, not at every job).
+    starter: StarterSettings,
     claims: BTreeMap<String, Claim>,
     claim_seq: u64,
     runs: BTreeMap<String, Run>,
@@ -179,6 +178,8 @@ pub struct Node {
     pub alive_interval: u64,
     /// What went wrong that only the daemon's log can say.
     notes: Vec<String>,
+    /// Mips and KFlops, once measured.
+    benchmarks: Option<(i64, i64)>,
 }
 
 /// The accounting name of a job's submitter, as HTCondor's schedd
@@ -205,6 +206,45 @@ fn param(c: &config::Config, name: &str) -> Option<String> {
 fn interval(c: &config::Config, name: &str, default: i64) -> Result<u64, String> {
     let v = c.integer_or(name, default).map_err(|e| e.to_string())?;
     Ok(v.max(1) as u64)
+}
+
+/// The starter's settings from the configuration: EXECUTE, whom jobs run
+/// as, their cgroup, USER_JOB_WRAPPER, FILESYSTEM_DOMAIN, the update
+/// intervals, and the hooks of STARTER_JOB_HOOK_KEYWORD.
+fn starter_base(
+    c: &config::Config,
+    execute_dir: &Path,
+    run_as: RunAs,
+    cgroup: CgroupPolicy,
+) -> StarterSettings {
+    let mut s = StarterSettings::new(execute_dir);
+    s.run_as = run_as;
+    s.cgroup = cgroup;
+    s.user_job_wrapper = param(c, "USER_JOB_WRAPPER").map(PathBuf::from);
+    s.file_system_domain = param(c, "FILESYSTEM_DOMAIN");
+    if let Some(k) = param(c, "STARTER_JOB_HOOK_KEYWORD") {
+        s.hooks = hooks_for(c, &k);
+    }
+    if let Ok(Some(i)) = c.integer("STARTER_INITIAL_UPDATE_INTERVAL") {
+        s.initial_update_interval = std::time::Duration::from_secs(i.max(1) as u64);
+    }
+    if let Ok(Some(i)) = c.integer("STARTER_UPDATE_INTERVAL") {
+        s.update_interval = std::time::Duration::from_secs(i.max(1) as u64);
+    }
+    s
+}
+
+/// The job hooks `<KEYWORD>_HOOK_PREPARE_JOB`, `_UPDATE_JOB_INFO`, `_JOB_EXIT`.
+fn hooks_for(c: &config::Config, keyword: &str) -> Hooks {
+    let hook = |name: &str| param(c, &format!("{keyword}_HOOK_{name}")).map(PathBuf::from);
+    Hooks {
+        prepare_job: hook("PREPARE_JOB"),
+        update_job_info: hook("UPDATE_JOB_INFO"),
+        job_exit: hook("JOB_EXIT"),
+        // A hook that hangs is killed after five minutes (the starter
+        // reports it as the hook's failure).
+        timeout: Some(std::time::Duration::from_secs(300)),
+    }
 }
 
 /// The hold code for a job that could not be started (HTCondor's table).
@@ -295,49 +335,40 @@ impl Node {
         let negotiator_interval = interval(&cfg.negotiator, "NEGOTIATOR_INTERVAL", 60)?;
         let alive_interval = interval(&cfg.startd, "ALIVE_INTERVAL", 300)?;
         kill_leftovers(&running_dir, &cfg.execute_dir);
-        // Jobs the queue says were running ran under a pool that is gone.
-        let was_running: Vec<JobId> = schedd
+        // Jobs the queue says were on a machine ran under a pool that is
+        // gone: running ones are evicted to run again; removed (or
+        // completed) ones whose run had not ended move to the history.
+        let on_a_machine: Vec<(JobId, JobStatus)> = schedd
             .queue()
             .jobs()
-            .filter(|(id, _)| {
+            .filter_map(|(id, _)| Some((id, schedd.queue().status(id)?)))
+            .filter(|(_, st)| {
                 matches!(
-                    schedd.queue().status(*id),
-                    Some(
-                        JobStatus::Running
-                            | JobStatus::Suspended
-                            | JobStatus::TransferringOutput
-                            | JobStatus::Removed
-                            | JobStatus::Completed
-                    )
+                    st,
+                    JobStatus::Running
+                        | JobStatus::Suspended
+                        | JobStatus::TransferringOutput
+                        | JobStatus::Removed
+                        | JobStatus::Completed
                 )
             })
-            .map(|(id, _)| id)
             .collect();
-        for id in was_running {
-            // Removed (or completed) while it ran, and the pool stopped
-            // before the run ended: only the move to the history is left.
-            if matches!(
-                schedd.queue().status(id),
-                Some(JobStatus::Removed | JobStatus::Completed)
-            ) {
-                if let Err(e) = schedd.run_ended(id, now) {
-                    notes.push(e);
-                }
-                continue;
-            }
-            let ev = JobEvent::Evicted {
-                checkpointed: false,
-                reason: Some("the pool stopped while the job ran; it will run again".into()),
-                report: RunReport::default(),
+        for (id, status) in on_a_machine {
+            let done = if matches!(status, JobStatus::Removed | JobStatus::Completed) {
+                schedd.run_ended(id, now)
+            } else {
+                let ev = JobEvent::Evicted {
+                    checkpointed: false,
+                    reason: Some("the pool stopped while the job ran; it will run again".into()),
+                    report: RunReport::default(),
+                };
+                schedd.job_event(id, ev, now).map(|_| ())
             };
-            if let Err(e) = schedd.job_event(id, ev, now) {
-                notes.push(e);
-            }
-            // Removed or completed while it ran: its run is over now.
-            if let Err(e) = schedd.run_ended(id, now) {
+            if let Err(e) = done {
                 notes.push(e);
             }
         }
+        let starter = starter_base(&cfg.startd, &cfg.execute_dir, run_as, cgroup);
         let mut node = Node {
             schedd,
             startd,
@@ -346,13 +377,11 @@ impl Node {
             collector,
             limits,
             policy,
-            startd_config: cfg.startd,
             hostname: cfg.hostname,
-            execute_dir: cfg.execute_dir,
+            startd_config: cfg.startd,
             running_dir,
             state_dir: state_dir.to_path_buf(),
-            run_as,
-            cgroup,
+            starter,
             claims: BTreeMap::new(),
             claim_seq: 0,
             runs: BTreeMap::new(),
@@ -366,6 +395,7 @@ impl Node {
             negotiator_interval,
             alive_interval,
             notes,
+            benchmarks: None,
         };
         let all: Vec<JobId> = node.schedd.queue().jobs().map(|(id, _)| id).collect();
         node.schedd.take_touched();
@@ -421,6 +451,12 @@ impl Node {
         self.policy = policy;
         self.accountant = accountant.with_state(self.accountant.state());
         self.limits = limits;
+        self.starter = starter_base(
+            &startd_config,
+            &self.starter.execute_dir,
+            self.starter.run_as.clone(),
+            self.starter.cgroup.clone(),
+        );
         self.startd_config = startd_config;
     }
 
@@ -558,7 +594,6 @@ impl Node {
         if touched.is_empty() {
             return;
         }
-        let before = self.has_idle_jobs();
         let mut fresh_idle = false;
         for id in &touched {
             self.refresh_idle(*id);
@@ -597,7 +632,7 @@ impl Node {
             self.pending.push(Event::ReleaseClaim { slot, claim_id });
         }
         self.drive(now);
-        if fresh_idle || (!before && self.has_idle_jobs()) {
+        if fresh_idle {
             self.work.push(Work::Reschedule);
         }
     }
@@ -709,7 +744,9 @@ impl Node {
                     claim_id, reason, ..
                 } => self.claim_ended(&claim_id, &reason, now),
                 Action::RunBenchmarks { slot } => {
-                    let (mips, kflops) = benchmarks();
+                    // The machine's figures, measured once: every slot asks,
+                    // and the loops hold the pool up while they run.
+                    let (mips, kflops) = *self.benchmarks.get_or_insert_with(benchmarks);
                     self.pending
                         .push(Event::BenchmarksDone { slot, mips, kflops });
                 }
@@ -787,14 +824,12 @@ impl Node {
         self.drive(now);
     }
 
+    /// The settings for one job: the execute point's, with the job's
+    /// niceness, its slot, and the hooks of its own HookKeyword if it names
+    /// one other than STARTER_JOB_HOOK_KEYWORD.
     fn starter_settings(&self, slot: &str, job: &ClassAd, nice: i64, now: i64) -> StarterSettings {
-        let c = &self.startd_config;
-        let mut s = StarterSettings::new(&self.execute_dir);
+        let mut s = self.starter.clone();
         s.nice_increment = nice.clamp(0, 19) as i32;
-        s.run_as = self.run_as.clone();
-        s.cgroup = self.cgroup.clone();
-        s.user_job_wrapper = param(c, "USER_JOB_WRAPPER").map(PathBuf::from);
-        s.file_system_domain = param(c, "FILESYSTEM_DOMAIN");
         s.slot_name = slot.to_string();
         s.slot_ad = self
             .startd
@@ -802,26 +837,8 @@ impl Node {
             .iter()
             .position(|x| x.name == slot)
             .map(|i| self.startd.slot_ad(i, now));
-        // The job's hook keyword, else the starter's (HTCondor's order).
-        let keyword = literal_str(job, "HookKeyword")
-            .or_else(|| param(c, "STARTER_JOB_HOOK_KEYWORD"))
-            .filter(|k| !k.trim().is_empty());
-        if let Some(k) = keyword {
-            let hook = |name: &str| param(c, &format!("{k}_HOOK_{name}")).map(PathBuf::from);
-            s.hooks = Hooks {
-                prepare_job: hook("PREPARE_JOB"),
-                update_job_info: hook("UPDATE_JOB_INFO"),
-                job_exit: hook("JOB_EXIT"),
-                // A hook that hangs is killed after five minutes (the
-                // starter reports it as the hook's failure).
-                timeout: Some(std::time::Duration::from_secs(300)),
-            };
-        }
-        if let Ok(Some(i)) = c.integer("STARTER_INITIAL_UPDATE_INTERVAL") {
-            s.initial_update_interval = std::time::Duration::from_secs(i.max(1) as u64);
-        }
-        if let Ok(Some(i)) = c.integer("STARTER_UPDATE_INTERVAL") {
-            s.update_interval = std::time::Duration::from_secs(i.max(1) as u64);
+        if let Some(k) = literal_str(job, "HookKeyword").filter(|k| !k.trim().is_empty()) {
+            s.hooks = hooks_for(&self.startd_config, &k);
         }
         s
     }
@@ -874,8 +891,8 @@ impl Node {
             .get_mut(slot)
             .filter(|r| r.id == run && r.starting)
         else {
-            // Not ours any more: dropping the job kills it.
-            forget_running(&self.running_dir, slot);
+            // Not ours any more: dropping the job kills it. (Its record in
+            // `running/` is left: the slot may have a newer run.)
             return;
         };
         let process = match result {
@@ -1204,7 +1221,6 @@ impl Node {
                     "job {id}: the claim on {} ended before the job started: {reason}",
                     self.slot_label(&c.slot)
                 ));
-                self.work.push(Work::Reschedule);
             }
         }
         if self.has_idle_jobs() {
@@ -1392,15 +1408,13 @@ impl Node {
                 .collect();
             if self.accountant.groups.groups.len() > 1 {
                 // Accounting groups: group by group, each with its quota.
+                let env = Env::at(now);
                 let demand: Vec<f64> = subs
                     .iter()
                     .map(|sub| {
                         sub.jobs
                             .iter()
-                            .map(|j| match j.get("RequestCpus") {
-                                Some(e) => j.eval(e, &Env::at(now)).as_number().unwrap_or(1.0),
-                                None => 1.0,
-                            })
+                            .map(|j| j.eval_attr("RequestCpus", &env).as_number().unwrap_or(1.0))
                             .sum()
                     })
                     .collect();
@@ -1428,7 +1442,6 @@ impl Node {
             }
         };
         self.limits = limits;
-        self.save_accountant();
         let mut matched = 0;
         for mt in &plan {
             let Some(&job) = lists.get(mt.submitter).and_then(|l| l.get(mt.job)) else {
@@ -1448,6 +1461,12 @@ impl Node {
             if self.claim_slot(job, &slot, mt.kind, mt.cost, preempt, now) {
                 matched += 1;
             }
+        }
+        // The accountant's figures are kept when a cycle changes who holds
+        // what (and at shutdown), not at every cycle: a submission asks for
+        // one, and there may be hundreds a second.
+        if matched > 0 {
+            self.save_accountant();
         }
         self.drive(now);
         matched

@@ -152,7 +152,7 @@ impl Pool {
         let socket = self.socket.clone();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .max_blocking_threads(blocking_threads())
+            .max_blocking_threads(BLOCKING_THREADS)
             .build()
             .map_err(|source| Error::Io {
                 path: socket.clone(),
@@ -263,9 +263,7 @@ impl Pool {
 /// others, few enough that they do not crowd a small machine (measured
 /// with `ferrocondor bench throughput`: 8 did as well as 16, and better
 /// than 4 or tokio's default 512).
-fn blocking_threads() -> usize {
-    8
-}
+const BLOCKING_THREADS: usize = 8;
 
 struct Shared {
     node: Mutex<Node>,
