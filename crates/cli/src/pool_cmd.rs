@@ -20,19 +20,9 @@ pub fn run(
     match command {
         PoolCommand::Up { state } => {
             let dir = state_dir(state.as_deref());
-            let read = |subsystem: &str| {
-                load(
-                    &LoadOptions::new(subsystem, Root::Search),
-                    config_files,
-                    host,
-                )
-                .map_err(Error::Config)
-            };
-            let config = read("SCHEDD")?;
-            let pool_config =
-                daemons::PoolConfig::from_config(&config, crate::system::utc_offset(now))
-                    .map_err(|e| Error::Daemon(format!("configuration error: {e}")))?;
-            let node = node_config(&dir, read("STARTD")?, read("NEGOTIATOR")?)?;
+            let read = read_configuration(config_files, host, now)?;
+            let pool_config = read.pool;
+            let node = node_config(&dir, read.startd, read.negotiator)?;
             let slots_note = format!(
                 "execute directory: {}{}",
                 node.execute_dir.display(),
@@ -115,14 +105,13 @@ fn node_config(
             host::inventory::take_inventories(&sources, std::path::Path::new("nvidia-smi"));
         for (tag, why) in failed {
             // A machine without NVIDIA's driver simply has no GPUs to offer
-            // (HTCondor's default discovery is as quiet about it); where it
-            // could not even be started (PATH, permissions) the same holds.
+            // (HTCondor's default discovery is as quiet about it).
             let no_driver = matches!(
                 why,
                 host::inventory::InventoryFailure::Gpu(
                     host::gpu_discovery::GpuError::NvidiaSmiMissing { .. }
                 )
-            ) || why.to_string().contains("could not start it");
+            );
             if !no_driver {
                 eprintln!("ferrocondor: resource {tag} is not offered: {why}");
             }
@@ -147,24 +136,33 @@ fn node_config(
     })
 }
 
-/// `condor_reconfig`: the configuration read again, as at start.
-fn reload() -> Result<daemons::Reloaded, String> {
-    let host = crate::system::RealHost::detect();
+/// The schedd's, the startd's and the negotiator's configuration.
+fn read_configuration(
+    files: &dyn config::Files,
+    host: &dyn Host,
+    now: i64,
+) -> Result<daemons::Reloaded, Error> {
     let read = |subsystem: &str| {
-        load(
-            &LoadOptions::new(subsystem, Root::Search),
-            &crate::system::DiskFiles,
-            &host,
-        )
-        .map_err(|e| e.to_string())
+        load(&LoadOptions::new(subsystem, Root::Search), files, host).map_err(Error::Config)
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    let pool = daemons::PoolConfig::from_config(&read("SCHEDD")?, crate::system::utc_offset(now))?;
+    let pool = daemons::PoolConfig::from_config(&read("SCHEDD")?, crate::system::utc_offset(now))
+        .map_err(|e| Error::Daemon(format!("configuration error: {e}")))?;
     Ok(daemons::Reloaded {
         pool,
         startd: read("STARTD")?,
         negotiator: read("NEGOTIATOR")?,
     })
+}
+
+/// `condor_reconfig`: the configuration read again, as at start.
+fn reload() -> Result<daemons::Reloaded, String> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    read_configuration(
+        &crate::system::DiskFiles,
+        &crate::system::RealHost::detect(),
+        now,
+    )
+    .map_err(|e| e.to_string())
 }

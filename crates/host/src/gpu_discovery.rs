@@ -351,9 +351,17 @@ fn run(program: &Path, args: &[&str]) -> Result<String, GpuError> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| match e.kind() {
+            // Searched for on PATH (a bare name), a permission refusal means
+            // no nvidia-smi this user can run was found there (a directory
+            // on PATH it may not search), which is the same as none.
             std::io::ErrorKind::NotFound => GpuError::NvidiaSmiMissing {
                 program: program.to_path_buf(),
             },
+            std::io::ErrorKind::PermissionDenied if program.components().count() == 1 => {
+                GpuError::NvidiaSmiMissing {
+                    program: program.to_path_buf(),
+                }
+            }
             _ => GpuError::NvidiaSmiFailed {
                 program: program.to_path_buf(),
                 message: format!("could not start it: {e}"),
