@@ -1,7 +1,8 @@
 //! The accountant's figures across restarts: `<state>/accountant.json`,
 //! what `condor_userprio` shows (each submitter's priority, factor and
-//! accumulated usage), written after each negotiation cycle and at
-//! shutdown, read at start. Matches are not kept: no claim outlives the
+//! accumulated usage), written after a negotiation cycle that matched,
+//! after a `userprio` request, and at shutdown; read at start (a crash
+//! loses the usage charged since the last write). Matches are not kept: no claim outlives the
 //! pool. Written to a temporary file and renamed, so a crash leaves the
 //! old file or the new one, never half of one.
 
