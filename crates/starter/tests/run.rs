@@ -418,9 +418,12 @@ fn usage_and_user_job_wrapper() {
     let wrapper = w.script("wrapper", "echo wrapped; exec \"$@\"");
     let mut settings = w.settings();
     settings.user_job_wrapper = Some(wrapper);
+    // Long enough to be sampled while it runs (memory is measured by
+    // sampling the tree, every 200 ms at most: a job that ends before the
+    // first sample reports none, see the crate docs).
     let mut ad = w.job(
         "/bin/sh",
-        "-c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo counted'",
+        "-c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; sleep 0.5; echo counted'",
     );
     ad.insert_value("RequestMemory", 64i64);
     let r = Starter::start(JobSpec::new(ad, settings).unwrap())
