@@ -8,11 +8,17 @@
 //! `src/condor_utils/condor_event.cpp` (`ULogEvent::formatHeader` and each
 //! event's `formatBody`); the event numbers are HTCondor's `ULogEventNumber`.
 //!
+//! No value can add a line, so nobody can forge an event: every text of a
+//! body is written through one function, `flat_into`, which turns a
+//! newline into `|` and a carriage return into a blank and ends the value
+//! at a NUL, as HTCondor flattens the texts of its events
+//! (`ULogEvent::set_reason_member`).
+//!
 //! This module only makes text. Opening, locking and appending to the file
 //! is the daemon's job; the local zone comes in as an offset, since a pure
 //! crate does not read the clock or the zone.
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
 use classad::time::civil;
 use classad::unparse::expr_to_old_syntax;
@@ -225,12 +231,12 @@ impl LogEvent {
     pub fn format(&self, job: JobId, time: i64, fmt: &LogFormat) -> String {
         let mut out = String::with_capacity(256);
         header(&mut out, self.number(), job, time, fmt);
-        self.body(&mut out);
+        self.body(&mut Body { out: &mut out });
         out.push_str("...\n");
         out
     }
 
-    fn body(&self, out: &mut String) {
+    fn body(&self, b: &mut Body) {
         match self {
             LogEvent::Submit {
                 host,
@@ -238,24 +244,23 @@ impl LogEvent {
                 user_notes,
                 warnings,
             } => {
-                let _ = writeln!(out, "Job submitted from host: {host}");
+                b.line(format_args!("Job submitted from host: {host}"));
                 for note in [log_notes, user_notes].into_iter().flatten() {
                     if !note.is_empty() {
-                        let _ = writeln!(out, "    {}", truncate(note, 8191));
+                        b.line(format_args!("    {}", truncate(note, 8191)));
                     }
                 }
                 if let Some(w) = warnings.as_deref().filter(|w| !w.is_empty()) {
-                    let _ = writeln!(
-                        out,
+                    b.line(format_args!(
                         "    WARNING: Committed job submission into the queue with the following warning(s): {}",
                         truncate(w, 8110)
-                    );
+                    ));
                 }
             }
             LogEvent::Execute { host, slot_name } => {
-                let _ = writeln!(out, "Job executing on host: {host}");
+                b.line(format_args!("Job executing on host: {host}"));
                 if let Some(s) = slot_name.as_deref().filter(|s| !s.is_empty()) {
-                    let _ = writeln!(out, "\tSlotName: {s}");
+                    b.line(format_args!("\tSlotName: {s}"));
                 }
             }
             LogEvent::Evicted {
@@ -264,46 +269,40 @@ impl LogEvent {
                 requeued,
                 reason,
             } => {
-                out.push_str("Job was evicted.\n\t");
+                b.line(format_args!("Job was evicted."));
                 if requeued.is_some() {
-                    out.push_str("(0) Job terminated and was requeued\n\t");
+                    b.line(format_args!("\t(0) Job terminated and was requeued"));
                 } else if *checkpointed {
-                    out.push_str("(1) Job was checkpointed.\n\t");
+                    b.line(format_args!("\t(1) Job was checkpointed."));
                 } else {
-                    out.push_str("(0) CPU times\n\t");
+                    b.line(format_args!("\t(0) CPU times"));
                 }
-                rusage(out, usage.run_remote);
-                out.push_str("  -  Run Remote Usage\n\t");
-                rusage(out, usage.run_local);
-                out.push_str("  -  Run Local Usage\n");
-                let _ = writeln!(
-                    out,
+                rusage(b, usage.run_remote, "Run Remote Usage");
+                rusage(b, usage.run_local, "Run Local Usage");
+                b.line(format_args!(
                     "\t{:.0}  -  Run Bytes Sent By Job",
                     usage.run_sent_bytes
-                );
-                let _ = writeln!(
-                    out,
+                ));
+                b.line(format_args!(
                     "\t{:.0}  -  Run Bytes Received By Job",
                     usage.run_received_bytes
-                );
+                ));
                 match requeued {
                     Some(ExitHow::Code(c)) => {
-                        let _ = writeln!(out, "\t(1) Normal termination (return value {c})");
+                        b.line(format_args!("\t(1) Normal termination (return value {c})"));
                     }
                     Some(ExitHow::Signal { signal, core_file }) => {
-                        let _ = writeln!(out, "\t(0) Abnormal termination (signal {signal})");
+                        b.line(format_args!("\t(0) Abnormal termination (signal {signal})"));
                         match core_file {
-                            Some(f) => {
-                                let _ = writeln!(out, "\t(1) Corefile in: {f}");
-                            }
-                            None => out.push_str("\t(0) No core file\n"),
+                            Some(f) => b.line(format_args!("\t(1) Corefile in: {f}")),
+                            None => b.line(format_args!("\t(0) No core file")),
                         }
                     }
                     None => {}
                 }
-                reason_line(out, reason.as_deref());
+                reason_line(b, reason.as_deref());
                 if let Some(ad) = &usage.resources {
-                    resources_table(out, ad);
+                    resources_table(b, ad);
                 }
             }
             LogEvent::Terminated {
@@ -311,51 +310,41 @@ impl LogEvent {
                 usage,
                 ended_by,
             } => {
-                out.push_str("Job terminated.\n");
+                b.line(format_args!("Job terminated."));
                 match how {
                     ExitHow::Code(c) => {
-                        let _ = write!(out, "\t(1) Normal termination (return value {c})\n\t");
+                        b.line(format_args!("\t(1) Normal termination (return value {c})"));
                     }
                     ExitHow::Signal { signal, core_file } => {
-                        let _ = writeln!(out, "\t(0) Abnormal termination (signal {signal})");
+                        b.line(format_args!("\t(0) Abnormal termination (signal {signal})"));
                         match core_file {
-                            Some(f) => {
-                                let _ = write!(out, "\t(1) Corefile in: {f}\n\t");
-                            }
-                            None => out.push_str("\t(0) No core file\n\t"),
+                            Some(f) => b.line(format_args!("\t(1) Corefile in: {f}")),
+                            None => b.line(format_args!("\t(0) No core file")),
                         }
                     }
                 }
-                rusage(out, usage.run_remote);
-                out.push_str("  -  Run Remote Usage\n\t");
-                rusage(out, usage.run_local);
-                out.push_str("  -  Run Local Usage\n\t");
-                rusage(out, usage.total_remote);
-                out.push_str("  -  Total Remote Usage\n\t");
-                rusage(out, usage.total_local);
-                out.push_str("  -  Total Local Usage\n");
-                let _ = writeln!(
-                    out,
+                rusage(b, usage.run_remote, "Run Remote Usage");
+                rusage(b, usage.run_local, "Run Local Usage");
+                rusage(b, usage.total_remote, "Total Remote Usage");
+                rusage(b, usage.total_local, "Total Local Usage");
+                b.line(format_args!(
                     "\t{:.0}  -  Run Bytes Sent By Job",
                     usage.run_sent_bytes
-                );
-                let _ = writeln!(
-                    out,
+                ));
+                b.line(format_args!(
                     "\t{:.0}  -  Run Bytes Received By Job",
                     usage.run_received_bytes
-                );
-                let _ = writeln!(
-                    out,
+                ));
+                b.line(format_args!(
                     "\t{:.0}  -  Total Bytes Sent By Job",
                     usage.total_sent_bytes
-                );
-                let _ = writeln!(
-                    out,
+                ));
+                b.line(format_args!(
                     "\t{:.0}  -  Total Bytes Received By Job",
                     usage.total_received_bytes
-                );
+                ));
                 if let Some(ad) = &usage.resources {
-                    resources_table(out, ad);
+                    resources_table(b, ad);
                 }
                 match ended_by {
                     Some(EndedBy::ItsOwnAccord { when, how }) => {
@@ -363,11 +352,11 @@ impl LogEvent {
                             ExitHow::Code(c) => ("exit-code", *c),
                             ExitHow::Signal { signal, .. } => ("signal", *signal),
                         };
-                        let _ = writeln!(
-                            out,
-                            "\n\tJob terminated of its own accord at {} with {word} {n}.",
+                        b.line(format_args!(""));
+                        b.line(format_args!(
+                            "\tJob terminated of its own accord at {} with {word} {n}.",
                             iso8601_utc(*when)
-                        );
+                        ));
                     }
                     Some(EndedBy::Other {
                         who,
@@ -375,44 +364,89 @@ impl LogEvent {
                         how_code,
                         how,
                     }) => {
-                        let _ = writeln!(
-                            out,
-                            "\n\tJob terminated by {who} at {} (using method {how_code}: {how}).",
+                        b.line(format_args!(""));
+                        b.line(format_args!(
+                            "\tJob terminated by {who} at {} (using method {how_code}: {how}).",
                             iso8601_utc(*when)
-                        );
+                        ));
                     }
                     None => {}
                 }
             }
             LogEvent::Aborted { reason } => {
-                out.push_str("Job was aborted.\n");
-                reason_line(out, reason.as_deref());
+                b.line(format_args!("Job was aborted."));
+                reason_line(b, reason.as_deref());
             }
             LogEvent::Suspended { num_pids } => {
-                let _ = writeln!(
-                    out,
-                    "Job was suspended.\n\tNumber of processes actually suspended: {num_pids}"
-                );
+                b.line(format_args!("Job was suspended."));
+                b.line(format_args!(
+                    "\tNumber of processes actually suspended: {num_pids}"
+                ));
             }
-            LogEvent::Unsuspended => out.push_str("Job was unsuspended.\n"),
+            LogEvent::Unsuspended => b.line(format_args!("Job was unsuspended.")),
             LogEvent::Held {
                 reason,
                 code,
                 subcode,
             } => {
-                out.push_str("Job was held.\n");
+                b.line(format_args!("Job was held."));
                 match reason.as_deref().filter(|r| !r.is_empty()) {
-                    Some(r) => {
-                        let _ = writeln!(out, "\t{}", one_line(r));
-                    }
-                    None => out.push_str("\tReason unspecified\n"),
+                    Some(r) => b.line(format_args!("\t{r}")),
+                    None => b.line(format_args!("\tReason unspecified")),
                 }
-                let _ = writeln!(out, "\tCode {code} Subcode {subcode}");
+                b.line(format_args!("\tCode {code} Subcode {subcode}"));
             }
             LogEvent::Released { reason } => {
-                out.push_str("Job was released.\n");
-                reason_line(out, reason.as_deref());
+                b.line(format_args!("Job was released."));
+                reason_line(b, reason.as_deref());
             }
+        }
+    }
+}
+
+/// Where an event's body is written. Every piece of text goes through
+/// [`flat_into`], values and the fixed texts alike, and only [`Body::line`]
+/// ends a line: whatever a value holds, it stays on the line it was put on.
+struct Body<'a> {
+    out: &'a mut String,
+}
+
+impl Body<'_> {
+    /// One line of text.
+    fn line(&mut self, args: fmt::Arguments<'_>) {
+        let _ = Flat(self.out).write_fmt(args);
+        self.out.push('\n');
+    }
+}
+
+/// The only writer of a body's text (see [`Body`]).
+struct Flat<'a>(&'a mut String);
+
+impl fmt::Write for Flat<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        flat_into(self.0, s);
+        Ok(())
+    }
+}
+
+/// Appends `s` so that it cannot end or start a line, as HTCondor stores
+/// the texts of its events (`ULogEvent::set_reason_member`): a newline
+/// becomes `|` and a carriage return a blank. A NUL ends the text there, as
+/// C's `%s` ends it when HTCondor formats the event (a NUL in the file
+/// would make HTCondor's reader take the line for a truncated one). Other
+/// characters, tabs included, are written as they are, as HTCondor writes
+/// them.
+fn flat_into(out: &mut String, s: &str) {
+    if !s.bytes().any(|b| matches!(b, b'\n' | b'\r' | 0)) {
+        out.push_str(s);
+        return;
+    }
+    for c in s.chars() {
+        match c {
+            '\n' => out.push('|'),
+            '\r' => out.push(' '),
+            '\0' => return,
+            c => out.push(c),
         }
     }
 }
@@ -453,33 +487,21 @@ fn iso8601_utc(time: i64) -> String {
     )
 }
 
-/// `\tUsr D HH:MM:SS, Sys D HH:MM:SS` (`ULogEvent::formatRusage`).
-fn rusage(out: &mut String, r: Rusage) {
+/// `\t\tUsr D HH:MM:SS, Sys D HH:MM:SS  -  {what}` (`ULogEvent::formatRusage`).
+fn rusage(b: &mut Body, r: Rusage, what: &str) {
     let split = |s: i64| (s / 86400, (s % 86400) / 3600, (s % 3600) / 60, s % 60);
     let (ud, uh, um, us) = split(r.user_secs);
     let (sd, sh, sm, ss) = split(r.sys_secs);
-    let _ = write!(
-        out,
-        "\tUsr {ud} {uh:02}:{um:02}:{us:02}, Sys {sd} {sh:02}:{sm:02}:{ss:02}"
-    );
+    b.line(format_args!(
+        "\t\tUsr {ud} {uh:02}:{um:02}:{us:02}, Sys {sd} {sh:02}:{sm:02}:{ss:02}  -  {what}"
+    ));
 }
 
-/// An optional reason line; HTCondor keeps reasons on one line by turning
-/// newlines into `|` and carriage returns into blanks.
-fn reason_line(out: &mut String, reason: Option<&str>) {
+/// An optional reason line.
+fn reason_line(b: &mut Body, reason: Option<&str>) {
     if let Some(r) = reason.filter(|r| !r.is_empty()) {
-        let _ = writeln!(out, "\t{}", one_line(r));
+        b.line(format_args!("\t{r}"));
     }
-}
-
-fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '\n' => '|',
-            '\r' => ' ',
-            c => c,
-        })
-        .collect()
 }
 
 /// At most `max` bytes of `s` (`%.8191s`), cut at a character boundary.
@@ -523,7 +545,7 @@ fn is_bare_integer(s: &str) -> bool {
 /// (`formatUsageAd`): one row per resource, sorted by name ignoring case,
 /// columns as wide as their widest value; integers padded to line up with
 /// `%.2f` values in the same column.
-fn resources_table(out: &mut String, ad: &ClassAd) {
+fn resources_table(b: &mut Body, ad: &ClassAd) {
     let mut rows: Vec<(String, ResourceRow)> = Vec::new();
     fn row(rows: &mut Vec<(String, ResourceRow)>, name: &str) -> usize {
         match rows.iter().position(|(n, _)| n.eq_ignore_ascii_case(name)) {
@@ -536,7 +558,7 @@ fn resources_table(out: &mut String, ad: &ClassAd) {
     }
     let (mut req_frac, mut assigned_frac, mut alloc_frac, mut use_frac) =
         (false, false, false, false);
-    let mut loose = String::new();
+    let mut loose = Vec::new();
     for (name, e) in ad.iter_inserted() {
         let name = name.as_str();
         let (value, frac) = table_value(e);
@@ -567,10 +589,12 @@ fn resources_table(out: &mut String, ad: &ClassAd) {
             name
         };
         if resource.is_empty() {
-            let _ = writeln!(loose, "\t{name} = {value}");
+            loose.push((name, value));
         }
     }
-    out.push_str(&loose);
+    for (name, value) in loose {
+        b.line(format_args!("\t{name} = {value}"));
+    }
     if rows.is_empty() {
         return;
     }
@@ -597,14 +621,13 @@ fn resources_table(out: &mut String, ad: &ClassAd) {
         w_assigned = w_assigned.max(r.assigned.len());
     }
     let w_alloc_col = w_alloc.max(9);
-    let _ = writeln!(
-        out,
+    b.line(format_args!(
         "\tPartitionable Resources : {:>w_use$} {:>w_req$} {:>w_alloc_col$} {}",
         "Usage",
         "Request",
         if w_alloc > 0 { "Allocated" } else { "" },
         if w_assigned > 0 { "Assigned" } else { "" },
-    );
+    ));
     let w_label = w_res + 8;
     // A nameless row (an attribute named just `Request` or `Usage`) widens
     // the columns but is not printed, as in HTCondor.
@@ -616,11 +639,10 @@ fn resources_table(out: &mut String, ad: &ClassAd) {
             "TimeExecute" | "TimeSlotBusy" => format!("{name} (s)"),
             _ => name.clone(),
         };
-        let _ = writeln!(
-            out,
+        b.line(format_args!(
             "\t   {label:<w_label$} : {:>w_use$} {:>w_req$} {:>w_alloc_col$} {}",
             r.usage, r.request, r.allocated, r.assigned
-        );
+        ));
     }
 }
 
@@ -666,13 +688,194 @@ mod tests {
         )
         .unwrap();
         let mut out = String::new();
-        resources_table(&mut out, &ad);
+        resources_table(&mut Body { out: &mut out }, &ad);
         assert_eq!(
             out,
             "\tPartitionable Resources :    Usage  Request Allocated \n\
              \t   Cpus                 :     0.02        1         1 \n\
              \t   Disk (KB)            :    25           1   1029772 \n\
              \t   Memory (MB)          :     0           1       512 \n"
+        );
+    }
+
+    // What a user or a daemon might put in a value to forge lines: bare
+    // newlines, Windows line ends, and a whole fake event with its `...`.
+    const FORGERIES: [&str; 4] = [
+        "one\ntwo",
+        "one\r\ntwo\r",
+        "x\n005 (001.000.000) 11/24 10:00:00 Job terminated.\n\t(1) Normal termination (return value 0)\n...\n",
+        "x\r\n...\r\n005 (001.000.000) 2023-11-24 10:00:00 Job terminated.\r\n...",
+    ];
+
+    /// Whether a line starts an event: `NNN (`.
+    fn starts_event(line: &str) -> bool {
+        let b = line.as_bytes();
+        b.len() >= 5 && b[..3].iter().all(u8::is_ascii_digit) && &b[3..5] == b" ("
+    }
+
+    /// `make(value)` carries `value` into one of an event's texts: with any
+    /// forgery, the event has as many lines as with a plain value, one
+    /// header, one `...` (its last line), no carriage return, and the fake
+    /// header is not at the start of a line.
+    fn cannot_forge(what: &str, make: impl Fn(&str) -> LogEvent) {
+        let write = |v: &str| make(v).format(JobId::new(1, 0), T, &utc());
+        let plain = write("plain");
+        assert!(plain.contains("plain"), "{what}: the value is not written");
+        for forged in FORGERIES {
+            let text = write(forged);
+            let lines: Vec<&str> = text.split_terminator('\n').collect();
+            assert_eq!(
+                text.matches('\n').count(),
+                plain.matches('\n').count(),
+                "{what}: {forged:?} changed the number of lines:\n{text}"
+            );
+            assert!(!text.contains('\r'), "{what}: a carriage return:\n{text}");
+            assert_eq!(
+                lines.iter().filter(|l| starts_event(l)).count(),
+                1,
+                "{what}: a second header:\n{text}"
+            );
+            assert!(starts_event(lines[0]), "{what}:\n{text}");
+            assert_eq!(
+                lines.iter().filter(|l| l.trim_end() == "...").count(),
+                1,
+                "{what}: a second `...`:\n{text}"
+            );
+            assert_eq!(lines.last(), Some(&"..."), "{what}:\n{text}");
+            assert!(
+                !text.contains("\n005 ("),
+                "{what}: the fake header starts a line:\n{text}"
+            );
+        }
+    }
+
+    fn some(v: &str) -> Option<String> {
+        Some(v.to_string())
+    }
+
+    #[test]
+    fn no_submit_text_adds_a_line() {
+        let submit = |host: &str, log: &str, user: &str, warn: &str| LogEvent::Submit {
+            host: host.into(),
+            log_notes: some(log),
+            user_notes: some(user),
+            warnings: some(warn),
+        };
+        cannot_forge("submit host", |v| submit(v, "n", "u", "w"));
+        cannot_forge("SubmitEventNotes", |v| submit("<h>", v, "u", "w"));
+        cannot_forge("SubmitEventUserNotes", |v| submit("<h>", "n", v, "w"));
+        cannot_forge("submit warning", |v| submit("<h>", "n", "u", v));
+    }
+
+    #[test]
+    fn no_execute_text_adds_a_line() {
+        cannot_forge("execute host", |v| LogEvent::Execute {
+            host: v.into(),
+            slot_name: some("slot1@h"),
+        });
+        cannot_forge("slot name", |v| LogEvent::Execute {
+            host: "<h>".into(),
+            slot_name: some(v),
+        });
+    }
+
+    #[test]
+    fn no_reason_adds_a_line() {
+        cannot_forge("hold reason", |v| LogEvent::Held {
+            reason: some(v),
+            code: 1,
+            subcode: 0,
+        });
+        cannot_forge("remove reason", |v| LogEvent::Aborted { reason: some(v) });
+        cannot_forge("release reason", |v| LogEvent::Released { reason: some(v) });
+        cannot_forge("evict reason", |v| LogEvent::Evicted {
+            checkpointed: false,
+            usage: Usage::default(),
+            requeued: None,
+            reason: some(v),
+        });
+        cannot_forge("requeue reason", |v| LogEvent::Evicted {
+            checkpointed: false,
+            usage: Usage::default(),
+            requeued: Some(ExitHow::Code(1)),
+            reason: some(v),
+        });
+    }
+
+    #[test]
+    fn no_evict_or_terminate_text_adds_a_line() {
+        let core = |f: &str| ExitHow::Signal {
+            signal: 11,
+            core_file: some(f),
+        };
+        cannot_forge("requeue core file", |v| LogEvent::Evicted {
+            checkpointed: false,
+            usage: Usage::default(),
+            requeued: Some(core(v)),
+            reason: None,
+        });
+        cannot_forge("terminate core file", |v| LogEvent::Terminated {
+            how: core(v),
+            usage: Usage::default(),
+            ended_by: None,
+        });
+        let ended = |who: &str, how: &str| LogEvent::Terminated {
+            how: ExitHow::Code(0),
+            usage: Usage::default(),
+            ended_by: Some(EndedBy::Other {
+                who: who.into(),
+                when: T,
+                how_code: 1,
+                how: how.into(),
+            }),
+        };
+        cannot_forge("ToE who", |v| ended(v, "DEACTIVATE_CLAIM"));
+        cannot_forge("ToE how", |v| ended("startd", v));
+    }
+
+    #[test]
+    fn no_resource_value_adds_a_line() {
+        // A string-valued custom resource, in the table and as a loose
+        // attribute (one named `Usage` belongs to no resource).
+        for attr in ["AssignedFoo", "Usage"] {
+            cannot_forge(attr, |v| {
+                let mut ad = ClassAd::parse("[ Cpus = 1; RequestCpus = 1 ]").unwrap();
+                ad.insert_value(attr, v);
+                LogEvent::Terminated {
+                    how: ExitHow::Code(0),
+                    usage: Usage {
+                        resources: Some(ad),
+                        ..Usage::default()
+                    },
+                    ended_by: None,
+                }
+            });
+        }
+    }
+
+    #[test]
+    fn values_are_flattened_as_htcondor_flattens_reasons() {
+        // `ULogEvent::set_reason_member`: `\n` becomes `|`, `\r` a blank;
+        // C's `%s` ends a value at a NUL.
+        let aborted =
+            |r: &str| LogEvent::Aborted { reason: some(r) }.format(JobId::new(1, 0), T, &utc());
+        assert_eq!(
+            aborted("a\r\nb\nc\td"),
+            "009 (001.000.000) 2023-11-14 22:13:20 Job was aborted.\n\ta |b|c\td\n...\n"
+        );
+        assert_eq!(
+            aborted("kept\0dropped\nline"),
+            "009 (001.000.000) 2023-11-14 22:13:20 Job was aborted.\n\tkept\n...\n"
+        );
+        let notes = LogEvent::Submit {
+            host: "<h>".into(),
+            log_notes: some("DAG Node: A\n000 (002.000.000) fake"),
+            user_notes: None,
+            warnings: None,
+        };
+        assert_eq!(
+            notes.format(JobId::new(1, 0), T, &utc()),
+            "000 (001.000.000) 2023-11-14 22:13:20 Job submitted from host: <h>\n    DAG Node: A|000 (002.000.000) fake\n...\n"
         );
     }
 }
