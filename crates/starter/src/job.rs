@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -16,6 +15,8 @@ use crate::hooks::{self, HookRun};
 use crate::procs::{self, User};
 use crate::sandbox;
 use crate::spec::{JobSpec, Launch, RunAs, StarterSettings};
+use crate::transfer::{self, InputRequest, OutputRequest};
+use crate::user_priv;
 
 /// How the job's whole process tree is suspended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,7 +147,7 @@ pub struct RunningJob {
     last_sample: Option<Instant>,
     next_update: Option<Instant>,
     update_hooks: Vec<HookRun>,
-    input_snapshot: sandbox::Snapshot,
+    input_snapshot: transfer::Snapshot,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -220,10 +221,7 @@ impl Starter {
         let JobSpec { mut job, settings } = spec;
         Launch::from_ad(&job, settings.file_system_domain.as_deref())?;
         let sandbox = settings.execute_dir.join(sandbox::fresh_name());
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&sandbox)
-            .map_err(io_err("create the sandbox", &sandbox))?;
+        sandbox::create(&sandbox).map_err(io_err("create the sandbox", &sandbox))?;
         let mut cg = None;
         let result = Self::start_in(&mut job, &settings, &sandbox, &mut cg);
         match result {
@@ -234,7 +232,7 @@ impl Starter {
                     let _ = cg.remove();
                 }
                 if !settings.keep_sandbox {
-                    let _ = fs::remove_dir_all(&sandbox);
+                    let _ = sandbox::remove(&sandbox);
                 }
                 Err(e)
             }
@@ -290,83 +288,81 @@ impl Starter {
         };
         let owner_ids = user.as_ref().map(|u| (u.uid, u.gid));
 
-        // Files.
-        let program = if launch.transfer && launch.transfer_executable {
-            let from = Launch::resolve(&launch.iwd, &launch.cmd);
-            let to = sandbox.join(sandbox::EXECUTABLE);
-            fs::copy(&from, &to).map_err(|source| StartError::Input { path: from, source })?;
-            sandbox::make_executable(&to).map_err(io_err("make executable", &to))?;
-            to
+        // Files: the sandbox goes to the job's user empty; everything in it
+        // is written, and every file the job named is read, as that user.
+        sandbox::give_to(sandbox, owner_ids).map_err(io_err("give to the job's user", sandbox))?;
+        if launch.transfer {
+            if let Some(url) = launch.transfer_input.iter().find(|i| i.contains("://")) {
+                return Err(StartError::UrlInput(url.clone()));
+            }
+        }
+        let mut inputs: Vec<String> = Vec::new();
+        if launch.transfer {
+            inputs.extend(launch.transfer_input.iter().cloned());
+            if let Some(n) = &launch.stdin {
+                if !launch.transfer_input.contains(n) {
+                    inputs.push(n.clone());
+                }
+            }
+        }
+        let mut ads = vec![(
+            transfer::JOB_AD.to_string(),
+            classad::unparse::ad_to_old_syntax(job),
+        )];
+        if let Some(slot) = &settings.slot_ad {
+            ads.push((
+                transfer::MACHINE_AD.to_string(),
+                classad::unparse::ad_to_old_syntax(slot),
+            ));
+        }
+        let copy_executable = launch.transfer && launch.transfer_executable;
+        let input_snapshot = user_priv::input(
+            user.as_ref(),
+            InputRequest {
+                sandbox: sandbox.to_path_buf(),
+                iwd: launch.iwd.clone(),
+                executable: copy_executable.then(|| launch.cmd.clone()),
+                inputs,
+                ads,
+            },
+            settings.transfer_deadline,
+        )
+        .map_err(|f| StartError::Input {
+            path: f.path.clone(),
+            source: io::Error::new(f.to_io_error().kind(), f.message.clone()),
+        })?;
+        let program = if copy_executable {
+            sandbox.join(transfer::EXECUTABLE)
         } else {
-            Launch::resolve(&launch.iwd, &launch.cmd)
+            transfer::resolve(&launch.iwd, &launch.cmd)
         };
         let run_dir = if launch.transfer {
             sandbox.to_path_buf()
         } else {
             launch.iwd.clone()
         };
-        let mut stdin = launch
-            .stdin
-            .as_ref()
-            .map(|n| Launch::resolve(&launch.iwd, n));
-        if launch.transfer {
-            let mut inputs: Vec<&String> = launch.transfer_input.iter().collect();
-            let in_name = launch.stdin.clone();
-            if let Some(n) = &in_name {
-                if !launch.transfer_input.contains(n) {
-                    inputs.push(n);
+        // The standard streams are opened by the job's own process, after
+        // it has become the job's user.
+        let stdin = launch.stdin.as_ref().map(|n| {
+            if launch.transfer {
+                sandbox.join(Path::new(n).file_name().unwrap_or_default())
+            } else {
+                transfer::resolve(&launch.iwd, n)
+            }
+        });
+        let in_sandbox = |name: &Option<String>, file: &str| {
+            name.as_ref().map(|n| {
+                if launch.transfer {
+                    sandbox.join(file)
+                } else {
+                    transfer::resolve(&launch.iwd, n)
                 }
-            }
-            for item in inputs {
-                if item.contains("://") {
-                    return Err(StartError::UrlInput(item.clone()));
-                }
-                let slash = item.ends_with('/');
-                let path = Launch::resolve(&launch.iwd, item.trim_end_matches('/'));
-                sandbox::copy_into(&path, slash, sandbox)
-                    .map_err(|source| StartError::Input { path, source })?;
-            }
-            if let Some(n) = &in_name {
-                let base = Path::new(n).file_name().unwrap_or_default();
-                stdin = Some(sandbox.join(base));
-            }
-        }
-        let (stdout, stderr) = if launch.transfer {
-            (
-                launch
-                    .stdout
-                    .as_ref()
-                    .map(|_| sandbox.join(sandbox::STDOUT)),
-                launch
-                    .stderr
-                    .as_ref()
-                    .map(|_| sandbox.join(sandbox::STDERR)),
-            )
-        } else {
-            (
-                launch
-                    .stdout
-                    .as_ref()
-                    .map(|n| Launch::resolve(&launch.iwd, n)),
-                launch
-                    .stderr
-                    .as_ref()
-                    .map(|n| Launch::resolve(&launch.iwd, n)),
-            )
+            })
         };
-        let job_ad_path = sandbox.join(sandbox::JOB_AD);
-        fs::write(&job_ad_path, classad::unparse::ad_to_old_syntax(job))
-            .map_err(io_err("write", &job_ad_path))?;
-        let machine_ad_path = sandbox.join(sandbox::MACHINE_AD);
-        if let Some(slot) = &settings.slot_ad {
-            fs::write(&machine_ad_path, classad::unparse::ad_to_old_syntax(slot))
-                .map_err(io_err("write", &machine_ad_path))?;
-        }
-        if let Some((uid, gid)) = owner_ids {
-            sandbox::chown_tree(sandbox, uid, gid)
-                .map_err(io_err("give to the job's user", sandbox))?;
-        }
-        let input_snapshot = sandbox::snapshot(sandbox);
+        let stdout = in_sandbox(&launch.stdout, transfer::STDOUT);
+        let stderr = in_sandbox(&launch.stderr, transfer::STDERR);
+        let job_ad_path = sandbox.join(transfer::JOB_AD);
+        let machine_ad_path = sandbox.join(transfer::MACHINE_AD);
 
         // The environment: HTCondor's own variables, the job's on top,
         // then the ones only the starter may set.
@@ -1185,26 +1181,30 @@ impl RunningJob {
         }
 
         if self.launch.transfer && self.wants_output(status) {
-            let owner = self.mechanisms.user.as_ref().map(|u| (u.uid, u.gid));
-            problems.extend(sandbox::transfer_output(
-                &self.sandbox,
-                &self.launch.iwd,
-                self.launch.transfer_output.as_deref(),
-                &self.input_snapshot,
-                owner,
-            ));
-            for (name, file) in [
-                (&self.launch.stdout, sandbox::STDOUT),
-                (&self.launch.stderr, sandbox::STDERR),
-            ] {
-                if let Some(name) = name {
-                    let from = self.sandbox.join(file);
-                    if from.exists() {
-                        let to = Launch::resolve(&self.launch.iwd, name);
-                        problems.extend(sandbox::transfer_stream(&from, to, owner));
-                    }
-                }
-            }
+            let streams = [
+                (&self.launch.stdout, transfer::STDOUT),
+                (&self.launch.stderr, transfer::STDERR),
+            ]
+            .into_iter()
+            .filter_map(|(name, file)| Some((file.to_string(), name.clone()?)))
+            .collect();
+            let named = self.launch.transfer_output.clone();
+            let failures = user_priv::output(
+                self.mechanisms.user.as_ref(),
+                OutputRequest {
+                    sandbox: self.sandbox.clone(),
+                    iwd: self.launch.iwd.clone(),
+                    named,
+                    before: std::mem::take(&mut self.input_snapshot),
+                    streams,
+                },
+                self.settings.transfer_deadline,
+            );
+            problems.extend(
+                failures
+                    .into_iter()
+                    .map(|f| output_problem(f, &self.sandbox)),
+            );
         }
         if let Some(cg) = &self.cgroup {
             if let Err(source) = cg.remove() {
@@ -1215,7 +1215,7 @@ impl RunningJob {
             }
         }
         if !self.settings.keep_sandbox {
-            if let Err(source) = fs::remove_dir_all(&self.sandbox) {
+            if let Err(source) = sandbox::remove(&self.sandbox) {
                 problems.push(FinishProblem::Cleanup {
                     path: self.sandbox.clone(),
                     source,
@@ -1251,6 +1251,22 @@ impl RunningJob {
     }
 }
 
+/// An output transfer failure as the daemon reports it: a named file the
+/// job did not make, or a file that could not (or may not) go back.
+fn output_problem(f: transfer::Failure, sandbox: &Path) -> FinishProblem {
+    match (&f.to, f.errno) {
+        (_, Some(libc::ENOENT)) if f.path.is_relative() => FinishProblem::MissingOutput {
+            name: f.path.display().to_string(),
+            sandbox: sandbox.to_path_buf(),
+        },
+        _ => FinishProblem::Output {
+            from: f.path.clone(),
+            to: f.to.clone().unwrap_or_default(),
+            source: io::Error::new(f.to_io_error().kind(), f.message),
+        },
+    }
+}
+
 fn write_usage(ad: &mut ClassAd, u: &Usage) {
     ad.insert_value("RemoteUserCpu", u.user_cpu);
     ad.insert_value("RemoteSysCpu", u.sys_cpu);
@@ -1271,7 +1287,7 @@ impl Drop for RunningJob {
                 let _ = cg.remove();
             }
             if !self.settings.keep_sandbox {
-                let _ = fs::remove_dir_all(&self.sandbox);
+                let _ = sandbox::remove(&self.sandbox);
             }
         }
     }

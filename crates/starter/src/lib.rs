@@ -1,7 +1,8 @@
 //! # starter — runs one job on Linux
 //!
 //! I/O: makes the job's sandbox under EXECUTE, copies its input in (or runs
-//! it in `Iwd` on a shared file system), starts it in a session and process
+//! it in `Iwd` on a shared file system), always as the job's user
+//! ([`user_priv`], [`transfer`]), starts it in a session and process
 //! group of its own, reniced, as the job's owner when the starter is root,
 //! through USER_JOB_WRAPPER if one is set, in a cgroup v2 of its own where
 //! one can be made; suspends, continues and kills the whole process tree,
@@ -18,6 +19,13 @@
 //! `finish`, which returns the [`ExitReport`] with the job ad updated.
 //! [`Starter::probe`] says what this machine offers (root? a writable
 //! cgroup v2? its controllers?).
+//!
+//! **Never as root for a user.** Every file the job names (input, the
+//! executable, `Iwd`, the standard streams, output, the job event log) is
+//! opened by a process running as the job's user: the job's own process
+//! after it changed user (its streams, its directory, its program), or a
+//! file helper that dropped to the user first ([`user_priv`]) for the
+//! transfers. Only [`transfer`] touches users' paths.
 //!
 //! **Blocking, on purpose.** Everything here is plain `std` and `libc`
 //! system calls: starting a job is a fork and an exec with set-up between
@@ -70,6 +78,8 @@ mod procs;
 pub mod quoting;
 mod sandbox;
 mod spec;
+pub mod transfer;
+pub mod user_priv;
 
 pub use cgroup::Limit;
 pub use error::{ControlError, FinishProblem, StartError};

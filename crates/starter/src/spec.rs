@@ -1,7 +1,7 @@
 //! What to run: the job ad, the execute point's settings, and the launch
 //! parameters read from the ad (pure: no I/O in this file).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use classad::{ClassAd, Env, Value};
@@ -73,6 +73,10 @@ pub struct StarterSettings {
     /// FILESYSTEM_DOMAIN: `ShouldTransferFiles = "IF_NEEDED"` runs in place
     /// when the job's `FileSystemDomain` is this one.
     pub file_system_domain: Option<String>,
+    /// How long one input or output transfer may take before its helper is
+    /// killed and the transfer fails (a hung network file system, a FUSE
+    /// mount a user made, must not hold the execute point for ever).
+    pub transfer_deadline: Duration,
 }
 
 impl StarterSettings {
@@ -91,6 +95,7 @@ impl StarterSettings {
             slot_name: "slot1".into(),
             slot_ad: None,
             file_system_domain: None,
+            transfer_deadline: Duration::from_secs(3600),
         }
     }
 }
@@ -251,16 +256,6 @@ impl Launch {
             request_memory_mib: number("RequestMemory").filter(|m| *m > 0),
             request_cpus: number("RequestCpus").filter(|c| *c > 0),
         })
-    }
-
-    /// A path of the job's, relative to `base` unless absolute.
-    pub fn resolve(base: &Path, name: &str) -> PathBuf {
-        let p = Path::new(name);
-        if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            base.join(p)
-        }
     }
 }
 

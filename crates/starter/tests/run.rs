@@ -199,7 +199,12 @@ fn suspend_resume(policy: CgroupPolicy) {
     match job.mechanisms().suspend {
         SuspendMechanism::Signals => {
             for p in job.tree_pids() {
-                assert!(eventually(|| state(p) == Some('T')), "{p} is stopped");
+                assert!(
+                    eventually(|| state(p) == Some('T')),
+                    "{p} is stopped: {:?}, tree {:?}",
+                    fs::read_to_string(format!("/proc/{p}/stat")),
+                    job.tree_pids()
+                );
             }
         }
         SuspendMechanism::CgroupFreezer => {
@@ -448,6 +453,12 @@ fn runs_as_the_owner_when_root() {
     ad.insert_value("ShouldTransferFiles", "YES");
     ad.insert_value("TransferExecutable", false);
     let root = unsafe_geteuid() == 0;
+    if root {
+        // The job's output goes back as the job's user, into a directory
+        // of that user's (as a submitter's initial directory is).
+        std::os::unix::fs::chown(w.iwd(), Some(65534), Some(65534)).unwrap();
+        fs::set_permissions(w.dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let job = Starter::start(JobSpec::new(ad, settings).unwrap()).unwrap();
     let r = job.finish();
     assert!(r.problems.is_empty(), "{:?}", r.problems);
@@ -522,4 +533,60 @@ fn a_dropped_job_is_killed_and_cleaned_up() {
     if let Ok(cg) = cgroup {
         assert!(!cg.exists(), "{}", cg.display());
     }
+}
+
+/// A root starter reads the job's input and writes its output as the job's
+/// owner: a file only root may read is not transferred in, and output is
+/// not written where only root may write, not even through a symlink the
+/// job made in its sandbox.
+#[test]
+fn a_root_starter_touches_files_only_as_the_job_owner() {
+    if unsafe_geteuid() != 0 {
+        eprintln!("skipped: needs root (a job owner other than the starter's user)");
+        return;
+    }
+    let w = World::new();
+    fs::set_permissions(w.dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(w.iwd(), Some(65534), Some(65534)).unwrap();
+    let secret = w.dir.path().join("secret");
+    fs::write(&secret, "s3cret").unwrap();
+    fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).unwrap();
+    let mut settings = w.settings();
+    settings.run_as = RunAs::JobOwner;
+    let job = |args: &str| {
+        let mut ad = w.job("/bin/sh", args);
+        ad.insert_value("Owner", "nobody");
+        ad.insert_value("ShouldTransferFiles", "YES");
+        ad.insert_value("TransferExecutable", false);
+        ad
+    };
+    let mut ad = job("-c true");
+    ad.insert_value("TransferInput", secret.display().to_string().as_str());
+    let e = match Starter::start(JobSpec::new(ad, settings.clone()).unwrap()) {
+        Err(e) => e,
+        Ok(_) => panic!("a root-only file was transferred for nobody"),
+    };
+    assert!(matches!(e, StartError::Input { .. }), "{e}");
+    assert!(e.to_string().contains("Permission denied"), "{e}");
+
+    // The job links its output to a place only root may write.
+    let victim = w.dir.path().join("victim");
+    let mut ad = job(&format!("-c 'ln -s {} linked'", victim.display()));
+    ad.insert_value("TransferOutput", "linked");
+    let r = Starter::start(JobSpec::new(ad, settings.clone()).unwrap())
+        .unwrap()
+        .finish();
+    assert!(
+        !victim.exists(),
+        "written as root through the job's symlink"
+    );
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    // And the job's output may not be sent where only root may write.
+    let mut ad = job("-c 'echo hi'");
+    ad.insert_value("Out", victim.display().to_string().as_str());
+    let r = Starter::start(JobSpec::new(ad, settings).unwrap())
+        .unwrap()
+        .finish();
+    assert!(!victim.exists(), "output written as root");
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
 }

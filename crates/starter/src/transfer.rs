@@ -1,0 +1,723 @@
+//! The only code that touches a user's files: input transfer into the
+//! sandbox, output transfer back to the job's initial directory, the job's
+//! standard streams, and opening a user's job event log.
+//!
+//! Everything here runs with the user's credentials: [`crate::user_priv`]
+//! calls it in a helper process that has dropped to the user before it
+//! opens anything (when the daemon is root), or in the daemon itself when
+//! the daemon is that user. So a name the user gave (an input file, an
+//! output path, a symlink the job made) can reach only what the user could
+//! reach anyway. On top of that, names inside the sandbox are resolved
+//! beneath it (`openat2` with `RESOLVE_BENEATH`: no `..`, no absolute
+//! path, no symlink out of it), output names that are absolute or hold
+//! `..` are refused as HTCondor refuses them, and only regular files and
+//! directories are transferred: a FIFO, a device or a socket is refused
+//! without being read (opened non-blocking, checked with `fstat`).
+//!
+//! **Architecture Invariant:** no other module of the workspace opens,
+//! creates, reads or writes a path that a user named (the tidy test
+//! `user_paths_are_touched_only_by_the_transfer_module` keeps it so).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{self as rfs, Mode, OFlags, ResolveFlags};
+use serde::{Deserialize, Serialize};
+
+/// Names the starter itself puts in a sandbox; never output.
+pub const EXECUTABLE: &str = "condor_exec.exe";
+pub const STDOUT: &str = "_condor_stdout";
+pub const STDERR: &str = "_condor_stderr";
+pub const JOB_AD: &str = ".job.ad";
+pub const MACHINE_AD: &str = ".machine.ad";
+
+/// How deep a transferred directory tree may go: a bound on the work one
+/// job can ask for (and on a symlink loop in its input).
+const MAX_DEPTH: usize = 64;
+
+/// Size and modification time (seconds, nanoseconds) of each top-level
+/// file of the sandbox, to tell new and changed output from input.
+pub type Snapshot = BTreeMap<String, (u64, i64, i64)>;
+
+/// One failed file operation: the path and what went wrong.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    /// The path as the user named it (or the sandbox name).
+    pub path: PathBuf,
+    /// Where it was going, for output.
+    pub to: Option<PathBuf>,
+    pub message: String,
+    /// The operating system's error number, when it was one.
+    pub errno: Option<i32>,
+}
+
+impl Failure {
+    fn io(path: &Path, e: io::Error) -> Failure {
+        Failure {
+            path: path.to_path_buf(),
+            to: None,
+            message: e.to_string(),
+            errno: e.raw_os_error(),
+        }
+    }
+
+    fn refused(path: &Path, why: impl Into<String>) -> Failure {
+        Failure {
+            path: path.to_path_buf(),
+            to: None,
+            message: why.into(),
+            errno: None,
+        }
+    }
+
+    fn to(mut self, to: &Path) -> Failure {
+        self.to = Some(to.to_path_buf());
+        self
+    }
+
+    /// As an `io::Error`, for callers that report one.
+    pub fn to_io_error(&self) -> io::Error {
+        match self.errno {
+            Some(n) => io::Error::from_raw_os_error(n),
+            None => io::Error::new(io::ErrorKind::InvalidInput, self.message.clone()),
+        }
+    }
+}
+
+/// What to put into a fresh sandbox before the job starts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InputRequest {
+    pub sandbox: PathBuf,
+    /// The job's initial directory: relative names are taken from it.
+    pub iwd: PathBuf,
+    /// The job's program, copied in as [`EXECUTABLE`] (transfer_executable).
+    pub executable: Option<String>,
+    /// transfer_input_files (and the `input` file); `name/` copies a
+    /// directory's contents.
+    pub inputs: Vec<String>,
+    /// Files the starter writes for the job (`.job.ad`, `.machine.ad`):
+    /// name and text.
+    pub ads: Vec<(String, String)>,
+}
+
+/// What to copy back after the job.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OutputRequest {
+    pub sandbox: PathBuf,
+    pub iwd: PathBuf,
+    /// transfer_output_files; `None`: every new or changed top-level file.
+    pub named: Option<Vec<String>>,
+    /// The sandbox as input transfer left it.
+    pub before: Snapshot,
+    /// Standard streams: the sandbox file and where the job wants it
+    /// (relative to `iwd` unless absolute).
+    pub streams: Vec<(String, String)>,
+}
+
+/// Opens (creating if needed) the file a user named for appending, such as
+/// the job event log. Refuses anything but a regular file.
+pub fn open_append(path: &Path) -> Result<OwnedFd, Failure> {
+    if !path.is_absolute() {
+        return Err(Failure::refused(path, "the path is not absolute"));
+    }
+    let fd = rfs::open(
+        path,
+        OFlags::WRONLY
+            | OFlags::APPEND
+            | OFlags::CREATE
+            | OFlags::NOCTTY
+            | OFlags::NONBLOCK
+            | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )
+    .map_err(|e| Failure::io(path, e.into()))?;
+    must_be_regular(&fd, path)?;
+    Ok(fd)
+}
+
+/// Fills the sandbox: the starter's ads, the executable, the input files.
+/// Returns the sandbox as it is then.
+pub fn input(req: &InputRequest) -> Result<Snapshot, Failure> {
+    let sandbox = open_sandbox(&req.sandbox)?;
+    for (name, text) in &req.ads {
+        let f = create_beneath(sandbox.as_fd(), name, 0o644)
+            .map_err(|e| Failure::io(&req.sandbox.join(name), e))?;
+        io::Write::write_all(&mut File::from(f), text.as_bytes())
+            .map_err(|e| Failure::io(&req.sandbox.join(name), e))?;
+    }
+    if let Some(cmd) = &req.executable {
+        let from = resolve(&req.iwd, cmd);
+        let src = open_source(&from)?;
+        if !src.1.is_file() {
+            return Err(Failure::refused(
+                &from,
+                "the executable is not a regular file",
+            ));
+        }
+        let dst = create_beneath(sandbox.as_fd(), EXECUTABLE, 0o755)
+            .map_err(|e| Failure::io(&from, e))?;
+        copy_file(src.0, dst).map_err(|e| Failure::io(&from, e))?;
+    }
+    for item in &req.inputs {
+        let contents_only = item.ends_with('/');
+        let from = resolve(&req.iwd, item.trim_end_matches('/'));
+        copy_in(&from, contents_only, sandbox.as_fd(), 0)?;
+    }
+    Ok(snapshot(sandbox.as_fd()))
+}
+
+/// Copies the job's output back: the named files (or every new or changed
+/// top-level file), then the standard streams. Each failure is reported;
+/// the rest still goes back.
+pub fn output(req: &OutputRequest) -> Vec<Failure> {
+    let sandbox = match open_sandbox(&req.sandbox) {
+        Ok(s) => s,
+        Err(f) => return vec![f],
+    };
+    let mut failures = Vec::new();
+    let names: Vec<(String, bool)> = match &req.named {
+        Some(list) => list
+            .iter()
+            .map(|n| (n.trim_end_matches('/').to_string(), n.ends_with('/')))
+            .collect(),
+        None => {
+            let now = snapshot(sandbox.as_fd());
+            now.iter()
+                .filter(|(name, stat)| {
+                    ![EXECUTABLE, STDOUT, STDERR, JOB_AD, MACHINE_AD].contains(&name.as_str())
+                        && req.before.get(*name) != Some(stat)
+                })
+                .map(|(n, _)| (n.clone(), false))
+                .collect()
+        }
+    };
+    for (name, contents_only) in names {
+        if let Err(f) = copy_out(sandbox.as_fd(), &name, contents_only, &req.iwd) {
+            failures.push(f);
+        }
+    }
+    for (file, to) in &req.streams {
+        let to = resolve(&req.iwd, to);
+        let shown = Path::new(file);
+        let src = match open_beneath(sandbox.as_fd(), file, OFlags::RDONLY) {
+            Ok(s) => s,
+            // The job's stream was never made: nothing to bring back.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+            Err(e) => {
+                failures.push(Failure::io(shown, e).to(&to));
+                continue;
+            }
+        };
+        let r = must_be_regular(&src, shown).and_then(|()| {
+            let dst = create_plain(&to).map_err(|e| Failure::io(shown, e))?;
+            copy_file(src, dst).map_err(|e| Failure::io(shown, e))
+        });
+        if let Err(f) = r {
+            failures.push(f.to(&to));
+        }
+    }
+    failures
+}
+
+/// A relative name taken from `base`; an absolute one as it is.
+pub fn resolve(base: &Path, name: &str) -> PathBuf {
+    let p = Path::new(name);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+/// Whether an output name stays inside the sandbox: relative, no `..`.
+/// HTCondor refuses the others.
+pub fn check_output_name(name: &str) -> Result<(), String> {
+    let p = Path::new(name);
+    if name.is_empty() {
+        return Err("an empty name".into());
+    }
+    if p.is_absolute() {
+        return Err(format!(
+            "`{name}` is an absolute path; output is named relative to the job's sandbox"
+        ));
+    }
+    if p.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(format!(
+            "`{name}` holds `..`; output must stay inside the job's sandbox"
+        ));
+    }
+    Ok(())
+}
+
+fn open_sandbox(path: &Path) -> Result<OwnedFd, Failure> {
+    rfs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Failure::io(path, e.into()))
+}
+
+/// Opens `name` beneath `dir`: no absolute path, no `..` out of it, no
+/// symlink that leads out of it, no magic link; never blocks on a FIFO.
+fn open_beneath(dir: BorrowedFd<'_>, name: &str, flags: OFlags) -> io::Result<OwnedFd> {
+    let flags = flags | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    // openat2 takes a mode only with O_CREAT.
+    let mode = if flags.contains(OFlags::CREATE) {
+        Mode::from_raw_mode(0o644)
+    } else {
+        Mode::empty()
+    };
+    match rfs::openat2(dir, name, flags, mode, how) {
+        Err(rustix::io::Errno::NOSYS) => open_beneath_by_steps(dir, name, flags),
+        r => r.map_err(io::Error::from),
+    }
+}
+
+/// For kernels without `openat2` (before 5.6): one component at a time,
+/// following no symlink at all.
+fn open_beneath_by_steps(dir: BorrowedFd<'_>, name: &str, flags: OFlags) -> io::Result<OwnedFd> {
+    let parts: Vec<&str> = name
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if name.starts_with('/') || parts.contains(&"..") || parts.is_empty() {
+        return Err(io::Error::from_raw_os_error(libc::EXDEV));
+    }
+    let mut here: Option<OwnedFd> = None;
+    for (i, part) in parts.iter().enumerate() {
+        let at = here.as_ref().map_or(dir, |f| f.as_fd());
+        let last = i + 1 == parts.len();
+        let f = if last {
+            flags | OFlags::NOFOLLOW
+        } else {
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+        };
+        let fd = rfs::openat(at, *part, f, Mode::from_raw_mode(0o644))?;
+        here = Some(fd);
+    }
+    here.ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))
+}
+
+/// Creates (or truncates) a regular file beneath `dir`.
+fn create_beneath(dir: BorrowedFd<'_>, name: &str, mode: u32) -> io::Result<OwnedFd> {
+    let fd = open_beneath(
+        dir,
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW,
+    )?;
+    let st = rfs::fstat(&fd)?;
+    if rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::RegularFile {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    rfs::fchmod(&fd, Mode::from_raw_mode(mode))?;
+    Ok(fd)
+}
+
+/// Creates (or truncates) a file the user named, where the user's own
+/// rights allow it; refuses to write into anything but a regular file.
+fn create_plain(path: &Path) -> io::Result<OwnedFd> {
+    let fd = rfs::open(
+        path,
+        OFlags::WRONLY
+            | OFlags::CREATE
+            | OFlags::TRUNC
+            | OFlags::NONBLOCK
+            | OFlags::NOCTTY
+            | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )?;
+    let st = rfs::fstat(&fd)?;
+    if rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::RegularFile {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("`{}` is not a regular file", path.display()),
+        ));
+    }
+    Ok(fd)
+}
+
+fn must_be_regular(fd: &OwnedFd, path: &Path) -> Result<(), Failure> {
+    let st = rfs::fstat(fd).map_err(|e| Failure::io(path, e.into()))?;
+    let kind = rfs::FileType::from_raw_mode(st.st_mode);
+    if kind != rfs::FileType::RegularFile {
+        return Err(Failure::refused(
+            path,
+            format!("it is {}, not a regular file", describe(kind)),
+        ));
+    }
+    Ok(())
+}
+
+fn describe(kind: rfs::FileType) -> &'static str {
+    match kind {
+        rfs::FileType::RegularFile => "a regular file",
+        rfs::FileType::Directory => "a directory",
+        rfs::FileType::Symlink => "a symbolic link",
+        rfs::FileType::Fifo => "a FIFO",
+        rfs::FileType::Socket => "a socket",
+        rfs::FileType::CharacterDevice => "a character device",
+        rfs::FileType::BlockDevice => "a block device",
+        _ => "of an unknown kind",
+    }
+}
+
+/// What a source is, once open.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File,
+    Dir,
+}
+
+impl Kind {
+    fn is_file(self) -> bool {
+        self == Kind::File
+    }
+}
+
+/// Opens a source the user named (anywhere the user may read), refusing
+/// anything but a regular file or a directory before it is opened for
+/// reading (a device is never opened, a FIFO never waited on).
+fn open_source(path: &Path) -> Result<(OwnedFd, Kind), Failure> {
+    let kind_of = |mode: u32| match rfs::FileType::from_raw_mode(mode) {
+        rfs::FileType::RegularFile => Ok(Kind::File),
+        rfs::FileType::Directory => Ok(Kind::Dir),
+        other => Err(Failure::refused(
+            path,
+            format!(
+                "it is {}; only files and directories are transferred",
+                describe(other)
+            ),
+        )),
+    };
+    let before = rfs::stat(path).map_err(|e| Failure::io(path, e.into()))?;
+    kind_of(before.st_mode)?;
+    let fd = rfs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Failure::io(path, e.into()))?;
+    let st = rfs::fstat(&fd).map_err(|e| Failure::io(path, e.into()))?;
+    if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino) {
+        return Err(Failure::refused(
+            path,
+            "it changed while it was being opened",
+        ));
+    }
+    Ok((fd, kind_of(st.st_mode)?))
+}
+
+fn copy_file(src: OwnedFd, dst: OwnedFd) -> io::Result<()> {
+    let (mut src, mut dst) = (File::from(src), File::from(dst));
+    io::copy(&mut src, &mut dst)?;
+    Ok(())
+}
+
+/// Copies a file or a directory tree the user named into the directory
+/// `dest` (beneath the sandbox); `contents_only` copies a directory's
+/// contents, as `name/` does in HTCondor's transfer lists.
+fn copy_in(
+    from: &Path,
+    contents_only: bool,
+    dest: BorrowedFd<'_>,
+    depth: usize,
+) -> Result<(), Failure> {
+    if depth > MAX_DEPTH {
+        return Err(Failure::refused(
+            from,
+            format!("the directory tree is deeper than {MAX_DEPTH} levels"),
+        ));
+    }
+    let (fd, kind) = open_source(from)?;
+    let name = from
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| Failure::refused(from, "the path names no file"))?;
+    if kind.is_file() {
+        let mode = rfs::fstat(&fd).map_or(0o644, |s| s.st_mode & 0o777);
+        let dst = create_beneath(dest, name, mode).map_err(|e| Failure::io(from, e))?;
+        return copy_file(fd, dst).map_err(|e| Failure::io(from, e));
+    }
+    let target = if contents_only {
+        None
+    } else {
+        Some(make_dir_beneath(dest, name).map_err(|e| Failure::io(from, e))?)
+    };
+    let into = target.as_ref().map_or(dest, |t| t.as_fd());
+    for entry in list(&fd).map_err(|e| Failure::io(from, e))? {
+        copy_in(&from.join(entry), false, into, depth + 1)?;
+    }
+    Ok(())
+}
+
+/// Makes directory `name` beneath `dir` (or takes the one there) and
+/// opens it.
+fn make_dir_beneath(dir: BorrowedFd<'_>, name: &str) -> io::Result<OwnedFd> {
+    match rfs::mkdirat(dir, name, Mode::from_raw_mode(0o755)) {
+        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+        Err(e) => return Err(e.into()),
+    }
+    open_beneath(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW,
+    )
+}
+
+/// The names in an open directory (not `.` and `..`), sorted.
+fn list(dir: &OwnedFd) -> io::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in rfs::Dir::read_from(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != "." && name != ".." {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// The sandbox's top-level regular files (symlinks not followed).
+fn snapshot(sandbox: BorrowedFd<'_>) -> Snapshot {
+    let mut s = Snapshot::new();
+    let Ok(fd) = rfs::openat(
+        sandbox,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return s;
+    };
+    for name in list(&fd).unwrap_or_default() {
+        if let Ok(st) = rfs::statat(sandbox, name.as_str(), rfs::AtFlags::SYMLINK_NOFOLLOW) {
+            if rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::RegularFile {
+                s.insert(
+                    name,
+                    (st.st_size as u64, st.st_mtime, st.st_mtime_nsec as i64),
+                );
+            }
+        }
+    }
+    s
+}
+
+/// Copies `name` (beneath the sandbox) to the job's initial directory,
+/// under its base name; `contents_only` copies a directory's contents.
+fn copy_out(
+    sandbox: BorrowedFd<'_>,
+    name: &str,
+    contents_only: bool,
+    iwd: &Path,
+) -> Result<(), Failure> {
+    let shown = Path::new(name);
+    check_output_name(name).map_err(|why| Failure::refused(shown, why))?;
+    let src = open_beneath(sandbox, name, OFlags::RDONLY).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EXDEV) || e.raw_os_error() == Some(libc::ELOOP) {
+            Failure::refused(
+                shown,
+                "it leads out of the job's sandbox (a symbolic link); refused",
+            )
+        } else {
+            Failure::io(shown, e)
+        }
+    })?;
+    let base = shown
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| Failure::refused(shown, "the name has no file name"))?;
+    let to = if contents_only {
+        iwd.to_path_buf()
+    } else {
+        iwd.join(base)
+    };
+    copy_out_fd(src, shown, contents_only, &to, 0).map_err(|f| f.to(&to))
+}
+
+fn copy_out_fd(
+    src: OwnedFd,
+    shown: &Path,
+    contents_only: bool,
+    to: &Path,
+    depth: usize,
+) -> Result<(), Failure> {
+    let st = rfs::fstat(&src).map_err(|e| Failure::io(shown, e.into()))?;
+    match rfs::FileType::from_raw_mode(st.st_mode) {
+        rfs::FileType::RegularFile => {
+            let dst = create_plain(to).map_err(|e| Failure::io(shown, e))?;
+            copy_file(src, dst).map_err(|e| Failure::io(shown, e))
+        }
+        rfs::FileType::Directory => {
+            if depth > MAX_DEPTH {
+                return Err(Failure::refused(
+                    shown,
+                    format!("the directory tree is deeper than {MAX_DEPTH} levels"),
+                ));
+            }
+            if !contents_only {
+                match std::fs::create_dir(to) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists && to.is_dir() => {}
+                    Err(e) => return Err(Failure::io(shown, e)),
+                }
+            }
+            for entry in list(&src).map_err(|e| Failure::io(shown, e))? {
+                let inner = shown.join(&entry);
+                let fd = open_beneath(src.as_fd(), &entry, OFlags::RDONLY).map_err(|e| {
+                    if e.raw_os_error() == Some(libc::EXDEV) {
+                        Failure::refused(&inner, "it leads out of the job's sandbox; refused")
+                    } else {
+                        Failure::io(&inner, e)
+                    }
+                })?;
+                copy_out_fd(fd, &inner, false, &to.join(&entry), depth + 1)?;
+            }
+            Ok(())
+        }
+        other => Err(Failure::refused(
+            shown,
+            format!(
+                "it is {}; only files and directories are transferred",
+                describe(other)
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let iwd = t.path().join("iwd");
+        let sandbox = t.path().join("sandbox");
+        std::fs::create_dir(&iwd).unwrap();
+        std::fs::create_dir(&sandbox).unwrap();
+        (t, iwd, sandbox)
+    }
+
+    fn input_req(iwd: &Path, sandbox: &Path, inputs: &[&str]) -> InputRequest {
+        InputRequest {
+            sandbox: sandbox.to_path_buf(),
+            iwd: iwd.to_path_buf(),
+            executable: None,
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            ads: vec![(JOB_AD.into(), "A = 1\n".into())],
+        }
+    }
+
+    #[test]
+    fn input_copies_files_trees_and_ads_and_snapshots_the_sandbox() {
+        let (_t, iwd, sandbox) = dirs();
+        std::fs::write(iwd.join("a"), "aa").unwrap();
+        std::fs::create_dir_all(iwd.join("d/e")).unwrap();
+        std::fs::write(iwd.join("d/e/f"), "ff").unwrap();
+        let snap = input(&input_req(&iwd, &sandbox, &["a", "d", "d/"])).unwrap();
+        assert_eq!(std::fs::read_to_string(sandbox.join("a")).unwrap(), "aa");
+        assert_eq!(
+            std::fs::read_to_string(sandbox.join("d/e/f")).unwrap(),
+            "ff"
+        );
+        assert_eq!(std::fs::read_to_string(sandbox.join("e/f")).unwrap(), "ff");
+        assert_eq!(
+            std::fs::read_to_string(sandbox.join(JOB_AD)).unwrap(),
+            "A = 1\n"
+        );
+        assert!(snap.contains_key("a") && snap.contains_key(JOB_AD));
+        assert!(
+            !snap.contains_key("d"),
+            "directories are not in the snapshot"
+        );
+    }
+
+    #[test]
+    fn a_fifo_as_input_is_refused_without_blocking() {
+        let (_t, iwd, sandbox) = dirs();
+        let fifo = iwd.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let e = input(&input_req(&iwd, &sandbox, &["fifo"])).unwrap_err();
+        assert!(e.message.contains("FIFO"), "{e:?}");
+        let e = input(&input_req(&iwd, &sandbox, &["/dev/zero"])).unwrap_err();
+        assert!(e.message.contains("character device"), "{e:?}");
+    }
+
+    #[test]
+    fn output_refuses_names_and_symlinks_that_leave_the_sandbox() {
+        let (t, iwd, sandbox) = dirs();
+        let outside = t.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("secret"), "s3cret").unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), sandbox.join("link")).unwrap();
+        std::os::unix::fs::symlink(&outside, sandbox.join("dirlink")).unwrap();
+        std::fs::write(sandbox.join("good"), "g").unwrap();
+        let req = OutputRequest {
+            sandbox: sandbox.clone(),
+            iwd: iwd.clone(),
+            named: Some(vec![
+                "link".into(),
+                "dirlink/".into(),
+                "dirlink/secret".into(),
+                "../outside/secret".into(),
+                outside.join("secret").display().to_string(),
+                "good".into(),
+            ]),
+            before: Snapshot::new(),
+            streams: vec![],
+        };
+        let failures = output(&req);
+        assert_eq!(failures.len(), 5, "{failures:#?}");
+        assert!(failures[3].message.contains(".."), "{:?}", failures[3]);
+        assert!(
+            failures[4].message.contains("absolute"),
+            "{:?}",
+            failures[4]
+        );
+        assert_eq!(std::fs::read_to_string(iwd.join("good")).unwrap(), "g");
+        assert!(!iwd.join("secret").exists() && !iwd.join("link").exists());
+    }
+
+    #[test]
+    fn output_takes_new_and_changed_files_and_streams() {
+        let (_t, iwd, sandbox) = dirs();
+        let snap = input(&input_req(&iwd, &sandbox, &[])).unwrap();
+        std::fs::write(sandbox.join("new"), "n").unwrap();
+        std::fs::write(sandbox.join(STDOUT), "out").unwrap();
+        let failures = output(&OutputRequest {
+            sandbox: sandbox.clone(),
+            iwd: iwd.clone(),
+            named: None,
+            before: snap,
+            streams: vec![
+                (STDOUT.into(), "job.out".into()),
+                (STDERR.into(), "job.err".into()),
+            ],
+        });
+        assert!(failures.is_empty(), "{failures:?}");
+        assert_eq!(std::fs::read_to_string(iwd.join("new")).unwrap(), "n");
+        assert_eq!(std::fs::read_to_string(iwd.join("job.out")).unwrap(), "out");
+        assert!(!iwd.join(JOB_AD).exists());
+        assert!(
+            !iwd.join("job.err").exists(),
+            "a stream never written is not made"
+        );
+    }
+
+    #[test]
+    fn open_append_refuses_what_is_not_a_regular_file() {
+        let (_t, iwd, _) = dirs();
+        let log = iwd.join("log");
+        let fd = open_append(&log).unwrap();
+        io::Write::write_all(&mut File::from(fd), b"x\n").unwrap();
+        assert!(open_append(&iwd).is_err());
+        assert!(open_append(Path::new("/dev/null")).is_err());
+        assert!(open_append(Path::new("relative")).is_err());
+    }
+}

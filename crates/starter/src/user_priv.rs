@@ -1,0 +1,415 @@
+//! File work with a user's credentials, HTCondor's "user priv".
+//!
+//! A daemon started by root never touches a user's files as root: each
+//! piece of file work ([`crate::transfer`]) runs in a helper process that
+//! drops to the user (supplementary groups, gid, uid, in that order, and
+//! checks that root cannot be regained) before it opens anything. A
+//! daemon that is not root already is the user whose jobs it runs (it
+//! runs every job as itself), so it does the work in its own thread.
+//!
+//! The helper is this very program: `/proc/self/exe` started with
+//! [`HELPER_ARG`] as its only argument. An entry in `.init_array` (run by
+//! the C runtime before `main`, so before any thread exists) notices that
+//! argument and serves one request: it reads the request (JSON) on its
+//! standard input, drops privileges, does the work, writes the answer on
+//! its standard output (a Unix socket, so a file it opened for the daemon,
+//! such as a job event log, can be handed back with `SCM_RIGHTS`) and
+//! exits. So every program that links this crate, the `ferrocondor` binary
+//! and the test binaries alike, can serve as the helper, and the daemon
+//! needs no second executable. The helper is started with `posix_spawn`
+//! (no `pre_exec`), which costs the daemon no fork of its address space.
+//!
+//! Every request has a deadline; a helper that outlives it (a hung network
+//! file system, a FUSE mount a user made) is killed.
+
+use std::ffi::CStr;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::procs::User;
+use crate::transfer::{self, Failure, InputRequest, OutputRequest, Snapshot};
+
+/// The argument that makes this program the file helper.
+pub const HELPER_ARG: &str = "--ferrocondor-user-priv-helper";
+
+/// The largest request a helper reads (the job and machine ads are the
+/// bulk of one).
+const MAX_REQUEST: u64 = 64 << 20;
+
+#[derive(Debug, Serialize, Deserialize)]
+enum Op {
+    Input(InputRequest),
+    Output(OutputRequest),
+    OpenAppend(PathBuf),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum Answer {
+    Input(Result<Snapshot, Failure>),
+    Output(Vec<Failure>),
+    /// The descriptor travels beside the answer.
+    Opened(Result<(), Failure>),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Request {
+    uid: u32,
+    gid: u32,
+    groups: Vec<u32>,
+    op: Op,
+}
+
+/// Fills a sandbox as `user` (`None`: as this process's own user).
+pub fn input(
+    user: Option<&User>,
+    req: InputRequest,
+    deadline: Duration,
+) -> Result<Snapshot, Failure> {
+    let shown = req.sandbox.clone();
+    match user {
+        None => transfer::input(&req),
+        Some(u) => match call(u, Op::Input(req), deadline) {
+            Ok((Answer::Input(r), _)) => r,
+            Ok(_) => Err(helper_failure(
+                &shown,
+                "the helper answered another request",
+            )),
+            Err(why) => Err(helper_failure(&shown, &why)),
+        },
+    }
+}
+
+/// Brings a job's output back as `user` (`None`: as this process's user).
+pub fn output(user: Option<&User>, req: OutputRequest, deadline: Duration) -> Vec<Failure> {
+    let shown = req.sandbox.clone();
+    match user {
+        None => transfer::output(&req),
+        Some(u) => match call(u, Op::Output(req), deadline) {
+            Ok((Answer::Output(f), _)) => f,
+            Ok(_) => vec![helper_failure(
+                &shown,
+                "the helper answered another request",
+            )],
+            Err(why) => vec![helper_failure(&shown, &why)],
+        },
+    }
+}
+
+/// Opens `path` for appending as `user` (`None`: as this process's user)
+/// and hands the descriptor back: a job event log, written by the daemon
+/// through a descriptor the user opened.
+pub fn open_append(
+    user: Option<&User>,
+    path: &Path,
+    deadline: Duration,
+) -> Result<OwnedFd, Failure> {
+    match user {
+        None => transfer::open_append(path),
+        Some(u) => match call(u, Op::OpenAppend(path.to_path_buf()), deadline) {
+            Ok((Answer::Opened(Ok(())), Some(fd))) => Ok(fd),
+            Ok((Answer::Opened(Err(f)), _)) => Err(f),
+            Ok(_) => Err(helper_failure(path, "the helper sent no descriptor")),
+            Err(why) => Err(helper_failure(path, &why)),
+        },
+    }
+}
+
+fn helper_failure(path: &Path, why: &str) -> Failure {
+    Failure {
+        path: path.to_path_buf(),
+        to: None,
+        message: format!("the file helper failed: {why}"),
+        errno: None,
+    }
+}
+
+/// Runs one request in a helper process that drops to `user`.
+fn call(user: &User, op: Op, deadline: Duration) -> Result<(Answer, Option<OwnedFd>), String> {
+    if user.uid == 0 {
+        return Err("file work for a user is never done as root".into());
+    }
+    // Keeps the constructor below in every program that can start a
+    // helper (a linker drops an unreferenced object file).
+    std::hint::black_box(HELPER_ENTRY as usize);
+    let request = serde_json::to_vec(&Request {
+        uid: user.uid,
+        gid: user.gid,
+        groups: user.groups.clone(),
+        op,
+    })
+    .map_err(|e| format!("encoding the request: {e}"))?;
+    let (ours, theirs) = UnixStream::pair().map_err(|e| format!("making a socket pair: {e}"))?;
+    let mut child = Command::new("/proc/self/exe")
+        .arg(HELPER_ARG)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(OwnedFd::from(theirs)))
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("starting it: {e}"))?;
+    let started = Instant::now();
+    let result = (|| {
+        let mut stdin = child.stdin.take().ok_or("no standard input")?;
+        stdin
+            .write_all(&request)
+            .map_err(|e| format!("sending the request: {e}"))?;
+        drop(stdin);
+        receive(&ours, started + deadline)
+    })();
+    if result.is_err() {
+        let _ = child.kill();
+    }
+    let status = child.wait().map_err(|e| format!("waiting for it: {e}"))?;
+    let (bytes, fd) = result?;
+    if !status.success() && bytes.is_empty() {
+        return Err(format!("it exited with {status}"));
+    }
+    let answer: Answer =
+        serde_json::from_slice(&bytes).map_err(|e| format!("reading its answer: {e}"))?;
+    Ok((answer, fd))
+}
+
+/// Reads the helper's answer (and a descriptor, if it sent one) until it
+/// closes its end, or until `until`.
+fn receive(sock: &UnixStream, until: Instant) -> Result<(Vec<u8>, Option<OwnedFd>), String> {
+    use rustix::net::{recvmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    use std::mem::MaybeUninit;
+    let mut bytes = Vec::new();
+    let mut fd = None;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err("it did not answer in time".into());
+        }
+        sock.set_read_timeout(Some(left))
+            .map_err(|e| format!("setting a timeout: {e}"))?;
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let got = recvmsg(
+            sock,
+            &mut [io::IoSliceMut::new(&mut buf)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        );
+        let got = match got {
+            Ok(g) => g,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::AGAIN) => return Err("it did not answer in time".into()),
+            Err(e) => return Err(format!("reading its answer: {e}")),
+        };
+        for msg in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(fds) = msg {
+                for f in fds {
+                    fd.get_or_insert(f);
+                }
+            }
+        }
+        if got.bytes == 0 {
+            return Ok((bytes, fd));
+        }
+        bytes.extend_from_slice(&buf[..got.bytes]);
+        if bytes.len() as u64 > MAX_REQUEST {
+            return Err("its answer is too long".into());
+        }
+    }
+}
+
+type InitEntry = extern "C" fn(libc::c_int, *const *const libc::c_char, *const *const libc::c_char);
+
+/// The C runtime calls this with `argc` and `argv` before `main`.
+#[used]
+#[link_section = ".init_array"]
+static HELPER_ENTRY: InitEntry = helper_entry;
+
+extern "C" fn helper_entry(
+    argc: libc::c_int,
+    argv: *const *const libc::c_char,
+    _envp: *const *const libc::c_char,
+) {
+    if argc != 2 || argv.is_null() {
+        return;
+    }
+    // SAFETY: the C runtime passes argc valid C strings in argv.
+    let arg = unsafe { CStr::from_ptr(*argv.add(1)) };
+    if arg.to_bytes() != HELPER_ARG.as_bytes() {
+        return;
+    }
+    let code = std::panic::catch_unwind(serve).unwrap_or(3);
+    // SAFETY: ends this process; nothing of it is needed any more.
+    unsafe { libc::_exit(code) }
+}
+
+/// The helper: one request from standard input, as the user it names.
+fn serve() -> i32 {
+    let mut text = Vec::new();
+    if io::stdin()
+        .take(MAX_REQUEST)
+        .read_to_end(&mut text)
+        .is_err()
+    {
+        return 2;
+    }
+    let Ok(req) = serde_json::from_slice::<Request>(&text) else {
+        return 2;
+    };
+    if let Err(why) = become_user(req.uid, req.gid, &req.groups) {
+        // Nothing was opened; say why on the answer channel.
+        let failure = Failure {
+            path: PathBuf::from("/"),
+            to: None,
+            message: format!("cannot change to uid {}: {why}", req.uid),
+            errno: None,
+        };
+        let answer = match req.op {
+            Op::Input(_) => Answer::Input(Err(failure)),
+            Op::Output(_) => Answer::Output(vec![failure]),
+            Op::OpenAppend(_) => Answer::Opened(Err(failure)),
+        };
+        let _ = reply(&answer, None);
+        return 1;
+    }
+    let (answer, fd) = match &req.op {
+        Op::Input(r) => (Answer::Input(transfer::input(r)), None),
+        Op::Output(r) => (Answer::Output(transfer::output(r)), None),
+        Op::OpenAppend(p) => match transfer::open_append(p) {
+            Ok(fd) => (Answer::Opened(Ok(())), Some(fd)),
+            Err(f) => (Answer::Opened(Err(f)), None),
+        },
+    };
+    match reply(&answer, fd) {
+        Ok(()) => 0,
+        Err(_) => 1,
+    }
+}
+
+/// Drops to the user for good: supplementary groups, gid, uid; then
+/// checks that the process cannot become root again. The helper is
+/// single-threaded here (before `main`), so libc's calls are enough.
+fn become_user(uid: u32, gid: u32, groups: &[u32]) -> Result<(), String> {
+    if uid == 0 {
+        return Err("file work for a user is never done as root".into());
+    }
+    let check = |rc: libc::c_int, what: &str| {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(format!("{what}: {}", io::Error::last_os_error()))
+        }
+    };
+    // SAFETY: plain system calls with valid arguments.
+    unsafe {
+        // SAFETY: the uid the daemon runs as: only root may change groups.
+        if libc::geteuid() == 0 {
+            check(libc::setgroups(groups.len(), groups.as_ptr()), "setgroups")?;
+        }
+        check(libc::setresgid(gid, gid, gid), "setresgid")?;
+        check(libc::setresuid(uid, uid, uid), "setresuid")?;
+        if libc::getuid() != uid || libc::geteuid() != uid || libc::getegid() != gid {
+            return Err("the new ids did not take".into());
+        }
+        if libc::setuid(0) == 0 {
+            return Err("root could be regained".into());
+        }
+        libc::umask(0o022);
+        check(libc::chdir(c"/".as_ptr()), "chdir /")?;
+    }
+    Ok(())
+}
+
+/// Writes the answer on standard output (a Unix socket), with `fd` if any.
+fn reply(answer: &Answer, fd: Option<OwnedFd>) -> io::Result<()> {
+    use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+    use std::mem::MaybeUninit;
+    let bytes = serde_json::to_vec(answer).map_err(io::Error::other)?;
+    // SAFETY: descriptor 1 is the socket the daemon gave; it is ours to use
+    // and is closed when the process exits.
+    let out = unsafe { OwnedFd::from_raw_fd(1) };
+    let sock = UnixStream::from(out);
+    let mut sent = 0;
+    if let Some(fd) = &fd {
+        let fds = [fd.as_fd()];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        control.push(SendAncillaryMessage::ScmRights(&fds));
+        sent = sendmsg(
+            &sock,
+            &[io::IoSlice::new(&bytes)],
+            &mut control,
+            SendFlags::empty(),
+        )?;
+    }
+    (&sock).write_all(&bytes[sent..])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// As root, the helper is started from this test binary itself (its
+    /// `.init_array` entry serves the request); otherwise the work is done
+    /// in this process.
+    #[test]
+    fn a_helper_opens_a_log_as_the_user_and_hands_back_the_descriptor() {
+        let t = tempfile::tempdir().unwrap();
+        // SAFETY: geteuid cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        let user = root.then(|| crate::procs::lookup_user("nobody").unwrap());
+        if root {
+            // nobody may write here, and nowhere else under the tempdir.
+            std::fs::set_permissions(
+                t.path(),
+                std::os::unix::fs::PermissionsExt::from_mode(0o777),
+            )
+            .unwrap();
+        }
+        let log = t.path().join("job.log");
+        let fd = open_append(user.as_ref(), &log, Duration::from_secs(10)).unwrap();
+        std::fs::File::from(fd).write_all(b"000 event\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "000 event\n");
+        if root {
+            use std::os::unix::fs::MetadataExt;
+            assert_eq!(
+                std::fs::metadata(&log).unwrap().uid(),
+                65534,
+                "made by the user"
+            );
+            // A file only root may write stays out of reach.
+            let private = t.path().join("private");
+            std::fs::create_dir(&private).unwrap();
+            std::fs::set_permissions(
+                &private,
+                std::os::unix::fs::PermissionsExt::from_mode(0o755),
+            )
+            .unwrap();
+            let e = open_append(user.as_ref(), &private.join("x"), Duration::from_secs(10))
+                .unwrap_err();
+            assert_eq!(e.errno, Some(libc::EACCES), "{e:?}");
+            assert!(!private.join("x").exists());
+        }
+    }
+
+    #[test]
+    fn the_helper_is_never_root() {
+        let root_user = User {
+            name: "root".into(),
+            uid: 0,
+            gid: 0,
+            groups: vec![0],
+        };
+        let e = open_append(
+            Some(&root_user),
+            Path::new("/tmp/x"),
+            Duration::from_secs(5),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("never done as root"), "{e:?}");
+    }
+}
