@@ -13,6 +13,9 @@ use serde_json::{json, Value};
 
 pub const FILE: &str = "accountant.json";
 
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+
 pub fn save(dir: &Path, state: &AccountantState) -> Result<(), String> {
     let customers: Vec<Value> = state
         .customers
@@ -32,7 +35,14 @@ pub fn save(dir: &Path, state: &AccountantState) -> Result<(), String> {
     let text = json!({ "last_update": state.last_update, "customers": customers }).to_string();
     let path = dir.join(FILE);
     let tmp = dir.join(format!("{FILE}.new"));
-    std::fs::write(&tmp, text)
+    // Private to the pool (0600), like the job queue.
+    let _ = std::fs::remove_file(&tmp);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
         .and_then(|()| std::fs::rename(&tmp, &path))
         .map_err(|e| {
             format!(

@@ -38,10 +38,12 @@ use schedd::{ExitHow, HoldCode, JobEvent, JobId, JobStatus, RunReport};
 use startd::resources::HostReadings;
 use startd::{Action, Activity, ClaimRequest, Event, Pair, Ready, Startd, State};
 use starter::{
-    CgroupPolicy, ExitKind, ExitReport, ExitStatus, Hooks, JobSpec, RunAs, RunningJob, StartError,
+    CgroupPolicy, ExitKind, ExitReport, ExitStatus, FinishProblem, Hooks, JobSpec, RunAs, RunningJob, StartError,
     Starter, StarterSettings,
 };
 
+pub(crate) use crate::leftovers::record_running;
+use crate::leftovers::{forget_running, kill_leftovers};
 use crate::schedd_service::{literal_int, literal_str, Schedd};
 
 /// The execute point's and the central manager's configuration.
@@ -307,7 +309,7 @@ impl Node {
         let sampler =
             host::sampler::Sampler::new(host::Root::system(), &console, cfg.readings_file.clone());
         let running_dir = state_dir.join("running");
-        std::fs::create_dir_all(&running_dir)
+        crate::statedir::private_dir(&running_dir)
             .map_err(|e| format!("{}: {e}", running_dir.display()))?;
         std::fs::create_dir_all(&cfg.execute_dir)
             .map_err(|e| format!("EXECUTE {}: {e}", cfg.execute_dir.display()))?;
@@ -334,7 +336,11 @@ impl Node {
         let poll_interval = interval(&cfg.startd, "POLLING_INTERVAL", 5)?;
         let negotiator_interval = interval(&cfg.negotiator, "NEGOTIATOR_INTERVAL", 60)?;
         let alive_interval = interval(&cfg.startd, "ALIVE_INTERVAL", 300)?;
-        kill_leftovers(&running_dir, &cfg.execute_dir);
+        let cgroup_parent = match &cgroup {
+            CgroupPolicy::Under(p) => Some(p.as_path()),
+            _ => None,
+        };
+        kill_leftovers(&running_dir, &cfg.execute_dir, cgroup_parent);
         // Jobs the queue says were on a machine ran under a pool that is
         // gone: running ones are evicted to run again; removed (or
         // completed) ones whose run had not ended move to the history.
@@ -1125,9 +1131,29 @@ impl Node {
         };
         if let Some(id) = r.job {
             let status = self.schedd.queue().status(id);
+            // Output that could not go back holds the job, as HTCondor's
+            // TransferOutputError (12) does, with the errno as subcode.
+            let output_failed = report.problems.iter().find_map(|p| match p {
+                FinishProblem::Output { source, .. } => {
+                    Some((p.to_string(), i64::from(source.raw_os_error().unwrap_or(0))))
+                }
+                FinishProblem::MissingOutput { .. } => Some((p.to_string(), 2)),
+                _ => None,
+            });
             let event = match (r.kind, status) {
                 (_, Some(JobStatus::Held | JobStatus::Removed | JobStatus::Completed))
                 | (_, None) => None,
+                (ExitKind::Exit, _) if output_failed.is_some() => {
+                    let (why, subcode) = output_failed.clone().unwrap_or_default();
+                    Some(JobEvent::Held {
+                        reason: format!(
+                            "Error from {}: failed to transfer output: {why}",
+                            self.slot_label(slot)
+                        ),
+                        code: HoldCode(12),
+                        subcode,
+                    })
+                }
                 (ExitKind::Exit, _) => Some(JobEvent::Exited {
                     how: match report.status {
                         ExitStatus::Code(c) => ExitHow::Code(i64::from(c)),
@@ -1573,120 +1599,4 @@ impl Node {
             forget_running(&self.running_dir, slot);
         }
     }
-}
-
-/// `<running>/<slot>`: the process group of the job on the slot and when
-/// its leader started, so a pool that comes back after a crash can kill
-/// what the dead one left (and not an unrelated process that got the pid).
-pub(crate) fn record_running(dir: &Path, slot: &str, pid: i32) {
-    let start = process_start(pid).unwrap_or(0);
-    let _ = std::fs::write(dir.join(slot), format!("{pid} {start}\n"));
-}
-
-fn forget_running(dir: &Path, slot: &str) {
-    let _ = std::fs::remove_file(dir.join(slot));
-}
-
-/// Fields of `/proc/<pid>/stat` after the command: (pgrp, session, start
-/// time in ticks).
-fn process_stat(pid: i32) -> Option<(i32, i32, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let f: Vec<&str> = text[text.rfind(')')? + 2..].split_whitespace().collect();
-    Some((
-        f.get(2)?.parse().ok()?,
-        f.get(3)?.parse().ok()?,
-        f.get(19)?.parse().ok()?,
-    ))
-}
-
-fn process_start(pid: i32) -> Option<u64> {
-    process_stat(pid).map(|s| s.2)
-}
-
-/// Kills what a pool that died left running: each recorded job's leader
-/// (if it is still the same process), every process still in the session
-/// and process group it made (setsid), even after the leader exited, and
-/// every process whose `_CONDOR_SCRATCH_DIR` is a sandbox under EXECUTE
-/// (a job whose start the dead pool had not recorded yet); waits (a
-/// little) until they are gone, then removes the sandboxes they left, as
-/// HTCondor's startd cleans EXECUTE when it starts.
-fn kill_leftovers(dir: &Path, execute: &Path) {
-    let mut leaders = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
-        let mut it = text.split_whitespace();
-        if let (Some(pid), Some(start)) = (
-            it.next().and_then(|p| p.parse::<i32>().ok()),
-            it.next().and_then(|s| s.parse::<u64>().ok()),
-        ) {
-            leaders.push((pid, start));
-        }
-        let _ = std::fs::remove_file(e.path());
-    }
-    let sandboxes: Vec<PathBuf> = std::fs::read_dir(execute)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("dir_"))
-        .map(|e| e.path())
-        .collect();
-    if leaders.is_empty() && sandboxes.is_empty() {
-        return;
-    }
-    let procs: Vec<(i32, i32, i32)> = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| process_stat(pid).map(|(g, s, _)| (pid, g, s)))
-        .collect();
-    let mut doomed = Vec::new();
-    for &(leader, start) in &leaders {
-        if leader <= 1 {
-            continue;
-        }
-        let same_leader = process_start(leader) == Some(start);
-        for &(pid, group, session) in &procs {
-            let member = group == leader && session == leader;
-            if (pid == leader && same_leader) || (member && pid != leader) {
-                doomed.push(pid);
-            }
-        }
-    }
-    if !sandboxes.is_empty() {
-        let scratch = format!("_CONDOR_SCRATCH_DIR={}", execute.join("dir_").display());
-        for &(pid, _, _) in &procs {
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            if environ
-                .split(|b| *b == 0)
-                .any(|v| v.starts_with(scratch.as_bytes()))
-            {
-                doomed.push(pid);
-            }
-        }
-    }
-    for &pid in &doomed {
-        if pid > 1 && pid as u32 != std::process::id() {
-            // SAFETY: a plain signal to a process of a job a pool started.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    }
-    // Gone (or zombies of a dead parent) before any job runs again.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    while std::time::Instant::now() < deadline
-        && doomed
-            .iter()
-            .any(|&p| process_stat_state(p).is_some_and(|st| st != 'Z'))
-    {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    for s in sandboxes {
-        let _ = std::fs::remove_dir_all(s);
-    }
-}
-
-/// The state letter of `/proc/<pid>/stat` (`R`, `S`, `Z`, ...).
-fn process_stat_state(pid: i32) -> Option<char> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    text[text.rfind(')')? + 2..].chars().next()
 }

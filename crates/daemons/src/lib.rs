@@ -23,6 +23,8 @@ mod accounting;
 pub mod admin;
 pub mod execute;
 mod identity;
+mod leftovers;
+mod statedir;
 pub mod schedd_service;
 mod server;
 

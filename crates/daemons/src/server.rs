@@ -4,7 +4,6 @@
 //! policy, keep-alives), waiting on jobs and hooks, and shutdown.
 
 use std::fmt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -85,16 +84,19 @@ impl Pool {
     /// `<state_dir>/pool.sock`, open to every local user (who may then act
     /// only on their own jobs).
     pub fn up(state_dir: &Path, config: PoolConfig, node: NodeConfig) -> Result<Pool, Error> {
-        std::fs::create_dir_all(state_dir).map_err(|source| Error::Io {
-            path: state_dir.to_path_buf(),
-            op: "creating the state directory",
+        // Nothing in the state directory is trusted before it is checked.
+        crate::statedir::prepare(state_dir).map_err(|e| Error::Setup(e.to_string()))?;
+        let queue_file = state_dir.join(crate::QUEUE_FILE);
+        crate::statedir::private_file(&queue_file).map_err(|source| Error::Io {
+            path: queue_file.clone(),
+            op: "making the job queue private to the pool",
             source,
         })?;
         let socket = state_dir.join(wire::SOCKET_NAME);
         let address = format!("<unix:{}>", socket.display());
         let periodic_interval = config.periodic_interval;
         // The queue's lock first: only its holder may touch the socket.
-        let schedd = match Schedd::open(&state_dir.join(crate::QUEUE_FILE), config, address) {
+        let schedd = match Schedd::open(&queue_file, config, address) {
             Ok(s) => s,
             Err(store::Error::Locked { .. }) => {
                 return Err(Error::AlreadyRunning {
@@ -114,9 +116,7 @@ impl Pool {
             Err(e) => return Err(io("removing a stale socket")(e)),
         }
         let listener =
-            std::os::unix::net::UnixListener::bind(&socket).map_err(io("binding the socket"))?;
-        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
-            .map_err(io("opening the socket to local users"))?;
+            crate::statedir::bind_socket(&socket).map_err(io("binding the socket"))?;
         listener
             .set_nonblocking(true)
             .map_err(io("setting up the socket"))?;
