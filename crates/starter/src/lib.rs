@@ -88,5 +88,5 @@ pub use job::{
     ExitKind, ExitReport, ExitStatus, KillMechanism, Mechanisms, Probe, RunningJob, Starter,
     SuspendMechanism, Usage,
 };
-pub use procs::User;
+pub use procs::{lookup_user, User};
 pub use spec::{signal_number, CgroupPolicy, Hooks, JobSpec, RunAs, StarterSettings};

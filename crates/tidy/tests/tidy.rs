@@ -209,3 +209,106 @@ fn parameters_are_read_only_through_the_table() {
         problems.join("\n")
     );
 }
+
+/// The modules of the daemons and the starter that may use the file
+/// system, and why each touches only the daemon's own paths. The one
+/// exception is `transfer`, which alone opens paths a user named (the
+/// job's files, its event log), and always with the user's credentials
+/// (`user_priv`). A new module that needs the file system is added here
+/// with its reason, or does its work through `transfer`.
+const FILE_SYSTEM_MODULES: &[(&str, &str)] = &[
+    (
+        "crates/starter/src/transfer.rs",
+        "users' paths: always run with the user's credentials by user_priv",
+    ),
+    (
+        "crates/starter/src/user_priv.rs",
+        "its own standard streams and /proc/self/exe",
+    ),
+    (
+        "crates/starter/src/sandbox.rs",
+        "the sandbox directory under EXECUTE, made (and removed) by the starter",
+    ),
+    ("crates/starter/src/cgroup.rs", "the cgroup v2 file system"),
+    ("crates/starter/src/procs.rs", "/proc"),
+    (
+        "crates/starter/src/job.rs",
+        "the job cgroup's files and the pipe from the starting child",
+    ),
+    ("crates/daemons/src/statedir.rs", "the state directory"),
+    (
+        "crates/daemons/src/leftovers.rs",
+        "the running records, /proc, job cgroups, sandboxes under EXECUTE",
+    ),
+    (
+        "crates/daemons/src/accounting.rs",
+        "the accountant's file in the state directory",
+    ),
+    ("crates/daemons/src/server.rs", "the pool's socket"),
+    ("crates/daemons/src/execute.rs", "the EXECUTE directory"),
+    (
+        "crates/daemons/src/event_logs.rs",
+        "only descriptors the logs' owners opened (user_priv::open_append)",
+    ),
+];
+
+/// What touching the file system looks like in these crates.
+const FILE_SYSTEM_CALLS: &[&str] = &[
+    "fs::",
+    "File::open",
+    "File::create",
+    "OpenOptions",
+    "rustix::fs",
+    "rfs::",
+    "libc::open",
+    "libc::mkfifo",
+    "libc::unlink",
+    "libc::rename",
+];
+
+/// Users' paths are touched only by `starter::transfer` (as the user): no
+/// other module of the daemons or the starter uses the file system unless
+/// it is listed, with its reason, in `FILE_SYSTEM_MODULES`.
+#[test]
+fn user_paths_are_touched_only_by_the_transfer_module() {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for krate in ["starter", "daemons"] {
+        let mut files = Vec::new();
+        rust_files(&workspace().join("crates").join(krate).join("src"), &mut files);
+        for f in files {
+            checked += 1;
+            let rel = f
+                .strip_prefix(workspace())
+                .unwrap_or(&f)
+                .display()
+                .to_string()
+                .replace("/./", "/");
+            let rel = rel.trim_start_matches("./").to_string();
+            if FILE_SYSTEM_MODULES.iter().any(|(m, _)| rel.ends_with(m)) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&f).unwrap();
+            // Unit tests make their own scratch files.
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            for (i, line) in code.lines().enumerate() {
+                let line = line.split("//").next().unwrap_or("");
+                if let Some(pat) = FILE_SYSTEM_CALLS.iter().find(|p| line.contains(*p)) {
+                    problems.push(format!(
+                        "{}:{}: `{pat}`: only starter::transfer touches users' paths; \
+                         a module that touches the daemon's own files is listed in \
+                         FILE_SYSTEM_MODULES with its reason",
+                        f.display(),
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked > 0, "no sources found");
+    assert!(
+        problems.is_empty(),
+        "file-system calls outside the listed modules:\n{}",
+        problems.join("\n")
+    );
+}
