@@ -618,13 +618,24 @@ fn spawn(
             .last()
             .and_then(|&b| STEPS.get(b as usize))
             .unwrap_or(&"fork");
+        let source = if errno == NOT_A_FILE && step.starts_with("opening standard") {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "it is not a regular file (a FIFO or a socket is refused)",
+            )
+        } else {
+            io::Error::from_raw_os_error(errno)
+        };
         return Err(StartError::Spawn {
             program: exe.to_path_buf(),
             step: step.to_string(),
-            source: io::Error::from_raw_os_error(errno),
+            source,
         });
     }
 }
+
+/// The errno the child reports for a standard stream that is not a file.
+const NOT_A_FILE: i32 = libc::EINVAL;
 
 /// The byte that says a step of the child's set-up failed (the errno
 /// follows).
@@ -751,8 +762,20 @@ fn child_setup(s: &ChildSetup, step_fd: i32) -> io::Result<()> {
     }
     step(4);
     check(unsafe { libc::chdir(s.cwd.as_ptr()) })?;
+    // A stream is opened without blocking (a FIFO with no one at the other
+    // end would hold the start for ever) and must be a regular file or a
+    // character device such as /dev/null: FIFOs and sockets are refused.
     let redirect = |path: &std::ffi::CStr, flags: libc::c_int, target: libc::c_int| {
-        let fd = check(unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o644) })?;
+        let flags = flags | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
+        let fd = check(unsafe { libc::open(path.as_ptr(), flags, 0o644) })?;
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        check(unsafe { libc::fstat(fd, &mut st) })?;
+        let kind = st.st_mode & libc::S_IFMT;
+        if kind != libc::S_IFREG && kind != libc::S_IFCHR {
+            unsafe { libc::close(fd) };
+            return Err(io::Error::from_raw_os_error(NOT_A_FILE));
+        }
+        check(unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) })?;
         check(unsafe { libc::dup2(fd, target) })?;
         unsafe { libc::close(fd) };
         Ok::<(), io::Error>(())
