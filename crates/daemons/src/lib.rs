@@ -22,6 +22,7 @@
 mod accounting;
 pub mod admin;
 pub mod execute;
+mod event_logs;
 mod identity;
 mod leftovers;
 mod statedir;

@@ -9,8 +9,7 @@
 //! is undone in memory and the request fails: nothing unacknowledged stays,
 //! nothing acknowledged is lost.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write as _;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use classad::{ClassAd, Env, Expr, Value};
@@ -690,13 +689,16 @@ impl Schedd {
 
     /// The event log text of each change, with the file it goes to (the
     /// job's `UserLog`).
-    fn log_entries(&self, changes: &[Change], now: i64) -> Vec<(PathBuf, String)> {
+    fn log_entries(&self, changes: &[Change], now: i64) -> Vec<(String, PathBuf, String)> {
         changes
             .iter()
             .filter_map(|c| {
                 let event = c.log.as_ref()?;
-                let path = literal_str(self.queue.job(c.job)?, "UserLog")?;
+                let job = self.queue.job(c.job)?;
+                let path = literal_str(job, "UserLog")?;
+                let owner = literal_str(job, attr::OWNER)?;
                 Some((
+                    owner,
                     PathBuf::from(path),
                     event.format(c.job, now, &self.log_format),
                 ))
@@ -705,27 +707,12 @@ impl Schedd {
     }
 }
 
-/// Appends each entry to its file. A log that cannot be written does not
-/// undo the change (it is on disk); the daemon says so on its stderr.
-fn write_logs(entries: Vec<(PathBuf, String)>) {
-    let mut by_file: BTreeMap<PathBuf, String> = BTreeMap::new();
-    let mut order = BTreeSet::new();
-    for (path, text) in entries {
-        order.insert(path.clone());
-        by_file.entry(path).or_default().push_str(&text);
-    }
-    for (path, text) in by_file {
-        let written = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| f.write_all(text.as_bytes()));
-        if let Err(e) = written {
-            eprintln!(
-                "ferrocondor: cannot write the job event log {}: {e}",
-                path.display()
-            );
-        }
+/// Appends each entry to its owner's log, through a descriptor the owner
+/// opened (`event_logs`). A log that cannot be written does not undo the
+/// change (it is on disk); the daemon says so on its stderr.
+fn write_logs(entries: Vec<(String, PathBuf, String)>) {
+    for problem in crate::event_logs::write(entries) {
+        eprintln!("ferrocondor: {problem}");
     }
 }
 
@@ -778,10 +765,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("job.log");
         let mut s = open(dir.path());
-        let c = submit(&mut s, "alice", 2, Some(&log));
-        let a = s.query("alice", &QueryRequest::default(), 1000).unwrap();
+        // The log is written as its owner, who must exist here.
+        // SAFETY: geteuid cannot fail.
+        let me = crate::identity::user_name(unsafe { libc::geteuid() }).unwrap();
+        let c = submit(&mut s, &me, 2, Some(&log));
+        let a = s.query(&me, &QueryRequest::default(), 1000).unwrap();
         assert_eq!(a.ads.len(), 2);
-        assert!(a.ads[0].contains("Owner = \"alice\""), "{}", a.ads[0]);
+        assert!(
+            a.ads[0].contains(&format!("Owner = \"{me}\"")),
+            "{}",
+            a.ads[0]
+        );
         assert_eq!(a.user_totals.idle, 2);
         let text = std::fs::read_to_string(&log).unwrap();
         assert_eq!(
