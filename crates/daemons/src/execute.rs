@@ -38,8 +38,8 @@ use schedd::{ExitHow, HoldCode, JobEvent, JobId, JobStatus, RunReport};
 use startd::resources::HostReadings;
 use startd::{Action, Activity, ClaimRequest, Event, Pair, Ready, Startd, State};
 use starter::{
-    CgroupPolicy, ExitKind, ExitReport, ExitStatus, FinishProblem, Hooks, JobSpec, RunAs, RunningJob, StartError,
-    Starter, StarterSettings,
+    CgroupPolicy, ExitKind, ExitReport, ExitStatus, FinishProblem, Hooks, JobSpec, RunAs,
+    RunningJob, StartError, Starter, StarterSettings,
 };
 
 pub(crate) use crate::leftovers::record_running;

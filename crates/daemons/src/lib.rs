@@ -21,13 +21,13 @@
 
 mod accounting;
 pub mod admin;
-pub mod execute;
 mod event_logs;
+pub mod execute;
 mod identity;
 mod leftovers;
-mod statedir;
 pub mod schedd_service;
 mod server;
+mod statedir;
 
 pub use admin::Reloaded;
 pub use execute::{Node, NodeConfig};

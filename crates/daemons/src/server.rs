@@ -115,8 +115,7 @@ impl Pool {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io("removing a stale socket")(e)),
         }
-        let listener =
-            crate::statedir::bind_socket(&socket).map_err(io("binding the socket"))?;
+        let listener = crate::statedir::bind_socket(&socket).map_err(io("binding the socket"))?;
         listener
             .set_nonblocking(true)
             .map_err(io("setting up the socket"))?;

@@ -275,7 +275,10 @@ fn user_paths_are_touched_only_by_the_transfer_module() {
     let mut checked = 0;
     for krate in ["starter", "daemons"] {
         let mut files = Vec::new();
-        rust_files(&workspace().join("crates").join(krate).join("src"), &mut files);
+        rust_files(
+            &workspace().join("crates").join(krate).join("src"),
+            &mut files,
+        );
         for f in files {
             checked += 1;
             let rel = f
