@@ -35,6 +35,22 @@ use args::{Cli, Command};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+extern "C" {
+    /// mimalloc's own (linked with the allocator): frees what the calling
+    /// thread's heap keeps unused and, with `force`, hands the memory freed
+    /// back to the system at once rather than after its purge delay.
+    fn mi_collect(force: bool);
+}
+
+/// Hands memory freed back to the system. mimalloc keeps freed memory for
+/// reuse and gives it back only as later allocations pass by, so a pool
+/// that read a 100 MB request and then sat idle kept the memory (its RSS
+/// stayed up); the pool calls this after a large request.
+pub(crate) fn release_memory() {
+    // SAFETY: mi_collect takes no pointers and may be called at any time.
+    unsafe { mi_collect(true) }
+}
+
 fn main() -> ExitCode {
     // clap prints usage errors itself and exits with 2, the same code as ours.
     let cli = Cli::parse_from(args::normalize_config_val(std::env::args_os().collect()));

@@ -44,6 +44,7 @@ pub fn run(
                 pool.jobs()
             )?;
             out.flush()?;
+            daemons::set_memory_release(crate::release_memory);
             pool.run().map_err(|e| Error::Daemon(e.to_string()))?;
             writeln!(out, "ferrocondor: pool down")?;
             Ok(Outcome::Success)

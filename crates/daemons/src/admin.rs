@@ -5,7 +5,7 @@
 //! it; this module only translates requests.
 
 use negotiator::accountant::Accountant;
-use negotiator::collector::AdType;
+use negotiator::collector::{self, AdType};
 use negotiator::cycle::Policy;
 use negotiator::limits::ConcurrencyLimits;
 use startd::{DrainHow, Event};
@@ -15,7 +15,36 @@ use wire::api::{
 };
 
 use crate::execute::Node;
-use crate::schedd_service::{ad_text, parse_constraint, ApiError, PoolConfig};
+use crate::schedd_service::{ad_text, parse_constraint, ApiError, Budget, PoolConfig};
+
+/// A query of the collector's ads, evaluated without the pool's lock.
+pub struct SlotsQuery {
+    req: SlotsRequest,
+    now: i64,
+    ads: Vec<classad::ClassAd>,
+}
+
+impl SlotsQuery {
+    /// The ads the constraint selects, projected; refused once `budget`
+    /// runs out.
+    pub fn run(self, budget: &Budget) -> Result<SlotsAnswer, ApiError> {
+        let constraint = parse_constraint(self.req.constraint.as_deref())?;
+        let projection: Vec<&str> = self.req.projection.iter().map(String::as_str).collect();
+        let env = classad::Env::at(self.now);
+        let of = Some(self.ads.len());
+        let mut ads = Vec::new();
+        for (i, ad) in self.ads.iter().enumerate() {
+            budget.check(i, of)?;
+            if constraint
+                .as_ref()
+                .is_none_or(|c| collector::constraint_holds(c, ad, &env))
+            {
+                ads.push(ad_text(&collector::project(ad, &projection)));
+            }
+        }
+        Ok(SlotsAnswer { ads })
+    }
+}
 
 /// A configuration read again, for [`Node::reconfigure`].
 pub struct Reloaded {
@@ -29,23 +58,22 @@ impl Node {
     /// a constraint selects, projected: up to date, as the startd and the
     /// schedd publish before answering.
     pub fn slots(&mut self, req: &SlotsRequest, now: i64) -> Result<SlotsAnswer, ApiError> {
-        let constraint = parse_constraint(req.constraint.as_deref())?;
+        self.slots_snapshot(req.clone(), now)
+            .run(&Budget::unlimited())
+    }
+
+    /// What [`SlotsQuery::run`] needs: the ads of the type asked for,
+    /// published now and copied (a personal pool has few).
+    pub fn slots_snapshot(&mut self, req: SlotsRequest, now: i64) -> SlotsQuery {
         let ad_type = match req.ad_type.as_deref() {
             None => AdType::Startd,
             Some(t) => AdType::from_my_type(t),
         };
         self.publish_slots(now);
         self.publish_schedd(now);
-        let projection: Vec<&str> = req.projection.iter().map(String::as_str).collect();
-        let ads = self
-            .collector()
-            .query(Some(&ad_type), constraint.as_ref(), &projection, now)
-            .iter()
-            .map(ad_text)
-            .collect();
-        Ok(SlotsAnswer { ads })
+        let ads = self.collector().ads(Some(&ad_type), now).cloned().collect();
+        SlotsQuery { req, now, ads }
     }
-
     /// `condor_vacate` and `condor_drain`, through the startd engine.
     pub fn startd_command(
         &mut self,

@@ -3,22 +3,10 @@
 
 use std::ffi::CStr;
 
-use axum::extract::connect_info::Connected;
-use axum::serve::IncomingStream;
-use tokio::net::UnixListener;
-
 /// The peer of one connection: its uid, when the kernel could say.
 #[derive(Clone, Copy, Debug)]
 pub struct Peer {
     pub uid: Option<u32>,
-}
-
-impl Connected<IncomingStream<'_, UnixListener>> for Peer {
-    fn connect_info(stream: IncomingStream<'_, UnixListener>) -> Peer {
-        Peer {
-            uid: stream.io().peer_cred().ok().map(|c| c.uid()),
-        }
-    }
 }
 
 impl Peer {

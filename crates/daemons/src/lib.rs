@@ -3,7 +3,7 @@
 //! Today: the personal pool's access point. [`Pool::up`] opens the job
 //! queue (the `store` crate, under a state directory), restores it into the
 //! pure `schedd::JobQueue`, and serves the `wire` API over a Unix-domain
-//! socket with axum, until SIGTERM, SIGINT or a shutdown request.
+//! socket with hyper, until SIGTERM, SIGINT or a shutdown request.
 //!
 //! **Architecture Invariant:** the daemons decide nothing. Who may act on a
 //! job, what a hold or a removal changes, what periodic policy does, what
@@ -32,7 +32,7 @@ mod statedir;
 pub use admin::Reloaded;
 pub use execute::{Node, NodeConfig};
 pub use schedd_service::{ApiError, PoolConfig, Schedd};
-pub use server::{Error, Pool};
+pub use server::{set_memory_release, Error, Pool};
 
 /// The job queue's file inside a state directory.
 pub const QUEUE_FILE: &str = "queue.db";

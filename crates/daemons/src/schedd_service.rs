@@ -11,6 +11,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use classad::{ClassAd, Env, Expr, Value};
 use schedd::job::attr;
@@ -18,10 +20,10 @@ use schedd::{
     Change, JobId, JobQueue, JobStatus, LogFormat, SubmitPolicy, SuperUsers, SystemPolicy,
     UserAction,
 };
-use store::{HistoryQuery, Op, Store};
+use store::{HistoryQuery, HistoryRow, Op, Store};
 use wire::api::{
-    ActAnswer, ActRequest, Action, Failure, Hello, HistoryAnswer, HistoryRequest, NewCluster,
-    QueryAnswer, QueryRequest, Selection, SubmitRequest, Submitted, Totals,
+    ActAnswer, ActRequest, Action, Failure, Hello, HistoryAnswer, HistoryRequest, JobSpec,
+    NewCluster, QueryAnswer, QueryRequest, Selection, SubmitRequest, Submitted, Totals,
 };
 
 /// What the access point is configured to do.
@@ -191,39 +193,38 @@ pub(crate) fn parse_constraint(text: Option<&str>) -> Result<Option<Expr>, ApiEr
     .transpose()
 }
 
-/// A [`Selection`] made ready to test jobs with.
-struct Selector<'a> {
-    sel: &'a Selection,
+/// A [`Selection`] made ready to test jobs with. It owns what it needs,
+/// so it can go to the thread that evaluates a query.
+pub(crate) struct Selector {
+    ids: Vec<JobSpec>,
+    owners: Vec<String>,
     constraint: Option<Expr>,
     /// The caller's name when only their jobs count.
-    only: Option<&'a str>,
+    only: Option<String>,
 }
 
-impl<'a> Selector<'a> {
-    fn new(sel: &'a Selection, user: &'a str, super_users: &SuperUsers) -> Result<Self, ApiError> {
-        let constraint = parse_constraint(sel.constraint.as_deref())?;
-        let only = (sel.mine && !super_users.contains(user)).then_some(user);
+impl Selector {
+    fn new(sel: &Selection, user: &str, super_user: bool) -> Result<Selector, ApiError> {
         Ok(Selector {
-            sel,
-            constraint,
-            only,
+            ids: sel.ids.clone(),
+            owners: sel.owners.clone(),
+            constraint: parse_constraint(sel.constraint.as_deref())?,
+            only: (sel.mine && !super_user).then(|| user.to_string()),
         })
     }
 
     fn selects(&self, id: (i64, i64), ad: &ClassAd, env: &Env) -> bool {
         let owner = literal_str(ad, attr::OWNER);
-        if let Some(me) = self.only {
-            if owner.as_deref() != Some(me) {
+        if let Some(me) = &self.only {
+            if owner.as_deref() != Some(me.as_str()) {
                 return false;
             }
         }
-        if !self.sel.owners.is_empty()
-            && !self.sel.owners.iter().any(|o| owner.as_deref() == Some(o))
-        {
+        if !self.owners.is_empty() && !self.owners.iter().any(|o| owner.as_deref() == Some(o)) {
             return false;
         }
-        if !self.sel.ids.is_empty()
-            && !self.sel.ids.iter().any(|s| {
+        if !self.ids.is_empty()
+            && !self.ids.iter().any(|s| {
                 i64::from(s.cluster) == id.0 && s.proc.is_none_or(|p| i64::from(p) == id.1)
             })
         {
@@ -238,6 +239,276 @@ impl<'a> Selector<'a> {
                 _ => false,
             },
         }
+    }
+}
+
+/// How long a query may evaluate: the server gives each request a limit
+/// (so that one user's expensive constraint cannot hold up the others),
+/// checked between one ad and the next. `Budget::unlimited` is for callers
+/// that are not serving a request.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    until: Option<Instant>,
+    limit: Duration,
+}
+
+impl Budget {
+    /// `limit` from now.
+    pub fn new(limit: Duration) -> Budget {
+        Budget {
+            until: Instant::now().checked_add(limit),
+            limit,
+        }
+    }
+
+    pub fn unlimited() -> Budget {
+        Budget {
+            until: None,
+            limit: Duration::MAX,
+        }
+    }
+
+    /// When it runs out, if it does.
+    pub fn until(&self) -> Option<Instant> {
+        self.until
+    }
+
+    /// The refusal once it ran out, having looked at `done` (when known)
+    /// of `of` ads.
+    pub fn exhausted(&self, done: Option<usize>, of: Option<usize>) -> ApiError {
+        let progress = match (done, of) {
+            (Some(d), Some(n)) => format!("it had looked at {d} of {n} ads by then"),
+            (Some(d), None) => format!("it had looked at {d} ads by then"),
+            (None, _) => "it was still evaluating one ad then".to_string(),
+        };
+        ApiError {
+            status: 503,
+            message: format!(
+                "the constraint took too long to evaluate: the pool stops a query after {} \
+                 seconds, so that no one query holds up the others ({progress}); narrow it (by \
+                 owner or job id) or simplify the constraint",
+                self.limit.as_secs()
+            ),
+        }
+    }
+
+    /// An error once the budget has run out, having looked at `done` of
+    /// `of` ads.
+    pub fn check(&self, done: usize, of: Option<usize>) -> Result<(), ApiError> {
+        match self.until {
+            Some(t) if Instant::now() >= t => Err(self.exhausted(Some(done), of)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Ads shown to the caller: ClassAd text, serialized as JSON by the
+/// evaluating thread too, so the server's own thread only writes bytes.
+pub(crate) fn to_json<T: serde::Serialize>(answer: &T) -> Result<Vec<u8>, ApiError> {
+    serde_json::to_vec(answer).map_err(|e| ApiError {
+        status: 500,
+        message: format!("the answer could not be written: {e}"),
+    })
+}
+
+/// A job query, taken from the queue under its lock (a snapshot: one
+/// reference count per job) and evaluated without it ([`JobsQuery::run`]).
+pub struct JobsQuery {
+    user: String,
+    super_user: bool,
+    req: QueryRequest,
+    env: Env,
+    hello: Hello,
+    jobs: Vec<(JobId, Arc<ClassAd>)>,
+}
+
+impl JobsQuery {
+    /// Whether the query is cheap enough to answer on the server's own
+    /// thread, sparing the hand-over to a query thread (about 50 µs): it
+    /// evaluates nothing a user wrote (no constraint, or a literal one)
+    /// and looks at a small queue, or selects nothing in one of moderate
+    /// size (the "how many are left" question `-constraint false` asks,
+    /// a few microseconds a job).
+    pub fn is_cheap(&self) -> bool {
+        const FEW: usize = 64;
+        const COUNTED: usize = 10_000;
+        let literal = match self.req.selection.constraint.as_deref() {
+            None => Value::Bool(true),
+            Some(t) if t.len() <= 32 => match classad::parse_expr(t) {
+                Ok(Expr::Lit(v)) => v,
+                _ => return false,
+            },
+            Some(_) => return false,
+        };
+        let selects_none = match literal {
+            Value::Bool(b) => !b,
+            Value::Int(i) => i == 0,
+            Value::Real(r) => r == 0.0,
+            _ => true,
+        };
+        self.jobs.len() <= FEW || (selects_none && self.jobs.len() <= COUNTED)
+    }
+
+    /// The jobs the query selects, with the caller's and the queue's
+    /// totals; refused once `budget` runs out.
+    pub fn run(self, budget: &Budget) -> Result<QueryAnswer, ApiError> {
+        let selector = Selector::new(&self.req.selection, &self.user, self.super_user)?;
+        let mut ads = Vec::new();
+        let mut user_totals = Totals::default();
+        let mut all_totals = Totals::default();
+        let of = Some(self.jobs.len());
+        for (i, (id, ad)) in self.jobs.iter().enumerate() {
+            budget.check(i, of)?;
+            count(&mut all_totals, ad);
+            if literal_str(ad, attr::OWNER).as_deref() == Some(self.user.as_str()) {
+                count(&mut user_totals, ad);
+            }
+            if selector.selects((id.cluster, id.proc), ad, &self.env) {
+                ads.push(ad_text(&project(ad, &self.req.projection)));
+            }
+        }
+        Ok(QueryAnswer {
+            hello: self.hello,
+            ads,
+            user_totals,
+            all_totals,
+        })
+    }
+}
+
+/// A history query: read page by page from the store under the queue's
+/// lock ([`Schedd::history_page`]), each page parsed and evaluated without
+/// it ([`HistoryScan::take`]).
+pub struct HistoryScan {
+    user: String,
+    super_user: bool,
+    req: HistoryRequest,
+    env: Env,
+    store: PathBuf,
+    selector: Option<Selector>,
+    /// What the store is asked (one id or owner narrows its search).
+    query: HistoryQuery,
+    /// The store's limit is the request's when nothing else filters.
+    plain: bool,
+    /// Where the next page starts (the last row's seq).
+    before: Option<i64>,
+    done: bool,
+    looked_at: usize,
+    ads: Vec<String>,
+}
+
+/// Rows of the history read at once under the lock.
+const HISTORY_PAGE: usize = 256;
+
+impl HistoryScan {
+    /// Whether more pages are wanted.
+    pub fn wants_more(&self) -> bool {
+        !self.done
+    }
+
+    /// Parses, selects and projects one page; refused once `budget` runs
+    /// out.
+    pub fn take(&mut self, rows: Vec<HistoryRow>, budget: &Budget) -> Result<(), ApiError> {
+        if self.selector.is_none() {
+            self.selector = Some(Selector::new(
+                &self.req.selection,
+                &self.user,
+                self.super_user,
+            )?);
+        }
+        let Some(selector) = &self.selector else {
+            return Ok(());
+        };
+        let last_page = rows.len() < HISTORY_PAGE;
+        for row in rows {
+            budget.check(self.looked_at, None)?;
+            if self.req.limit.is_some_and(|n| self.ads.len() >= n) {
+                self.done = true;
+                return Ok(());
+            }
+            self.before = Some(row.seq);
+            self.looked_at += 1;
+            let record = row.parse(&self.store).map_err(|e| ApiError {
+                status: 500,
+                message: format!("the history could not be read: {e}"),
+            })?;
+            let id = (i64::from(record.id.cluster), i64::from(record.id.proc));
+            if selector.selects(id, &record.ad, &self.env) {
+                self.ads
+                    .push(ad_text(&project(&record.ad, &self.req.projection)));
+            }
+        }
+        self.done = last_page || self.req.limit.is_some_and(|n| self.ads.len() >= n);
+        Ok(())
+    }
+
+    pub fn answer(self) -> HistoryAnswer {
+        HistoryAnswer { ads: self.ads }
+    }
+}
+
+/// The jobs an action selects, chosen on a snapshot of the queue without
+/// its lock; [`Schedd::act_on`] then acts on them under it.
+pub struct ActSelection {
+    user: String,
+    super_user: bool,
+    selection: Selection,
+    env: Env,
+    jobs: Vec<(JobId, Arc<ClassAd>)>,
+}
+
+impl ActSelection {
+    /// The jobs selected; refused once `budget` runs out.
+    pub fn select(self, budget: &Budget) -> Result<Vec<JobId>, ApiError> {
+        let selector = Selector::new(&self.selection, &self.user, self.super_user)?;
+        let of = Some(self.jobs.len());
+        let mut out = Vec::new();
+        for (i, (id, ad)) in self.jobs.iter().enumerate() {
+            budget.check(i, of)?;
+            if selector.selects((id.cluster, id.proc), ad, &self.env) {
+                out.push(*id);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A submission's job ads, parsed (without the queue's lock: parsing a big
+/// cluster takes a while) and checked to name their cluster and proc.
+#[derive(Debug)]
+pub struct ParsedSubmission {
+    cluster: u32,
+    ads: Vec<ClassAd>,
+}
+
+impl ParsedSubmission {
+    pub fn parse(req: SubmitRequest) -> Result<ParsedSubmission, ApiError> {
+        let cluster = req.cluster;
+        if req.ads.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "cluster {cluster}: a submission needs at least one job"
+            )));
+        }
+        let mut ads = Vec::with_capacity(req.ads.len());
+        for (i, text) in req.ads.into_iter().enumerate() {
+            let ad = ClassAd::parse(&text).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "job {cluster}.{i}: the ad does not parse: {}",
+                    e.display_with_source("<job ad>")
+                ))
+            })?;
+            let (c, p) = (
+                literal_int(&ad, attr::CLUSTER_ID),
+                literal_int(&ad, attr::PROC_ID),
+            );
+            if c != Some(i64::from(cluster)) || p != Some(i as i64) {
+                return Err(ApiError::bad_request(format!(
+                    "job {cluster}.{i}: its ad must say ClusterId = {cluster} and ProcId = {i}"
+                )));
+            }
+            ads.push(ad);
+        }
+        Ok(ParsedSubmission { cluster, ads })
     }
 }
 
@@ -337,7 +608,18 @@ impl Schedd {
         req: SubmitRequest,
         now: i64,
     ) -> Result<Submitted, ApiError> {
-        let cluster = req.cluster;
+        let parsed = ParsedSubmission::parse(req)?;
+        self.submit_parsed(user, parsed, now)
+    }
+
+    /// [`Schedd::submit`] of ads already parsed.
+    pub fn submit_parsed(
+        &mut self,
+        user: &str,
+        parsed: ParsedSubmission,
+        now: i64,
+    ) -> Result<Submitted, ApiError> {
+        let ParsedSubmission { cluster, ads } = parsed;
         match self.reserved.get(&cluster) {
             Some(owner) if owner == user => {}
             Some(_) => {
@@ -352,36 +634,14 @@ impl Schedd {
                 )))
             }
         }
-        if req.ads.is_empty() {
-            return Err(ApiError::bad_request(format!(
-                "cluster {cluster}: a submission needs at least one job"
-            )));
-        }
-        let mut ads = Vec::with_capacity(req.ads.len());
-        for (i, text) in req.ads.iter().enumerate() {
-            let ad = ClassAd::parse(text).map_err(|e| {
-                ApiError::bad_request(format!(
-                    "job {cluster}.{i}: the ad does not parse: {}",
-                    e.display_with_source("<job ad>")
-                ))
-            })?;
-            let (c, p) = (
-                literal_int(&ad, attr::CLUSTER_ID),
-                literal_int(&ad, attr::PROC_ID),
-            );
-            if c != Some(i64::from(cluster)) || p != Some(i as i64) {
-                return Err(ApiError::bad_request(format!(
-                    "job {cluster}.{i}: its ad must say ClusterId = {cluster} and ProcId = {i}"
-                )));
-            }
+        let mut ads = ads;
+        for ad in &mut ads {
             // Whose account the job is charged to, as HTCondor's schedd
             // sets it: the peer, not what the ad says.
-            let mut ad = ad;
             ad.insert_value(
                 attr::USER,
                 format!("{user}@{}", self.config.uid_domain).as_str(),
             );
-            ads.push(ad);
         }
         let mut schedd_ad = ClassAd::new();
         schedd_ad.insert_value("MyType", "Scheduler");
@@ -421,38 +681,52 @@ impl Schedd {
 
     /// The jobs `req` selects, with the caller's and the queue's totals.
     pub fn query(&self, user: &str, req: &QueryRequest, now: i64) -> Result<QueryAnswer, ApiError> {
-        let env = self.env(now);
-        let selector = Selector::new(&req.selection, user, &self.config.super_users)?;
-        let mut ads = Vec::new();
-        let mut user_totals = Totals::default();
-        let mut all_totals = Totals::default();
-        for (id, ad) in self.queue.jobs() {
-            count(&mut all_totals, ad);
-            if literal_str(ad, attr::OWNER).as_deref() == Some(user) {
-                count(&mut user_totals, ad);
-            }
-            if selector.selects((id.cluster, id.proc), ad, &env) {
-                ads.push(ad_text(&project(ad, &req.projection)));
-            }
-        }
-        Ok(QueryAnswer {
+        self.query_snapshot(user, req.clone(), now)
+            .run(&Budget::unlimited())
+    }
+
+    /// What [`JobsQuery::run`] needs, taken now: the queue's snapshot.
+    pub fn query_snapshot(&self, user: &str, req: QueryRequest, now: i64) -> JobsQuery {
+        JobsQuery {
+            user: user.to_string(),
+            super_user: self.config.super_users.contains(user),
+            req,
+            env: self.env(now),
             hello: self.hello(user),
-            ads,
-            user_totals,
-            all_totals,
-        })
+            jobs: self.queue.snapshot(),
+        }
     }
 
     /// Holds, releases or removes the jobs `req` selects, as `user`.
     pub fn act(&mut self, user: &str, req: &ActRequest, now: i64) -> Result<ActAnswer, ApiError> {
-        let env = self.env(now);
-        let selector = Selector::new(&req.selection, user, &self.config.super_users)?;
-        let targets: Vec<JobId> = self
-            .queue
-            .jobs()
-            .filter(|(id, ad)| selector.selects((id.cluster, id.proc), ad, &env))
-            .map(|(id, _)| id)
-            .collect();
+        let targets = self
+            .act_snapshot(user, req, now)
+            .select(&Budget::unlimited())?;
+        self.act_on(user, req, targets, now)
+    }
+
+    /// What [`ActSelection::select`] needs, taken now: the queue's
+    /// snapshot.
+    pub fn act_snapshot(&self, user: &str, req: &ActRequest, now: i64) -> ActSelection {
+        ActSelection {
+            user: user.to_string(),
+            super_user: self.config.super_users.contains(user),
+            selection: req.selection.clone(),
+            env: self.env(now),
+            jobs: self.queue.snapshot(),
+        }
+    }
+
+    /// Acts on `targets`, the jobs the request selected when it was read
+    /// (those gone since are passed over; whether `user` may act on each,
+    /// and whether its status allows it, is decided now).
+    pub fn act_on(
+        &mut self,
+        user: &str,
+        req: &ActRequest,
+        targets: Vec<JobId>,
+        now: i64,
+    ) -> Result<ActAnswer, ApiError> {
         let mut before = BTreeMap::new();
         let mut changes = Vec::new();
         let mut failed = Vec::new();
@@ -503,39 +777,59 @@ impl Schedd {
         req: &HistoryRequest,
         now: i64,
     ) -> Result<HistoryAnswer, ApiError> {
-        let env = self.env(now);
-        let selector = Selector::new(&req.selection, user, &self.config.super_users)?;
-        let mut q = HistoryQuery::default();
+        let mut scan = self.history_scan(user, req.clone(), now);
+        while scan.wants_more() {
+            let rows = self.history_page(&scan)?;
+            scan.take(rows, &Budget::unlimited())?;
+        }
+        Ok(scan.answer())
+    }
+
+    /// A history query, to read with [`Schedd::history_page`] and
+    /// [`HistoryScan::take`].
+    pub fn history_scan(&self, user: &str, req: HistoryRequest, now: i64) -> HistoryScan {
+        let super_user = self.config.super_users.contains(user);
+        let mut query = HistoryQuery::default();
         // One id narrows the store's search; anything more is filtered here.
         if let [one] = req.selection.ids.as_slice() {
-            q.cluster = Some(one.cluster);
-            q.proc = one.proc;
+            query.cluster = Some(one.cluster);
+            query.proc = one.proc;
         }
         if let [owner] = req.selection.owners.as_slice() {
-            q.owner = Some(owner.clone());
+            query.owner = Some(owner.clone());
         }
         let plain = req.selection.constraint.is_none()
             && req.selection.ids.len() <= 1
             && req.selection.owners.len() <= 1
-            && selector.only.is_none();
-        if plain {
-            q.limit = req.limit;
+            && (!req.selection.mine || super_user);
+        HistoryScan {
+            user: user.to_string(),
+            super_user,
+            env: self.env(now),
+            store: self.store.path().to_path_buf(),
+            selector: None,
+            query,
+            plain,
+            before: None,
+            done: req.limit == Some(0),
+            looked_at: 0,
+            ads: Vec::new(),
+            req,
         }
-        let records = self.store.history(&q).map_err(|e| ApiError {
-            status: 500,
-            message: format!("the history could not be read: {e}"),
-        })?;
-        let mut ads = Vec::new();
-        for r in records {
-            if req.limit.is_some_and(|n| ads.len() >= n) {
-                break;
-            }
-            let id = (i64::from(r.id.cluster), i64::from(r.id.proc));
-            if selector.selects(id, &r.ad, &env) {
-                ads.push(ad_text(&project(&r.ad, &req.projection)));
-            }
+    }
+
+    /// The next page of the history for `scan`, as stored.
+    pub fn history_page(&self, scan: &HistoryScan) -> Result<Vec<HistoryRow>, ApiError> {
+        let mut q = scan.query.clone();
+        if scan.plain {
+            q.limit = scan.req.limit.map(|n| n.saturating_sub(scan.ads.len()));
         }
-        Ok(HistoryAnswer { ads })
+        self.store
+            .history_page(&q, scan.before, HISTORY_PAGE)
+            .map_err(|e| ApiError {
+                status: 500,
+                message: format!("the history could not be read: {e}"),
+            })
     }
 
     /// One evaluation of periodic job policy (and SYSTEM_PERIODIC_*).
@@ -893,6 +1187,245 @@ mod tests {
         assert_eq!(s.periodic(1100).unwrap(), 1);
         drop(s);
         let s = open(dir.path());
+        assert_eq!(
+            s.queue().status(JobId::new(i64::from(c), 0)),
+            Some(JobStatus::Held)
+        );
+    }
+
+    fn constraint(text: &str) -> Selection {
+        Selection {
+            constraint: Some(text.into()),
+            ..Selection::default()
+        }
+    }
+
+    #[test]
+    fn a_query_reads_the_queue_as_it_was_when_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(dir.path());
+        let c = submit(&mut s, "alice", 2, None);
+        // Taken under the lock; evaluated later, without it, while the
+        // queue changes: it answers for the queue as it was.
+        let q = s.query_snapshot("alice", QueryRequest::default(), 1000);
+        submit(&mut s, "alice", 1, None);
+        let hold = ActRequest {
+            action: Action::Hold,
+            selection: ids(&[&format!("{c}.0")]),
+            reason: None,
+        };
+        assert_eq!(s.act("alice", &hold, 1001).unwrap().done, vec!["1.0"]);
+        let a = q.run(&Budget::unlimited()).unwrap();
+        assert_eq!(a.ads.len(), 2);
+        assert_eq!((a.all_totals.jobs, a.all_totals.idle), (2, 2));
+        // A new one sees the queue now.
+        let a = s.query("alice", &QueryRequest::default(), 1002).unwrap();
+        assert_eq!((a.all_totals.jobs, a.all_totals.held), (3, 1));
+    }
+
+    #[test]
+    fn only_queries_that_evaluate_nothing_written_are_cheap() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(dir.path());
+        submit(&mut s, "alice", 100, None);
+        let cheap = |c: Option<&str>| {
+            let req = QueryRequest {
+                selection: Selection {
+                    constraint: c.map(str::to_string),
+                    ..Selection::default()
+                },
+                projection: vec![],
+            };
+            s.query_snapshot("alice", req, 1000).is_cheap()
+        };
+        // Counting (nothing selected) is cheap; 100 ads written, or any
+        // constraint to evaluate, are not.
+        assert!(cheap(Some("false")));
+        assert!(cheap(Some("0")));
+        assert!(!cheap(None));
+        assert!(!cheap(Some("true")));
+        assert!(!cheap(Some("JobStatus == 1")));
+        assert!(!cheap(Some("false || regexp(\"a\", Cmd)")));
+    }
+
+    #[test]
+    fn a_query_that_runs_out_of_time_is_refused_and_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(dir.path());
+        submit(&mut s, "alice", 3, None);
+        let req = QueryRequest {
+            selection: constraint("JobStatus == 1"),
+            projection: vec![],
+        };
+        let spent = Budget::new(Duration::ZERO);
+        let e = s
+            .query_snapshot("alice", req.clone(), 1000)
+            .run(&spent)
+            .unwrap_err();
+        assert_eq!(e.status, 503);
+        assert!(
+            e.message.starts_with(
+                "the constraint took too long to evaluate: the pool stops a query after 0 seconds"
+            ) && e.message.contains("it had looked at 0 of 3 ads"),
+            "{e:?}"
+        );
+        // The history and an action's selection are held to it too.
+        let h = s
+            .history_scan("alice", HistoryRequest::default(), 1000)
+            .take(Vec::new(), &spent);
+        assert!(h.is_ok(), "nothing to look at is never too long");
+        let act = ActRequest {
+            action: Action::Remove,
+            selection: constraint("true"),
+            reason: None,
+        };
+        let e = s
+            .act_snapshot("alice", &act, 1000)
+            .select(&spent)
+            .unwrap_err();
+        assert!(e.message.contains("took too long"), "{e:?}");
+        assert_eq!(s.queue().len(), 3, "nothing was removed");
+        // With time to spare it answers.
+        let a = s
+            .query_snapshot("alice", req, 1000)
+            .run(&Budget::new(Duration::from_secs(60)))
+            .unwrap();
+        assert_eq!(a.ads.len(), 3);
+    }
+
+    #[test]
+    fn an_action_acts_on_what_its_selection_chose_and_rechecks_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(dir.path());
+        let c = submit(&mut s, "alice", 2, None);
+        let rm = ActRequest {
+            action: Action::Remove,
+            selection: constraint("JobStatus == 1"),
+            reason: None,
+        };
+        // Selected off the lock (both idle)...
+        let chosen = s
+            .act_snapshot("bob", &rm, 1000)
+            .select(&Budget::unlimited())
+            .unwrap();
+        assert_eq!(chosen.len(), 2);
+        // ...then one is removed by its owner before the action runs.
+        let first = ActRequest {
+            action: Action::Remove,
+            selection: ids(&[&format!("{c}.0")]),
+            reason: None,
+        };
+        assert_eq!(s.act("alice", &first, 1001).unwrap().done, vec!["1.0"]);
+        // The job gone is passed over; whether bob may act on the other is
+        // decided now (he may not).
+        let a = s.act_on("bob", &rm, chosen, 1002).unwrap();
+        assert!(a.done.is_empty());
+        assert_eq!(a.failed.len(), 1);
+        assert!(
+            a.failed[0].error.contains("bob may not remove job 1.1"),
+            "{a:?}"
+        );
+    }
+
+    #[test]
+    fn the_history_is_read_page_by_page_with_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(dir.path());
+        let n = HISTORY_PAGE as u32 + 10;
+        submit(&mut s, "alice", n, None);
+        let rm = ActRequest {
+            action: Action::Remove,
+            selection: Selection::default(),
+            reason: None,
+        };
+        assert_eq!(s.act("alice", &rm, 1001).unwrap().done.len(), n as usize);
+        let all = s
+            .history("alice", &HistoryRequest::default(), 1002)
+            .unwrap();
+        assert_eq!(all.ads.len(), n as usize);
+        // Newest first across the pages: the last proc removed first.
+        assert!(
+            all.ads[0].contains(&format!("ProcId = {}", n - 1)),
+            "{}",
+            all.ads[0]
+        );
+        for (limit, selection) in [
+            (3, Selection::default()),
+            (HISTORY_PAGE + 5, constraint("ProcId >= 0")),
+            (1, constraint("ProcId == 2")),
+        ] {
+            let req = HistoryRequest {
+                selection,
+                limit: Some(limit),
+                projection: vec!["ProcId".into()],
+            };
+            let h = s.history("alice", &req, 1003).unwrap();
+            assert_eq!(h.ads.len(), limit, "{req:?}");
+        }
+        let mut scan = s.history_scan("alice", HistoryRequest::default(), 1004);
+        let page = s.history_page(&scan).unwrap();
+        assert_eq!(page.len(), HISTORY_PAGE);
+        scan.take(page, &Budget::unlimited()).unwrap();
+        assert!(scan.wants_more());
+    }
+
+    #[test]
+    fn a_submission_is_parsed_before_it_is_queued() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(dir.path());
+        let c = s.new_cluster("alice").unwrap().cluster;
+        let req = SubmitRequest {
+            cluster: c,
+            ads: vec![job(c, 0, None), job(c, 1, None)],
+        };
+        // Parsing needs nothing of the queue (it is done off the lock).
+        let parsed = ParsedSubmission::parse(req).unwrap();
+        assert!(s.queue().is_empty());
+        let done = s.submit_parsed("alice", parsed, 1000).unwrap();
+        assert_eq!(done.procs, 2);
+        let e = ParsedSubmission::parse(SubmitRequest {
+            cluster: c,
+            ads: vec![],
+        })
+        .unwrap_err();
+        assert!(e.message.contains("needs at least one job"), "{e:?}");
+    }
+
+    #[test]
+    fn a_submitted_status_other_than_idle_or_held_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(dir.path());
+        let c = s.new_cluster("alice").unwrap().cluster;
+        let mut ad = ClassAd::parse(&job(c, 0, None)).unwrap();
+        ad.insert_value("JobStatus", 2i64);
+        let e = s
+            .submit(
+                "alice",
+                SubmitRequest {
+                    cluster: c,
+                    ads: vec![ad_text(&ad)],
+                },
+                1000,
+            )
+            .unwrap_err();
+        assert_eq!(e.status, 400);
+        assert!(
+            e.message
+                .contains("JobStatus = 2 may not be submitted: a job enters the queue Idle (1)"),
+            "{e:?}"
+        );
+        assert!(s.queue().is_empty());
+        // Held is a status a submission may give.
+        ad.insert_value("JobStatus", 5i64);
+        s.submit(
+            "alice",
+            SubmitRequest {
+                cluster: c,
+                ads: vec![ad_text(&ad)],
+            },
+            1000,
+        )
+        .unwrap();
         assert_eq!(
             s.queue().status(JobId::new(i64::from(c), 0)),
             Some(JobStatus::Held)

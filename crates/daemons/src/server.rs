@@ -1,28 +1,42 @@
-//! The personal pool's process: the state directory, the socket, the axum
-//! routes over the [`Node`] (the access point, execute point and central
+//! The personal pool's process: the state directory, the socket, the
+//! requests over the [`Node`] (the access point, execute point and central
 //! manager), the timers (startd polls, negotiation cycles, periodic job
 //! policy, keep-alives), waiting on jobs and hooks, and shutdown.
+//!
+//! Every local user may connect, so no one user may hold up the others:
+//! each connection is served by hyper under limits (one user's open
+//! connections, the time to send a request's headers and body, the size
+//! of a body, the time an answer may wait to be read), and queries are
+//! evaluated on snapshots, off the lock every other request needs, within
+//! a time limit and a few at once for each user. The constants below say
+//! each limit and why it is what it is.
 
+use std::collections::HashMap;
+use std::convert::Infallible;
 use std::fmt;
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use axum::body::Bytes;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
-use axum::http::{StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::{Body as _, Bytes, Incoming};
+use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use wire::api;
 
 use crate::admin::Reloaded;
 use crate::execute::{Node, NodeConfig, Work};
 use crate::identity::Peer;
-use crate::schedd_service::{ApiError, PoolConfig, Schedd};
+use crate::schedd_service::{to_json, ApiError, Budget, ParsedSubmission, PoolConfig, Schedd};
 
 /// Why the pool could not start or run.
 #[derive(Debug)]
@@ -148,6 +162,7 @@ impl Pool {
     /// Serves until SIGTERM, SIGINT or a shutdown request, then removes
     /// the socket and closes the queue.
     pub fn run(self) -> Result<(), Error> {
+        raise_open_files_limit();
         let socket = self.socket.clone();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -181,22 +196,15 @@ impl Pool {
             shutdown: Notify::new(),
             reschedule: Notify::new(),
             reload: self.reload,
+            connections: Arc::new(Connections::new()),
+            queries: PerUser::new(QUERIES_PER_USER),
+            submissions: PerUser::new(SUBMISSIONS_READ_PER_USER),
+            threads: QueryThreads::new().map_err(|source| Error::Io {
+                path: socket.clone(),
+                op: "starting the query threads",
+                source,
+            })?,
         });
-        let app = Router::new()
-            .route(api::PATH_HELLO, post(hello))
-            .route(api::PATH_NEW_CLUSTER, post(new_cluster))
-            .route(api::PATH_SUBMIT, post(submit))
-            .route(api::PATH_QUERY, post(query))
-            .route(api::PATH_ACT, post(act))
-            .route(api::PATH_HISTORY, post(history))
-            .route(api::PATH_SHUTDOWN, post(shutdown))
-            .route(api::PATH_SLOTS, post(slots))
-            .route(api::PATH_STARTD, post(startd_command))
-            .route(api::PATH_USERPRIO, post(userprio))
-            .route(api::PATH_RECONFIG, post(reconfig))
-            .fallback(unknown)
-            .layer(DefaultBodyLimit::max(256 << 20))
-            .with_state(shared.clone());
 
         every(&shared, self.periodic_interval, false, |node, now| {
             if let Err(e) = node.schedd.periodic(now) {
@@ -242,18 +250,37 @@ impl Pool {
                 _ = stop.shutdown.notified() => {}
             }
         };
-        let served = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
-            .with_graceful_shutdown(stopped)
-            .await
-            .map_err(|source| Error::Io {
-                path: socket,
-                op: "serving",
-                source,
-            });
+        tokio::pin!(stopped);
+        let graceful = GracefulShutdown::new();
+        let mut complained: Option<Instant> = None;
+        loop {
+            let accepted = tokio::select! {
+                a = listener.accept() => a,
+                () = &mut stopped => break,
+            };
+            match accepted {
+                Ok((stream, _)) => serve_connection(&shared, &graceful, stream),
+                Err(e) => {
+                    // Out of descriptors (or memory) is not the end: the
+                    // clients wait in the listen queue until connections
+                    // close. Said once a minute, not at every try.
+                    if complained.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                        eprintln!("ferrocondor: accepting a connection: {e} (trying again)");
+                        complained = Some(Instant::now());
+                    }
+                    if out_of_resources(&e) {
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    }
+                }
+            }
+        }
+        // No new connections; the requests under way finish (for a while).
+        drop(listener);
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;
         // Jobs still running are killed; the queue keeps them as running,
         // so the next start evicts them to idle and they run again.
         shared.lock().kill_all();
-        served
+        Ok(())
     }
 }
 
@@ -261,14 +288,130 @@ impl Pool {
 /// enough that a slow hook or a big output transfer does not hold up the
 /// others, few enough that they do not crowd a small machine (measured
 /// with `ferrocondor bench throughput`: 8 did as well as 16, and better
-/// than 4 or tokio's default 512).
+/// than 4 or tokio's default 512). Queries do not use them: they run on
+/// threads of their own ([`QueryThreads`]), so no user's queries can keep
+/// a job from starting.
 const BLOCKING_THREADS: usize = 8;
+
+/// How long a connection may take to send a request's headers, counted
+/// from when it opens (or from the end of its previous answer). A tool
+/// sends its headers in one write as soon as it connects, so 10 seconds
+/// is generous even on a machine deep in swap; a connection that sends
+/// half a request, or nothing, is closed after it.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a request's body may take to arrive, from its headers on. The
+/// largest body, a 256 MiB submission, takes well under a second over a
+/// Unix socket (a tool has it ready in memory before it connects); a body
+/// slower than this is cut off with 408.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A client that stops reading its answer: the connection is closed when
+/// this long passes with no byte of the answer taken. (A tool reads the
+/// answer as fast as it comes.)
+const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connections one user may have open at once. A tool uses one connection
+/// a request, and a person's scripts rarely run more than a few tools at
+/// once; beyond this, a new connection is closed at once, so one user's
+/// thousands of idle connections cost the pool 32 descriptors and keep no
+/// one else out. Root and the pool's own user are not counted: they may
+/// stop the pool anyway, so a limit protects nothing from them, and the
+/// pool's own tools (its owner's scripts, `bench`) must never be turned
+/// away by their own idle connections.
+const CONNECTIONS_PER_USER: usize = 32;
+
+/// How long one query (`q`, `history`, `status`, the selection of `rm`,
+/// `hold`, `release`) may evaluate its constraint: a query over a big
+/// queue or history with a plain constraint takes milliseconds, one that
+/// takes 10 seconds is refused ("the constraint took too long ...") so
+/// that it does not occupy the machine. Checked between one ad and the
+/// next; an ad whose evaluation alone takes longer (classad's own cost
+/// limit bounds that) is answered at the limit, and its thread ends when
+/// the ad is done.
+const QUERY_TIME_LIMIT: Duration = Duration::from_secs(10);
+
+/// The most query threads at once: far more than the users of a machine
+/// have queries at once ([`QUERIES_PER_USER`] each); past it, a query
+/// waits for a thread (within its time limit).
+const QUERY_THREADS: usize = 256;
+
+/// Queries one user may have evaluating at once. Each evaluates on a
+/// thread of its own, without the pool's lock; two let a person run `q`
+/// in one terminal while another waits on a slow `history`, and keep one
+/// user's expensive constraints to two threads (a third waits, then is
+/// refused when its time is up).
+const QUERIES_PER_USER: usize = 2;
+
+/// Submissions one user may have on the way in at once (read and parsed):
+/// only a submission may be big (up to `wire::api::MAX_SUBMIT_BYTES`), so
+/// this bounds the memory one user's submissions take together.
+const SUBMISSIONS_READ_PER_USER: usize = 1;
+
+/// After an error accepting a connection for want of descriptors or
+/// memory, the accept loop waits this long before trying again (instead
+/// of spinning, or giving up).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// How long the requests under way may take to finish at shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// A request or answer at least this big is followed, once its connection
+/// closes, by handing the memory it took back to the system (see
+/// [`set_memory_release`]).
+const RELEASE_AFTER_BYTES: usize = 8 << 20;
+
+/// How the process hands freed memory back to the system, when its
+/// allocator keeps it (the `ferrocondor` binary's mimalloc does).
+static MEMORY_RELEASE: OnceLock<fn()> = OnceLock::new();
+
+/// Sets how freed memory is handed back to the system after a large
+/// request: the allocator is the binary's choice, so the binary says.
+/// Without it, nothing is done.
+pub fn set_memory_release(release: fn()) {
+    let _ = MEMORY_RELEASE.set(release);
+}
+
+/// Raises this process's soft limit on open files to its hard limit, so
+/// that many connections at once (each a descriptor) do not run the pool
+/// out of descriptors.
+fn raise_open_files_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write `lim`.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                eprintln!(
+                    "ferrocondor: cannot raise the limit on open files to {}: {}",
+                    lim.rlim_max,
+                    std::io::Error::last_os_error()
+                );
+            }
+        }
+    }
+}
+
+/// Errors of `accept` that pass once something is closed.
+fn out_of_resources(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
+}
 
 struct Shared {
     node: Mutex<Node>,
     shutdown: Notify,
     reschedule: Notify,
     reload: Option<Reload>,
+    connections: Arc<Connections>,
+    queries: PerUser,
+    submissions: PerUser,
+    threads: QueryThreads,
 }
 
 impl Shared {
@@ -276,6 +419,236 @@ impl Shared {
     /// is stored before memory is trusted), so a poisoned lock is taken.
     fn lock(&self) -> std::sync::MutexGuard<'_, Node> {
         self.node.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The connections open, by the peer's uid (`None`: the kernel did not
+/// say).
+struct Connections {
+    open: Mutex<HashMap<Option<u32>, usize>>,
+    /// Root and the pool's own user: not limited.
+    exempt: [u32; 2],
+}
+
+impl Connections {
+    fn new() -> Connections {
+        // SAFETY: getuid cannot fail.
+        let me = unsafe { libc::getuid() };
+        Connections {
+            open: Mutex::new(HashMap::new()),
+            exempt: [0, me],
+        }
+    }
+
+    /// A place for one more connection of `uid`, or none when that user
+    /// has [`CONNECTIONS_PER_USER`] open already.
+    fn admit(self: &Arc<Self>, uid: Option<u32>) -> Option<ConnectionSlot> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(uid).or_insert(0);
+        let exempt = uid.is_some_and(|u| self.exempt.contains(&u));
+        if !exempt && *n >= CONNECTIONS_PER_USER {
+            return None;
+        }
+        *n += 1;
+        Some(ConnectionSlot {
+            connections: self.clone(),
+            uid,
+        })
+    }
+
+    #[cfg(test)]
+    fn count(&self, uid: Option<u32>) -> usize {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.get(&uid).copied().unwrap_or(0)
+    }
+}
+
+/// One open connection, counted until it is dropped.
+struct ConnectionSlot {
+    connections: Arc<Connections>,
+    uid: Option<u32>,
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        let mut open = self
+            .connections
+            .open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.uid) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.uid);
+            }
+        }
+    }
+}
+
+/// A few of something for each user (by uid): queries evaluating,
+/// submissions being read.
+struct PerUser {
+    each: usize,
+    users: Mutex<HashMap<Option<u32>, Arc<Semaphore>>>,
+}
+
+impl PerUser {
+    fn new(each: usize) -> PerUser {
+        PerUser {
+            each,
+            users: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// One of `uid`'s places, waiting for one until `until`; `None` if
+    /// none came free by then.
+    async fn acquire(
+        &self,
+        uid: Option<u32>,
+        until: Option<Instant>,
+    ) -> Option<OwnedSemaphorePermit> {
+        let semaphore = {
+            let mut users = self.users.lock().unwrap_or_else(|p| p.into_inner());
+            users
+                .entry(uid)
+                .or_insert_with(|| Arc::new(Semaphore::new(self.each)))
+                .clone()
+        };
+        match until {
+            Some(t) => tokio::time::timeout_at(t.into(), semaphore.acquire_owned())
+                .await
+                .ok()?
+                .ok(),
+            None => semaphore.acquire_owned().await.ok(),
+        }
+    }
+}
+
+/// Serves one connection with hyper: its user counted (and refused, by
+/// closing it at once, beyond [`CONNECTIONS_PER_USER`]), its headers due
+/// within [`HEADER_READ_TIMEOUT`], its answers taken within
+/// [`WRITE_STALL_TIMEOUT`].
+fn serve_connection(
+    shared: &Arc<Shared>,
+    graceful: &GracefulShutdown,
+    stream: tokio::net::UnixStream,
+) {
+    let uid = stream.peer_cred().ok().map(|c| c.uid());
+    let Some(slot) = shared.connections.admit(uid) else {
+        // Dropping the stream closes it.
+        return;
+    };
+    let peer = Peer { uid };
+    let large = Arc::new(AtomicBool::new(false));
+    let service = {
+        let shared = shared.clone();
+        let large = large.clone();
+        hyper::service::service_fn(move |req| {
+            let shared = shared.clone();
+            let large = large.clone();
+            async move { Ok::<_, Infallible>(respond(&shared, peer, req, &large).await) }
+        })
+    };
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let conn =
+        graceful.watch(http.serve_connection(StallGuard::new(TokioIo::new(stream)), service));
+    tokio::spawn(async move {
+        let _ = conn.await;
+        drop(slot);
+        if large.load(Ordering::Relaxed) {
+            if let Some(release) = MEMORY_RELEASE.get() {
+                release();
+            }
+        }
+    });
+}
+
+/// A connection's stream whose writes may stall for at most
+/// [`WRITE_STALL_TIMEOUT`].
+struct StallGuard<T> {
+    io: T,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> StallGuard<T> {
+    fn new(io: T) -> StallGuard<T> {
+        StallGuard { io, stalled: None }
+    }
+
+    /// The write could not proceed: an error once it has not for too long.
+    fn stall<R>(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<R>> {
+        let timer = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(WRITE_STALL_TIMEOUT)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client stopped reading its answer",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn progress<R>(
+        &mut self,
+        p: Poll<std::io::Result<R>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<std::io::Result<R>> {
+        match p {
+            Poll::Pending => self.stall(cx),
+            ready => {
+                self.stalled = None;
+                ready
+            }
+        }
+    }
+}
+
+impl<T: hyper::rt::Read + Unpin> hyper::rt::Read for StallGuard<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl<T: hyper::rt::Write + Unpin> hyper::rt::Write for StallGuard<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let p = Pin::new(&mut this.io).poll_write(cx, buf);
+        this.progress(p, cx)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let p = Pin::new(&mut this.io).poll_flush(cx);
+        this.progress(p, cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let p = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.progress(p, cx)
     }
 }
 
@@ -435,68 +808,442 @@ fn run_hook(program: &Path, args: &[String], input: &str) -> Result<String, Stri
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::BAD_REQUEST);
-        (
-            status,
-            Json(api::ErrorBody {
-                error: self.message,
-            }),
-        )
-            .into_response()
+// ---- requests ---------------------------------------------------------
+
+type Answer = Response<Full<Bytes>>;
+
+/// An answer of JSON bytes.
+fn json_answer(status: StatusCode, body: Vec<u8>) -> Answer {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+fn refusal(e: ApiError) -> Answer {
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
+    let body = serde_json::to_vec(&api::ErrorBody { error: e.message }).unwrap_or_default();
+    json_answer(status, body)
+}
+
+/// `a` as JSON, or the refusal.
+fn answer<T: Serialize>(a: Result<T, ApiError>) -> Answer {
+    match a.and_then(|a| to_json(&a)) {
+        Ok(body) => json_answer(StatusCode::OK, body),
+        Err(e) => refusal(e),
     }
 }
 
-/// Reads the request, learns who asks, runs `f` on the node.
-fn handle<Req, Ans>(
+/// An answer already serialized (by the thread that evaluated it).
+fn serialized(a: Result<Vec<u8>, ApiError>) -> Answer {
+    match a {
+        Ok(body) => json_answer(StatusCode::OK, body),
+        Err(e) => refusal(e),
+    }
+}
+
+/// The API's endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Hello,
+    NewCluster,
+    Submit,
+    Query,
+    Act,
+    History,
+    Shutdown,
+    Slots,
+    Startd,
+    Userprio,
+    Reconfig,
+}
+
+impl Route {
+    fn of(path: &str) -> Option<Route> {
+        Some(match path {
+            api::PATH_HELLO => Route::Hello,
+            api::PATH_NEW_CLUSTER => Route::NewCluster,
+            api::PATH_SUBMIT => Route::Submit,
+            api::PATH_QUERY => Route::Query,
+            api::PATH_ACT => Route::Act,
+            api::PATH_HISTORY => Route::History,
+            api::PATH_SHUTDOWN => Route::Shutdown,
+            api::PATH_SLOTS => Route::Slots,
+            api::PATH_STARTD => Route::Startd,
+            api::PATH_USERPRIO => Route::Userprio,
+            api::PATH_RECONFIG => Route::Reconfig,
+            _ => return None,
+        })
+    }
+}
+
+/// One request: where it goes, who asks, its body (bounded in size and
+/// time), then the endpoint. `large` is set when the request or its
+/// answer was big enough that memory should be handed back afterwards.
+async fn respond(
     shared: &Arc<Shared>,
     peer: Peer,
-    body: &[u8],
-    f: impl FnOnce(&mut Node, &str, Req) -> Result<Ans, ApiError>,
-) -> Response
-where
-    Req: DeserializeOwned,
-    Ans: Serialize,
-{
+    req: Request<Incoming>,
+    large: &AtomicBool,
+) -> Answer {
+    let path = req.uri().path().to_string();
+    let Some(route) = Route::of(&path) else {
+        return refusal(ApiError {
+            status: 404,
+            message: format!("no such request: {path} (this pool speaks API v1)"),
+        });
+    };
+    if req.method() != Method::POST {
+        return refusal(ApiError {
+            status: 405,
+            message: format!("{path} takes POST, not {}", req.method()),
+        });
+    }
     let user = match peer.user() {
         Ok(u) => u,
-        Err(why) => return ApiError::forbidden(format!("who are you? {why}")).into_response(),
+        Err(why) => return refusal(ApiError::forbidden(format!("who are you? {why}"))),
     };
+    // Only a submission may be big, and only from someone who may submit:
+    // anyone else is refused before the body is read.
+    if route == Route::Submit {
+        if let Err(e) = may_submit(peer, &user) {
+            return refusal(e);
+        }
+    }
+    let (body, permit) = match read_body(shared, peer, &path, req).await {
+        Ok(b) => b,
+        Err(e) => return refusal(e),
+    };
+    let answer = match route {
+        Route::Hello => handle(shared, &user, &body, |n, user, _: api::Empty| {
+            Ok(n.schedd.hello(user))
+        }),
+        Route::NewCluster => handle(shared, &user, &body, |n, user, _: api::Empty| {
+            may_submit(peer, user)?;
+            n.schedd.new_cluster(user)
+        }),
+        Route::Submit => submit(shared, &user, body, permit).await,
+        Route::Query => query(shared, peer, &user, &body).await,
+        Route::Act => act(shared, peer, &user, &body).await,
+        Route::History => history(shared, peer, &user, &body).await,
+        Route::Shutdown => shutdown(shared, peer, &user, &body),
+        Route::Slots => slots(shared, peer, &body).await,
+        Route::Startd => handle(shared, &user, &body, |n, user, req: api::StartdCommand| {
+            admin(n, peer, user)?;
+            n.startd_command(req, now())
+        }),
+        Route::Userprio => handle(
+            shared,
+            &user,
+            &body,
+            |n, user, req: api::UserprioRequest| {
+                let changes = req.set_factor.is_some()
+                    || req.set_priority.is_some()
+                    || req.reset_usage.is_some();
+                if changes {
+                    admin(n, peer, user)?;
+                }
+                Ok(n.userprio(&req, now()))
+            },
+        ),
+        Route::Reconfig => reconfig(shared, peer, &user, &body),
+    };
+    let answered = answer.body().size_hint().exact().unwrap_or(0);
+    if answered >= RELEASE_AFTER_BYTES as u64 {
+        large.store(true, Ordering::Relaxed);
+    }
+    answer
+}
+
+/// The body of `req`: refused when its length says it is over the
+/// endpoint's limit (before a byte of it is read), cut off when it grows
+/// over it or takes longer than [`BODY_TIMEOUT`]. A submission waits for
+/// the user's place to be read ([`SUBMISSIONS_READ_PER_USER`]), which it
+/// keeps (the permit returned) until its ads are parsed.
+async fn read_body(
+    shared: &Arc<Shared>,
+    peer: Peer,
+    path: &str,
+    req: Request<Incoming>,
+) -> Result<(Vec<u8>, Option<OwnedSemaphorePermit>), ApiError> {
+    let limit = api::body_limit(path);
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large(path, declared));
+    }
+    let deadline = Instant::now() + BODY_TIMEOUT;
+    let slow = || ApiError {
+        status: 408,
+        message: format!(
+            "the request's body did not arrive within {} seconds of its headers, so the pool \
+             stopped waiting for it",
+            BODY_TIMEOUT.as_secs()
+        ),
+    };
+    let permit = if path == api::PATH_SUBMIT {
+        let p = shared.submissions.acquire(peer.uid, Some(deadline)).await;
+        Some(p.ok_or_else(slow)?)
+    } else {
+        None
+    };
+    let mut body = Limited::new(req.into_body(), limit);
+    // The declared length is at most the limit, and only a submission
+    // (from someone who may submit) may declare much.
+    let mut bytes = Vec::with_capacity(declared.unwrap_or(0) as usize);
+    loop {
+        let frame = tokio::time::timeout_at(deadline.into(), body.frame())
+            .await
+            .map_err(|_| slow())?;
+        match frame {
+            None => break,
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    bytes.extend_from_slice(&data);
+                }
+            }
+            Some(Err(e)) if e.is::<LengthLimitError>() => return Err(too_large(path, None)),
+            Some(Err(e)) => return Err(ApiError::bad_request(format!("reading the request: {e}"))),
+        }
+    }
+    Ok((bytes, permit))
+}
+
+fn too_large(path: &str, size: Option<u64>) -> ApiError {
+    ApiError {
+        status: 413,
+        message: api::too_large(path, size),
+    }
+}
+
+/// A request's JSON (an empty body is `{}`).
+fn decode<Req: DeserializeOwned>(body: &[u8]) -> Result<Req, ApiError> {
     let body = if body.iter().all(u8::is_ascii_whitespace) {
         &b"{}"[..]
     } else {
         body
     };
-    let req: Req = match serde_json::from_slice(body) {
-        Ok(r) => r,
-        Err(e) => return ApiError::bad_request(format!("malformed request: {e}")).into_response(),
-    };
-    match run_on(shared, |node, _| f(node, &user, req)) {
-        Ok(a) => Json(a).into_response(),
-        Err(e) => e.into_response(),
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("malformed request: {e}")))
+}
+
+/// Reads the request and runs `f` on the node, under the lock.
+fn handle<Req, Ans>(
+    shared: &Arc<Shared>,
+    user: &str,
+    body: &[u8],
+    f: impl FnOnce(&mut Node, &str, Req) -> Result<Ans, ApiError>,
+) -> Answer
+where
+    Req: DeserializeOwned,
+    Ans: Serialize,
+{
+    match decode(body) {
+        Ok(req) => answer(run_on(shared, |node, _| f(node, user, req))),
+        Err(e) => refusal(e),
     }
 }
 
-async fn hello(
-    State(s): State<Arc<Shared>>,
-    ConnectInfo(p): ConnectInfo<Peer>,
-    body: Bytes,
-) -> Response {
-    handle(&s, p, &body, |n, user, _: api::Empty| {
-        Ok(n.schedd.hello(user))
+/// Runs `f` on one of the query threads ([`QueryThreads`]), away from the
+/// runtime's thread and without the pool's lock, holding `permit` (one of
+/// the user's places) until it is done. Its answer is awaited until
+/// `budget` runs out (and a moment more, for `f`'s own refusal to
+/// arrive); after that the request is refused, and `f` ends on its own
+/// when the ad it is evaluating is done (its permit with it).
+async fn off_thread<T: Send + 'static>(
+    threads: &QueryThreads,
+    permit: Option<OwnedSemaphorePermit>,
+    budget: Budget,
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let task = threads.handle().spawn_blocking(move || {
+        let out = f();
+        drop(permit);
+        out
+    });
+    let out = match budget.until() {
+        Some(t) => tokio::time::timeout_at((t + Duration::from_millis(250)).into(), task)
+            .await
+            .map_err(|_| budget.exhausted(None, None))?,
+        None => task.await,
+    };
+    out.unwrap_or_else(|e| {
+        Err(ApiError {
+            status: 500,
+            message: format!("the request failed: {e}"),
+        })
     })
 }
 
-async fn new_cluster(
-    State(s): State<Arc<Shared>>,
-    ConnectInfo(p): ConnectInfo<Peer>,
-    body: Bytes,
-) -> Response {
-    handle(&s, p, &body, |n, user, _: api::Empty| {
-        may_submit(p, user)?;
-        n.schedd.new_cluster(user)
+/// The threads queries are evaluated on: a blocking pool of their own (a
+/// runtime that runs nothing else), apart from [`BLOCKING_THREADS`] so
+/// that queries never keep a job from starting, and reused from one query
+/// to the next (a thread made for each query cost about 80 µs a query).
+/// How many run at once is bounded by [`QUERIES_PER_USER`] for each user.
+struct QueryThreads {
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl QueryThreads {
+    fn new() -> std::io::Result<QueryThreads> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .thread_name("ferrocondor-query")
+            .max_blocking_threads(QUERY_THREADS)
+            .thread_keep_alive(Duration::from_secs(60))
+            .build()?;
+        Ok(QueryThreads {
+            runtime: Some(runtime),
+        })
+    }
+
+    fn handle(&self) -> &tokio::runtime::Handle {
+        match &self.runtime {
+            Some(r) => r.handle(),
+            None => unreachable!("the query threads are there until dropped"),
+        }
+    }
+}
+
+impl Drop for QueryThreads {
+    /// A query still evaluating one ad is not waited for.
+    fn drop(&mut self) {
+        if let Some(r) = self.runtime.take() {
+            r.shutdown_background();
+        }
+    }
+}
+
+/// A query's budget and one of the user's [`QUERIES_PER_USER`] places,
+/// waited for within the budget.
+async fn query_place(
+    shared: &Arc<Shared>,
+    peer: Peer,
+) -> Result<(Budget, OwnedSemaphorePermit), ApiError> {
+    let budget = Budget::new(QUERY_TIME_LIMIT);
+    match shared.queries.acquire(peer.uid, budget.until()).await {
+        Some(p) => Ok((budget, p)),
+        None => Err(ApiError {
+            status: 429,
+            message: format!(
+                "you have {QUERIES_PER_USER} queries evaluating already (the most one user may \
+                 have at once), and none finished within {} seconds; try again when they have",
+                QUERY_TIME_LIMIT.as_secs()
+            ),
+        }),
+    }
+}
+
+async fn submit(
+    shared: &Arc<Shared>,
+    user: &str,
+    body: Vec<u8>,
+    permit: Option<OwnedSemaphorePermit>,
+) -> Answer {
+    // Reading a big cluster's ads takes a while: not on the runtime's
+    // thread, not under the lock.
+    let parsed = off_thread(&shared.threads, permit, Budget::unlimited(), move || {
+        ParsedSubmission::parse(decode(&body)?)
     })
+    .await;
+    match parsed {
+        Ok(p) => answer(run_on(shared, |n, now| {
+            n.schedd.submit_parsed(user, p, now)
+        })),
+        Err(e) => refusal(e),
+    }
+}
+
+/// `q`: the queue's snapshot taken under the lock, evaluated off it.
+async fn query(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer {
+    let req: api::QueryRequest = match decode(body) {
+        Ok(r) => r,
+        Err(e) => return refusal(e),
+    };
+    let (budget, permit) = match query_place(shared, peer).await {
+        Ok(p) => p,
+        Err(e) => return refusal(e),
+    };
+    let q = shared.lock().schedd.query_snapshot(user, req, now());
+    if q.is_cheap() {
+        return answer(q.run(&budget));
+    }
+    serialized(
+        off_thread(&shared.threads, Some(permit), budget, move || {
+            to_json(&q.run(&budget)?)
+        })
+        .await,
+    )
+}
+
+/// `history`: read page by page, each page under the lock, evaluated off
+/// it.
+async fn history(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer {
+    let req: api::HistoryRequest = match decode(body) {
+        Ok(r) => r,
+        Err(e) => return refusal(e),
+    };
+    let (budget, permit) = match query_place(shared, peer).await {
+        Ok(p) => p,
+        Err(e) => return refusal(e),
+    };
+    let mut scan = shared.lock().schedd.history_scan(user, req, now());
+    let reader = shared.clone();
+    serialized(
+        off_thread(&shared.threads, Some(permit), budget, move || {
+            while scan.wants_more() {
+                let rows = reader.lock().schedd.history_page(&scan)?;
+                scan.take(rows, &budget)?;
+            }
+            to_json(&scan.answer())
+        })
+        .await,
+    )
+}
+
+/// `rm`, `hold`, `release`: the jobs selected on a snapshot off the lock,
+/// then acted on under it.
+async fn act(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer {
+    let req: api::ActRequest = match decode(body) {
+        Ok(r) => r,
+        Err(e) => return refusal(e),
+    };
+    let (budget, permit) = match query_place(shared, peer).await {
+        Ok(p) => p,
+        Err(e) => return refusal(e),
+    };
+    let selection = shared.lock().schedd.act_snapshot(user, &req, now());
+    let targets = off_thread(&shared.threads, Some(permit), budget, move || {
+        selection.select(&budget)
+    })
+    .await;
+    match targets {
+        Ok(t) => answer(run_on(shared, |n, now| n.schedd.act_on(user, &req, t, now))),
+        Err(e) => refusal(e),
+    }
+}
+
+/// `status`: the collector's ads published and copied under the lock,
+/// evaluated off it.
+async fn slots(shared: &Arc<Shared>, peer: Peer, body: &[u8]) -> Answer {
+    let req: api::SlotsRequest = match decode(body) {
+        Ok(r) => r,
+        Err(e) => return refusal(e),
+    };
+    let (budget, permit) = match query_place(shared, peer).await {
+        Ok(p) => p,
+        Err(e) => return refusal(e),
+    };
+    let q = run_on(shared, |n, now| n.slots_snapshot(req, now));
+    serialized(
+        off_thread(&shared.threads, Some(permit), budget, move || {
+            to_json(&q.run(&budget)?)
+        })
+        .await,
+    )
 }
 
 /// A pool started by a user runs every job as that user, so only that user
@@ -515,59 +1262,13 @@ fn may_submit(peer: Peer, user: &str) -> Result<(), ApiError> {
     )))
 }
 
-async fn submit(
-    State(s): State<Arc<Shared>>,
-    ConnectInfo(p): ConnectInfo<Peer>,
-    body: Bytes,
-) -> Response {
-    handle(&s, p, &body, |n, user, req: api::SubmitRequest| {
-        may_submit(p, user)?;
-        n.schedd.submit(user, req, now())
-    })
-}
-
-async fn query(
-    State(s): State<Arc<Shared>>,
-    ConnectInfo(p): ConnectInfo<Peer>,
-    body: Bytes,
-) -> Response {
-    handle(&s, p, &body, |n, user, req: api::QueryRequest| {
-        n.schedd.query(user, &req, now())
-    })
-}
-
-async fn act(
-    State(s): State<Arc<Shared>>,
-    ConnectInfo(p): ConnectInfo<Peer>,
-    body: Bytes,
-) -> Response {
-    handle(&s, p, &body, |n, user, req: api::ActRequest| {
-        n.schedd.act(user, &req, now())
-    })
-}
-
-async fn history(
-    State(s): State<Arc<Shared>>,
-    ConnectInfo(p): ConnectInfo<Peer>,
-    body: Bytes,
-) -> Response {
-    handle(&s, p, &body, |n, user, req: api::HistoryRequest| {
-        n.schedd.history(user, &req, now())
-    })
-}
-
 /// Any local user may stop a personal pool only if they own it: the
 /// daemon's own user, or a queue super user.
-async fn shutdown(
-    State(s): State<Arc<Shared>>,
-    ConnectInfo(p): ConnectInfo<Peer>,
-    body: Bytes,
-) -> Response {
-    let shared = s.clone();
-    let response = handle(&s, p, &body, |_, user, _: api::Empty| {
+fn shutdown(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer {
+    let response = handle(shared, user, body, |_, user, _: api::Empty| {
         // SAFETY: getuid cannot fail.
         let me = unsafe { libc::getuid() };
-        if p.uid == Some(me) || p.uid == Some(0) {
+        if peer.uid == Some(me) || peer.uid == Some(0) {
             Ok(api::Empty {})
         } else {
             Err(ApiError::forbidden(format!(
@@ -597,51 +1298,11 @@ fn admin(node: &Node, peer: Peer, user: &str) -> Result<(), ApiError> {
     }
 }
 
-async fn slots(
-    State(s): State<Arc<Shared>>,
-    ConnectInfo(p): ConnectInfo<Peer>,
-    body: Bytes,
-) -> Response {
-    handle(&s, p, &body, |n, _, req: api::SlotsRequest| {
-        n.slots(&req, now())
-    })
-}
-
-async fn startd_command(
-    State(s): State<Arc<Shared>>,
-    ConnectInfo(p): ConnectInfo<Peer>,
-    body: Bytes,
-) -> Response {
-    handle(&s, p, &body, |n, user, req: api::StartdCommand| {
-        admin(n, p, user)?;
-        n.startd_command(req, now())
-    })
-}
-
-async fn userprio(
-    State(s): State<Arc<Shared>>,
-    ConnectInfo(p): ConnectInfo<Peer>,
-    body: Bytes,
-) -> Response {
-    handle(&s, p, &body, |n, user, req: api::UserprioRequest| {
-        let changes =
-            req.set_factor.is_some() || req.set_priority.is_some() || req.reset_usage.is_some();
-        if changes {
-            admin(n, p, user)?;
-        }
-        Ok(n.userprio(&req, now()))
-    })
-}
-
-async fn reconfig(
-    State(s): State<Arc<Shared>>,
-    ConnectInfo(p): ConnectInfo<Peer>,
-    body: Bytes,
-) -> Response {
-    let shared = s.clone();
-    handle(&s, p, &body, |n, user, _: api::Empty| {
-        admin(n, p, user)?;
-        let reload = shared.reload.as_ref().ok_or_else(|| {
+fn reconfig(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer {
+    let reload = shared.clone();
+    handle(shared, user, body, |n, user, _: api::Empty| {
+        admin(n, peer, user)?;
+        let reload = reload.reload.as_ref().ok_or_else(|| {
             ApiError::bad_request(
                 "this pool was started without a way to read its configuration again",
             )
@@ -653,10 +1314,125 @@ async fn reconfig(
     })
 }
 
-async fn unknown(uri: Uri) -> Response {
-    ApiError {
-        status: 404,
-        message: format!("no such request: {} (this pool speaks API v1)", uri.path()),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_gets_32_connections_and_the_next_is_refused_at_once() {
+        let c = Arc::new(Connections::new());
+        // A uid that is neither root nor the pool's own user.
+        // SAFETY: getuid cannot fail.
+        let me = unsafe { libc::getuid() };
+        let other = if me == 4242 { 4243 } else { 4242 };
+        let mut held: Vec<ConnectionSlot> = (0..CONNECTIONS_PER_USER)
+            .map(|_| c.admit(Some(other)).expect("within the limit"))
+            .collect();
+        assert!(c.admit(Some(other)).is_none(), "the 33rd is refused");
+        assert_eq!(c.count(Some(other)), CONNECTIONS_PER_USER);
+        // Another user is not held up by the first one's connections.
+        assert!(c.admit(Some(other + 100)).is_some());
+        // Closing one makes room for one.
+        held.pop();
+        assert!(c.admit(Some(other)).is_some());
+        drop(held);
+        assert_eq!(c.count(Some(other)), 0);
+        // A peer the kernel did not name is limited like a user.
+        let anon: Vec<_> = (0..CONNECTIONS_PER_USER)
+            .filter_map(|_| c.admit(None))
+            .collect();
+        assert_eq!(anon.len(), CONNECTIONS_PER_USER);
+        assert!(c.admit(None).is_none());
     }
-    .into_response()
+
+    #[test]
+    fn root_and_the_pools_own_user_are_not_limited() {
+        let c = Arc::new(Connections::new());
+        // SAFETY: getuid cannot fail.
+        let me = unsafe { libc::getuid() };
+        for uid in [0, me] {
+            let held: Vec<_> = (0..3 * CONNECTIONS_PER_USER)
+                .map(|_| c.admit(Some(uid)).expect("not limited"))
+                .collect();
+            assert_eq!(c.count(Some(uid)), held.len());
+        }
+    }
+
+    #[test]
+    fn a_user_has_two_queries_at_once_and_a_third_waits_then_gives_up() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let q = PerUser::new(QUERIES_PER_USER);
+            let soon = || Some(Instant::now() + Duration::from_millis(50));
+            let a = q.acquire(Some(1000), soon()).await.expect("first");
+            let _b = q.acquire(Some(1000), soon()).await.expect("second");
+            assert!(q.acquire(Some(1000), soon()).await.is_none());
+            // Someone else's queries are theirs.
+            assert!(q.acquire(Some(1001), soon()).await.is_some());
+            drop(a);
+            assert!(q.acquire(Some(1000), soon()).await.is_some());
+        });
+    }
+
+    #[test]
+    fn a_query_over_its_budget_is_answered_at_the_limit_and_keeps_its_place() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let places = PerUser::new(1);
+            let permit = places.acquire(Some(7), None).await.unwrap();
+            let budget = Budget::new(Duration::from_millis(100));
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            let t0 = Instant::now();
+            // An evaluation that does not look at its budget (one ad's
+            // evaluation that takes long).
+            let threads = QueryThreads::new().unwrap();
+            let out = off_thread(&threads, Some(permit), budget, move || {
+                let _ = rx.recv();
+                Ok(())
+            })
+            .await;
+            let e = out.unwrap_err();
+            assert!(
+                e.message
+                    .contains("the constraint took too long to evaluate")
+                    && e.message.contains("it was still evaluating one ad"),
+                "{e:?}"
+            );
+            assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+            // The thread still runs, so the user's place is still taken.
+            let soon = Some(Instant::now() + Duration::from_millis(50));
+            assert!(places.acquire(Some(7), soon).await.is_none());
+            tx.send(()).unwrap();
+            let later = Some(Instant::now() + Duration::from_secs(5));
+            assert!(places.acquire(Some(7), later).await.is_some());
+        });
+    }
+
+    #[test]
+    fn the_soft_limit_on_open_files_is_raised_to_the_hard_one() {
+        raise_open_files_limit();
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit only writes `lim`.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+        assert_eq!(lim.rlim_cur, lim.rlim_max);
+    }
+
+    #[test]
+    fn running_out_of_descriptors_is_waited_out() {
+        for errno in [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM] {
+            assert!(out_of_resources(&std::io::Error::from_raw_os_error(errno)));
+        }
+        assert!(!out_of_resources(&std::io::Error::from_raw_os_error(
+            libc::ECONNABORTED
+        )));
+    }
 }

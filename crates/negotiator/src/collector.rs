@@ -371,11 +371,13 @@ impl CollectorStore {
 
 /// A constraint holds when it evaluates to true (or a non-zero number), as
 /// HTCondor's collector reads a query's requirements.
-fn constraint_holds(constraint: &Expr, ad: &ClassAd, env: &Env) -> bool {
+pub fn constraint_holds(constraint: &Expr, ad: &ClassAd, env: &Env) -> bool {
     classad::eval_expr(constraint, Some(ad), None, env).as_bool() == Some(true)
 }
 
-fn project(ad: &ClassAd, projection: &[&str]) -> ClassAd {
+/// `ad` cut down to the attributes in `projection` (all of them when it
+/// is empty), as [`CollectorStore::query`] answers.
+pub fn project(ad: &ClassAd, projection: &[&str]) -> ClassAd {
     if projection.is_empty() {
         return ad.clone();
     }

@@ -32,6 +32,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use classad::{ClassAd, Env, Value};
 
@@ -210,9 +211,15 @@ pub struct Submitted {
 }
 
 /// The schedd's job queue.
+///
+/// Each job ad is shared (`Arc`), so a [`JobQueue::snapshot`] costs one
+/// reference count per job and copies no ad; an edit copies the one ad it
+/// changes, and only while a snapshot still holds it (`Arc::make_mut`).
+/// Cloning the queue is as cheap. That lets the daemon answer queries
+/// from a snapshot, away from the lock every other request needs.
 #[derive(Clone, Debug, Default)]
 pub struct JobQueue {
-    jobs: BTreeMap<JobId, ClassAd>,
+    jobs: BTreeMap<JobId, Arc<ClassAd>>,
     /// The next cluster id to hand out.
     next_cluster: i64,
     /// The local zone (seconds east of UTC) for policy expressions that
@@ -321,7 +328,7 @@ impl JobQueue {
                 continue;
             };
             q.next_cluster = q.next_cluster.max(c + 1);
-            q.jobs.insert(JobId::new(c, p), ad);
+            q.jobs.insert(JobId::new(c, p), Arc::new(ad));
         }
         q
     }
@@ -347,16 +354,33 @@ impl JobQueue {
     }
 
     pub fn job(&self, id: JobId) -> Option<&ClassAd> {
-        self.jobs.get(&id)
+        self.jobs.get(&id).map(|ad| &**ad)
+    }
+
+    /// Job `id`'s ad as the queue shares it: it stays as it is now, whatever
+    /// the queue does to the job later.
+    pub fn shared_job(&self, id: JobId) -> Option<Arc<ClassAd>> {
+        self.jobs.get(&id).cloned()
     }
 
     pub fn status(&self, id: JobId) -> Option<JobStatus> {
-        self.jobs.get(&id).and_then(status_of)
+        self.jobs.get(&id).and_then(|ad| status_of(ad))
     }
 
     /// Every job, in id order.
     pub fn jobs(&self) -> impl Iterator<Item = (JobId, &ClassAd)> {
-        self.jobs.iter().map(|(id, ad)| (*id, ad))
+        self.jobs.iter().map(|(id, ad)| (*id, &**ad))
+    }
+
+    /// Every job as it is now, in id order, to read without the queue:
+    /// one reference count per job, no ad copied. Later changes to the
+    /// queue do not reach it (the queue copies an ad it edits while a
+    /// snapshot holds it).
+    pub fn snapshot(&self) -> Vec<(JobId, Arc<ClassAd>)> {
+        self.jobs
+            .iter()
+            .map(|(id, ad)| (*id, Arc::clone(ad)))
+            .collect()
     }
 
     pub fn len(&self) -> usize {
@@ -369,7 +393,7 @@ impl JobQueue {
 
     /// Takes a job out of the queue (into history: the daemon decides when
     /// a completed or removed job leaves).
-    pub fn forget(&mut self, id: JobId) -> Option<ClassAd> {
+    pub fn forget(&mut self, id: JobId) -> Option<Arc<ClassAd>> {
         self.jobs.remove(&id)
     }
 
@@ -413,6 +437,20 @@ impl JobQueue {
                     "job {id} is already in the queue"
                 )));
             }
+            // A job enters the queue Idle, or Held (`hold = true`): any
+            // other status would claim a run, a removal or a completion
+            // that never happened. HTCondor's schedd refuses such an
+            // initial JobStatus ("SetAttribute violation: Attempt to set
+            // initial JobStatus"), and so does this queue.
+            if let Some(e) = ad.get(attr::JOB_STATUS) {
+                if !matches!(status_of(&ad), Some(JobStatus::Idle | JobStatus::Held)) {
+                    return Err(SubmitRefused::Malformed(format!(
+                        "job {id}: JobStatus = {} may not be submitted: a job enters the queue \
+                         Idle (1), or Held (5) when submitted with `hold = true`",
+                        classad::unparse::expr_to_string(e)
+                    )));
+                }
+            }
             // The schedd, not the submitter's tool, says whose job it is.
             ad.insert_value(attr::OWNER, submitter);
             notes.extend(policy.transforms.apply(&mut ad, &env));
@@ -440,7 +478,7 @@ impl JobQueue {
                 warnings: warning.clone(),
             };
             let attributes = ad.iter_inserted().map(|(n, _)| n.to_string()).collect();
-            self.jobs.insert(id, ad);
+            self.jobs.insert(id, Arc::new(ad));
             jobs.push(id);
             changes.push(Change {
                 job: id,
@@ -471,7 +509,7 @@ impl JobQueue {
         let env = self.env(now);
         let ad = self.jobs.get_mut(&id).ok_or(QueueError::NoSuchJob(id))?;
         let mut e = Edit {
-            ad,
+            ad: Arc::make_mut(ad),
             touched: Vec::new(),
         };
         let from = e.status();
@@ -719,7 +757,7 @@ impl JobQueue {
                 continue;
             }
             let decision = if status.is_active() {
-                let mut running = ad.clone();
+                let mut running = ClassAd::clone(ad);
                 let mut e = Edit {
                     ad: &mut running,
                     touched: Vec::new(),

@@ -34,6 +34,56 @@ fn submit_on_hold_queues_a_held_job() {
 }
 
 #[test]
+fn submit_refuses_a_status_other_than_idle_or_held() {
+    use classad::ClassAd;
+    use schedd::{SubmitPolicy, SubmitRefused};
+    let submit = |status: Option<&str>| {
+        let mut q = schedd::JobQueue::new();
+        let cluster = q.new_cluster();
+        let mut ads = common::job_ads(SIMPLE, cluster, "alice", &[]);
+        match status {
+            Some(s) => ads[0].insert("JobStatus", classad::parse_expr(s).unwrap()),
+            None => {
+                ads[0].remove("JobStatus");
+            }
+        }
+        let r = q.submit(
+            ads,
+            "alice",
+            &SubmitPolicy::none(),
+            &ClassAd::new(),
+            "<10.0.0.1:9618>",
+            T0,
+        );
+        (q, r)
+    };
+    // Idle, Held, or none at all (Idle) are what a submission may say.
+    for (given, status) in [
+        (Some("1"), JobStatus::Idle),
+        (Some("5"), JobStatus::Held),
+        (None, JobStatus::Idle),
+    ] {
+        let (q, r) = submit(given);
+        let id = r.unwrap().jobs[0];
+        assert_eq!(q.status(id), Some(status), "{given:?}");
+    }
+    // Running, Removed, Completed, Transferring Output, Suspended, a
+    // status that does not exist, a string: refused, and nothing queued.
+    for given in ["2", "3", "4", "6", "7", "0", "42", "\"Idle\""] {
+        let (q, r) = submit(Some(given));
+        match r {
+            Err(SubmitRefused::Malformed(why)) => assert!(
+                why.contains(&format!("JobStatus = {given} may not be submitted"))
+                    && why.contains("Idle (1), or Held (5)"),
+                "{why}"
+            ),
+            other => panic!("JobStatus = {given}: {other:?}"),
+        }
+        assert!(q.is_empty(), "JobStatus = {given}");
+    }
+}
+
+#[test]
 fn matched_counts_matches_without_changing_status() {
     let (mut q, id) = queue_with(SIMPLE);
     let c = q

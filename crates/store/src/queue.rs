@@ -105,6 +105,37 @@ pub struct HistoryRecord {
     pub ad: ClassAd,
 }
 
+/// A history record as stored: its ad still text (see
+/// [`Store::history_page`]).
+#[derive(Clone, Debug)]
+pub struct HistoryRow {
+    /// Its place in the history: later records have larger ones.
+    pub seq: i64,
+    pub id: JobId,
+    pub owner: Option<String>,
+    pub entered: i64,
+    /// The ad, in new ClassAd syntax.
+    pub text: String,
+}
+
+impl HistoryRow {
+    /// The record with its ad parsed; `path` names the store in the error
+    /// of a record that does not parse.
+    pub fn parse(self, path: &Path) -> Result<HistoryRecord> {
+        let ad = ClassAd::parse(&self.text).map_err(|e| Error::Corrupt {
+            path: path.to_path_buf(),
+            what: format!("the history ad of job {}", self.id),
+            message: e.to_string(),
+        })?;
+        Ok(HistoryRecord {
+            id: self.id,
+            owner: self.owner,
+            entered: self.entered,
+            ad,
+        })
+    }
+}
+
 /// The job queue and its history in one SQLite file. See the crate docs for
 /// the guarantees.
 pub struct Store {
@@ -587,8 +618,36 @@ impl Store {
 
     /// History records matching `q`, newest first.
     pub fn history(&self, q: &HistoryQuery) -> Result<Vec<HistoryRecord>> {
+        self.history_rows(q, None)?
+            .into_iter()
+            .map(|row| row.parse(&self.path))
+            .collect()
+    }
+
+    /// One page of the history records matching `q`, newest first, as
+    /// stored (the ad's text, unparsed): at most `page` of them, older
+    /// than the record `before` (a [`HistoryRow::seq`] of the previous
+    /// page; `None` starts at the newest). A reader that reads page by
+    /// page, and parses and selects between pages, need not hold whatever
+    /// guards the store for long.
+    pub fn history_page(
+        &self,
+        q: &HistoryQuery,
+        before: Option<i64>,
+        page: usize,
+    ) -> Result<Vec<HistoryRow>> {
+        let limit = q.limit.map_or(page, |n| n.min(page));
+        let q = HistoryQuery {
+            limit: Some(limit),
+            ..q.clone()
+        };
+        self.history_rows(&q, before)
+    }
+
+    fn history_rows(&self, q: &HistoryQuery, before: Option<i64>) -> Result<Vec<HistoryRow>> {
         let op = "reading the history";
-        let mut sql = String::from("SELECT cluster, proc, owner, entered, ad FROM history WHERE 1");
+        let mut sql =
+            String::from("SELECT seq, cluster, proc, owner, entered, ad FROM history WHERE 1");
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
         let mut clause = |text: &str, v: rusqlite::types::Value| {
             args.push(v);
@@ -609,6 +668,9 @@ impl Store {
         if let Some(t) = q.until {
             clause("entered <", t.into());
         }
+        if let Some(s) = before {
+            clause("seq <", s.into());
+        }
         sql.push_str(" ORDER BY seq DESC");
         if let Some(n) = q.limit {
             sql.push_str(&format!(" LIMIT {}", n.min(i64::MAX as usize)));
@@ -619,21 +681,15 @@ impl Store {
             .map_err(self.err(op))?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(self.err(op))? {
-            let id = JobId::new(
-                row.get(0).map_err(self.err(op))?,
-                row.get(1).map_err(self.err(op))?,
-            );
-            let text: String = row.get(4).map_err(self.err(op))?;
-            let ad = ClassAd::parse(&text).map_err(|e| Error::Corrupt {
-                path: self.path.clone(),
-                what: format!("the history ad of job {id}"),
-                message: e.to_string(),
-            })?;
-            out.push(HistoryRecord {
-                id,
-                owner: row.get(2).map_err(self.err(op))?,
-                entered: row.get(3).map_err(self.err(op))?,
-                ad,
+            out.push(HistoryRow {
+                seq: row.get(0).map_err(self.err(op))?,
+                id: JobId::new(
+                    row.get(1).map_err(self.err(op))?,
+                    row.get(2).map_err(self.err(op))?,
+                ),
+                owner: row.get(3).map_err(self.err(op))?,
+                entered: row.get(4).map_err(self.err(op))?,
+                text: row.get(5).map_err(self.err(op))?,
             });
         }
         Ok(out)

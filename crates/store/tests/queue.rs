@@ -295,6 +295,31 @@ fn jobs_move_into_the_history_and_are_found_by_cluster_owner_and_time() {
         .unwrap()[0];
     assert_eq!(rec.owner.as_deref(), Some("alice"));
     assert_eq!(rec.entered, 100);
+    // Page by page, newest first, each page after the last one's seq: the
+    // same records as one read, their ads as text.
+    let mut paged = Vec::new();
+    let mut before = None;
+    loop {
+        let page = s.history_page(&HistoryQuery::default(), before, 3).unwrap();
+        assert!(page.len() <= 3);
+        let Some(last) = page.last() else { break };
+        before = Some(last.seq);
+        paged.extend(page.into_iter().map(|r| r.id.to_string()));
+    }
+    assert_eq!(paged, ["1.2", "2.1", "2.0", "1.0"]);
+    let page = s
+        .history_page(
+            &HistoryQuery {
+                owner: Some("bob".into()),
+                ..HistoryQuery::default()
+            },
+            None,
+            1,
+        )
+        .unwrap();
+    assert_eq!(page.len(), 1);
+    assert_eq!(page[0].id.to_string(), "2.1");
+    assert!(page[0].text.starts_with('['), "{}", page[0].text);
     let mut want = cluster_ads(1, 1, "alice").remove(0);
     want.insert_expr("JobStatus", "4").unwrap();
     want.insert_expr("CompletionDate", "100").unwrap();

@@ -23,6 +23,60 @@ pub const PATH_USERPRIO: &str = "/v1/userprio";
 /// Read the configuration again (`condor_reconfig`).
 pub const PATH_RECONFIG: &str = "/v1/reconfig";
 
+/// The largest submission the pool takes: bytes of a [`PATH_SUBMIT`]
+/// request's body. The largest legitimate request is a submission of a
+/// big cluster, which carries every proc's whole ad: a plain job's ad is
+/// about 1.6 KB of JSON (`executable`, `arguments`, `log`, `output`,
+/// `error`), one with `getenv = true` grows by the submitter's whole
+/// environment (2 to 8 KB on a desktop). HTCondor's schedd takes at most
+/// MAX_JOBS_PER_SUBMISSION = 20,000 jobs from one submission by default;
+/// 20,000 ads of 12 KiB each, or 150,000 plain ones, fit in 256 MiB.
+/// Bigger is refused before it is read, with [`too_large`]'s message.
+pub const MAX_SUBMIT_BYTES: usize = 256 << 20;
+
+/// The largest body of any other request. Those carry a constraint, a
+/// projection and job ids: a command line cannot carry more than 2 MiB
+/// (Linux's ARG_MAX), whose job ids (`12.3`) grow about twice as JSON.
+pub const MAX_REQUEST_BYTES: usize = 4 << 20;
+
+/// The most bytes the pool takes in the body of a request to `path`.
+pub fn body_limit(path: &str) -> usize {
+    if path == PATH_SUBMIT {
+        MAX_SUBMIT_BYTES
+    } else {
+        MAX_REQUEST_BYTES
+    }
+}
+
+/// `n` bytes for a person: `256 MiB`, `4 MiB`, `1500 bytes`.
+pub fn show_bytes(n: usize) -> String {
+    if n >= 1 << 20 && n & ((1 << 20) - 1) == 0 {
+        format!("{} MiB", n >> 20)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// Why a request to `path` of `size` bytes (when known) is refused: it is
+/// over [`body_limit`]. The client and the pool say the same.
+pub fn too_large(path: &str, size: Option<u64>) -> String {
+    let limit = body_limit(path);
+    let size = size.map_or_else(String::new, |n| format!(" ({n} bytes)"));
+    if path == PATH_SUBMIT {
+        format!(
+            "the submission is too large{size}: the pool takes at most {} in one submission \
+             (about 20,000 jobs of 12 KiB each); split the jobs into several submissions",
+            show_bytes(limit)
+        )
+    } else {
+        format!(
+            "the request is too large{size}: the pool takes at most {} in a request other \
+             than a submission",
+            show_bytes(limit)
+        )
+    }
+}
+
 /// The body of every refusal.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorBody {
@@ -346,6 +400,20 @@ mod tests {
         for bad in ["", "x", "1.", ".1", "1.2.3", "-1", "alice", "99999999999"] {
             assert_eq!(JobSpec::parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn submissions_may_be_large_and_other_requests_small() {
+        assert_eq!(body_limit(PATH_SUBMIT), 256 << 20);
+        assert_eq!(body_limit(PATH_QUERY), 4 << 20);
+        let m = too_large(PATH_SUBMIT, Some(300 << 20));
+        assert!(
+            m.contains("(314572800 bytes)") && m.contains("at most 256 MiB in one submission"),
+            "{m}"
+        );
+        let m = too_large(PATH_ACT, None);
+        assert!(m.contains("at most 4 MiB in a request other"), "{m}");
+        assert_eq!(show_bytes(1500), "1500 bytes");
     }
 
     #[test]

@@ -89,6 +89,13 @@ impl Client {
         body: &B,
     ) -> Result<T, Error> {
         let body = serde_json::to_vec(body).map_err(|e| self.protocol(e.to_string()))?;
+        // The pool would refuse it unread: say so without sending it.
+        if body.len() > crate::api::body_limit(path) {
+            return Err(Error::Refused {
+                status: 413,
+                message: crate::api::too_large(path, Some(body.len() as u64)),
+            });
+        }
         let (status, answer) = self.exchange(path, &body)?;
         if !(200..300).contains(&status) {
             let message = match serde_json::from_slice::<ErrorBody>(&answer) {
@@ -138,11 +145,25 @@ impl Client {
              Content-Length: {}\r\nConnection: close\r\n\r\n",
             body.len()
         );
-        stream
+        let sent = stream
             .write_all(head.as_bytes())
-            .and_then(|()| stream.write_all(body))
-            .map_err(|e| self.io(e))?;
+            .and_then(|()| stream.write_all(body));
         let mut raw = Vec::new();
+        if let Err(e) = sent {
+            // The pool may have answered and closed before reading it all
+            // (a request it refuses unread): its answer says more than the
+            // broken pipe.
+            if matches!(
+                e.kind(),
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+            ) && stream.read_to_end(&mut raw).is_ok()
+            {
+                if let Ok(answer) = parse_response(&raw) {
+                    return Ok(answer);
+                }
+            }
+            return Err(self.io(e));
+        }
         stream.read_to_end(&mut raw).map_err(|e| self.io(e))?;
         parse_response(&raw).map_err(|m| self.protocol(m))
     }
@@ -229,6 +250,37 @@ mod tests {
         assert!(parse_response(b"garbage").is_err());
         assert!(parse_response(b"SSH-2.0\r\n\r\n").is_err());
         assert!(parse_response(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\n{}").is_err());
+    }
+
+    #[test]
+    fn a_request_over_the_limit_is_refused_before_it_is_sent() {
+        // No pool at all: the refusal comes before any connection.
+        let dir = std::env::temp_dir().join(format!("wire-big-{}", std::process::id()));
+        let c = Client::for_state_dir(&dir);
+        let big = crate::api::SubmitRequest {
+            cluster: 1,
+            ads: vec!["x".repeat(crate::api::MAX_SUBMIT_BYTES)],
+        };
+        match c.call::<_, crate::api::Submitted>(crate::api::PATH_SUBMIT, &big) {
+            Err(Error::Refused { status, message }) => {
+                assert_eq!(status, 413);
+                assert!(message.contains("at most 256 MiB"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let q = crate::api::QueryRequest {
+            selection: crate::api::Selection {
+                constraint: Some("x".repeat(crate::api::MAX_REQUEST_BYTES)),
+                ..Default::default()
+            },
+            projection: vec![],
+        };
+        match c.call::<_, crate::api::QueryAnswer>(crate::api::PATH_QUERY, &q) {
+            Err(Error::Refused { message, .. }) => {
+                assert!(message.contains("at most 4 MiB"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
