@@ -372,6 +372,29 @@ pub fn set_memory_release(release: fn()) {
     let _ = MEMORY_RELEASE.set(release);
 }
 
+/// Hands memory freed back to the system, if the binary said how. The
+/// allocator keeps what a thread freed with that thread, so this is called
+/// on the thread that freed a large request's memory: the runtime's, once
+/// the connection is closed, and a query thread, once it is done with a
+/// large submission or answer.
+fn release_memory() {
+    if let Some(release) = MEMORY_RELEASE.get() {
+        release();
+    }
+}
+
+/// An answer serialized on a query thread; its parts, freed there, handed
+/// back to the system when it is large.
+fn released_if_large(answer: Result<Vec<u8>, ApiError>) -> Result<Vec<u8>, ApiError> {
+    if answer
+        .as_ref()
+        .is_ok_and(|a| a.len() >= RELEASE_AFTER_BYTES)
+    {
+        release_memory();
+    }
+    answer
+}
+
 /// Raises this process's soft limit on open files to its hard limit, so
 /// that many connections at once (each a descriptor) do not run the pool
 /// out of descriptors.
@@ -558,9 +581,7 @@ fn serve_connection(
         let _ = conn.await;
         drop(slot);
         if large.load(Ordering::Relaxed) {
-            if let Some(release) = MEMORY_RELEASE.get() {
-                release();
-            }
+            release_memory();
         }
     });
 }
@@ -915,6 +936,9 @@ async fn respond(
         Ok(b) => b,
         Err(e) => return refusal(e),
     };
+    if body.len() >= RELEASE_AFTER_BYTES {
+        large.store(true, Ordering::Relaxed);
+    }
     let answer = match route {
         Route::Hello => handle(shared, &user, &body, |n, user, _: api::Empty| {
             Ok(n.schedd.hello(user))
@@ -1146,7 +1170,13 @@ async fn submit(
     // Reading a big cluster's ads takes a while: not on the runtime's
     // thread, not under the lock.
     let parsed = off_thread(&shared.threads, permit, Budget::unlimited(), move || {
-        ParsedSubmission::parse(decode(&body)?)
+        let large = body.len() >= RELEASE_AFTER_BYTES;
+        let parsed = decode(&body).and_then(ParsedSubmission::parse);
+        drop(body);
+        if large {
+            release_memory();
+        }
+        parsed
     })
     .await;
     match parsed {
@@ -1173,7 +1203,7 @@ async fn query(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Ans
     }
     serialized(
         off_thread(&shared.threads, Some(permit), budget, move || {
-            to_json(&q.run(&budget)?)
+            released_if_large(to_json(&q.run(&budget)?))
         })
         .await,
     )
@@ -1198,7 +1228,7 @@ async fn history(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> A
                 let rows = reader.lock().schedd.history_page(&scan)?;
                 scan.take(rows, &budget)?;
             }
-            to_json(&scan.answer())
+            released_if_large(to_json(&scan.answer()))
         })
         .await,
     )
@@ -1240,7 +1270,7 @@ async fn slots(shared: &Arc<Shared>, peer: Peer, body: &[u8]) -> Answer {
     let q = run_on(shared, |n, now| n.slots_snapshot(req, now));
     serialized(
         off_thread(&shared.threads, Some(permit), budget, move || {
-            to_json(&q.run(&budget)?)
+            released_if_large(to_json(&q.run(&budget)?))
         })
         .await,
     )
