@@ -206,6 +206,78 @@ fn two_thousand_idle_connections_keep_no_one_from_submitting() {
     assert_eq!(soft, hard, "the pool raised its soft limit on open files");
 }
 
+/// A `pool up` started with at most `files` open files, killed when
+/// dropped.
+struct SmallPool(Child);
+
+impl SmallPool {
+    fn start(state: &Path, log: &Path, files: u64) -> SmallPool {
+        let log = std::fs::File::create(log).unwrap();
+        let mut c = common::command(state, &[]);
+        c.args(["pool", "up", "--state"])
+            .arg(state)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        // SAFETY: setrlimit is async-signal-safe and touches only `lim`.
+        unsafe {
+            c.pre_exec(move || {
+                let lim = libc::rlimit {
+                    rlim_cur: files,
+                    rlim_max: files,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let pool = SmallPool(c.spawn().unwrap());
+        common::wait_for(20, "the pool to come up", || {
+            run(state, &std::env::temp_dir(), &["q", "-af", "ClusterId"])
+                .status
+                .success()
+                .then_some(())
+        });
+        pool
+    }
+}
+
+impl Drop for SmallPool {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_pool_out_of_descriptors_waits_and_serves_again() {
+    let dir = scratch("limits-emfile");
+    let state = dir.join("state");
+    let log = dir.join("daemon.log");
+    // A pool whose hard limit is 64 open files.
+    let mut pool = SmallPool::start(&state, &log, 64);
+    // More connections than it has descriptors for.
+    let held: Vec<UnixStream> = (0..100)
+        .map(|_| UnixStream::connect(socket(&state)).unwrap())
+        .collect();
+    common::wait_for(10, "the pool to run out of descriptors", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("accepting a connection: Too many open files")
+            .then_some(())
+    });
+    assert!(
+        pool.0.try_wait().unwrap().is_none(),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    // Once they close, it serves again.
+    drop(held);
+    let (o, _) = run_within(&state, &["q", "-af", "ClusterId"], Duration::from_secs(20));
+    assert!(o.status.success(), "{}{}", out(&o), err(&o));
+}
+
 /// Run as a child process by the next test, as another user: opens
 /// `LIMITS_CONNECTIONS` connections to `LIMITS_SOCKET`, says how many the
 /// pool kept open, and holds them until its standard input closes.
