@@ -886,10 +886,16 @@ fn outputs_written(s: &Setup, prefix: &str) -> usize {
 /// run as root, so this one starts its pool as whoever runs the tests.
 #[test]
 fn a_job_runs_as_its_owner_under_a_root_pool_and_as_the_pool_s_user_otherwise() {
+    // The submit directory belongs to the job's owner (scratch gives it to
+    // `nobody` when we are root); the pool's state directory is its own
+    // user's, as `pool up` insists (not inside a directory another user
+    // may change).
     let dir = scratch("runas");
-    // The submit directory must be writable by the job's owner.
-    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-    let state = dir.join("state");
+    let state_parent =
+        std::env::temp_dir().join(format!("ferrocondor-runas-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state_parent);
+    std::fs::create_dir_all(&state_parent).unwrap();
+    let state = state_parent.join("state");
     let mut pool = std::process::Command::new(common::bin())
         .args(["pool", "up", "--state"])
         .arg(&state)
@@ -917,6 +923,7 @@ fn a_job_runs_as_its_owner_under_a_root_pool_and_as_the_pool_s_user_otherwise() 
     assert_eq!(uid, expected, "the job ran as uid {uid}");
     let _ = pool.kill();
     let _ = pool.wait();
+    let _ = std::fs::remove_dir_all(&state_parent);
 }
 
 /// A job whose program cannot be started is held with HTCondor's code for
