@@ -9,6 +9,38 @@ use std::time::{Duration, Instant};
 
 use classad::ClassAd;
 
+use crate::procs::User;
+
+/// Makes `cmd`'s child change to `user` before it execs: supplementary
+/// groups, gid, uid, with raw system calls (the child of a many-threaded
+/// daemon may make only system calls). The working directory is entered
+/// after the change, so as the user.
+fn become_user(cmd: &mut Command, user: &User) {
+    use std::os::unix::process::CommandExt;
+    let (uid, gid, groups) = (user.uid, user.gid, user.groups.clone());
+    // SAFETY: the closure makes only system calls on data made before the
+    // fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            let check = |r: libc::c_long| {
+                if r < 0 {
+                    Err(std::io::Error::last_os_error())
+                } else {
+                    Ok(())
+                }
+            };
+            check(libc::syscall(
+                libc::SYS_setgroups,
+                groups.len(),
+                groups.as_ptr(),
+            ))?;
+            check(libc::syscall(libc::SYS_setresgid, gid, gid, gid))?;
+            check(libc::syscall(libc::SYS_setresuid, uid, uid, uid))?;
+            Ok(())
+        });
+    }
+}
+
 /// The text a hook reads: each ad in old syntax, `-----` between them.
 pub fn hook_input(ads: &[&ClassAd]) -> String {
     let mut s = String::new();
@@ -48,12 +80,17 @@ impl HookRun {
     /// Starts `path args...` in `dir` with `input` on its standard input
     /// (written from a thread, so a hook that does not read cannot block
     /// the starter); `capture` keeps its output.
+    ///
+    /// With `user`, the hook runs as that user (groups, gid, uid), as
+    /// HTCondor's starter runs its job hooks as the job's user: the hook
+    /// works in the job's sandbox, where the job may have left symlinks.
     pub fn start(
         path: &Path,
         args: &[&str],
         dir: &Path,
         input: String,
         capture: bool,
+        user: Option<&User>,
     ) -> Result<HookRun, String> {
         let out = || {
             if capture {
@@ -64,13 +101,16 @@ impl HookRun {
         };
         let mut tries = 0;
         let mut child = loop {
-            let r = Command::new(path)
-                .args(args)
+            let mut cmd = Command::new(path);
+            cmd.args(args)
                 .current_dir(dir)
                 .stdin(Stdio::piped())
                 .stdout(out())
-                .stderr(out())
-                .spawn();
+                .stderr(out());
+            if let Some(u) = user {
+                become_user(&mut cmd, u);
+            }
+            let r = cmd.spawn();
             match r {
                 Ok(c) => break c,
                 // Held open for writing by a fork in another thread for a

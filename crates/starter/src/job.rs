@@ -245,30 +245,12 @@ impl Starter {
         sandbox: &Path,
         cg_slot: &mut Option<Cgroup>,
     ) -> Result<RunningJob, StartError> {
-        // PREPARE_JOB first: it may set the job up and change its ad.
-        if let Some(hook) = &settings.hooks.prepare_job {
-            let fail = |reason: String| StartError::Hook {
-                hook: "PREPARE_JOB",
-                path: hook.clone(),
-                reason,
-            };
-            let mut ads = vec![&*job];
-            if let Some(slot) = &settings.slot_ad {
-                ads.push(slot);
-            }
-            let out = HookRun::start(hook, &[], sandbox, hooks::hook_input(&ads), true)
-                .and_then(|run| run.wait(settings.hooks.timeout))
-                .map_err(fail)?;
-            if !out.status.success() {
-                return Err(fail(hooks::describe_failure(&out)));
-            }
-            hooks::merge_output(job, &out.stdout).map_err(fail)?;
-        }
-        let launch = Launch::from_ad(job, settings.file_system_domain.as_deref())?;
-
+        // Whom the job runs as: its sandbox, its hooks and its files are
+        // that user's.
+        let first = Launch::from_ad(job, settings.file_system_domain.as_deref())?;
         let user = match (&settings.run_as, procs::effective_uid()) {
             (RunAs::JobOwner, 0) => {
-                let name = launch.owner.clone().ok_or_else(|| StartError::RunAs {
+                let name = first.owner.clone().ok_or_else(|| StartError::RunAs {
                     user: String::new(),
                     reason: "the job ad has no Owner".into(),
                 })?;
@@ -287,10 +269,44 @@ impl Starter {
             _ => None,
         };
         let owner_ids = user.as_ref().map(|u| (u.uid, u.gid));
-
-        // Files: the sandbox goes to the job's user empty; everything in it
-        // is written, and every file the job named is read, as that user.
         sandbox::give_to(sandbox, owner_ids).map_err(io_err("give to the job's user", sandbox))?;
+        // PREPARE_JOB, as the job's user: it may set the job up and change
+        // its ad (but not whose job it is).
+        if let Some(hook) = &settings.hooks.prepare_job {
+            let fail = |reason: String| StartError::Hook {
+                hook: "PREPARE_JOB",
+                path: hook.clone(),
+                reason,
+            };
+            let mut ads = vec![&*job];
+            if let Some(slot) = &settings.slot_ad {
+                ads.push(slot);
+            }
+            let out = HookRun::start(
+                hook,
+                &[],
+                sandbox,
+                hooks::hook_input(&ads),
+                true,
+                user.as_ref(),
+            )
+            .and_then(|run| run.wait(settings.hooks.timeout))
+            .map_err(fail)?;
+            if !out.status.success() {
+                return Err(fail(hooks::describe_failure(&out)));
+            }
+            hooks::merge_output(job, &out.stdout).map_err(fail)?;
+        }
+        let launch = Launch::from_ad(job, settings.file_system_domain.as_deref())?;
+        if user.is_some() && launch.owner != first.owner {
+            return Err(StartError::RunAs {
+                user: launch.owner.unwrap_or_default(),
+                reason: "PREPARE_JOB may not change the job's Owner".into(),
+            });
+        }
+
+        // Files: everything in the sandbox is written, and every file the
+        // job named is read, as the job's user.
         if launch.transfer {
             if let Some(url) = launch.transfer_input.iter().find(|i| i.contains("://")) {
                 return Err(StartError::UrlInput(url.clone()));
@@ -1087,8 +1103,14 @@ impl RunningJob {
         self.next_update = Some(Instant::now() + self.settings.update_interval);
         let ad = self.status_ad();
         // Advisory: HTCondor neither waits for it nor reads what it says.
-        if let Ok(run) = HookRun::start(&hook, &[], &self.sandbox, hooks::hook_input(&[&ad]), false)
-        {
+        if let Ok(run) = HookRun::start(
+            &hook,
+            &[],
+            &self.sandbox,
+            hooks::hook_input(&[&ad]),
+            false,
+            self.mechanisms.user.as_ref(),
+        ) {
             self.update_hooks.push(run);
         }
     }
@@ -1192,6 +1214,7 @@ impl RunningJob {
                 &self.sandbox,
                 hooks::hook_input(&[&ad]),
                 false,
+                self.mechanisms.user.as_ref(),
             )
             .and_then(|run| run.wait(timeout));
             if let Err(reason) = r {

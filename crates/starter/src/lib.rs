@@ -66,9 +66,9 @@
 //!
 //! **Not here (yet):** URL transfer plugins (an input URL is a
 //! [`StartError::UrlInput`]), `TransferOutputRemaps`, streaming output,
-//! HTCondor's `condor_exec.exe` checkpoint universes, hooks run as the job's
-//! user (they run as the starter's user, in the sandbox), and the
-//! STARTER_NUM_THREADS_ENV_VARS list beyond the common ones.
+//! HTCondor's `condor_exec.exe` checkpoint universes, and the
+//! STARTER_NUM_THREADS_ENV_VARS list beyond the common ones. (The job
+//! hooks run as the job's user, in its sandbox.)
 
 mod cgroup;
 mod error;

@@ -590,3 +590,40 @@ fn a_root_starter_touches_files_only_as_the_job_owner() {
     assert!(!victim.exists(), "output written as root");
     assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
 }
+
+/// A root starter runs the job's hooks as the job's user, as HTCondor's
+/// starter does: they work in the job's sandbox.
+#[test]
+fn a_root_starter_runs_the_job_hooks_as_the_job_owner() {
+    if unsafe_geteuid() != 0 {
+        eprintln!("skipped: needs root (a job owner other than the starter's user)");
+        return;
+    }
+    let w = World::new();
+    fs::set_permissions(w.dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(w.iwd(), Some(65534), Some(65534)).unwrap();
+    let record = w.iwd().join("hooks");
+    let hook = |name: &str| {
+        w.script(
+            name,
+            &format!(
+                "cat > /dev/null; echo {name} $(id -u) >> {}",
+                record.display()
+            ),
+        )
+    };
+    let mut settings = w.settings();
+    settings.run_as = RunAs::JobOwner;
+    settings.hooks.prepare_job = Some(hook("prepare"));
+    settings.hooks.job_exit = Some(hook("exit"));
+    let mut ad = w.job("/bin/true", "");
+    ad.insert_value("Owner", "nobody");
+    let r = Starter::start(JobSpec::new(ad, settings).unwrap())
+        .unwrap()
+        .finish();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!(
+        fs::read_to_string(&record).unwrap(),
+        "prepare 65534\nexit 65534\n"
+    );
+}
