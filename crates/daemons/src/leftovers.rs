@@ -30,7 +30,7 @@ const JOB_CGROUP_PREFIX: &str = "ferrocondor_dir_";
 /// Records the job whose leader is `pid` on `slot`.
 pub(crate) fn record_running(dir: &Path, slot: &str, pid: i32) {
     let start = process_start(pid).unwrap_or(0);
-    let cgroup = process_cgroup(pid)
+    let cgroup = starter::cgroup_of(pid)
         .filter(|c| {
             c.file_name()
                 .and_then(|n| n.to_str())
@@ -83,22 +83,6 @@ fn process_stat(pid: i32) -> Option<Proc> {
 
 fn process_start(pid: i32) -> Option<u64> {
     process_stat(pid).map(|p| p.start)
-}
-
-/// The cgroup v2 directory of `pid`.
-fn process_cgroup(pid: i32) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let rel = text.lines().find_map(|l| l.strip_prefix("0::"))?.trim();
-    Some(cgroup2_mount()?.join(rel.trim_start_matches('/')))
-}
-
-fn cgroup2_mount() -> Option<PathBuf> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    mountinfo.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        (right.split_whitespace().next()? == "cgroup2")
-            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
-    })
 }
 
 /// Which recorded processes to kill, from a view of every process: the

@@ -24,31 +24,47 @@ pub(crate) struct Cgroup {
     pub path: PathBuf,
 }
 
-/// The cgroup v2 mount point and the starter's own cgroup under it.
-fn own_cgroup() -> Result<PathBuf, String> {
+/// Where the cgroup v2 hierarchy is mounted.
+fn cgroup2_mount() -> Result<PathBuf, String> {
     let mountinfo = fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
     // Fields: id parent major:minor root mount-point options ... - fstype ...
-    let mount = mountinfo
+    mountinfo
         .lines()
         .find_map(|l| {
             let (left, right) = l.split_once(" - ")?;
             (right.split_whitespace().next()? == "cgroup2")
                 .then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
         })
-        .ok_or("no cgroup v2 hierarchy is mounted")?;
-    let own = fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+        .ok_or_else(|| "no cgroup v2 hierarchy is mounted".into())
+}
+
+/// The cgroup v2 directory of process `pid` (`self` for this one).
+fn cgroup_dir(pid: &str) -> Result<PathBuf, String> {
+    let mount = cgroup2_mount()?;
+    let path = format!("/proc/{pid}/cgroup");
+    let own = fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
     let rel = own
         .lines()
         .find_map(|l| l.strip_prefix("0::"))
-        .ok_or("this process is in no cgroup v2")?;
+        .ok_or("the process is in no cgroup v2")?;
     let rel = rel.trim().trim_start_matches('/');
     Ok(if rel.is_empty() {
         mount
     } else {
         mount.join(rel)
     })
+}
+
+/// The starter's own cgroup.
+fn own_cgroup() -> Result<PathBuf, String> {
+    cgroup_dir("self")
+}
+
+/// The cgroup v2 directory that process `pid` is in, if any (a daemon
+/// records a job's, to find it again after a crash).
+pub fn cgroup_of(pid: i32) -> Option<PathBuf> {
+    cgroup_dir(&pid.to_string()).ok()
 }
 
 /// Where job cgroups go under `policy`, or why there is none.

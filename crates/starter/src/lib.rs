@@ -81,7 +81,7 @@ mod spec;
 pub mod transfer;
 pub mod user_priv;
 
-pub use cgroup::Limit;
+pub use cgroup::{cgroup_of, Limit};
 pub use error::{ControlError, FinishProblem, StartError};
 pub use hooks::hook_input;
 pub use job::{
