@@ -8,9 +8,14 @@
 //! cargo bench -p classad --bench policy
 //! ```
 //!
+//! The `budget` group times how long hostile expressions take to give ERROR
+//! under the default evaluation budget.
+//!
 //! "bound" sets the evaluator up once and evaluates the attribute reference in
 //! a loop; "per call" goes through `eval_attr` (or `symmetric_match`) every
-//! time, as HTCondor's `EvalBool()` and `IsAMatch()` do. After criterion's own
+//! time, as HTCondor's `EvalBool()` and `IsAMatch()` do. (An evaluator's
+//! budget covers all it evaluates, so the bound evaluators are given no limit:
+//! they count their steps as any evaluator does, and never run out.) After criterion's own
 //! report, a summary table gives the median evals/s of each case next to
 //! HTCondor's figure and the 3x target.
 
@@ -20,7 +25,7 @@ use std::time::{Duration, SystemTime};
 
 use classad::eval::{eval_attr, Evaluator};
 use classad::matching::symmetric_match;
-use classad::{ClassAd, Env, Expr, Value};
+use classad::{ClassAd, Env, EvalLimits, Expr, Value};
 use criterion::{BenchmarkId, Criterion, Throughput};
 
 /// The allocator the `ferrocondor` binary links, so that the figures are the
@@ -92,6 +97,8 @@ struct Ads {
     machine: ClassAd,
     job: ClassAd,
     env: Env,
+    /// For the evaluators used millions of times.
+    bound_env: Env,
 }
 
 fn load() -> Ads {
@@ -103,6 +110,7 @@ fn load() -> Ads {
         machine,
         job,
         env: Env::at(NOW),
+        bound_env: Env::at(NOW).with_limits(EvalLimits::UNLIMITED),
     }
 }
 
@@ -135,13 +143,14 @@ fn policy(c: &mut Criterion) {
     let ads = load();
     check_values(&ads);
     let (m, j, env) = (&ads.machine, &ads.job, &ads.env);
+    let bound_env = &ads.bound_env;
 
     for (name, _) in CASES {
         let mut g = c.benchmark_group(name);
         g.throughput(Throughput::Elements(1));
         let attr = Expr::attr(name);
         g.bench_function("bound", |b| {
-            let mut ev = Evaluator::new(Some(m), Some(j), env);
+            let mut ev = Evaluator::new(Some(m), Some(j), bound_env);
             let scope = ev.my_scope();
             b.iter(|| ev.eval(black_box(&attr), &scope))
         });
@@ -155,8 +164,8 @@ fn policy(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     let req = Expr::attr("Requirements");
     g.bench_function("bound", |b| {
-        let mut mj = Evaluator::new(Some(m), Some(j), env);
-        let mut jm = Evaluator::new(Some(j), Some(m), env);
+        let mut mj = Evaluator::new(Some(m), Some(j), bound_env);
+        let mut jm = Evaluator::new(Some(j), Some(m), bound_env);
         let (sm, sj) = (mj.my_scope(), jm.my_scope());
         b.iter(|| {
             matches!(mj.eval(black_box(&req), &sm), Value::Bool(true))
@@ -181,6 +190,43 @@ fn policy(c: &mut Criterion) {
         &new_text,
         |b, t| b.iter(|| ClassAd::parse(black_box(t)).unwrap()),
     );
+    g.finish();
+}
+
+/// `[a0 = 1; a1 = STEP(a0); ...].aN`, STEP written with `P` for the level below.
+fn doubling(levels: usize, step: &str) -> Expr {
+    let mut s = String::from("[a0 = 1");
+    for i in 1..=levels {
+        s.push_str(&format!(
+            "; a{i} = {}",
+            step.replace('P', &format!("a{}", i - 1))
+        ));
+    }
+    s.push_str(&format!("].a{levels}"));
+    classad::parse_expr(&s).expect("parses")
+}
+
+/// How long expressions that double their work or their string at each
+/// level take to give ERROR under the default budget (2^60 steps or bytes,
+/// were they not stopped).
+fn budget(c: &mut Criterion) {
+    let env = Env::at(NOW);
+    let mut g = c.benchmark_group("budget");
+    g.sample_size(10);
+    let cases = [
+        ("references", doubling(60, "P + P")),
+        ("strcat", doubling(60, "strcat(P, P)")),
+        (
+            "split and join",
+            doubling(60, "join(\",\", split(strcat(P, \",\", P)))"),
+        ),
+    ];
+    for (name, e) in &cases {
+        assert!(classad::eval_expr(e, None, None, &env).is_error(), "{name}");
+        g.bench_function(*name, |b| {
+            b.iter(|| classad::eval_expr(black_box(e), None, None, &env))
+        });
+    }
     g.finish();
 }
 
@@ -260,6 +306,7 @@ fn main() {
         .measurement_time(Duration::from_secs(3))
         .configure_from_args();
     policy(&mut c);
+    budget(&mut c);
     c.final_summary();
     summary(since);
 }

@@ -9,10 +9,31 @@
 //! `MY` is TARGET.
 //!
 //! Nothing here reads the clock: `time()` and `CurrentTime` come from [`Env`].
+//!
+//! Every evaluation has a budget ([`EvalLimits`], in [`Env::limits`]): steps
+//! (operators, attribute references, function calls, list elements, and what
+//! functions and operators read: strings, string-list items, regular
+//! expressions' backtracking) and bytes (strings, list elements and ads
+//! built, charged before they are built). An evaluation that runs over
+//! either is abandoned: every later test fails at once, and its result is
+//! ERROR (a failed evaluation, for [`try_eval_expr`]). The budget belongs to
+//! the [`Evaluator`]; the functions of this module make one for each
+//! evaluation, so each starts with the whole budget. [`eval_expr_metered`] and
+//! [`Evaluator::cost`] say what an evaluation spent, and [`EvalLimits::less`]
+//! what is left of a budget for a whole request.
+//!
+//! The counting is cheap because it is split in two: operators and attribute
+//! references take one from the steps left without a test, and the steps
+//! left are tested only where evaluation enters another expression (an
+//! attribute's expression, a function call, a function's argument, a list
+//! element) or builds something. Between two tests evaluation walks one
+//! expression tree at most once, so it cannot run further over the limit than
+//! the size of an expression it was given.
 
 pub mod ops;
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use crate::ad::ClassAd;
@@ -36,6 +57,8 @@ pub struct Env {
     pub seed: u64,
     /// Looks up a user's home directory, for `userHome()`; `None` means unknown.
     pub user_home: Option<UserHomeLookup>,
+    /// How much each evaluation may spend before it gives up with ERROR.
+    pub limits: EvalLimits,
 }
 
 impl Default for Env {
@@ -45,6 +68,7 @@ impl Default for Env {
             utc_offset: 0,
             seed: 0x5eed,
             user_home: None,
+            limits: EvalLimits::DEFAULT,
         }
     }
 }
@@ -57,7 +81,98 @@ impl Env {
             ..Env::default()
         }
     }
+
+    /// This environment with other evaluation limits.
+    pub fn with_limits(self, limits: EvalLimits) -> Env {
+        Env { limits, ..self }
+    }
 }
+
+/// How much one evaluation may spend; over either limit, the evaluation
+/// stops and its result is ERROR.
+///
+/// The defaults are far above what real expressions spend, and low enough
+/// that a hostile one fails within some tens of milliseconds, having built
+/// 32 MiB at most. For scale: HTCondor's example START takes 7 steps and a
+/// job's Requirements 15; evaluating every attribute of a machine ad, 87; a
+/// policy of 500 clauses like `(TARGET.Owner == "u7" && Memory >= 7)`,
+/// 1,500; `size(Big)` of a 1 MB string 16,000, `regexp("h$", Big)` 280,000.
+/// A step is some nanoseconds to some tens: a chain of references that
+/// doubles at each level spends the default budget in about 12 ms on a small
+/// machine, and the costliest hostile expressions tried (splitting and
+/// joining strings that double) in about 50 ms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EvalLimits {
+    /// Steps: each operator, attribute reference, function call and list
+    /// element evaluated is one, and a string handed to a function is one
+    /// more per [`SCAN_BYTES_PER_STEP`] bytes.
+    pub max_steps: u64,
+    /// Bytes of strings, list elements and ads built, counted as they are
+    /// built (what is freed again is not given back).
+    pub max_bytes: u64,
+}
+
+impl EvalLimits {
+    /// A million steps and 32 MiB: see the type's description.
+    pub const DEFAULT: EvalLimits = EvalLimits {
+        max_steps: 1_000_000,
+        max_bytes: 32 << 20,
+    };
+
+    /// No limit, for expressions the caller trusts (its own configuration).
+    pub const UNLIMITED: EvalLimits = EvalLimits {
+        max_steps: u64::MAX,
+        max_bytes: u64::MAX,
+    };
+
+    /// What is left of these limits after spending `cost`: a caller that
+    /// bounds a whole request (a query over many ads) evaluates each ad with
+    /// what the ones before it left.
+    pub fn less(self, cost: EvalCost) -> EvalLimits {
+        EvalLimits {
+            max_steps: self.max_steps.saturating_sub(cost.steps),
+            max_bytes: self.max_bytes.saturating_sub(cost.bytes),
+        }
+    }
+
+    /// The smaller of each limit.
+    pub fn min(self, other: EvalLimits) -> EvalLimits {
+        EvalLimits {
+            max_steps: self.max_steps.min(other.max_steps),
+            max_bytes: self.max_bytes.min(other.max_bytes),
+        }
+    }
+}
+
+impl Default for EvalLimits {
+    fn default() -> EvalLimits {
+        EvalLimits::DEFAULT
+    }
+}
+
+/// What one evaluation spent, in the units of [`EvalLimits`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvalCost {
+    /// Steps; over the limit when `exhausted`.
+    pub steps: u64,
+    /// Bytes built, with the charge that was refused when `exhausted`.
+    pub bytes: u64,
+    /// The evaluation ran over a limit (and its result is ERROR).
+    pub exhausted: bool,
+}
+
+/// The steps of `limits` as an evaluator counts them down.
+fn whole_budget(limits: &EvalLimits) -> i64 {
+    i64::try_from(limits.max_steps).unwrap_or(i64::MAX)
+}
+
+/// A string handed to a built-in function costs one step per this many bytes
+/// (the function may read all of it).
+pub const SCAN_BYTES_PER_STEP: usize = 64;
+
+/// What a list element costs in bytes beyond its own text: the element
+/// expression and a string's header.
+pub const ITEM_BYTES: u64 = (std::mem::size_of::<Expr>() + 16) as u64;
 
 impl std::fmt::Debug for Env {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -65,6 +180,7 @@ impl std::fmt::Debug for Env {
             .field("now", &self.now)
             .field("utc_offset", &self.utc_offset)
             .field("seed", &self.seed)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -137,13 +253,14 @@ fn stack_is_low() -> bool {
     stacker::remaining_stack().is_some_and(|r| r < 128 * 1024)
 }
 
-/// Evaluation could not finish: it recursed deeper than HTCondor allows.
+/// Evaluation could not finish: it recursed deeper than HTCondor allows, or
+/// ran over its budget ([`EvalLimits`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EvalFailed;
 
 impl std::fmt::Display for EvalFailed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("evaluation recursed too deeply")
+        f.write_str("evaluation recursed too deeply or ran over its budget")
     }
 }
 impl std::error::Error for EvalFailed {}
@@ -159,6 +276,11 @@ const INLINE_VISITING: usize = 16;
 
 /// One evaluation in progress. Built-in functions receive it to evaluate their
 /// arguments.
+///
+/// An evaluator has one budget, the environment's limits, for all it
+/// evaluates: one kept for many evaluations over the same ads spends it
+/// across them, unless [`Evaluator::reset_budget`] gives it back. Once it is
+/// spent, [`Evaluator::failed`] is true and values are to be read as ERROR.
 pub struct Evaluator<'a> {
     my: Option<&'a ClassAd>,
     target: Option<&'a ClassAd>,
@@ -171,6 +293,15 @@ pub struct Evaluator<'a> {
     failed: bool,
     depth: u32,
     rng: u64,
+    /// Steps left of the budget. It only counts down (a step is one
+    /// subtraction), and below zero the budget is spent for good, so that
+    /// every later test fails.
+    left: i64,
+    /// Bytes built so far.
+    bytes: u64,
+    /// MY and TARGET as ad values, copied once when an expression first asks
+    /// for a whole top-level ad.
+    top_ads: [OnceCell<Arc<ClassAd>>; 2],
 }
 
 impl<'a> Evaluator<'a> {
@@ -189,7 +320,83 @@ impl<'a> Evaluator<'a> {
             failed: false,
             depth: 0,
             rng: env.seed ^ 0x9e37_79b9_7f4a_7c15,
+            left: whole_budget(&env.limits),
+            bytes: 0,
+            top_ads: [OnceCell::new(), OnceCell::new()],
         }
+    }
+
+    /// What the evaluator has spent (since it was made, or its budget reset).
+    pub fn cost(&self) -> EvalCost {
+        let spent = i128::from(whole_budget(&self.env.limits)) - i128::from(self.left);
+        EvalCost {
+            steps: u64::try_from(spent).unwrap_or(u64::MAX),
+            bytes: self.bytes,
+            exhausted: self.exhausted(),
+        }
+    }
+
+    /// True once the budget is spent.
+    pub fn exhausted(&self) -> bool {
+        self.left < 0
+    }
+
+    /// Charges `n` steps of work; false (and the evaluation is abandoned:
+    /// its result will be ERROR) when that is over the limit. A built-in
+    /// returns ERROR at once when told false.
+    #[inline]
+    pub fn charge_steps(&mut self, n: u64) -> bool {
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        self.left = self.left.saturating_sub(n);
+        if self.left < 0 {
+            self.exhaust();
+            return false;
+        }
+        true
+    }
+
+    /// Charges `n` bytes about to be built; false (and the evaluation is
+    /// abandoned) when that is over the limit. Call it before building.
+    #[inline]
+    pub fn charge_bytes(&mut self, n: u64) -> bool {
+        self.bytes = self.bytes.saturating_add(n);
+        if self.bytes > self.env.limits.max_bytes || self.left < 0 {
+            self.exhaust();
+            return false;
+        }
+        true
+    }
+
+    /// Charges a list of `items` elements holding `text` bytes of strings.
+    pub fn charge_items(&mut self, items: usize, text: usize) -> bool {
+        self.charge_bytes(
+            (items as u64)
+                .saturating_mul(ITEM_BYTES)
+                .saturating_add(text as u64),
+        )
+    }
+
+    /// Bytes that may still be built in this evaluation.
+    pub fn bytes_left(&self) -> u64 {
+        if self.exhausted() {
+            return 0;
+        }
+        self.env.limits.max_bytes.saturating_sub(self.bytes)
+    }
+
+    /// Marks the evaluation as over its budget; its result will be ERROR.
+    #[cold]
+    #[inline(never)]
+    fn exhaust(&mut self) -> Value {
+        self.left = self.left.min(-1);
+        Value::Error
+    }
+
+    /// Gives the evaluator the whole budget of the environment's limits
+    /// again, for another evaluation (and forgets that the budget was spent).
+    pub fn reset_budget(&mut self) {
+        self.left = whole_budget(&self.env.limits);
+        self.bytes = 0;
     }
 
     /// The scope of an expression that lives directly in MY (or no ad at all).
@@ -201,9 +408,10 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// True once the evaluation has hit the recursion limit.
+    /// True once the evaluation has hit the recursion limit or spent its
+    /// budget: its value is then to be read as ERROR.
     pub fn failed(&self) -> bool {
-        self.failed
+        self.failed || self.left < 0
     }
 
     fn side_ad(&self, side: Side) -> Option<&'a ClassAd> {
@@ -251,6 +459,11 @@ impl<'a> Evaluator<'a> {
         if let Expr::Lit(v) = e {
             return v.clone();
         }
+        // Entering another expression: the place to test the budget.
+        self.left -= 1;
+        if self.left < 0 {
+            return self.exhaust();
+        }
         if let Err(v) = self.enter(e) {
             return v;
         }
@@ -259,7 +472,26 @@ impl<'a> Evaluator<'a> {
         v
     }
 
-    /// Evaluates `e` in `scope`.
+    /// Evaluates a function's argument, or a list element, as part of the
+    /// evaluation in progress: a step, tested, and the size of a string
+    /// result, which the caller may read whole (see [`SCAN_BYTES_PER_STEP`]).
+    pub(crate) fn eval_arg(&mut self, e: &Expr, scope: &Scope) -> Value {
+        self.left -= 1;
+        if self.left < 0 {
+            return self.exhaust();
+        }
+        let v = self.eval(e, scope);
+        if let Value::Str(s) = &v {
+            if !self.charge_steps((s.len() / SCAN_BYTES_PER_STEP) as u64) {
+                return Value::Error;
+            }
+        }
+        v
+    }
+
+    /// Evaluates `e` in `scope`, within what is left of the evaluator's
+    /// budget. Once that is spent, [`Evaluator::failed`] is true and the
+    /// value must be read as ERROR (the functions of this module do).
     pub fn eval(&mut self, e: &Expr, scope: &Scope) -> Value {
         // Checking the stack costs a little, so only every few levels; deep
         // enough, evaluation continues on a fresh stack segment.
@@ -274,6 +506,8 @@ impl<'a> Evaluator<'a> {
                     return self.fail();
                 }
                 self.depth += 1;
+                // Counted, not tested: see the module's description.
+                self.left -= 1;
                 let v = $body;
                 self.depth -= 1;
                 v
@@ -289,7 +523,7 @@ impl<'a> Evaluator<'a> {
                 _ => {
                     let a = self.operand(l, scope);
                     let b = self.operand(r, scope);
-                    ops::binary(*op, &a, &b)
+                    ops::binary_counted(*op, &a, &b, &mut self.left)
                 }
             });
         }
@@ -381,10 +615,16 @@ impl<'a> Evaluator<'a> {
         match e {
             Expr::Lit(v) => v.clone(),
             Expr::RelTimeLit(secs) => Value::Real(*secs),
-            Expr::Call(call) => match call.builtin {
-                Some(f) => f(self, &call.args, scope),
-                None => Value::Error,
-            },
+            Expr::Call(call) => {
+                self.left -= 1;
+                if self.left < 0 {
+                    return self.exhaust();
+                }
+                match call.builtin {
+                    Some(f) => f(self, &call.args, scope),
+                    None => Value::Error,
+                }
+            }
             Expr::List(items) => Value::List(ListValue::new(items.clone(), scope.clone())),
             Expr::Ad(ad) => Value::Ad(AdValue::new(ad.clone(), scope.clone())),
             other => self.eval(other, scope),
@@ -509,8 +749,12 @@ impl<'a> Evaluator<'a> {
     fn top_ad_value(&self, side: Side) -> Value {
         match self.side_ad(side) {
             // The top-level ads are borrowed; a copy is made only when an
-            // expression asks for the whole ad as a value (rare).
-            Some(ad) => Value::Ad(AdValue::new(Arc::new(ad.clone()), Scope::None)),
+            // expression asks for the whole ad as a value (rare), and only
+            // once, however often it asks.
+            Some(ad) => {
+                let copy = self.top_ads[side as usize].get_or_init(|| Arc::new(ad.clone()));
+                Value::Ad(AdValue::new(copy.clone(), Scope::None))
+            }
             None => Value::Undefined,
         }
     }
@@ -601,9 +845,12 @@ impl<'a> Evaluator<'a> {
         match base {
             Value::Ad(adv) => self.lookup_in_ad(&adv, name),
             Value::List(l) => {
+                if !self.charge_items(l.items.len(), 0) {
+                    return Value::Error;
+                }
                 let mut out = Vec::with_capacity(l.items.len());
                 for item in l.items.iter() {
-                    let v = self.eval(item, &l.scope);
+                    let v = self.eval_arg(item, &l.scope);
                     out.push(match v {
                         Value::Ad(adv) => self.lookup_in_ad(&adv, name),
                         Value::Undefined => Value::Undefined,
@@ -631,25 +878,28 @@ impl<'a> Evaluator<'a> {
     /// Evaluates `e` inside a nested ad (the ad is its scope).
     pub fn eval_in_ad(&mut self, e: &Expr, adv: &AdValue) -> Value {
         let scope = Scope::nested(adv.ad.clone(), adv.parent.clone());
-        self.eval(e, &scope)
+        self.eval_arg(e, &scope)
     }
 
     /// The expression bound to an unscoped name, and the scope it lives in.
-    pub fn find_attr(&self, name: &AttrName, scope: &Scope) -> Option<(Expr, Scope)> {
+    pub fn find_attr<'s>(&self, name: &AttrName, scope: &'s Scope) -> Option<(&'s Expr, Scope)>
+    where
+        'a: 's,
+    {
         let mut s = scope;
         loop {
             match s {
                 Scope::None => return None,
                 Scope::Nested(node) => {
                     if let Some(e) = node.ad.lookup_name(name) {
-                        return Some((e.clone(), s.clone()));
+                        return Some((e, s.clone()));
                     }
                     s = &node.parent;
                 }
                 Scope::Top(side) => {
                     for side in [*side, side.other()] {
                         if let Some(e) = self.side_ad(side).and_then(|ad| ad.lookup_name(name)) {
-                            return Some((e.clone(), Scope::Top(side)));
+                            return Some((e, Scope::Top(side)));
                         }
                     }
                     return None;
@@ -666,8 +916,7 @@ impl<'a> Evaluator<'a> {
                 if *i < 0 || *i as usize >= l.items.len() {
                     return Value::Error;
                 }
-                let e = l.items[*i as usize].clone();
-                self.eval(&e, &l.scope.clone())
+                self.eval_arg(&l.items[*i as usize], &l.scope)
             }
             (Value::Ad(adv), Value::Str(s)) => self.lookup_in_ad(adv, &AttrName::new(s)),
             (Value::Undefined, _) | (_, Value::Undefined) => Value::Undefined,
@@ -677,12 +926,12 @@ impl<'a> Evaluator<'a> {
 
     /// Evaluates every element of a list value.
     pub fn list_values(&mut self, l: &ListValue) -> Vec<Value> {
-        l.items.iter().map(|e| self.eval(e, &l.scope)).collect()
+        l.items.iter().map(|e| self.eval_arg(e, &l.scope)).collect()
     }
 }
 
 fn finish(ev: &Evaluator<'_>, v: Value) -> Result<Value, EvalFailed> {
-    if ev.failed {
+    if ev.failed() {
         Err(EvalFailed)
     } else {
         Ok(v)
@@ -701,6 +950,21 @@ pub fn try_eval_expr(
     let scope = ev.my_scope();
     let v = ev.eval(expr, &scope);
     finish(&ev, v)
+}
+
+/// As [`eval_expr`], also saying what the evaluation spent (for a caller that
+/// charges a whole request: see [`EvalLimits::less`]).
+pub fn eval_expr_metered(
+    expr: &Expr,
+    my: Option<&ClassAd>,
+    target: Option<&ClassAd>,
+    env: &Env,
+) -> (Value, EvalCost) {
+    let mut ev = Evaluator::new(my, target, env);
+    let scope = ev.my_scope();
+    let v = ev.eval(expr, &scope);
+    let cost = ev.cost();
+    (finish(&ev, v).unwrap_or(Value::Error), cost)
 }
 
 /// As [`try_eval_expr`], with a failed evaluation read as ERROR.

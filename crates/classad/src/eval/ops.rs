@@ -9,6 +9,14 @@ use std::cmp::Ordering;
 use crate::expr::{BinOp, UnOp};
 use crate::value::{AbsTime, Value};
 
+/// Strings at least this long are compared out of line, where what reading
+/// them costs is counted for the evaluation's budget.
+const LONG_STRING: usize = 64;
+
+/// A string compared by an operator costs a step per this many bytes (of the
+/// shorter one): ordering folds case byte by byte.
+const STRING_BYTES_PER_STEP: usize = 8;
+
 /// Error dominates, then undefined.
 #[inline]
 fn strict(a: &Value, b: &Value) -> Option<Value> {
@@ -48,6 +56,13 @@ fn real_result(r: f64, a: f64, b: f64) -> Value {
 
 #[inline]
 pub fn binary(op: BinOp, a: &Value, b: &Value) -> Value {
+    binary_counted(op, a, b, &mut 0)
+}
+
+/// As [`binary`], taking what reading long strings costs from `left` (the
+/// steps left of the evaluator's budget).
+#[inline]
+pub fn binary_counted(op: BinOp, a: &Value, b: &Value, left: &mut i64) -> Value {
     // The common cases in policy expressions: two numbers compared or
     // combined. Everything else, and every corner case, goes the long way.
     match (a, b) {
@@ -66,9 +81,14 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> Value {
                 _ => {}
             }
         }
-        (Value::Str(x), Value::Str(y)) if matches!(op, BinOp::Eq | BinOp::Ne) => {
-            // Case-insensitive equality needs no ordering.
-            return Value::Bool(x.eq_ignore_ascii_case(y) == (op == BinOp::Eq));
+        (Value::Str(x), Value::Str(y)) => {
+            if x.len() >= LONG_STRING && y.len() >= LONG_STRING {
+                return long_strings(op, a, b, left);
+            }
+            if matches!(op, BinOp::Eq | BinOp::Ne) {
+                // Case-insensitive equality needs no ordering.
+                return Value::Bool(x.eq_ignore_ascii_case(y) == (op == BinOp::Eq));
+            }
         }
         (Value::Real(_) | Value::Int(_), Value::Real(_) | Value::Int(_)) => {
             let x = a.as_number().unwrap_or(0.0);
@@ -91,6 +111,16 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> Value {
             }
         }
         _ => {}
+    }
+    binary_general(op, a, b)
+}
+
+/// An operator on two long strings: what reading them costs is counted.
+#[cold]
+#[inline(never)]
+fn long_strings(op: BinOp, a: &Value, b: &Value, left: &mut i64) -> Value {
+    if let (Value::Str(x), Value::Str(y)) = (a, b) {
+        *left = left.saturating_sub((x.len().min(y.len()) / STRING_BYTES_PER_STEP) as i64);
     }
     binary_general(op, a, b)
 }

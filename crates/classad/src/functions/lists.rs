@@ -1,6 +1,8 @@
 //! Functions on ClassAd lists: membership, size, sums and bounds, comparing
 //! every element, and evaluating an expression inside each ad of a list.
 
+use std::sync::Arc;
+
 use crate::eval::ops;
 use crate::eval::{Evaluator, Scope};
 use crate::expr::{BinOp, Expr};
@@ -12,8 +14,8 @@ fn test_member(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, identical: 
     if args.len() != 2 {
         return Value::Error;
     }
-    let item = ev.eval(&args[0], scope);
-    let list = ev.eval(&args[1], scope);
+    let item = ev.eval_arg(&args[0], scope);
+    let list = ev.eval_arg(&args[1], scope);
     // identicalMember can look for UNDEFINED; member cannot.
     if list.is_undefined() || (!identical && item.is_undefined()) {
         return Value::Undefined;
@@ -25,7 +27,7 @@ fn test_member(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, identical: 
         return Value::Error;
     }
     for e in l.items.iter() {
-        let v = ev.eval(e, &l.scope);
+        let v = ev.eval_arg(e, &l.scope);
         let r = if identical {
             ops::identical(&v, &item)
         } else {
@@ -51,7 +53,7 @@ pub fn size(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     if args.len() != 1 {
         return Value::Error;
     }
-    match ev.eval(&args[0], scope) {
+    match ev.eval_arg(&args[0], scope) {
         Value::Undefined => Value::Undefined,
         Value::List(l) => Value::Int(l.items.len() as i64),
         Value::Ad(a) => Value::Int(a.ad.len() as i64),
@@ -66,7 +68,7 @@ fn list_arg(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Result<List
     if args.len() != 1 {
         return Err(Value::Error);
     }
-    match ev.eval(&args[0], scope) {
+    match ev.eval_arg(&args[0], scope) {
         Value::Undefined => Err(Value::Undefined),
         Value::List(l) => Ok(l),
         _ => Err(Value::Error),
@@ -163,7 +165,7 @@ fn list_compare(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, need_all: 
     if args.len() != 3 {
         return Value::Error;
     }
-    let op = match ev.eval(&args[0], scope) {
+    let op = match ev.eval_arg(&args[0], scope) {
         Value::Undefined => return Value::Undefined,
         Value::Str(s) => match &*s {
             "<" => BinOp::Lt,
@@ -178,14 +180,14 @@ fn list_compare(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, need_all: 
         },
         _ => return Value::Error,
     };
-    let l = match ev.eval(&args[1], scope) {
+    let l = match ev.eval_arg(&args[1], scope) {
         Value::Undefined => return Value::Undefined,
         Value::List(l) => l,
         _ => return Value::Error,
     };
-    let x = ev.eval(&args[2], scope);
+    let x = ev.eval_arg(&args[2], scope);
     for e in l.items.iter() {
-        let v = ev.eval(e, &l.scope);
+        let v = ev.eval_arg(e, &l.scope);
         match ops::binary(op, &v, &x) {
             Value::Bool(true) if !need_all => return Value::Bool(true),
             Value::Bool(false) if need_all => return Value::Bool(false),
@@ -210,13 +212,17 @@ pub fn all_compare(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Valu
 /// What `evalInEachContext`/`countMatches` work through: the expression to
 /// evaluate and the list of ads (as expressions with their scope).
 enum Contexts {
-    List(Vec<Expr>, Scope),
+    List(Arc<[Expr]>, Scope),
     /// The list argument was UNDEFINED.
     Undefined,
     Error,
 }
 
-fn contexts(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> (Option<Expr>, Contexts) {
+fn contexts<'e: 'x, 'x>(
+    ev: &mut Evaluator<'e>,
+    args: &'x [Expr],
+    scope: &'x Scope,
+) -> (Option<&'x Expr>, Contexts) {
     if args.len() != 2 {
         return (None, Contexts::Error);
     }
@@ -226,14 +232,13 @@ fn contexts(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> (Option<Exp
     let expr = match &args[0] {
         Expr::Attr(name) => ev
             .find_attr(&AttrName::new(name.as_str()), scope)
-            .map(|(e, _)| e)
-            .unwrap_or_else(|| args[0].clone()),
-        other => other.clone(),
+            .map_or(&args[0], |(e, _)| e),
+        other => other,
     };
     let ctx = match &args[1] {
-        Expr::List(items) => Contexts::List(items.to_vec(), scope.clone()),
-        other => match ev.eval(other, scope) {
-            Value::List(l) => Contexts::List(l.items.to_vec(), l.scope.clone()),
+        Expr::List(items) => Contexts::List(items.clone(), scope.clone()),
+        other => match ev.eval_arg(other, scope) {
+            Value::List(l) => Contexts::List(l.items.clone(), l.scope.clone()),
             Value::Undefined => Contexts::Undefined,
             _ => Contexts::Error,
         },
@@ -243,7 +248,7 @@ fn contexts(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> (Option<Exp
 
 /// Evaluates `expr` with the ad that `item` evaluates to as its scope.
 fn eval_in_context(ev: &mut Evaluator<'_>, expr: &Expr, item: &Expr, scope: &Scope) -> Value {
-    match ev.eval(item, scope) {
+    match ev.eval_arg(item, scope) {
         Value::Ad(adv) => ev.eval_in_ad(expr, &adv),
         Value::Undefined => Value::Undefined,
         _ => Value::Error,
@@ -254,9 +259,12 @@ fn eval_in_context(ev: &mut Evaluator<'_>, expr: &Expr, item: &Expr, scope: &Sco
 pub fn eval_in_each_context(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     match contexts(ev, args, scope) {
         (Some(expr), Contexts::List(items, s)) => {
+            if !ev.charge_items(items.len(), 0) {
+                return Value::Error;
+            }
             let vals = items
                 .iter()
-                .map(|it| eval_in_context(ev, &expr, it, &s))
+                .map(|it| eval_in_context(ev, expr, it, &s))
                 .collect();
             Value::list_of(vals)
         }
@@ -272,7 +280,7 @@ pub fn count_matches(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Va
         (Some(expr), Contexts::List(items, s)) => {
             let n = items
                 .iter()
-                .filter(|it| eval_in_context(ev, &expr, it, &s).as_bool() == Some(true))
+                .filter(|it| eval_in_context(ev, expr, it, &s).as_bool() == Some(true))
                 .count();
             Value::Int(n as i64)
         }

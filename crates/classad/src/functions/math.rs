@@ -9,7 +9,7 @@ use crate::value::Value;
 
 /// The value of the single argument, or `None` for the wrong number of arguments.
 fn one_arg(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Option<Value> {
-    (args.len() == 1).then(|| ev.eval(&args[0], scope))
+    (args.len() == 1).then(|| ev.eval_arg(&args[0], scope))
 }
 
 /// `int(x)`: reals truncate toward zero, strings are read as numbers.
@@ -29,7 +29,12 @@ pub fn to_real(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
 
 pub fn to_string(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     match one_arg(ev, args, scope) {
-        Some(v) => to_string_value(&v),
+        Some(v @ (Value::Str(_) | Value::Undefined | Value::Error)) => v,
+        // Printing a list or an ad: as long as its text, charged once made.
+        Some(v) => match to_string_value(&v) {
+            Value::Str(s) if !ev.charge_bytes(s.len() as u64) => Value::Error,
+            other => other,
+        },
         None => Value::Error,
     }
 }
@@ -86,8 +91,8 @@ pub fn pow(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     if args.len() != 2 {
         return Value::Error;
     }
-    let a = ev.eval(&args[0], scope);
-    let b = ev.eval(&args[1], scope);
+    let a = ev.eval_arg(&args[0], scope);
+    let b = ev.eval_arg(&args[1], scope);
     if let (Value::Int(x), Value::Int(y)) = (&a, &b) {
         if *y >= 0 {
             return Value::Int(c_cast((*x as f64).powf(*y as f64) + 0.5));
@@ -106,8 +111,8 @@ pub fn quantize(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     if args.len() != 2 {
         return Value::Error;
     }
-    let arg = ev.eval(&args[0], scope);
-    let mut step = ev.eval(&args[1], scope);
+    let arg = ev.eval_arg(&args[0], scope);
+    let mut step = ev.eval_arg(&args[1], scope);
     let Ok(x) = real_of(&arg) else {
         return Value::Error;
     };
@@ -117,7 +122,7 @@ pub fn quantize(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
         let mut last = Value::Real(0.0);
         let mut rlast = 0.0;
         for e in l.items.iter() {
-            let v = ev.eval(e, &l.scope);
+            let v = ev.eval_arg(e, &l.scope);
             match real_of(&v) {
                 Ok(r) if r >= x => return v,
                 Ok(r) => {
@@ -159,7 +164,7 @@ pub fn quantize(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
 pub fn random(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     let max = match args.len() {
         0 => Value::Real(1.0),
-        1 => ev.eval(&args[0], scope),
+        1 => ev.eval_arg(&args[0], scope),
         _ => return Value::Error,
     };
     match max {

@@ -14,14 +14,14 @@ pub fn if_then_else(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Val
     if args.len() != 3 {
         return Value::Error;
     }
-    let c = match ev.eval(&args[0], scope) {
+    let c = match ev.eval_arg(&args[0], scope) {
         Value::Undefined => return Value::Undefined,
         Value::Bool(b) => b,
         Value::Int(i) => i != 0,
         Value::Real(r) => r != 0.0,
         _ => return Value::Error,
     };
-    ev.eval(&args[if c { 1 } else { 2 }], scope)
+    ev.eval_arg(&args[if c { 1 } else { 2 }], scope)
 }
 
 /// `eval(s)`: parses the string (or the printed form of another value) as an
@@ -30,11 +30,15 @@ pub fn eval(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     if args.len() != 1 {
         return Value::Error;
     }
-    let Ok(text) = to_str(&ev.eval(&args[0], scope)) else {
+    let Ok(text) = to_str(&ev.eval_arg(&args[0], scope)) else {
         return Value::Error;
     };
+    // Parsing costs more than reading, and the tree is bigger than the text.
+    if !ev.charge_steps((text.len() / 16) as u64) || !ev.charge_bytes(4 * text.len() as u64) {
+        return Value::Error;
+    }
     match crate::parser::parse_expr(&text) {
-        Ok(e) => ev.eval(&e, scope),
+        Ok(e) => ev.eval_arg(&e, scope),
         Err(_) => Value::Error,
     }
 }
@@ -48,11 +52,20 @@ pub fn unparse(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     };
     // HTCondor looks only in the current ad, not in enclosing ones.
     let found = ev.find_attr(name, scope).filter(|(_, s)| same_ad(s, scope));
-    Value::from(
-        found
-            .map(|(e, _)| crate::unparse::expr_to_string(&e))
-            .unwrap_or_default(),
-    )
+    let text = found
+        .map(|(e, _)| crate::unparse::expr_to_string(e))
+        .unwrap_or_default();
+    // The text is as long as the expression given; charged once made.
+    built(ev, text)
+}
+
+/// A string made by a function whose result is at most a few times as long
+/// as what it read: charged once made (what it read was charged already).
+fn built(ev: &mut Evaluator<'_>, text: String) -> Value {
+    if !ev.charge_bytes(text.len() as u64) {
+        return Value::Error;
+    }
+    Value::from(text)
 }
 
 fn same_ad(a: &Scope, b: &Scope) -> bool {
@@ -68,7 +81,7 @@ pub fn debug(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     if args.len() != 1 {
         return Value::Error;
     }
-    ev.eval(&args[0], scope)
+    ev.eval_arg(&args[0], scope)
 }
 
 /// An environment: names to values, printed in name order.
@@ -156,11 +169,14 @@ pub fn env_v1_to_v2(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Val
     if args.len() != 1 {
         return Value::Error;
     }
-    match ev.eval(&args[0], scope) {
+    match ev.eval_arg(&args[0], scope) {
         Value::Undefined => Value::Undefined,
+        // Each entry is some work (a copy, a map insertion): charged by
+        // the length that holds them.
+        Value::Str(s) if !ev.charge_steps(s.len() as u64 / 8) => Value::Error,
         Value::Str(s) => {
             let mut env = Environment::new();
-            merge_v1(&mut env, &s).map_or(Value::Error, |_| Value::from(print_v2(&env)))
+            merge_v1(&mut env, &s).map_or(Value::Error, |_| built(ev, print_v2(&env)))
         }
         _ => Value::Error,
     }
@@ -171,9 +187,12 @@ pub fn env_v1_to_v2(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Val
 pub fn merge_environment(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     let mut env = Environment::new();
     for a in args {
-        match ev.eval(a, scope) {
+        match ev.eval_arg(a, scope) {
             Value::Undefined => {}
             Value::Str(s) => {
+                if !ev.charge_steps(s.len() as u64 / 8) {
+                    return Value::Error;
+                }
                 let Some(words) = split_v2(&s) else {
                     return Value::Error;
                 };
@@ -186,12 +205,12 @@ pub fn merge_environment(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -
             _ => return Value::Error,
         }
     }
-    Value::from(print_v2(&env))
+    built(ev, print_v2(&env))
 }
 
 /// The optional syntax version argument of argsToList/listToArgs (1 or 2).
 fn args_version(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Option<u8> {
-    match args.get(1).map(|a| ev.eval(a, scope)) {
+    match args.get(1).map(|a| ev.eval_arg(a, scope)) {
         None => Some(2),
         Some(Value::Int(1)) => Some(1),
         Some(Value::Int(2)) => Some(2),
@@ -208,7 +227,7 @@ pub fn args_to_list(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Val
     let Some(version) = args_version(ev, args, scope) else {
         return Value::Error;
     };
-    let Value::Str(s) = ev.eval(&args[0], scope) else {
+    let Value::Str(s) = ev.eval_arg(&args[0], scope) else {
         return Value::Error;
     };
     let words = if version == 1 {
@@ -216,9 +235,13 @@ pub fn args_to_list(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Val
     } else {
         split_v2(&s)
     };
-    words.map_or(Value::Error, |w| {
-        Value::list_of(w.into_iter().map(Value::from).collect())
-    })
+    let Some(words) = words else {
+        return Value::Error;
+    };
+    if !ev.charge_items(words.len(), s.len()) {
+        return Value::Error;
+    }
+    Value::list_of(words.into_iter().map(Value::from).collect())
 }
 
 /// `listToArgs(list [, version])`: a list of strings as an argument string.
@@ -230,7 +253,7 @@ pub fn list_to_args(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Val
     let Some(version) = args_version(ev, args, scope) else {
         return Value::Error;
     };
-    let Value::List(l) = ev.eval(&args[0], scope) else {
+    let Value::List(l) = ev.eval_arg(&args[0], scope) else {
         return Value::Error;
     };
     let mut words = Vec::new();
@@ -247,7 +270,7 @@ pub fn list_to_args(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Val
             quote_v2(&w)
         });
     }
-    Value::from(words.join(" "))
+    built(ev, words.join(" "))
 }
 
 /// `userHome(user [, default])`: the user's home directory, found through the
@@ -258,12 +281,12 @@ pub fn user_home(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value 
     if !(1..=2).contains(&args.len()) {
         return Value::Error;
     }
-    let default = match args.get(1).map(|a| ev.eval(a, scope)) {
+    let default = match args.get(1).map(|a| ev.eval_arg(a, scope)) {
         Some(Value::Str(s)) if !s.is_empty() => Some(s),
         _ => None,
     };
     let or_default = |otherwise: Value| default.clone().map_or(otherwise, Value::Str);
-    let user = match ev.eval(&args[0], scope) {
+    let user = match ev.eval_arg(&args[0], scope) {
         Value::Undefined => return or_default(Value::Undefined),
         Value::Str(s) => s,
         _ => return or_default(Value::Error),

@@ -141,7 +141,7 @@ static TABLE: &[(&str, Builtin)] = &[
 
 /// Evaluates every argument, in order.
 fn eval_all(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Vec<Value> {
-    args.iter().map(|a| ev.eval(a, scope)).collect()
+    args.iter().map(|a| ev.eval_arg(a, scope)).collect()
 }
 
 /// HTCondor's string conversion: strings as they are, times in their literal

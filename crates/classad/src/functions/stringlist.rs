@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::regex::{compile, Options};
+use super::regex::{Matcher, Options};
 use super::strtod;
 use crate::eval::{Evaluator, Scope};
 use crate::expr::Expr;
@@ -15,6 +15,19 @@ fn tokens<'a>(list: &'a str, delims: &'a str) -> impl Iterator<Item = &'a str> +
     list.split(move |c: char| delims.contains(c))
         .map(|t| t.trim_matches([' ', '\t', '\r', '\n']))
         .filter(|t| !t.is_empty())
+}
+
+/// Charges reading `list` item by item: each byte is looked for among the
+/// delimiters (some tens of lookups a step).
+fn charge_items(ev: &mut Evaluator<'_>, list: &str, delims: &str) -> bool {
+    let lookups = (list.len() as u64).saturating_mul(delims.len().max(1) as u64);
+    ev.charge_steps(lookups / 32)
+}
+
+/// Charges making a set of the items of `list`: a copy and an insertion for
+/// each, and there may be one for every two bytes.
+fn charge_set(ev: &mut Evaluator<'_>, list: &str) -> bool {
+    ev.charge_steps(list.len() as u64 / 4)
 }
 
 /// Evaluates the arguments; every one must be a string (else ERROR).
@@ -31,7 +44,7 @@ fn string_args(
     }
     let mut out = Vec::with_capacity(required + defaults.len());
     for a in args {
-        match ev.eval(a, scope) {
+        match ev.eval_arg(a, scope) {
             Value::Str(s) => out.push(s.to_string()),
             _ => return Err(Value::Error),
         }
@@ -45,6 +58,7 @@ fn string_args(
 /// `stringListSize(list [, delims])`.
 pub fn size(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     match string_args(ev, args, scope, 1, &[", "]) {
+        Ok(a) if !charge_items(ev, &a[0], &a[1]) => Value::Error,
         Ok(a) => Value::Int(tokens(&a[0], &a[1]).count() as i64),
         Err(v) => v,
     }
@@ -68,6 +82,9 @@ fn summarize(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, kind: Summary
         Ok(a) => a,
         Err(v) => return v,
     };
+    if !charge_items(ev, &a[0], &a[1]) {
+        return Value::Error;
+    }
     let mut acc = match kind {
         Summary::Sum | Summary::Avg => 0.0,
         Summary::Min => f64::from(f32::MAX),
@@ -140,7 +157,7 @@ fn member_args(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Result<[
     let mut out = [String::new(), String::new(), ", \t\r\n".to_string()];
     let mut undefined = 0;
     for (i, a) in args.iter().enumerate() {
-        match ev.eval(a, scope) {
+        match ev.eval_arg(a, scope) {
             Value::Str(s) => out[i] = s.to_string(),
             Value::Undefined => {
                 if i < 2 {
@@ -159,6 +176,7 @@ fn member_args(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Result<[
 
 fn list_member(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, caseless: bool) -> Value {
     match member_args(ev, args, scope) {
+        Ok([_, list, delims]) if !charge_items(ev, &list, &delims) => Value::Error,
         Ok([item, list, delims]) => Value::Bool(tokens(&list, &delims).any(|t| {
             if caseless {
                 t.eq_ignore_ascii_case(&item)
@@ -188,6 +206,12 @@ fn subset(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, caseless: bool) 
     };
     if items.is_empty() {
         return Value::Bool(true);
+    }
+    if !charge_items(ev, &list, &delims)
+        || !charge_items(ev, &items, &delims)
+        || !charge_set(ev, &list)
+    {
+        return Value::Error;
     }
     let norm = |t: &str| {
         if caseless {
@@ -240,6 +264,13 @@ pub fn intersect(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value 
     let (Value::Str(a), Value::Str(b)) = (&vals[0], &vals[1]) else {
         return Value::Error;
     };
+    if !charge_items(ev, a, &delims)
+        || !charge_items(ev, b, &delims)
+        || !charge_set(ev, a)
+        || !charge_set(ev, b)
+    {
+        return Value::Error;
+    }
     let raw = |s: &'_ str| -> BTreeSet<String> {
         s.split(|c: char| delims.contains(c))
             .filter(|t| !t.is_empty())
@@ -257,15 +288,24 @@ pub fn regexp_member(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Va
         Ok(a) => a,
         Err(v) => return v,
     };
-    let Ok(re) = compile(&a[0], Options::from_letters(&a[3])) else {
+    if !charge_items(ev, &a[1], &a[2]) {
         return Value::Error;
+    }
+    let mut m = match Matcher::new(ev, &a[0], Options::from_letters(&a[3])) {
+        Ok(m) => m,
+        Err(v) => return v,
     };
     let mut empty = true;
     let mut found = false;
     for t in tokens(&a[1], &a[2]) {
         empty = false;
-        if re.is_match(t.as_bytes()).unwrap_or(false) {
-            found = true;
+        match m.is_match(ev, t.as_bytes()) {
+            Ok(true) => found = true,
+            Ok(false) => {}
+            // HTCondor reads a failed match as no match; one that ran
+            // over the budget ends the evaluation.
+            Err(v) if ev.exhausted() => return v,
+            Err(_) => {}
         }
     }
     if empty {

@@ -6,58 +6,99 @@ use std::cmp::Ordering;
 use super::{to_str, to_string_value};
 use crate::eval::{Evaluator, Scope};
 use crate::expr::Expr;
-use crate::value::Value;
+use crate::value::{ArcStr, Value};
 
 /// `strcat(a, b, ...)` and `join(sep, a, b, ...)`, HTCondor's `strCat`.
 ///
 /// Arguments are converted to strings. For strcat an UNDEFINED argument makes
 /// the result UNDEFINED; join skips it and is UNDEFINED only when nothing
-/// else was joined.
+/// else was joined. The pieces are gathered first and their total length
+/// charged to the evaluation's budget before the result is built.
 fn concat(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, is_join: bool) -> Value {
-    // join(list) and join(sep, list) join the list's elements.
-    let mut items: Vec<(Expr, Scope)> = args.iter().map(|a| (a.clone(), scope.clone())).collect();
+    // join(list) and join(sep, list) join the list's elements, with the
+    // separator (if any) first, as join(sep, a, b, ...) has it.
+    let mut list = None;
     if is_join && (1..=2).contains(&args.len()) {
-        if let Value::List(l) = ev.eval(&args[args.len() - 1], scope) {
-            let sep = if args.len() == 2 {
-                (args[0].clone(), scope.clone())
-            } else {
-                (Expr::Lit(Value::str("")), Scope::None)
-            };
-            items = std::iter::once(sep)
-                .chain(l.items.iter().map(|e| (e.clone(), l.scope.clone())))
-                .collect();
+        if let Value::List(l) = ev.eval_arg(&args[args.len() - 1], scope) {
+            list = Some(l);
         }
     }
-    let mut buf = String::new();
-    let mut sep = String::new();
+    let mut pieces: Vec<ArcStr> = Vec::new();
+    let mut total = 0usize;
+    let mut sep = ArcStr::new();
     let (mut undef, mut defined) = (false, false);
-    for (i, (e, s)) in items.iter().enumerate() {
-        let text = match to_string_value(&ev.eval(e, s)) {
+    let mut piece = |ev: &mut Evaluator<'_>, i: usize, v: Value| -> Result<bool, Value> {
+        let text = match to_string_value(&v) {
             Value::Str(t) => t,
             Value::Undefined => {
                 undef = true;
                 if is_join {
-                    continue;
+                    return Ok(true);
                 }
                 defined = false;
-                break;
+                return Ok(false);
             }
-            _ => return Value::Error,
+            _ => return Err(Value::Error),
         };
         if is_join {
             if i == 0 {
-                sep = text.to_string();
-                continue;
+                sep = text;
+                return Ok(true);
             }
-            if !buf.is_empty() {
-                buf.push_str(&sep);
+            if total > 0 && !sep.is_empty() {
+                total += sep.len();
+                pieces.push(sep.clone());
             }
         }
         defined = true;
-        buf.push_str(&text);
+        total += text.len();
+        pieces.push(text);
+        // Pieces are counted as they come, so that a long list stops early.
+        if !ev.charge_steps(1) {
+            return Err(Value::Error);
+        }
+        Ok(true)
+    };
+    let go_on = match &list {
+        Some(l) => {
+            let sep_value = match args.len() {
+                2 => ev.eval_arg(&args[0], scope),
+                _ => Value::str(""),
+            };
+            let mut go_on = piece(ev, 0, sep_value);
+            for (i, e) in l.items.iter().enumerate() {
+                if !matches!(go_on, Ok(true)) {
+                    break;
+                }
+                let v = ev.eval_arg(e, &l.scope);
+                go_on = piece(ev, i + 1, v);
+            }
+            go_on
+        }
+        None => {
+            let mut go_on = Ok(true);
+            for (i, e) in args.iter().enumerate() {
+                if !matches!(go_on, Ok(true)) {
+                    break;
+                }
+                let v = ev.eval_arg(e, scope);
+                go_on = piece(ev, i, v);
+            }
+            go_on
+        }
+    };
+    if let Err(v) = go_on {
+        return v;
     }
     if undef && !defined {
         return Value::Undefined;
+    }
+    if !ev.charge_bytes(total as u64) {
+        return Value::Error;
+    }
+    let mut buf = String::with_capacity(total);
+    for p in &pieces {
+        buf.push_str(p);
     }
     Value::from(buf)
 }
@@ -74,10 +115,17 @@ fn change_case(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, upper: bool
     if args.len() != 1 {
         return Value::Error;
     }
-    match to_str(&ev.eval(&args[0], scope)) {
+    match to_str(&ev.eval_arg(&args[0], scope)) {
+        Ok(s) if !ev.charge_bytes(s.len() as u64) => Value::Error,
         // C's toupper/tolower in the C locale: ASCII letters only.
-        Ok(s) if upper => Value::from(s.to_ascii_uppercase()),
-        Ok(s) => Value::from(s.to_ascii_lowercase()),
+        Ok(mut s) => {
+            if upper {
+                s.make_ascii_uppercase();
+            } else {
+                s.make_ascii_lowercase();
+            }
+            Value::from(s)
+        }
         Err(v) => v,
     }
 }
@@ -125,6 +173,11 @@ pub fn substr(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     if vals.len() == 3 && len == 0 {
         n = 0;
     }
+    // Cutting inside a character makes replacement characters (3 bytes
+    // each, at most one per cut byte at each end).
+    if !ev.charge_bytes(n as u64 + 12) {
+        return Value::Error;
+    }
     let part = &bytes[off as usize..(off + n) as usize];
     Value::from(String::from_utf8_lossy(part).into_owned())
 }
@@ -133,8 +186,8 @@ fn compare_strings(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, caseles
     if args.len() != 2 {
         return Value::Error;
     }
-    let a = ev.eval(&args[0], scope);
-    let b = ev.eval(&args[1], scope);
+    let a = ev.eval_arg(&args[0], scope);
+    let b = ev.eval_arg(&args[1], scope);
     if a.is_undefined() || b.is_undefined() {
         return Value::Undefined;
     }
@@ -223,8 +276,8 @@ fn version_args(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Result<
     if args.len() != 2 {
         return Err(Value::Error);
     }
-    let a = ev.eval(&args[0], scope);
-    let b = ev.eval(&args[1], scope);
+    let a = ev.eval_arg(&args[0], scope);
+    let b = ev.eval_arg(&args[1], scope);
     if a.is_undefined() || b.is_undefined() {
         return Err(Value::Undefined);
     }
@@ -284,7 +337,7 @@ fn split_at(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, slot: bool) ->
     if args.len() != 1 {
         return Value::Error;
     }
-    let Value::Str(s) = ev.eval(&args[0], scope) else {
+    let Value::Str(s) = ev.eval_arg(&args[0], scope) else {
         return Value::Error;
     };
     let (a, b) = match s.split_once('@') {
@@ -312,8 +365,8 @@ pub fn split(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     if !(1..=2).contains(&args.len()) {
         return Value::Error;
     }
-    let s = ev.eval(&args[0], scope);
-    let seps = match args.get(1).map(|a| ev.eval(a, scope)) {
+    let s = ev.eval_arg(&args[0], scope);
+    let seps = match args.get(1).map(|a| ev.eval_arg(a, scope)) {
         None => ", \t".to_string(),
         Some(Value::Str(x)) => x.to_string(),
         Some(_) => return Value::Error,
@@ -321,6 +374,12 @@ pub fn split(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     let Value::Str(s) = s else {
         return Value::Error;
     };
+    // The items are counted, and charged, before any is made.
+    let mut count = 0;
+    split_spans(&s, seps.as_bytes(), |_, _| count += 1);
+    if !ev.charge_items(count, s.len()) {
+        return Value::Error;
+    }
     Value::list_of(
         split_items(&s, seps.as_bytes())
             .into_iter()
@@ -331,8 +390,17 @@ pub fn split(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
 
 fn split_items(s: &str, seps: &[u8]) -> Vec<String> {
     let b = s.as_bytes();
-    let text = |from: usize, to: usize| String::from_utf8_lossy(&b[from..to]).into_owned();
     let mut out = Vec::new();
+    split_spans(s, seps, |from, to| {
+        out.push(String::from_utf8_lossy(&b[from..to]).into_owned())
+    });
+    out
+}
+
+/// Where the items of `split` are in `s`: calls `item` with each one's
+/// start and end, in order.
+fn split_spans(s: &str, seps: &[u8], mut item: impl FnMut(usize, usize)) {
+    let b = s.as_bytes();
     let mut last = 0;
     if !seps.is_empty() {
         // The previous separator that was not white space.
@@ -342,9 +410,9 @@ fn split_items(s: &str, seps: &[u8]) -> Vec<String> {
                 continue;
             }
             if ix > last {
-                out.push(text(last, ix));
+                item(last, ix);
             } else if prev == Some(c) && !c.is_ascii_whitespace() {
-                out.push(String::new());
+                item(ix, ix);
             }
             if !c.is_ascii_whitespace() {
                 prev = Some(c);
@@ -353,9 +421,8 @@ fn split_items(s: &str, seps: &[u8]) -> Vec<String> {
         }
     }
     if b.len() > last {
-        out.push(text(last, b.len()));
+        item(last, b.len());
     }
-    out
 }
 
 #[cfg(test)]

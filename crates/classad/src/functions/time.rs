@@ -62,8 +62,8 @@ pub fn abs_time(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     if args.len() > 2 {
         return Value::Error;
     }
-    let v = ev.eval(&args[0], scope);
-    let offset = match args.get(1).map(|a| ev.eval(a, scope)) {
+    let v = ev.eval_arg(&args[0], scope);
+    let offset = match args.get(1).map(|a| ev.eval_arg(a, scope)) {
         None => ev.env.utc_offset,
         Some(Value::Int(i)) => i as i32,
         Some(Value::Real(r)) => r as i32,
@@ -90,7 +90,7 @@ pub fn rel_time(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     if args.len() != 1 {
         return Value::Error;
     }
-    match ev.eval(&args[0], scope) {
+    match ev.eval_arg(&args[0], scope) {
         Value::Undefined => Value::Undefined,
         Value::Int(i) => Value::RelTime(i as f64),
         Value::Real(r) => Value::RelTime(r),
@@ -120,7 +120,7 @@ fn get_field(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, f: Field) -> 
     if args.len() != 1 {
         return Value::Error;
     }
-    match ev.eval(&args[0], scope) {
+    match ev.eval_arg(&args[0], scope) {
         Value::AbsTime(t) => {
             let c = civil(t.secs, ev.env.utc_offset);
             Value::Int(i64::from(match f {
@@ -243,7 +243,7 @@ pub fn split_time(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value
     if args.len() != 1 {
         return Value::Error;
     }
-    let v = ev.eval(&args[0], scope);
+    let v = ev.eval_arg(&args[0], scope);
     if v.is_undefined() {
         return Value::Undefined;
     }
@@ -311,18 +311,24 @@ pub fn format_time(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Valu
         return Value::Error;
     }
     let t = match args.first() {
-        Some(a) => ev.eval(a, scope),
+        Some(a) => ev.eval_arg(a, scope),
         None => Value::Int(ev.env.now),
     };
     let Some(tm) = tm_of(ev, &t) else {
         return Value::Error;
     };
-    let format = match args.get(1).map(|a| ev.eval(a, scope)) {
+    let format = match args.get(1).map(|a| ev.eval_arg(a, scope)) {
         None => "%c".to_string(),
         Some(Value::Str(s)) => s.to_string(),
         Some(_) => return Value::Error,
     };
-    Value::from(strftime(&format, &tm, ev.env.utc_offset))
+    // At most some tens of bytes for each conversion in the format (whose
+    // length was charged): charged once made.
+    let text = strftime(&format, &tm, ev.env.utc_offset);
+    if !ev.charge_bytes(text.len() as u64) {
+        return Value::Error;
+    }
+    Value::from(text)
 }
 
 const DAYS: [&str; 7] = [
@@ -449,7 +455,7 @@ pub fn interval(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     if args.len() != 1 {
         return Value::Error;
     }
-    let Ok(total) = to_int(&ev.eval(&args[0], scope)) else {
+    let Ok(total) = to_int(&ev.eval_arg(&args[0], scope)) else {
         return Value::Error;
     };
     // HTCondor works in a C `int`.

@@ -9,7 +9,7 @@ fn is_type(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, ty: ValueType) 
     if args.len() != 1 {
         return Value::Error;
     }
-    Value::Bool(ev.eval(&args[0], scope).value_type() == ty)
+    Value::Bool(ev.eval_arg(&args[0], scope).value_type() == ty)
 }
 
 pub fn is_undefined(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
