@@ -1013,3 +1013,42 @@ fn a_reused_pid_in_a_stale_running_record_kills_nothing_at_restart() {
          leader alive {leader_alive}, its child {child} alive {child_alive}"
     );
 }
+
+/// The pool's files are private: another user cannot read the job queue
+/// or the accountant's figures, nor open `queue.db` to take (or hold) the
+/// queue's lock, even when a pool from an older version left it readable.
+#[test]
+fn another_user_can_neither_read_the_queue_nor_take_its_lock() {
+    if skip_unless_root() {
+        return;
+    }
+    let s = Scratch::new("lock");
+    let a = alice();
+    // A queue file an older pool left readable by everyone.
+    std::fs::write(s.state.join("queue.db"), "").unwrap();
+    chmod(&s.state.join("queue.db"), 0o644);
+    let pool = Pool::start(&s.state, &[]);
+    pool.submit(a, &s.alice, "one.sub", "executable = /bin/true\nqueue\n")
+        .unwrap();
+    for name in ["queue.db", "running"] {
+        let mode = std::fs::metadata(s.state.join(name)).unwrap().mode() & 0o777;
+        assert_eq!(mode & 0o077, 0, "{name} is open to others: {mode:o}");
+    }
+    // Alice tries to open the queue (a shared lock needs only a read).
+    let mut c = Command::new("/bin/sh");
+    c.arg("-c")
+        .arg(format!("exec 3< {}", s.state.join("queue.db").display()))
+        .stderr(Stdio::piped());
+    users::as_user(&mut c, a);
+    let o = c.output().unwrap();
+    assert!(
+        !o.status.success(),
+        "alice opened the pool's queue: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("Permission denied"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
