@@ -72,7 +72,14 @@ impl PoolProcess {
     /// Runs `pool up` on `state` with the command `c` (its user and
     /// configuration set), its standard error kept in a log beside the
     /// state directory, and waits until the pool answers.
-    fn up(state: &Path, mut c: Command) -> PoolProcess {
+    pub fn up(state: &Path, c: Command) -> PoolProcess {
+        let p = PoolProcess::spawn(state, c);
+        p.wait_up();
+        p
+    }
+
+    /// Like [`PoolProcess::up`], without waiting.
+    pub fn spawn(state: &Path, mut c: Command) -> PoolProcess {
         let log = state.with_extension("daemon.log");
         let stderr = std::fs::OpenOptions::new()
             .create(true)
@@ -87,11 +94,17 @@ impl PoolProcess {
             .stderr(stderr)
             .spawn()
             .unwrap();
-        let p = PoolProcess {
+        PoolProcess {
             child: Some(child),
             state: state.to_path_buf(),
             log,
-        };
+        }
+    }
+
+    /// Waits (at most 20 s) until the pool answers `q`.
+    pub fn wait_up(&self) {
+        let p = self;
+        let state = &self.state;
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let o = run(state, &std::env::temp_dir(), &["q", "-af", "ClusterId"]);
@@ -106,7 +119,6 @@ impl PoolProcess {
             );
             std::thread::sleep(Duration::from_millis(25));
         }
-        p
     }
 
     /// What the daemon wrote on its standard error.
@@ -127,9 +139,16 @@ impl PoolProcess {
 }
 
 impl Drop for PoolProcess {
-    /// A graceful stop (SIGTERM: the pool kills the jobs it runs), then
-    /// SIGKILL if it is still there: a test that fails leaves no job behind.
     fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl PoolProcess {
+    /// A graceful stop (SIGTERM: the pool kills the jobs it runs), then
+    /// SIGKILL if it is still there after ten seconds: a test that fails
+    /// leaves no job behind.
+    pub fn stop(&mut self) {
         if let Some(c) = self.child.as_mut() {
             // SAFETY: a plain signal to our own child.
             unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };

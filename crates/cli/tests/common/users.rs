@@ -21,6 +21,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::common::PoolProcess;
+
 /// Whether the tests run as root.
 pub fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
@@ -440,12 +442,12 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// A running `pool up` (as root unless a user is given): SIGTERM when
-/// dropped, then SIGKILL if it is still there after ten seconds.
+/// A running `pool up` (as root unless a user is given), the harness's
+/// [`PoolProcess`]: SIGTERM when dropped, then SIGKILL if it is still
+/// there after ten seconds, then whatever its jobs left is reaped.
 pub struct Pool {
-    pub child: Option<Child>,
+    pub proc: PoolProcess,
     pub state: PathBuf,
-    log: PathBuf,
     /// The pool process's pid, kept after it is killed.
     started: u32,
 }
@@ -455,7 +457,7 @@ impl Pool {
     /// answers.
     pub fn start(state: &Path, env: &[(&str, &str)]) -> Pool {
         let p = Pool::spawn(state, None, env);
-        p.wait_up();
+        p.proc.wait_up();
         p
     }
 
@@ -474,83 +476,45 @@ impl Pool {
                 Ok(())
             });
         }
-        let p = Pool::spawn_command(state, c);
-        p.wait_up();
+        let p = Pool::wrap(state, PoolProcess::spawn(state, c));
+        p.proc.wait_up();
         p
     }
 
     /// `pool up` as `user` (root when `None`), not waiting for anything.
     pub fn spawn(state: &Path, user: Option<&User>, env: &[(&str, &str)]) -> Pool {
-        Pool::spawn_command(state, command(state, user, env))
+        Pool::wrap(state, PoolProcess::spawn(state, command(state, user, env)))
     }
 
-    /// `pool up --state STATE` with the command `c`.
-    fn spawn_command(state: &Path, mut c: Command) -> Pool {
-        let log = state.with_extension("daemon.log");
-        let stderr = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .unwrap();
-        let child = c
-            .args(["pool", "up", "--state"])
-            .arg(state)
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
+    fn wrap(state: &Path, proc: PoolProcess) -> Pool {
         Pool {
-            started: child.id(),
-            child: Some(child),
+            started: proc.pid(),
+            proc,
             state: state.to_path_buf(),
-            log,
-        }
-    }
-
-    fn wait_up(&self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let o = command(&self.state, None, &[])
-                .args(["q", "-af", "ClusterId"])
-                .output()
-                .unwrap();
-            if o.status.success() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the pool did not come up: {}\n{}",
-                String::from_utf8_lossy(&o.stderr),
-                self.daemon_log()
-            );
-            std::thread::sleep(Duration::from_millis(25));
         }
     }
 
     /// What the daemon wrote on its standard error.
     pub fn daemon_log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.proc.daemon_log()
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().map_or(0, Child::id)
+        self.proc.pid()
     }
 
     pub fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.proc.kill();
     }
 
     /// Waits for the pool process to exit by itself: its status, or
     /// `None` if it is still running after `secs`.
     pub fn exit_within(&mut self, secs: u64) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + Duration::from_secs(secs);
-        let c = self.child.as_mut()?;
+        let c = self.proc.child.as_mut()?;
         loop {
             if let Ok(Some(s)) = c.try_wait() {
-                self.child = None;
+                self.proc.child = None;
                 return Some(s);
             }
             if Instant::now() > deadline {
@@ -630,18 +594,7 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        if let Some(c) = self.child.as_mut() {
-            // SAFETY: a plain signal to our own child.
-            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = c.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        self.kill();
+        self.proc.stop();
         reap(&self.state, self.started);
     }
 }
