@@ -1141,15 +1141,17 @@ impl Drop for QueryThreads {
     }
 }
 
-/// A query's budget and one of the user's [`QUERIES_PER_USER`] places,
-/// waited for within the budget.
-async fn query_place(
+/// A query's request decoded, its budget, and one of the user's
+/// [`QUERIES_PER_USER`] places, waited for within the budget.
+async fn query_request<R: DeserializeOwned>(
     shared: &Arc<Shared>,
     peer: Peer,
-) -> Result<(Budget, OwnedSemaphorePermit), ApiError> {
+    body: &[u8],
+) -> Result<(R, Budget, OwnedSemaphorePermit), ApiError> {
+    let req: R = decode(body)?;
     let budget = Budget::new(QUERY_TIME_LIMIT);
     match shared.queries.acquire(peer.uid, budget.until()).await {
-        Some(p) => Ok((budget, p)),
+        Some(p) => Ok((req, budget, p)),
         None => Err(ApiError {
             status: 429,
             message: format!(
@@ -1189,12 +1191,8 @@ async fn submit(
 
 /// `q`: the queue's snapshot taken under the lock, evaluated off it.
 async fn query(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer {
-    let req: api::QueryRequest = match decode(body) {
+    let (req, budget, permit) = match query_request::<api::QueryRequest>(shared, peer, body).await {
         Ok(r) => r,
-        Err(e) => return refusal(e),
-    };
-    let (budget, permit) = match query_place(shared, peer).await {
-        Ok(p) => p,
         Err(e) => return refusal(e),
     };
     let q = shared.lock().schedd.query_snapshot(user, req, now());
@@ -1212,12 +1210,9 @@ async fn query(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Ans
 /// `history`: read page by page, each page under the lock, evaluated off
 /// it.
 async fn history(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer {
-    let req: api::HistoryRequest = match decode(body) {
+    let (req, budget, permit) = match query_request::<api::HistoryRequest>(shared, peer, body).await
+    {
         Ok(r) => r,
-        Err(e) => return refusal(e),
-    };
-    let (budget, permit) = match query_place(shared, peer).await {
-        Ok(p) => p,
         Err(e) => return refusal(e),
     };
     let mut scan = shared.lock().schedd.history_scan(user, req, now());
@@ -1237,12 +1232,8 @@ async fn history(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> A
 /// `rm`, `hold`, `release`: the jobs selected on a snapshot off the lock,
 /// then acted on under it.
 async fn act(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer {
-    let req: api::ActRequest = match decode(body) {
+    let (req, budget, permit) = match query_request::<api::ActRequest>(shared, peer, body).await {
         Ok(r) => r,
-        Err(e) => return refusal(e),
-    };
-    let (budget, permit) = match query_place(shared, peer).await {
-        Ok(p) => p,
         Err(e) => return refusal(e),
     };
     let selection = shared.lock().schedd.act_snapshot(user, &req, now());
@@ -1259,12 +1250,8 @@ async fn act(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answe
 /// `status`: the collector's ads published and copied under the lock,
 /// evaluated off it.
 async fn slots(shared: &Arc<Shared>, peer: Peer, body: &[u8]) -> Answer {
-    let req: api::SlotsRequest = match decode(body) {
+    let (req, budget, permit) = match query_request::<api::SlotsRequest>(shared, peer, body).await {
         Ok(r) => r,
-        Err(e) => return refusal(e),
-    };
-    let (budget, permit) = match query_place(shared, peer).await {
-        Ok(p) => p,
         Err(e) => return refusal(e),
     };
     let q = run_on(shared, |n, now| n.slots_snapshot(req, now));
