@@ -1140,21 +1140,18 @@ impl Node {
                 FinishProblem::MissingOutput { .. } => Some((p.to_string(), 2)),
                 _ => None,
             });
-            let event = match (r.kind, status) {
-                (_, Some(JobStatus::Held | JobStatus::Removed | JobStatus::Completed))
-                | (_, None) => None,
-                (ExitKind::Exit, _) if output_failed.is_some() => {
-                    let (why, subcode) = output_failed.clone().unwrap_or_default();
-                    Some(JobEvent::Held {
-                        reason: format!(
-                            "Error from {}: failed to transfer output: {why}",
-                            self.slot_label(slot)
-                        ),
-                        code: HoldCode(12),
-                        subcode,
-                    })
-                }
-                (ExitKind::Exit, _) => Some(JobEvent::Exited {
+            let event = match (r.kind, status, output_failed) {
+                (_, Some(JobStatus::Held | JobStatus::Removed | JobStatus::Completed), _)
+                | (_, None, _) => None,
+                (ExitKind::Exit, _, Some((why, subcode))) => Some(JobEvent::Held {
+                    reason: format!(
+                        "Error from {}: failed to transfer output: {why}",
+                        self.slot_label(slot)
+                    ),
+                    code: HoldCode(12),
+                    subcode,
+                }),
+                (ExitKind::Exit, _, None) => Some(JobEvent::Exited {
                     how: match report.status {
                         ExitStatus::Code(c) => ExitHow::Code(i64::from(c)),
                         ExitStatus::Signal { signal, .. } => ExitHow::Signal {

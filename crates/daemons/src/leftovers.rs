@@ -23,6 +23,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use starter::{process_stat, ProcStat as Proc};
+
 /// The prefix of a job cgroup's name (the starter names it after the
 /// sandbox: `ferrocondor_dir_<pid>_<n>`).
 const JOB_CGROUP_PREFIX: &str = "ferrocondor_dir_";
@@ -59,26 +61,6 @@ fn parse_record(text: &str) -> Option<Record> {
     let start = it.next()?.parse().ok()?;
     let cgroup = it.next().map(PathBuf::from);
     Some(Record { pid, start, cgroup })
-}
-
-/// One process as `/proc/<pid>/stat` says: (pid, pgrp, session, start).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Proc {
-    pid: i32,
-    pgrp: i32,
-    session: i32,
-    start: u64,
-}
-
-fn process_stat(pid: i32) -> Option<Proc> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let f: Vec<&str> = text[text.rfind(')')? + 2..].split_whitespace().collect();
-    Some(Proc {
-        pid,
-        pgrp: f.get(2)?.parse().ok()?,
-        session: f.get(3)?.parse().ok()?,
-        start: f.get(19)?.parse().ok()?,
-    })
 }
 
 fn process_start(pid: i32) -> Option<u64> {
@@ -149,11 +131,8 @@ pub(crate) fn kill_leftovers(dir: &Path, execute: &Path, cgroup_parent: Option<&
     if records.is_empty() && sandboxes.is_empty() {
         return;
     }
-    let procs: Vec<Proc> = std::fs::read_dir("/proc")
+    let procs: Vec<Proc> = starter::all_pids()
         .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter_map(process_stat)
         .collect();
     let mut doomed: Vec<i32> = records
@@ -185,7 +164,7 @@ pub(crate) fn kill_leftovers(dir: &Path, execute: &Path, cgroup_parent: Option<&
     while Instant::now() < deadline
         && doomed
             .iter()
-            .any(|&p| process_state(p).is_some_and(|st| st != 'Z'))
+            .any(|&p| process_stat(p).is_some_and(|st| st.state != 'Z'))
     {
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -223,12 +202,6 @@ fn kill_cgroup(cg: &Path) {
     }
 }
 
-/// The state letter of `/proc/<pid>/stat` (`R`, `S`, `Z`, ...).
-fn process_state(pid: i32) -> Option<char> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    text[text.rfind(')')? + 2..].chars().next()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,8 +209,12 @@ mod tests {
     fn p(pid: i32, pgrp: i32, session: i32, start: u64) -> Proc {
         Proc {
             pid,
+            state: 'S',
             pgrp,
             session,
+            utime: 0,
+            stime: 0,
+            rss_pages: 0,
             start,
         }
     }

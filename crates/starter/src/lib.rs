@@ -88,5 +88,5 @@ pub use job::{
     ExitKind, ExitReport, ExitStatus, KillMechanism, Mechanisms, Probe, RunningJob, Starter,
     SuspendMechanism, Usage,
 };
-pub use procs::{lookup_user, User};
+pub use procs::{all_pids, lookup_user, stat as process_stat, ProcStat, User};
 pub use spec::{signal_number, CgroupPolicy, Hooks, JobSpec, RunAs, StarterSettings};

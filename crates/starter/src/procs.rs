@@ -17,8 +17,12 @@ pub struct ProcStat {
     pub stime: u64,
     /// Resident set, pages.
     pub rss_pages: u64,
+    /// When it started, clock ticks after boot (with the pid, it names
+    /// one process for good: a pid is handed out again, a start time not).
+    pub start: u64,
 }
 
+/// What `/proc/<pid>/stat` says of process `pid`, if it exists.
 pub fn stat(pid: i32) -> Option<ProcStat> {
     let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name is in parentheses and may hold anything.
@@ -34,10 +38,12 @@ pub fn stat(pid: i32) -> Option<ProcStat> {
         utime: num(11)? as u64,
         stime: num(12)? as u64,
         rss_pages: num(21)? as u64,
+        start: num(19)? as u64,
     })
 }
 
-fn all_pids() -> Vec<i32> {
+/// Every process's pid.
+pub fn all_pids() -> Vec<i32> {
     let Ok(dir) = fs::read_dir("/proc") else {
         return Vec::new();
     };
