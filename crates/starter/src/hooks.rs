@@ -13,11 +13,13 @@ use crate::procs::User;
 
 /// Makes `cmd`'s child change to `user` before it execs: supplementary
 /// groups, gid, uid, with raw system calls (the child of a many-threaded
-/// daemon may make only system calls). The working directory is entered
-/// after the change, so as the user.
-fn become_user(cmd: &mut Command, user: &User) {
+/// daemon may make only system calls), then enters `dir` as the user.
+fn become_user(cmd: &mut Command, user: &User, dir: &Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::process::CommandExt;
     let (uid, gid, groups) = (user.uid, user.gid, user.groups.clone());
+    let dir = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| format!("`{}` holds a NUL byte", dir.display()))?;
     // SAFETY: the closure makes only system calls on data made before the
     // fork.
     unsafe {
@@ -36,9 +38,11 @@ fn become_user(cmd: &mut Command, user: &User) {
             ))?;
             check(libc::syscall(libc::SYS_setresgid, gid, gid, gid))?;
             check(libc::syscall(libc::SYS_setresuid, uid, uid, uid))?;
+            check(libc::syscall(libc::SYS_chdir, dir.as_ptr()))?;
             Ok(())
         });
     }
+    Ok(())
 }
 
 /// The text a hook reads: each ad in old syntax, `-----` between them.
@@ -103,12 +107,14 @@ impl HookRun {
         let mut child = loop {
             let mut cmd = Command::new(path);
             cmd.args(args)
-                .current_dir(dir)
                 .stdin(Stdio::piped())
                 .stdout(out())
                 .stderr(out());
-            if let Some(u) = user {
-                become_user(&mut cmd, u);
+            match user {
+                Some(u) => become_user(&mut cmd, u, dir)?,
+                None => {
+                    cmd.current_dir(dir);
+                }
             }
             let r = cmd.spawn();
             match r {
