@@ -87,7 +87,7 @@ fn evaluate(
         ))
     })?;
     machine.tick(now, startd::Readings::default());
-    if machine.slots.is_empty() {
+    if machine.slots().is_empty() {
         return Err(Error::Usage("the configuration lays out no slot".into()));
     }
     let ad = machine.slot_ad(0, now);

@@ -987,3 +987,37 @@ fn a_group_quota_bounds_the_group_s_running_jobs() {
     let h = s.history(&pool, "1.2", &["JobStatus"], 30);
     assert_eq!(h.trim(), "4");
 }
+
+/// A job that can never match (`request_memory = 2 TB`) does not hold the
+/// submitter's other jobs back: a later cluster of short jobs fills every
+/// slot at once, as HTCondor skips an autocluster that cannot match. (The
+/// pool used to offer only as many of a submitter's jobs per cycle as it
+/// had slots, so the unmatchable job took a place and one slot stayed
+/// Unclaimed while jobs waited.)
+#[test]
+fn an_unmatchable_job_does_not_hold_back_the_submitter_s_other_jobs() {
+    let s = Setup::new("unmatchable");
+    let pool = PoolProcess::start(&s.state, &with(&[("NUM_CPUS", "3")]));
+    s.submit(
+        "huge.sub",
+        "executable = /bin/sleep\narguments = 600\nrequest_memory = 2 TB\nqueue\n",
+    );
+    s.submit(
+        "short.sub",
+        "executable = /bin/sleep\narguments = 30\nqueue 3\n",
+    );
+    let running = || {
+        s.tool(&["q", "-af", "ClusterId", "JobStatus"])
+            .lines()
+            .filter(|l| l.ends_with(" 2"))
+            .count()
+    };
+    let all = wait_for_opt(20, || (running() == 3).then_some(()));
+    assert!(
+        all.is_some(),
+        "the three short jobs never ran at once on the three slots:\n{}\ndaemon:\n{}",
+        s.tool(&["q", "-af", "ClusterId", "ProcId", "JobStatus"]),
+        pool.daemon_log()
+    );
+    assert_eq!(s.status("1.0"), "1", "the 2 TB job cannot match");
+}

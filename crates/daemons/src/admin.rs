@@ -83,7 +83,7 @@ impl Node {
         let (event, message) = match cmd {
             StartdCommand::Vacate { slot, fast } => {
                 if let Some(s) = &slot {
-                    if !self.startd.slots.iter().any(|x| &x.name == s) {
+                    if !self.startd.slots().iter().any(|x| &x.name == s) {
                         return Err(ApiError::bad_request(format!(
                             "there is no slot {s} on this machine"
                         )));

@@ -29,14 +29,15 @@ use std::time::SystemTime;
 use classad::{ClassAd, Env, Value};
 use negotiator::accountant::Accountant;
 use negotiator::collector::{AdType, CollectorStore};
-use negotiator::cycle::{negotiate, MatchKind, Policy, SubmitterJobs};
-use negotiator::groups::negotiate_by_group;
-use negotiator::limits::{ConcurrencyLimits, CycleLimits};
-use negotiator::reuse;
-use schedd::job::attr;
-use schedd::{ExitHow, HoldCode, JobEvent, JobId, JobStatus, RunReport};
+use negotiator::cycle::{MatchKind, Policy, SubmitterJobs};
+use negotiator::limits::ConcurrencyLimits;
+use negotiator::matchmaker::negotiation_cycle;
+use schedd::claims::{
+    self, submitter_of, Claims, MatchInfo, RunEnd, StartFailure, StarterReport, Stop,
+};
+use schedd::{ExitHow, JobEvent, JobId, JobStatus, RunReport};
 use startd::resources::HostReadings;
-use startd::{Action, Activity, ClaimRequest, Event, Pair, Ready, Startd, State};
+use startd::{Action, Activity, Event, Ready, Startd, State};
 use starter::{
     CgroupPolicy, ExitKind, ExitReport, ExitStatus, FinishProblem, Hooks, JobSpec, RunAs,
     RunningJob, StartError, Starter, StarterSettings,
@@ -44,7 +45,7 @@ use starter::{
 
 pub(crate) use crate::leftovers::record_running;
 use crate::leftovers::{forget_running, kill_leftovers};
-use crate::schedd_service::{literal_int, literal_str, Schedd};
+use crate::schedd_service::{literal_str, Schedd};
 
 /// The execute point's and the central manager's configuration.
 pub struct NodeConfig {
@@ -101,24 +102,11 @@ pub enum Work {
     Reschedule,
 }
 
-/// A claim this schedd holds on a slot.
-struct Claim {
-    slot: String,
-    submitter: String,
-    /// The job the claim was made for, then the one running on it.
-    job: Option<JobId>,
-    activated: bool,
-    /// An Activate was sent and its StartJob has not come yet.
-    starting: bool,
-    /// Released, or its job was taken off: no reuse.
-    finished: bool,
-}
-
 /// A job's process on a slot.
 struct Run {
     id: u64,
-    /// The queue's job; `None` for work a FETCH_WORK hook brought.
-    job: Option<JobId>,
+    /// The claim it runs on: the schedd's (whose claim core hears how the
+    /// run goes), or one a FETCH_WORK hook made.
     claim_id: String,
     /// `None` while it is being started, and once the process exited and
     /// is being finished.
@@ -162,16 +150,11 @@ pub struct Node {
     /// The starter's settings every job starts from (read from the
     /// configuration at start and at reconfig, not at every job).
     starter: StarterSettings,
-    claims: BTreeMap<String, Claim>,
-    claim_seq: u64,
+    /// The schedd's claims and its idle jobs by submitter (the claim
+    /// protocol's core).
+    claims: Claims,
     runs: BTreeMap<String, Run>,
     run_seq: u64,
-    /// Each submitter's idle jobs not yet on a claim, in its order:
-    /// JobPrio (higher first), then job id.
-    idle: BTreeMap<String, BTreeSet<(i64, JobId)>>,
-    idle_key: BTreeMap<JobId, (String, i64)>,
-    /// Jobs with a claim (pending or active): not idle for the negotiator.
-    on_claim: BTreeSet<JobId>,
     pending: Vec<Event>,
     work: Vec<Work>,
     /// Intervals, seconds.
@@ -182,23 +165,6 @@ pub struct Node {
     notes: Vec<String>,
     /// Mips and KFlops, once measured.
     benchmarks: Option<(i64, i64)>,
-}
-
-/// The accounting name of a job's submitter, as HTCondor's schedd
-/// advertises it: `AccountingGroup@domain` for a job in an accounting
-/// group (`group_a.alice@domain`), else `User` (owner@domain), else its
-/// Owner.
-fn submitter_of(job: &ClassAd) -> String {
-    let user = literal_str(job, attr::USER)
-        .or_else(|| literal_str(job, attr::OWNER))
-        .unwrap_or_else(|| "unknown".into());
-    match literal_str(job, "AccountingGroup") {
-        Some(group) if !group.is_empty() => match user.split_once('@') {
-            Some((_, domain)) => format!("{group}@{domain}"),
-            None => group,
-        },
-        _ => user,
-    }
 }
 
 fn param(c: &config::Config, name: &str) -> Option<String> {
@@ -249,12 +215,12 @@ fn hooks_for(c: &config::Config, keyword: &str) -> Hooks {
     }
 }
 
-/// The hold code for a job that could not be started (HTCondor's table).
-fn start_hold_code(e: &StartError) -> HoldCode {
+/// Why a job could not be started, as the claim core's hold codes see it.
+fn start_failure(e: &StartError) -> StartFailure {
     match e {
-        StartError::Hook { .. } => HoldCode(19),
-        StartError::Input { .. } | StartError::UrlInput(_) => HoldCode(13),
-        _ => HoldCode(6),
+        StartError::Hook { .. } => StartFailure::Hook,
+        StartError::Input { .. } | StartError::UrlInput(_) => StartFailure::Input,
+        _ => StartFailure::Other,
     }
 }
 
@@ -375,6 +341,12 @@ impl Node {
             }
         }
         let starter = starter_base(&cfg.startd, &cfg.execute_dir, run_as, cgroup);
+        let claims = Claims::new(
+            &cfg.hostname,
+            &format!("<{}>#{}", cfg.hostname, std::process::id()),
+            alive_interval as i64,
+            limits.clone(),
+        );
         let mut node = Node {
             schedd,
             startd,
@@ -388,13 +360,9 @@ impl Node {
             running_dir,
             state_dir: state_dir.to_path_buf(),
             starter,
-            claims: BTreeMap::new(),
-            claim_seq: 0,
+            claims,
             runs: BTreeMap::new(),
             run_seq: 0,
-            idle: BTreeMap::new(),
-            idle_key: BTreeMap::new(),
-            on_claim: BTreeSet::new(),
             pending: Vec::new(),
             work: Vec::new(),
             poll_interval,
@@ -405,9 +373,7 @@ impl Node {
         };
         let all: Vec<JobId> = node.schedd.queue().jobs().map(|(id, _)| id).collect();
         node.schedd.take_touched();
-        for id in all {
-            node.refresh_idle(id);
-        }
+        let _ = node.claims.jobs_changed(&all, node.schedd.queue());
         // Jobs waiting from before a restart get a cycle at once (after the
         // first poll), as a restarted schedd asks for one, not after a
         // whole NEGOTIATOR_INTERVAL.
@@ -429,7 +395,7 @@ impl Node {
 
     /// Whether any job waits for a slot.
     pub fn has_idle_jobs(&self) -> bool {
-        self.idle.values().any(|s| !s.is_empty())
+        self.claims.has_idle_jobs()
     }
 
     /// The accountant (for `userprio`).
@@ -456,6 +422,7 @@ impl Node {
     ) {
         self.policy = policy;
         self.accountant = accountant.with_state(self.accountant.state());
+        self.claims.set_limits(limits.clone());
         self.limits = limits;
         self.starter = starter_base(
             &startd_config,
@@ -563,84 +530,68 @@ impl Node {
         format!("{slot}@{}", self.hostname)
     }
 
-    // ---- the idle list -------------------------------------------------
+    // ---- the schedd's claims -------------------------------------------
 
-    fn refresh_idle(&mut self, id: JobId) {
-        if let Some((who, prio)) = self.idle_key.remove(&id) {
-            if let Some(set) = self.idle.get_mut(&who) {
-                set.remove(&(-prio, id));
-                if set.is_empty() {
-                    self.idle.remove(&who);
-                }
-            }
-        }
-        if self.on_claim.contains(&id) {
-            return;
-        }
-        let Some(ad) = self.schedd.queue().job(id) else {
-            return;
-        };
-        if self.schedd.queue().status(id) != Some(JobStatus::Idle) {
-            return;
-        }
-        let who = submitter_of(ad);
-        let prio = literal_int(ad, "JobPrio").unwrap_or(0);
-        self.idle
-            .entry(who.clone())
-            .or_default()
-            .insert((-prio, id));
-        self.idle_key.insert(id, (who, prio));
+    /// After any change to the queue (a submission, a user's hold,
+    /// release or removal, periodic policy): the claim core keeps its idle
+    /// index, takes held or removed jobs off their machines, and asks for
+    /// a cycle if new idle jobs came.
+    pub fn queue_changed(&mut self, now: i64) {
+        self.apply(claims::Ready::default(), now);
+        self.drive(now);
     }
 
-    /// After any change to the queue: keep the idle list, take jobs that
-    /// were held or removed off their machines, ask for a cycle if new
-    /// idle jobs came.
-    pub fn queue_changed(&mut self, now: i64) {
-        let touched = self.schedd.take_touched();
-        if touched.is_empty() {
-            return;
-        }
-        let mut fresh_idle = false;
-        for id in &touched {
-            self.refresh_idle(*id);
-            fresh_idle |= self.idle_key.contains_key(id);
-        }
-        // A job on a machine whose status is no longer running was held,
-        // removed (or its policy did it): the schedd gives its claim
-        // back, and the startd evicts it.
-        let touched: BTreeSet<JobId> = touched.into_iter().collect();
-        let stops: Vec<(String, String, ExitKind)> = self
-            .runs
-            .iter()
-            .filter_map(|(slot, r)| {
-                let id = r.job?;
-                if !touched.contains(&id) {
-                    return None;
+    /// Carries out what the claim core decided: job events to the queue
+    /// (and the store, and the event log), charges to the accountant,
+    /// messages to the startd, stops to the runs; then tells the core
+    /// which jobs that changed, until nothing more changes.
+    fn apply(&mut self, mut ready: claims::Ready, now: i64) {
+        for _ in 0..1000 {
+            for (id, ev) in ready.job_events {
+                if let Err(e) = self.schedd.job_event(id, ev, now) {
+                    self.notes.push(e);
                 }
-                let kind = match self.schedd.queue().status(id) {
-                    Some(JobStatus::Running | JobStatus::Suspended) => return None,
-                    Some(JobStatus::Held) => ExitKind::Hold,
-                    _ => ExitKind::Remove,
+            }
+            for id in ready.runs_ended {
+                if let Err(e) = self.schedd.run_ended(id, now) {
+                    self.notes.push(e);
+                }
+            }
+            for c in ready.charges {
+                c.apply(&mut self.accountant, now);
+            }
+            for (claim_id, stop) in ready.stops {
+                let kind = match stop {
+                    Stop::Hold => ExitKind::Hold,
+                    Stop::Remove => ExitKind::Remove,
                 };
-                Some((slot.clone(), r.claim_id.clone(), kind))
-            })
-            .collect();
-        for (slot, claim_id, kind) in stops {
-            if let Some(r) = self.runs.get_mut(&slot) {
-                r.kind = kind;
-                if let Some(p) = r.process.as_mut() {
-                    p.set_exit_kind(kind);
+                if let Some(r) = self.runs.values_mut().find(|r| r.claim_id == claim_id) {
+                    r.kind = kind;
+                    if let Some(p) = r.process.as_mut() {
+                        p.set_exit_kind(kind);
+                    }
                 }
             }
-            if let Some(c) = self.claims.get_mut(&claim_id) {
-                c.finished = true;
+            self.pending
+                .extend(ready.to_startd.into_iter().map(|(_, ev)| ev));
+            for (id, text) in ready.job_notes {
+                self.notes.push(format!("job {id}: {text}"));
             }
-            self.pending.push(Event::ReleaseClaim { slot, claim_id });
+            if ready.reschedule {
+                self.work.push(Work::Reschedule);
+            }
+            let touched = self.schedd.take_touched();
+            if touched.is_empty() {
+                return;
+            }
+            ready = self.claims.jobs_changed(&touched, self.schedd.queue());
         }
-        self.drive(now);
-        if fresh_idle {
-            self.work.push(Work::Reschedule);
-        }
+    }
+
+    /// A starter's report to the claim's schedd.
+    fn report(&mut self, report: StarterReport, now: i64) {
+        let ready = self.claims.starter_said(report, self.schedd.queue(), now);
+        self.apply(ready, now);
     }
 
     // ---- the startd ----------------------------------------------------
@@ -662,7 +613,7 @@ impl Node {
         }
         let pids: Vec<Vec<u32>> = self
             .startd
-            .slots
+            .slots()
             .iter()
             .map(|s| {
                 self.runs
@@ -695,20 +646,8 @@ impl Node {
                 return;
             }
             for ev in std::mem::take(&mut self.pending) {
-                let activating = match &ev {
-                    Event::Activate { claim_id, .. } => Some(claim_id.clone()),
-                    _ => None,
-                };
-                match self.startd.handle(ev, now) {
-                    Ok(ready) => self.absorb(ready, now),
-                    Err(r) => {
-                        if let Some(id) = activating {
-                            self.activation_refused(&id, &r.slot);
-                        } else {
-                            self.notes.push(format!("startd refused: {r}"));
-                        }
-                    }
-                }
+                let ready = self.startd.receive(ev, now);
+                self.absorb(ready, now);
             }
         }
         self.notes
@@ -739,6 +678,7 @@ impl Node {
                     claim_id,
                     job,
                     nice,
+                    ..
                 } => self.start_job(&slot, &claim_id, job, nice, now),
                 Action::SuspendJob { slot } => self.suspend(&slot, now),
                 Action::ContinueJob { slot } => self.resume(&slot, now),
@@ -746,9 +686,15 @@ impl Node {
                 Action::KillJob { slot } | Action::KillStarterTree { slot } => {
                     self.signal(&slot, true)
                 }
-                Action::ClaimEnded {
-                    claim_id, reason, ..
-                } => self.claim_ended(&claim_id, &reason, now),
+                a @ (Action::ClaimGranted { .. }
+                | Action::ClaimRefused { .. }
+                | Action::ClaimIdle { .. }
+                | Action::ActivationRefused { .. }
+                | Action::ClaimEnded { .. }) => {
+                    let ready = self.claims.startd_said(a, self.schedd.queue(), now);
+                    self.apply(ready, now);
+                }
+                Action::Refused(r) => self.notes.push(format!("startd refused: {r}")),
                 Action::RunBenchmarks { slot } => {
                     // The machine's figures, measured once: every slot asks,
                     // and the loops hold the pool up while they run.
@@ -803,7 +749,6 @@ impl Node {
                 Action::ShutdownComplete => {}
             }
         }
-        self.reconcile(now);
     }
 
     /// What a FETCH_WORK hook printed (a job ad, or nothing).
@@ -837,12 +782,7 @@ impl Node {
         let mut s = self.starter.clone();
         s.nice_increment = nice.clamp(0, 19) as i32;
         s.slot_name = slot.to_string();
-        s.slot_ad = self
-            .startd
-            .slots
-            .iter()
-            .position(|x| x.name == slot)
-            .map(|i| self.startd.slot_ad(i, now));
+        s.slot_ad = self.startd.ad_of(slot, now);
         if let Some(k) = literal_str(job, "HookKeyword").filter(|k| !k.trim().is_empty()) {
             s.hooks = hooks_for(&self.startd_config, &k);
         }
@@ -850,14 +790,10 @@ impl Node {
     }
 
     fn start_job(&mut self, slot: &str, claim_id: &str, job: ClassAd, nice: i64, now: i64) {
-        let queue_job = self.claims.get_mut(claim_id).and_then(|c| {
-            c.starting = false;
-            c.job
-        });
         let settings = self.starter_settings(slot, &job, nice, now);
         let spec = match JobSpec::new(job, settings) {
             Ok(spec) => spec,
-            Err(e) => return self.start_failed(slot, claim_id, queue_job, e, now),
+            Err(e) => return self.start_failed(slot, claim_id, e, now),
         };
         self.run_seq += 1;
         let run = self.run_seq;
@@ -865,7 +801,6 @@ impl Node {
             slot.to_string(),
             Run {
                 id: run,
-                job: queue_job,
                 claim_id: claim_id.to_string(),
                 process: None,
                 starting: true,
@@ -906,7 +841,7 @@ impl Node {
             Err(e) => {
                 let r = self.runs.remove(slot).expect("found above");
                 forget_running(&self.running_dir, slot);
-                self.start_failed(slot, &r.claim_id, r.job, e, now);
+                self.start_failed(slot, &r.claim_id, e, now);
                 self.drive(now);
                 return;
             }
@@ -917,22 +852,18 @@ impl Node {
         r.process = Some(Box::new(process));
         r.starting = false;
         let deferred = std::mem::take(&mut r.deferred);
-        let queue_job = r.job;
+        let claim_id = r.claim_id.clone();
         self.work.push(Work::Watch {
             slot: slot.to_string(),
             run,
             fd,
         });
-        if let Some(id) = queue_job {
-            let ev = JobEvent::Started {
-                host: self.hostname.clone(),
-                slot: self.slot_label(slot),
-            };
-            if let Err(e) = self.schedd.job_event(id, ev, now) {
-                self.notes.push(e);
-            }
-            self.queue_changed_quietly();
-        }
+        let report = StarterReport::Started {
+            claim_id,
+            host: self.hostname.clone(),
+            slot: self.slot_label(slot),
+        };
+        self.report(report, now);
         for c in deferred {
             match c {
                 Control::Suspend => self.suspend(slot, now),
@@ -944,45 +875,21 @@ impl Node {
         self.drive(now);
     }
 
-    /// The job could not be started: it is held with the starter's reason
-    /// (HTCondor's hold codes), and the startd hears its starter is gone.
-    fn start_failed(
-        &mut self,
-        slot: &str,
-        claim_id: &str,
-        queue_job: Option<JobId>,
-        e: StartError,
-        now: i64,
-    ) {
+    /// The job could not be started: the startd hears its starter is
+    /// gone, and the claim's schedd why (it holds the job with HTCondor's
+    /// hold code and gives the claim back).
+    fn start_failed(&mut self, slot: &str, claim_id: &str, e: StartError, now: i64) {
         let reason = format!("Error from {}: {e}", self.slot_label(slot));
         self.notes.push(reason.clone());
-        if let Some(id) = queue_job {
-            let ev = JobEvent::Held {
-                reason,
-                code: start_hold_code(&e),
-                subcode: 0,
-            };
-            if let Err(e) = self.schedd.job_event(id, ev, now) {
-                self.notes.push(e);
-            }
-            if let Some(c) = self.claims.get_mut(claim_id) {
-                c.finished = true;
-                c.job = None;
-            }
-            self.on_claim.remove(&id);
-            self.queue_changed_quietly();
-        }
         self.pending.push(Event::StarterExited {
             slot: slot.to_string(),
         });
-        // The schedd gives the claim back, as HTCondor's does when its
-        // shadow could not start the job (reuse would likely fail alike).
-        if self.claims.contains_key(claim_id) {
-            self.pending.push(Event::ReleaseClaim {
-                slot: slot.to_string(),
-                claim_id: claim_id.to_string(),
-            });
-        }
+        let report = StarterReport::StartFailed {
+            claim_id: claim_id.to_string(),
+            reason,
+            failure: start_failure(&e),
+        };
+        self.report(report, now);
     }
 
     /// Whether `slot`'s job is still being started; if so `c` waits.
@@ -993,14 +900,6 @@ impl Node {
                 true
             }
             _ => false,
-        }
-    }
-
-    /// Keeps the idle list after a change this module made itself (no
-    /// runs to stop, no cycle to ask for beyond what `queue_changed` does).
-    fn queue_changed_quietly(&mut self) {
-        for id in self.schedd.take_touched() {
-            self.refresh_idle(id);
         }
     }
 
@@ -1017,15 +916,8 @@ impl Node {
             return;
         }
         let num_pids = p.tree_pids().len() as i64;
-        if let Some(id) = r.job {
-            if let Err(e) = self
-                .schedd
-                .job_event(id, JobEvent::Suspended { num_pids }, now)
-            {
-                self.notes.push(e);
-            }
-            self.queue_changed_quietly();
-        }
+        let claim_id = r.claim_id.clone();
+        self.report(StarterReport::Suspended { claim_id, num_pids }, now);
     }
 
     fn resume(&mut self, slot: &str, now: i64) {
@@ -1040,14 +932,8 @@ impl Node {
             self.notes.push(format!("{slot}: resuming the job: {e}"));
             return;
         }
-        if let Some(id) = r.job {
-            if self.schedd.queue().status(id) == Some(JobStatus::Suspended) {
-                if let Err(e) = self.schedd.job_event(id, JobEvent::Unsuspended, now) {
-                    self.notes.push(e);
-                }
-                self.queue_changed_quietly();
-            }
-        }
+        let claim_id = r.claim_id.clone();
+        self.report(StarterReport::Unsuspended { claim_id }, now);
     }
 
     /// VacateJob (the job's soft kill signal) or KillJob (SIGKILL to the tree).
@@ -1129,64 +1015,45 @@ impl Node {
             resources: Some(self.resources_used(slot, &report, now)),
             ..RunReport::default()
         };
-        if let Some(id) = r.job {
-            let status = self.schedd.queue().status(id);
-            // Output that could not go back holds the job, as HTCondor's
-            // TransferOutputError (12) does, with the errno as subcode.
-            let output_failed = report.problems.iter().find_map(|p| match p {
-                FinishProblem::Output { source, .. } => {
-                    Some((p.to_string(), i64::from(source.raw_os_error().unwrap_or(0))))
-                }
-                FinishProblem::MissingOutput { .. } => Some((p.to_string(), 2)),
-                _ => None,
-            });
-            let event = match (r.kind, status, output_failed) {
-                (_, Some(JobStatus::Held | JobStatus::Removed | JobStatus::Completed), _)
-                | (_, None, _) => None,
-                (ExitKind::Exit, _, Some((why, subcode))) => Some(JobEvent::Held {
-                    reason: format!(
-                        "Error from {}: failed to transfer output: {why}",
-                        self.slot_label(slot)
-                    ),
-                    code: HoldCode(12),
-                    subcode,
-                }),
-                (ExitKind::Exit, _, None) => Some(JobEvent::Exited {
-                    how: match report.status {
-                        ExitStatus::Code(c) => ExitHow::Code(i64::from(c)),
-                        ExitStatus::Signal { signal, .. } => ExitHow::Signal {
-                            signal: i64::from(signal),
-                            core_file: None,
-                        },
-                    },
-                    report: usage,
-                }),
-                _ => Some(JobEvent::Evicted {
-                    checkpointed: false,
-                    reason: r.evicted_because.clone(),
-                    report: usage,
-                }),
-            };
-            if let Some(ev) = event {
-                if let Err(e) = self.schedd.job_event(id, ev, now) {
-                    self.notes.push(e);
-                }
+        // Output that could not go back holds the job, as HTCondor's
+        // TransferOutputError (12) does, with the errno as subcode.
+        let output_failed = report.problems.iter().find_map(|p| match p {
+            FinishProblem::Output { source, .. } => {
+                Some((p.to_string(), i64::from(source.raw_os_error().unwrap_or(0))))
             }
-            if let Err(e) = self.schedd.run_ended(id, now) {
-                self.notes.push(e);
-            }
-            self.on_claim.remove(&id);
-            if let Some(c) = self.claims.get_mut(&r.claim_id) {
-                c.job = None;
-                if r.kind != ExitKind::Exit {
-                    c.finished = true;
-                }
-            }
-        }
+            FinishProblem::MissingOutput { .. } => Some((p.to_string(), 2)),
+            _ => None,
+        });
+        let end = match (r.kind, output_failed) {
+            (ExitKind::Exit, Some((why, subcode))) => RunEnd::OutputFailed {
+                reason: format!(
+                    "Error from {}: failed to transfer output: {why}",
+                    self.slot_label(slot)
+                ),
+                subcode,
+            },
+            (ExitKind::Exit, None) => RunEnd::Exited(match report.status {
+                ExitStatus::Code(c) => ExitHow::Code(i64::from(c)),
+                ExitStatus::Signal { signal, .. } => ExitHow::Signal {
+                    signal: i64::from(signal),
+                    core_file: None,
+                },
+            }),
+            _ => RunEnd::Evicted {
+                reason: r.evicted_because.clone(),
+            },
+        };
+        self.report(
+            StarterReport::Ended {
+                claim_id: r.claim_id,
+                end,
+                report: usage,
+            },
+            now,
+        );
         self.pending.push(Event::StarterExited {
             slot: slot.to_string(),
         });
-        self.queue_changed(now);
         self.drive(now);
     }
 
@@ -1196,12 +1063,7 @@ impl Node {
     fn resources_used(&self, slot: &str, report: &ExitReport, now: i64) -> ClassAd {
         let mut ad = ClassAd::new();
         let env = Env::at(now);
-        let slot_ad = self
-            .startd
-            .slots
-            .iter()
-            .position(|s| s.name == slot)
-            .map(|i| self.startd.slot_ad(i, now));
+        let slot_ad = self.startd.ad_of(slot, now);
         let job = &report.job;
         let number = |ad: &ClassAd, name: &str| match ad.get(name).map(|e| ad.eval(e, &env)) {
             Some(Value::Int(i)) => Some(Value::Int(i)),
@@ -1230,145 +1092,10 @@ impl Node {
         ad
     }
 
-    fn claim_ended(&mut self, claim_id: &str, reason: &str, now: i64) {
-        self.accountant.remove_match(claim_id, now);
-        let Some(c) = self.claims.remove(claim_id) else {
-            return;
-        };
-        if let (Some(id), false) = (c.job, c.activated && !c.starting) {
-            // The claim ended before its job ran.
-            if !self.runs.values().any(|r| r.job == Some(id)) {
-                self.on_claim.remove(&id);
-                self.refresh_idle(id);
-                self.notes.push(format!(
-                    "job {id}: the claim on {} ended before the job started: {reason}",
-                    self.slot_label(&c.slot)
-                ));
-            }
-        }
-        if self.has_idle_jobs() {
-            self.work.push(Work::Reschedule);
-        }
-    }
-
-    /// The schedd's side of every claim: activate one that is ready, reuse
-    /// or release one whose job has gone.
-    fn reconcile(&mut self, now: i64) {
-        let ids: Vec<String> = self.claims.keys().cloned().collect();
-        for id in ids {
-            let Some(slot) = self
-                .startd
-                .slots
-                .iter()
-                .find(|s| s.claim.as_ref().is_some_and(|c| c.id == id))
-            else {
-                continue;
-            };
-            if slot.pair() != Pair(State::Claimed, Activity::Idle) || slot.starter {
-                continue;
-            }
-            let slot_name = slot.name.clone();
-            let Some(c) = self.claims.get(&id) else {
-                continue;
-            };
-            if c.finished || c.starting {
-                continue;
-            }
-            let next = match c.job {
-                Some(j) if !c.activated => Some(j),
-                _ => self.next_job_for_claim(&slot_name, &id, now),
-            };
-            // Only a job still idle is run (one held or removed while its
-            // claim was being made is not).
-            let job = next
-                .filter(|&j| self.schedd.queue().status(j) == Some(JobStatus::Idle))
-                .and_then(|j| self.schedd.queue().job(j).cloned().map(|ad| (j, ad)));
-            if let (None, Some(c)) = (&job, self.claims.get(&id)) {
-                if let Some(j) = c.job.filter(|_| !c.activated) {
-                    self.on_claim.remove(&j);
-                    self.refresh_idle(j);
-                }
-            }
-            match job {
-                Some((j, ad)) => {
-                    if let Some(c) = self.claims.get_mut(&id) {
-                        c.job = Some(j);
-                        c.activated = true;
-                        c.starting = true;
-                    }
-                    self.on_claim.insert(j);
-                    self.refresh_idle(j);
-                    self.pending.push(Event::Activate {
-                        slot: slot_name,
-                        claim_id: id.clone(),
-                        job: Box::new(ad),
-                    });
-                }
-                None => {
-                    if let Some(c) = self.claims.get_mut(&id) {
-                        c.finished = true;
-                        c.job = None;
-                    }
-                    self.pending.push(Event::ReleaseClaim {
-                        slot: slot_name,
-                        claim_id: id,
-                    });
-                }
-            }
-        }
-    }
-
-    /// Claim reuse (`negotiator::reuse`): the submitter's next idle job
-    /// that the slot takes, while the claim is young enough.
-    fn next_job_for_claim(&self, slot: &str, id: &str, now: i64) -> Option<JobId> {
-        let c = self.claims.get(id)?;
-        let i = self.startd.slots.iter().position(|s| s.name == slot)?;
-        let s = &self.startd.slots[i];
-        if let Some(cl) = s.claim.as_ref() {
-            if !reuse::claim_young(s.policy.claim_worklife, cl.claimed_at, now) {
-                return None;
-            }
-        }
-        let idle = self.idle.get(&c.submitter)?;
-        let ad = self.startd.slot_ad(i, now);
-        let candidates = idle
-            .iter()
-            .filter_map(|&(_, j)| self.schedd.queue().job(j).map(|job| (j, job)));
-        reuse::next_job(&ad, candidates, || self.limits_in_use(now), now)
-    }
-
-    /// The concurrency limits with what the jobs on claims hold taken.
-    fn limits_in_use(&self, now: i64) -> ConcurrencyLimits {
-        let jobs = self
-            .claims
-            .values()
-            .filter_map(|c| self.schedd.queue().job(c.job?));
-        reuse::limits_in_use(&self.limits, jobs, now)
-    }
-
-    fn activation_refused(&mut self, id: &str, slot: &str) {
-        let Some(c) = self.claims.get_mut(id) else {
-            return;
-        };
-        c.starting = false;
-        c.finished = true;
-        if let Some(j) = c.job.take() {
-            self.on_claim.remove(&j);
-            self.refresh_idle(j);
-        }
-        self.pending.push(Event::ReleaseClaim {
-            slot: slot.to_string(),
-            claim_id: id.to_string(),
-        });
-    }
-
     /// Keep-alives for every claim (the startd's claim lease).
     pub fn keep_alive(&mut self, now: i64) {
-        for id in self.claims.keys() {
-            self.pending.push(Event::KeepAlive {
-                claim_id: id.clone(),
-            });
-        }
+        let ready = self.claims.keep_alive();
+        self.apply(ready, now);
         self.drive(now);
     }
 
@@ -1386,14 +1113,14 @@ impl Node {
 
     // ---- the negotiator ------------------------------------------------
 
-    /// One negotiation cycle: match idle jobs to slots, claim them.
-    /// Returns how many jobs were matched.
+    /// One negotiation cycle: match idle jobs to slots; the schedd claims
+    /// them. Returns how many jobs were matched.
     pub fn negotiate(&mut self, now: i64) -> usize {
         if !self.has_idle_jobs() {
             return 0;
         }
         self.accountant.update_priorities(now);
-        let mut limits = self.limits_in_use(now);
+        let mut limits = self.claims.limits_in_use(self.schedd.queue(), now);
         // The negotiator's snapshot of the collector's slot ads, each named
         // `slot@host` (the startd's slot is the part before the `@`).
         self.publish_slots(now);
@@ -1409,65 +1136,34 @@ impl Node {
                 name.split('@').next().unwrap_or_default().to_string()
             })
             .collect();
-        // No submitter can get more slots than the machine has in a cycle.
-        let cap = slot_ads.len().max(1);
-        let names: Vec<String> = self.idle.keys().cloned().collect();
-        let lists: Vec<Vec<JobId>> = self
-            .idle
-            .values()
-            .map(|s| s.iter().take(cap).map(|&(_, j)| j).collect())
+        // What the schedd offers: every submitter's idle jobs.
+        let lists: Vec<(String, Vec<JobId>)> = self
+            .claims
+            .idle_jobs()
+            .map(|(who, jobs)| (who.to_string(), jobs.collect()))
             .collect();
         let plan = {
-            let subs: Vec<SubmitterJobs<'_>> = names
+            let queue = self.schedd.queue();
+            let subs: Vec<SubmitterJobs<'_>> = lists
                 .iter()
-                .zip(&lists)
                 .map(|(n, js)| SubmitterJobs {
                     name: n.clone(),
-                    jobs: js
-                        .iter()
-                        .filter_map(|&j| self.schedd.queue().job(j))
-                        .collect(),
+                    jobs: js.iter().filter_map(|&j| queue.job(j)).collect(),
                 })
                 .collect();
-            if self.accountant.groups.groups.len() > 1 {
-                // Accounting groups: group by group, each with its quota.
-                let env = Env::at(now);
-                let demand: Vec<f64> = subs
-                    .iter()
-                    .map(|sub| {
-                        sub.jobs
-                            .iter()
-                            .map(|j| j.eval_attr("RequestCpus", &env).as_number().unwrap_or(1.0))
-                            .sum()
-                    })
-                    .collect();
-                let pool_size = self.startd.machine.total_cpus;
-                negotiate_by_group(
-                    &slot_ads,
-                    &subs,
-                    &demand,
-                    &mut self.accountant,
-                    &mut limits,
-                    &self.policy,
-                    pool_size,
-                    now,
-                )
-            } else {
-                negotiate(
-                    &slot_ads,
-                    &subs,
-                    &self.accountant,
-                    &mut CycleLimits::new(&mut limits, now),
-                    &self.policy,
-                    now,
-                )
-                .matches
-            }
+            negotiation_cycle(
+                &slot_ads,
+                &subs,
+                &mut self.accountant,
+                &mut limits,
+                &self.policy,
+                now,
+            )
         };
         self.limits = limits;
         let mut matched = 0;
-        for mt in &plan {
-            let Some(&job) = lists.get(mt.submitter).and_then(|l| l.get(mt.job)) else {
+        for mt in &plan.matches {
+            let Some(&job) = lists.get(mt.submitter).and_then(|l| l.1.get(mt.job)) else {
                 continue;
             };
             let Some(slot) = slot_names.get(mt.slot).cloned() else {
@@ -1475,15 +1171,29 @@ impl Node {
             };
             // On a partitionable slot: the dynamic slots to make room from
             // (a match on a claimed slot preempts only its own claim).
-            let preempt = mt
+            let preempt_dynamic = mt
                 .preempted
                 .iter()
                 .filter(|p| p.slot != mt.slot)
                 .filter_map(|p| slot_names.get(p.slot).cloned())
                 .collect();
-            if self.claim_slot(job, &slot, mt.kind, mt.cost, preempt, now) {
+            // The negotiator tells the startd of the match, and the schedd
+            // claims the slot.
+            self.pending.push(Event::Matched { slot: slot.clone() });
+            let info = MatchInfo {
+                job,
+                startd: self.hostname.clone(),
+                slot,
+                by_user_priority: mt.kind == MatchKind::PriorityPreemption,
+                cost: mt.cost,
+                preempt_dynamic,
+            };
+            let ready = self.claims.matched(info, self.schedd.queue(), now);
+            if !ready.to_startd.is_empty() {
                 matched += 1;
             }
+            self.apply(ready, now);
+            self.drive(now);
         }
         // The accountant's figures are kept when a cycle changes who holds
         // what (and at shutdown), not at every cycle: a submission asks for
@@ -1493,87 +1203,6 @@ impl Node {
         }
         self.drive(now);
         matched
-    }
-
-    /// The schedd claims the matched slot for `job`.
-    fn claim_slot(
-        &mut self,
-        job: JobId,
-        slot: &str,
-        kind: MatchKind,
-        cost: f64,
-        preempt_dynamic: Vec<String>,
-        now: i64,
-    ) -> bool {
-        if self.schedd.queue().status(job) != Some(JobStatus::Idle) || self.on_claim.contains(&job)
-        {
-            return false;
-        }
-        let Some(ad) = self.schedd.queue().job(job).cloned() else {
-            return false;
-        };
-        if let Err(e) = self.schedd.job_event(job, JobEvent::Matched, now) {
-            self.notes.push(e);
-        }
-        self.queue_changed_quietly();
-        self.claim_seq += 1;
-        let claim_id = format!(
-            "<{}>#{}#{}",
-            self.hostname,
-            std::process::id(),
-            self.claim_seq
-        );
-        let submitter = submitter_of(&ad);
-        if let Ok(ready) = self.startd.handle(
-            Event::Matched {
-                slot: slot.to_string(),
-            },
-            now,
-        ) {
-            self.absorb(ready, now);
-        }
-        let request = ClaimRequest {
-            claim_id: claim_id.clone(),
-            job: ad,
-            schedd: self.hostname.clone(),
-            user: submitter.clone(),
-            alive_interval: Some(self.alive_interval as i64),
-            by_user_priority: kind == MatchKind::PriorityPreemption,
-            preempt_dynamic,
-        };
-        self.claims.insert(
-            claim_id.clone(),
-            Claim {
-                slot: slot.to_string(),
-                submitter: submitter.clone(),
-                job: Some(job),
-                activated: false,
-                starting: false,
-                finished: false,
-            },
-        );
-        self.on_claim.insert(job);
-        self.refresh_idle(job);
-        match self.startd.handle(
-            Event::RequestClaim {
-                slot: slot.to_string(),
-                request: Box::new(request),
-            },
-            now,
-        ) {
-            Ok(ready) => {
-                self.accountant.add_match(&submitter, &claim_id, cost, now);
-                self.absorb(ready, now);
-                true
-            }
-            Err(r) => {
-                self.claims.remove(&claim_id);
-                self.on_claim.remove(&job);
-                self.refresh_idle(job);
-                self.notes.push(format!("job {job}: claim refused: {r}"));
-                false
-            }
-        }
     }
 
     /// Writes the accountant's figures for the next `pool up`.

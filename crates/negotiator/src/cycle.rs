@@ -459,7 +459,40 @@ pub fn negotiate(
     policy: &Policy,
     now: i64,
 ) -> Plan {
-    Cycle::new(slot_ads, submitters, priorities, policy, now).run(limits)
+    negotiate_capped(
+        slot_ads,
+        submitters,
+        priorities,
+        limits,
+        policy,
+        usize::MAX,
+        now,
+    )
+}
+
+/// Runs one negotiation cycle in which each autocluster offers at most
+/// `per_autocluster` of its jobs (the first in the submitter's order): a
+/// cycle cannot match more jobs of one autocluster than the pool has
+/// slots, so the rest need not be matched one by one. The jobs left out
+/// still count as idle in the plan's `unmatched`.
+pub fn negotiate_capped(
+    slot_ads: &[ClassAd],
+    submitters: &[SubmitterJobs<'_>],
+    priorities: &dyn Priorities,
+    limits: &mut dyn Limits,
+    policy: &Policy,
+    per_autocluster: usize,
+    now: i64,
+) -> Plan {
+    Cycle::new(
+        slot_ads,
+        submitters,
+        priorities,
+        policy,
+        per_autocluster,
+        now,
+    )
+    .run(limits)
 }
 
 struct Cycle<'a, 'p> {
@@ -482,6 +515,10 @@ struct Cycle<'a, 'p> {
     preemption_possible: bool,
     stats: CycleStats,
     matches: Vec<Match>,
+    /// How many jobs an autocluster offers at most.
+    per_autocluster: usize,
+    /// For each autocluster, its jobs left out by that cap.
+    not_offered: Vec<usize>,
 }
 
 fn lit_number(ad: &ClassAd, name: &str, env: &Env) -> Option<f64> {
@@ -532,6 +569,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
         submitters: &'p [SubmitterJobs<'a>],
         priorities: &'p dyn Priorities,
         policy: &'p Policy,
+        per_autocluster: usize,
         now: i64,
     ) -> Cycle<'a, 'p> {
         let env = Env::at(now);
@@ -551,6 +589,8 @@ impl<'a, 'p> Cycle<'a, 'p> {
             preemption_possible: false,
             stats: CycleStats::default(),
             matches: Vec::new(),
+            per_autocluster: per_autocluster.max(1),
+            not_offered: Vec::new(),
         };
         cycle.prio = submitters
             .iter()
@@ -825,6 +865,11 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 let id = clusters.assign(attrs, keys[si][ji], ji, |i| s.jobs[i]);
                 if base + id == self.acs.len() {
                     self.acs.push(self.new_ac(si, s.jobs[ji]));
+                    self.not_offered.push(0);
+                }
+                if self.acs[base + id].jobs.len() >= self.per_autocluster {
+                    self.not_offered[base + id] += 1;
+                    continue;
                 }
                 self.acs[base + id].jobs.push(ji);
                 queue.push((ji, base + id));
@@ -1753,7 +1798,8 @@ impl<'a, 'p> Cycle<'a, 'p> {
             stats: self.stats,
             ..Plan::default()
         };
-        let mut idle = vec![0usize; self.acs.len()];
+        let mut idle = self.not_offered.clone();
+        idle.resize(self.acs.len(), 0);
         for q in &self.queues {
             for (_, ac) in q {
                 idle[*ac] += 1;
@@ -1872,7 +1918,9 @@ mod tests {
             name: "good@pool".into(),
             jobs: jobs.iter().collect(),
         }];
-        let groups = Cycle::new(slots, &subs, &prios(), pol, NOW).groups.len();
+        let groups = Cycle::new(slots, &subs, &prios(), pol, usize::MAX, NOW)
+            .groups
+            .len();
         let plan = negotiate(slots, &subs, &prios(), &mut NoLimits, pol, NOW);
         let names = plan.matches.iter().map(|m| m.slot_name.clone()).collect();
         (names, groups)

@@ -12,12 +12,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use classad::ClassAd;
 
 use crate::accountant::{Accountant, ROOT_GROUP};
-use crate::cycle::{negotiate, Match, Policy, SubmitterJobs};
+use crate::cycle::{negotiate_capped, Plan, Policy, Reason, SubmitterJobs};
 use crate::limits::{ConcurrencyLimits, CycleLimits};
 
 /// One cycle with accounting groups. `demand[i]` is submitter `i`'s idle
-/// demand (cores); the pool has `pool_size` cores. The matches index
-/// `submitters` (and their jobs) and `slot_ads`, as [`negotiate`]'s do.
+/// demand (cores); the pool has `pool_size` cores. The plan indexes
+/// `submitters` (and their jobs) and `slot_ads`, as
+/// [`crate::cycle::negotiate`]'s does; its autoclusters and unmatched are
+/// each group's, one after the other.
 #[allow(clippy::too_many_arguments)]
 pub fn negotiate_by_group(
     slot_ads: &[ClassAd],
@@ -27,8 +29,9 @@ pub fn negotiate_by_group(
     limits: &mut ConcurrencyLimits,
     policy: &Policy,
     pool_size: f64,
+    per_autocluster: usize,
     now: i64,
-) -> Vec<Match> {
+) -> Plan {
     let mut by_name: BTreeMap<String, f64> = BTreeMap::new();
     for (s, d) in submitters.iter().zip(demand) {
         *by_name.entry(s.name.clone()).or_insert(0.0) += d + accountant.resources_in_use(&s.name);
@@ -52,7 +55,7 @@ pub fn negotiate_by_group(
         .collect();
     groups.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let mut taken: BTreeSet<usize> = BTreeSet::new();
-    let mut out = Vec::new();
+    let mut out = Plan::default();
     for (_, g) in groups {
         let members: Vec<usize> = (0..submitters.len())
             .filter(|&i| accountant.group_of(&submitters[i].name) == g)
@@ -67,10 +70,12 @@ pub fn negotiate_by_group(
         } else {
             limit - accountant.resources_in_use(&g)
         };
-        if room <= 0.0 {
-            continue;
-        }
-        let slot_map: Vec<usize> = (0..slot_ads.len()).filter(|i| !taken.contains(i)).collect();
+        // A group at its quota is offered no slot; the cycle still sorts
+        // its jobs into autoclusters, so the plan says why they wait.
+        let over_quota = room <= 0.0;
+        let slot_map: Vec<usize> = (0..slot_ads.len())
+            .filter(|i| !taken.contains(i) && !over_quota)
+            .collect();
         let slots: Vec<ClassAd> = slot_map.iter().map(|&i| slot_ads[i].clone()).collect();
         let subs: Vec<SubmitterJobs<'_>> = members
             .iter()
@@ -79,14 +84,16 @@ pub fn negotiate_by_group(
                 jobs: submitters[i].jobs.clone(),
             })
             .collect();
-        let plan = negotiate(
+        let plan = negotiate_capped(
             &slots,
             &subs,
             &*accountant,
             &mut CycleLimits::new(limits, now),
             policy,
+            per_autocluster,
             now,
         );
+        let ac_base = out.autoclusters.len();
         for mut mt in plan.matches {
             if mt.cost > room + 1e-9 {
                 continue;
@@ -94,12 +101,32 @@ pub fn negotiate_by_group(
             room -= mt.cost;
             mt.submitter = members[mt.submitter];
             mt.slot = slot_map[mt.slot];
+            mt.autocluster += ac_base;
             for p in &mut mt.preempted {
                 p.slot = slot_map[p.slot];
             }
             taken.insert(mt.slot);
-            out.push(mt);
+            out.matches.push(mt);
         }
+        for mut ac in plan.autoclusters {
+            ac.submitter = members[ac.submitter];
+            out.autoclusters.push(ac);
+        }
+        for mut u in plan.unmatched {
+            u.submitter = members[u.submitter];
+            if over_quota {
+                u.reason = Reason::SubmitterLimit;
+            }
+            u.autocluster += ac_base;
+            out.unmatched.push(u);
+        }
+        out.stats.pie_spins += plan.stats.pie_spins;
+        out.stats.idle_jobs += plan.stats.idle_jobs;
+        out.stats.autoclusters += plan.stats.autoclusters;
+        out.stats.match_lists_built += plan.stats.match_lists_built;
+        out.stats.slots = out.stats.slots.max(plan.stats.slots);
+        out.stats.slot_classes = out.stats.slot_classes.max(plan.stats.slot_classes);
+        out.stats.pool_size = out.stats.pool_size.max(plan.stats.pool_size);
     }
     out
 }

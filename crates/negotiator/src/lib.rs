@@ -1,8 +1,9 @@
-//! # negotiator — the central manager's core (being written; issue 6)
+//! # negotiator — the central manager's core
 //!
 //! Pure: takes the collector's ads, the accountant's state, the
 //! configuration and `now`; returns a plan of matches. Never touches a
-//! socket, a file or the clock.
+//! socket, a file or the clock. Start at [`matchmaker::negotiation_cycle`],
+//! the one entry point the pool and the simulator call.
 
 pub mod accountant;
 pub mod analyze;
@@ -11,5 +12,6 @@ pub mod collector;
 pub mod cycle;
 pub mod groups;
 pub mod limits;
+pub mod matchmaker;
 pub mod pslot;
 pub mod reuse;

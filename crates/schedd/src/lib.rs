@@ -19,6 +19,7 @@
 //! Start reading at [`queue::JobQueue::apply`].
 
 pub mod authz;
+pub mod claims;
 pub mod job;
 pub mod policy;
 pub mod queue;

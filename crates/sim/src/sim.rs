@@ -24,13 +24,16 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use classad::{ClassAd, Env, Value};
 use config::{Config, FileError, FixedHost, LoadOptions, Root};
 use negotiator::accountant::Accountant;
-use negotiator::cycle::{negotiate, MatchKind, Policy, SubmitterJobs};
-use negotiator::groups::negotiate_by_group;
-use negotiator::limits::{ConcurrencyLimits, CycleLimits};
+use negotiator::cycle::{MatchKind, Policy, SubmitterJobs};
+use negotiator::limits::ConcurrencyLimits;
+use negotiator::matchmaker::negotiation_cycle;
 use negotiator::reuse;
-use schedd::{Change, JobEvent, JobId, JobQueue, JobStatus, RunReport, SubmitPolicy, SystemPolicy};
+use schedd::claims::{self, Claims, MatchInfo, RunEnd, StarterReport};
+use schedd::{
+    Change, ExitHow, JobEvent, JobId, JobQueue, JobStatus, RunReport, SubmitPolicy, SystemPolicy,
+};
 use startd::resources::HostReadings;
-use startd::{Action, Activity, Cause, ClaimRequest, Event, Pair, Readings, Ready, Startd, State};
+use startd::{Action, Activity, Cause, Event, Pair, Readings, Ready, Startd, State};
 
 use crate::report::{JobRecord, Report, Sample, TransitionRecord};
 use crate::rng::SplitMix64;
@@ -197,8 +200,6 @@ struct Machine {
     ad_count: usize,
     ads_at: i64,
     dirty: bool,
-    /// Claims on this machine (ids), for activation and reuse.
-    claims: BTreeSet<String>,
     /// What the starter adds to the slot ads (see `starter_attrs`).
     starter_attrs: ClassAd,
 }
@@ -212,8 +213,6 @@ struct SimJob {
     cpus: f64,
     runtime: i64,
     exit_code: i64,
-    /// JobPrio at submission (the submitter's order of its jobs).
-    prio: i64,
     submitted: i64,
     first_start: Option<i64>,
     run: Option<Run>,
@@ -241,22 +240,12 @@ impl Run {
     }
 }
 
-struct SimClaim {
-    machine: usize,
-    schedd: usize,
-    submitter: String,
-    /// The job the claim was made for, then the one running on it.
-    job: Option<usize>,
-    activated: bool,
-    /// An Activate was sent and its StartJob has not come yet.
-    starting: bool,
-    /// Released by the schedd, or its job was evicted: no reuse.
-    finished: bool,
-}
-
 struct Schedd {
     name: String,
     queue: JobQueue,
+    /// Its claims and its idle jobs by submitter (the claim protocol's
+    /// core, as the personal pool's schedd runs it).
+    claims: Claims,
     submit_config: Config,
     submit_policy: SubmitPolicy,
     system: SystemPolicy,
@@ -294,11 +283,8 @@ pub struct Simulation<'f> {
     schedds: Vec<Schedd>,
     jobs: Vec<SimJob>,
     job_index: BTreeMap<(usize, JobId), usize>,
-    /// Each submitter's idle jobs in its order: JobPrio (higher first),
-    /// then submission.
-    idle: BTreeMap<String, BTreeSet<(i64, usize)>>,
-    claims: BTreeMap<String, SimClaim>,
-    claim_seq: u64,
+    /// Machines by host name (where a schedd's messages to a startd go).
+    machine_index: BTreeMap<String, usize>,
     /// (machine, slot) -> the job running there.
     running: BTreeMap<(usize, String), usize>,
     /// Why the slot's claim is being preempted (for the report).
@@ -377,9 +363,16 @@ impl<'f> Simulation<'f> {
             let mut ad = ClassAd::new();
             ad.insert_value("MyType", "Scheduler");
             ad.insert_value("Name", sp.name.as_str());
+            let alive_interval = interval(s, &sc, "ALIVE_INTERVAL", 300);
             schedds.push(Schedd {
                 name: sp.name.clone(),
                 queue: JobQueue::new(),
+                claims: Claims::new(
+                    &sp.name,
+                    &format!("<{}>", sp.name),
+                    alive_interval,
+                    limits.clone(),
+                ),
                 submit_config,
                 submit_policy,
                 system,
@@ -446,7 +439,6 @@ impl<'f> Simulation<'f> {
                     ad_count: 0,
                     ads_at: i64::MIN / 2,
                     dirty: true,
-                    claims: BTreeSet::new(),
                     starter_attrs: starter_attrs.clone(),
                 });
             }
@@ -523,6 +515,11 @@ impl<'f> Simulation<'f> {
                 .max(1)
         });
 
+        let machine_index = machines
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.host.clone(), i))
+            .collect();
         let mut sim = Simulation {
             scenario: s.clone(),
             files,
@@ -534,9 +531,7 @@ impl<'f> Simulation<'f> {
             schedds,
             jobs: Vec::new(),
             job_index: BTreeMap::new(),
-            idle: BTreeMap::new(),
-            claims: BTreeMap::new(),
-            claim_seq: 0,
+            machine_index,
             running: BTreeMap::new(),
             preempt_cause: BTreeMap::new(),
             collector: Vec::new(),
@@ -699,13 +694,9 @@ impl<'f> Simulation<'f> {
                 self.schedule(now + self.periodic_interval, Ev::Periodic);
             }
             Ev::KeepAlive => {
-                let ids: Vec<(usize, String)> = self
-                    .claims
-                    .iter()
-                    .map(|(id, c)| (c.machine, id.clone()))
-                    .collect();
-                for (m, id) in ids {
-                    self.pending.push((m, Event::KeepAlive { claim_id: id }));
+                for s in 0..self.schedds.len() {
+                    let ready = self.schedds[s].claims.keep_alive();
+                    self.apply(s, ready, None);
                 }
                 self.drive();
                 self.schedule(now + self.alive_interval, Ev::KeepAlive);
@@ -740,7 +731,7 @@ impl<'f> Simulation<'f> {
         }
         let condor_load: Vec<f64> = mach
             .startd
-            .slots
+            .slots()
             .iter()
             .map(|s| {
                 if s.pair() == Pair(State::Claimed, Activity::Busy)
@@ -797,18 +788,25 @@ impl<'f> Simulation<'f> {
                 Action::StartJob {
                     slot,
                     claim_id,
+                    schedd,
+                    job,
                     nice,
-                    ..
-                } => self.start_job(m, &slot, &claim_id, nice),
+                } => self.start_job(m, &slot, &claim_id, &schedd, &job, nice),
                 Action::SuspendJob { slot } => {
                     if let Some(&j) = self.running.get(&(m, slot)) {
+                        let mut claim_id = String::new();
                         if let Some(r) = &mut self.jobs[j].run {
                             if let Some(s) = r.since.take() {
                                 r.ran += now - s;
                             }
                             r.generation += 1;
+                            claim_id = r.claim.clone();
                         }
-                        self.job_event(j, JobEvent::Suspended { num_pids: 1 }, "suspended");
+                        let report = StarterReport::Suspended {
+                            claim_id,
+                            num_pids: 1,
+                        };
+                        self.report_run(j, report, None);
                     }
                 }
                 Action::ContinueJob { slot } => {
@@ -825,38 +823,26 @@ impl<'f> Simulation<'f> {
                             let left = (self.jobs[j].runtime - ran).max(0);
                             self.schedule(now + left, Ev::Finish { job: j, generation });
                         }
-                        self.job_event(j, JobEvent::Unsuspended, "unsuspended");
+                        let claim_id = self.jobs[j].run.as_ref().map(|r| r.claim.clone());
+                        let report = StarterReport::Unsuspended {
+                            claim_id: claim_id.unwrap_or_default(),
+                        };
+                        self.report_run(j, report, None);
                     }
                 }
                 Action::VacateJob { slot } => self.stop_job(m, &slot, 1),
                 Action::KillJob { slot } | Action::KillStarterTree { slot } => {
                     self.stop_job(m, &slot, 0)
                 }
-                Action::ClaimEnded {
-                    claim_id, reason, ..
-                } => {
-                    self.accountant.remove_match(&claim_id, now);
-                    self.machines[m].claims.remove(&claim_id);
-                    // A claim that never ran its job (a pslot-preemption
-                    // claim the startd could not grant after all): the job
-                    // is idle again.
-                    if let Some(c) = self.claims.remove(&claim_id) {
-                        if let (Some(j), false) = (c.job, c.activated) {
-                            if self.jobs[j].status == JobStatus::Idle && self.jobs[j].run.is_none()
-                            {
-                                self.set_idle(j, true);
-                                let sj = &self.jobs[j];
-                                self.report.job_events.push(JobRecord {
-                                    time: now,
-                                    schedd: self.schedds[sj.schedd].name.clone(),
-                                    job: sj.id.to_string(),
-                                    user: sj.submitter.clone(),
-                                    what: format!("claim ended before the job started: {reason}"),
-                                });
-                            }
-                        }
-                    }
-                }
+                a @ (Action::ClaimGranted { .. }
+                | Action::ClaimRefused { .. }
+                | Action::ClaimIdle { .. }
+                | Action::ActivationRefused { .. }
+                | Action::ClaimEnded { .. }) => self.tell_schedd(a),
+                Action::Refused(r) => self.report.notes.push(format!(
+                    "{}: {} refused: {}",
+                    self.now, self.machines[m].host, r.reason
+                )),
                 Action::RunBenchmarks { slot } => self.pending.push((
                     m,
                     Event::BenchmarksDone {
@@ -877,7 +863,6 @@ impl<'f> Simulation<'f> {
                 _ => {}
             }
         }
-        self.reconcile(m);
     }
 
     /// Hands pending events to their startds until none is left.
@@ -886,22 +871,8 @@ impl<'f> Simulation<'f> {
         while !self.pending.is_empty() {
             let batch = std::mem::take(&mut self.pending);
             for (m, ev) in batch {
-                let activating = match &ev {
-                    Event::Activate { claim_id, .. } => Some(claim_id.clone()),
-                    _ => None,
-                };
-                match self.machines[m].startd.handle(ev, self.now) {
-                    Ok(ready) => self.absorb(m, ready),
-                    Err(r) => {
-                        self.report.notes.push(format!(
-                            "{}: {} refused: {}",
-                            self.now, self.machines[m].host, r.reason
-                        ));
-                        if let Some(id) = activating {
-                            self.activation_refused(m, &id, &r.slot);
-                        }
-                    }
-                }
+                let ready = self.machines[m].startd.receive(ev, self.now);
+                self.absorb(m, ready);
             }
             guard += 1;
             if guard > 1000 {
@@ -913,137 +884,114 @@ impl<'f> Simulation<'f> {
         }
     }
 
-    /// The schedd's side of every claim on machine `m`: activate a claim
-    /// that is ready, reuse or release one whose job has gone.
-    fn reconcile(&mut self, m: usize) {
-        let ids: Vec<String> = self.machines[m].claims.iter().cloned().collect();
-        for id in ids {
-            let Some(slot) = self.machines[m]
-                .startd
-                .slots
-                .iter()
-                .find(|s| s.claim.as_ref().is_some_and(|c| c.id == id))
-            else {
-                continue;
-            };
-            if slot.pair() != Pair(State::Claimed, Activity::Idle) || slot.starter {
-                continue;
-            }
-            let slot_name = slot.name.clone();
-            let Some(c) = self.claims.get(&id) else {
-                continue;
-            };
-            if c.finished || c.starting {
-                continue;
-            }
-            let next = match c.job {
-                Some(j) if !c.activated => Some(j),
-                _ => self.next_job_for_claim(m, &slot_name, &id),
-            };
-            match next {
-                Some(j) => {
-                    let s = self.jobs[j].schedd;
-                    let job = self.schedds[s].queue.job(self.jobs[j].id).cloned();
-                    let Some(job) = job else { continue };
-                    if let Some(c) = self.claims.get_mut(&id) {
-                        c.job = Some(j);
-                        c.activated = true;
-                        c.starting = true;
-                    }
-                    // Taken off the idle list now, so no cycle matches it again.
-                    self.set_idle(j, false);
-                    self.pending.push((
-                        m,
-                        Event::Activate {
-                            slot: slot_name,
-                            claim_id: id.clone(),
-                            job: Box::new(job),
-                        },
-                    ));
-                }
-                None => {
-                    if let Some(c) = self.claims.get_mut(&id) {
-                        c.finished = true;
-                        c.job = None;
-                    }
-                    self.pending.push((
-                        m,
-                        Event::ReleaseClaim {
-                            slot: slot_name,
-                            claim_id: id,
-                        },
-                    ));
-                }
-            }
-        }
-    }
-
-    /// Claim reuse (`negotiator::reuse`): the submitter's next idle job
-    /// that the slot would take, if the claim is young enough to take one.
-    fn next_job_for_claim(&self, m: usize, slot: &str, id: &str) -> Option<usize> {
-        let c = self.claims.get(id)?;
-        let startd = &self.machines[m].startd;
-        let i = startd.slots.iter().position(|s| s.name == slot)?;
-        let s = &startd.slots[i];
-        if let Some(cl) = s.claim.as_ref() {
-            if !reuse::claim_young(s.policy.claim_worklife, cl.claimed_at, self.now) {
-                return None;
-            }
-        }
-        let ad = startd.slot_ad(i, self.now);
-        let idle = self.idle.get(&c.submitter)?;
-        let candidates = idle
-            .iter()
-            .take(reuse::CANDIDATES)
-            .map(|&(_, j)| j)
-            .filter(|&j| self.jobs[j].schedd == c.schedd)
-            .filter_map(|j| {
-                let sj = &self.jobs[j];
-                self.schedds[sj.schedd].queue.job(sj.id).map(|job| (j, job))
-            });
-        reuse::next_job(&ad, candidates, || self.limits_in_use(), self.now)
-    }
-
-    /// The concurrency limits with what the jobs on claims hold taken (a
-    /// reused claim skips the negotiator, so the schedd must not break
-    /// them).
-    fn limits_in_use(&self) -> ConcurrencyLimits {
-        let jobs = self.claims.values().filter_map(|c| {
-            let sj = &self.jobs[c.job?];
-            self.schedds[sj.schedd].queue.job(sj.id)
-        });
-        reuse::limits_in_use(&self.limits, jobs, self.now)
-    }
-
-    /// The startd would not run the job on the claim (CLAIM_WORKLIFE, a
-    /// START that changed): the job is idle again and the claim released.
-    fn activation_refused(&mut self, m: usize, id: &str, slot: &str) {
-        let Some(c) = self.claims.get_mut(id) else {
+    /// What a startd said about a claim goes to the claim's schedd.
+    fn tell_schedd(&mut self, action: Action) {
+        let name = match &action {
+            Action::ClaimGranted { schedd, .. }
+            | Action::ClaimRefused { schedd, .. }
+            | Action::ClaimIdle { schedd, .. }
+            | Action::ActivationRefused { schedd, .. }
+            | Action::ClaimEnded { schedd, .. } => schedd,
+            _ => return,
+        };
+        let Some(s) = self.schedds.iter().position(|x| &x.name == name) else {
             return;
         };
-        c.starting = false;
-        c.finished = true;
-        if let Some(j) = c.job.take() {
-            if self.jobs[j].run.is_none() && self.jobs[j].status == JobStatus::Idle {
-                self.set_idle(j, true);
-            }
+        if matches!(action, Action::ClaimRefused { .. }) {
+            self.report.summary.claims_refused += 1;
         }
-        self.pending.push((
-            m,
-            Event::ReleaseClaim {
-                slot: slot.to_string(),
-                claim_id: id.to_string(),
-            },
-        ));
+        let sd = &mut self.schedds[s];
+        let ready = sd.claims.startd_said(action, &sd.queue, self.now);
+        self.apply(s, ready, None);
     }
 
-    fn start_job(&mut self, m: usize, slot: &str, claim_id: &str, nice: i64) {
+    /// Carries out what schedd `s`'s claim core decided: job events to its
+    /// queue (recorded, `text` for the first Matched or Started one),
+    /// charges to the accountant, messages to the startds; then tells the
+    /// core which jobs changed, until nothing more changes.
+    fn apply(&mut self, s: usize, mut ready: claims::Ready, mut text: Option<String>) {
         let now = self.now;
-        let Some(c) = self.claims.get_mut(claim_id) else {
+        for _ in 0..1000 {
+            let mut touched = Vec::new();
+            for (id, ev) in ready.job_events {
+                touched.push(id);
+                let Some(&j) = self.job_index.get(&(s, id)) else {
+                    continue;
+                };
+                let what = match (&ev, &text) {
+                    (JobEvent::Matched | JobEvent::Started { .. }, Some(_)) => {
+                        text.take().unwrap_or_default()
+                    }
+                    _ => describe(&ev),
+                };
+                self.job_event(j, ev, &what);
+            }
+            for id in ready.runs_ended {
+                touched.push(id);
+                let st = self.schedds[s].queue.status(id);
+                if matches!(st, Some(JobStatus::Completed | JobStatus::Removed)) {
+                    self.schedds[s].queue.forget(id);
+                    self.schedds[s].periodic_jobs.remove(&id);
+                }
+            }
+            for c in ready.charges {
+                c.apply(&mut self.accountant, now);
+            }
+            for (startd, ev) in ready.to_startd {
+                if let Some(&m) = self.machine_index.get(&startd) {
+                    self.pending.push((m, ev));
+                }
+            }
+            for (id, what) in ready.job_notes {
+                let Some(&j) = self.job_index.get(&(s, id)) else {
+                    continue;
+                };
+                let sj = &self.jobs[j];
+                self.report.job_events.push(JobRecord {
+                    time: now,
+                    schedd: self.schedds[s].name.clone(),
+                    job: id.to_string(),
+                    user: sj.submitter.clone(),
+                    what,
+                });
+            }
+            // The starter ends a stopped run as the startd evicts it.
+            if touched.is_empty() {
+                return;
+            }
+            let sd = &mut self.schedds[s];
+            ready = sd.claims.jobs_changed(&touched, &sd.queue);
+        }
+    }
+
+    /// A starter's report on job `j`'s run, to its schedd.
+    fn report_run(&mut self, j: usize, report: StarterReport, text: Option<String>) {
+        let s = self.jobs[j].schedd;
+        let sd = &mut self.schedds[s];
+        let ready = sd.claims.starter_said(report, &sd.queue, self.now);
+        self.apply(s, ready, text);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_job(
+        &mut self,
+        m: usize,
+        slot: &str,
+        claim_id: &str,
+        schedd: &str,
+        job: &ClassAd,
+        nice: i64,
+    ) {
+        let now = self.now;
+        let env = Env::at(now);
+        let id = JobId::new(
+            job.eval_attr("ClusterId", &env).as_int().unwrap_or(-1),
+            job.eval_attr("ProcId", &env).as_int().unwrap_or(-1),
+        );
+        let Some(s) = self.schedds.iter().position(|x| x.name == schedd) else {
             return;
         };
-        c.starting = false;
-        let Some(j) = c.job else {
+        let Some(&j) = self.job_index.get(&(s, id)) else {
             return;
         };
         let host = self.machines[m].host.clone();
@@ -1065,14 +1013,12 @@ impl<'f> Simulation<'f> {
             let (user, group) = (self.jobs[j].submitter.clone(), self.jobs[j].group.clone());
             self.report.summary.add_wait(&user, &group, wait);
         }
-        self.job_event(
-            j,
-            JobEvent::Started {
-                host,
-                slot: label.clone(),
-            },
-            &format!("started on {label} (nice {nice})"),
-        );
+        let report = StarterReport::Started {
+            claim_id: claim_id.to_string(),
+            host,
+            slot: label.clone(),
+        };
+        self.report_run(j, report, Some(format!("started on {label} (nice {nice})")));
         let left = self.jobs[j].runtime;
         self.schedule(
             now + left,
@@ -1132,25 +1078,16 @@ impl<'f> Simulation<'f> {
         let Some(run) = self.end_run(j) else { return };
         let cpu = run.done(self.now) as f64 * self.jobs[j].cpus;
         self.report.summary.goodput_cpu_seconds += cpu;
-        if let Some(c) = self.claims.get_mut(&run.claim) {
-            c.job = None;
-        }
         let code = self.jobs[j].exit_code;
-        let report = RunReport {
-            remote_user_cpu: run.done(self.now),
-            ..RunReport::default()
-        };
-        let change = self.job_event(
-            j,
-            JobEvent::Exited {
-                how: schedd::ExitHow::Code(code),
-                report,
+        let report = StarterReport::Ended {
+            claim_id: run.claim.clone(),
+            end: RunEnd::Exited(ExitHow::Code(code)),
+            report: RunReport {
+                remote_user_cpu: run.done(self.now),
+                ..RunReport::default()
             },
-            &format!("exited with code {code}"),
-        );
-        if change.is_some_and(|s| s == JobStatus::Completed) {
-            self.report.summary.jobs_completed += 1;
-        }
+        };
+        self.report_run(j, report, None);
         self.drive();
     }
 
@@ -1165,10 +1102,6 @@ impl<'f> Simulation<'f> {
         let Some(run) = self.end_run(j) else { return };
         let cpu = run.done(self.now) as f64 * self.jobs[j].cpus;
         self.report.summary.badput_cpu_seconds += cpu;
-        if let Some(c) = self.claims.get_mut(&run.claim) {
-            c.job = None;
-            c.finished = true;
-        }
         let cause = self
             .preempt_cause
             .remove(&(run.machine, run.slot.clone()))
@@ -1180,16 +1113,15 @@ impl<'f> Simulation<'f> {
                 .preemptions
                 .entry(cause.clone())
                 .or_insert(0) += 1;
-            self.job_event(
-                j,
-                JobEvent::Evicted {
-                    checkpointed: false,
-                    reason: Some(cause.clone()),
-                    report: RunReport::default(),
-                },
-                &format!("evicted ({cause})"),
-            );
         }
+        let report = StarterReport::Ended {
+            claim_id: run.claim.clone(),
+            end: RunEnd::Evicted {
+                reason: Some(cause),
+            },
+            report: RunReport::default(),
+        };
+        self.report_run(j, report, None);
         self.drive();
     }
 
@@ -1225,9 +1157,9 @@ impl<'f> Simulation<'f> {
         match to {
             JobStatus::Removed if from != to => self.report.summary.jobs_removed += 1,
             JobStatus::Held if from != to => self.report.summary.jobs_held += 1,
+            JobStatus::Completed if from != to => self.report.summary.jobs_completed += 1,
             _ => {}
         }
-        self.set_idle(j, to == JobStatus::Idle && self.jobs[j].run.is_none());
         let sj = &self.jobs[j];
         self.report.job_events.push(JobRecord {
             time: self.now,
@@ -1242,16 +1174,6 @@ impl<'f> Simulation<'f> {
             let (s, id) = (sj.schedd, sj.id);
             self.schedds[s].queue.forget(id);
             self.schedds[s].periodic_jobs.remove(&id);
-        }
-    }
-
-    fn set_idle(&mut self, j: usize, idle: bool) {
-        let who = &self.jobs[j].submitter;
-        let key = (-self.jobs[j].prio, j);
-        if idle {
-            self.idle.entry(who.clone()).or_default().insert(key);
-        } else if let Some(set) = self.idle.get_mut(who) {
-            set.remove(&key);
         }
     }
 
@@ -1300,6 +1222,7 @@ impl<'f> Simulation<'f> {
             }
         };
         let env = Env::at(now);
+        let ids: Vec<JobId> = submitted.changes.iter().map(|c| c.job).collect();
         for change in submitted.changes {
             let id = change.job;
             let ad = self.schedds[schedd]
@@ -1337,7 +1260,6 @@ impl<'f> Simulation<'f> {
                 cpus,
                 runtime,
                 exit_code: self.scenario.jobs[spec].exit_code,
-                prio: ad.eval_attr("JobPrio", &env).as_int().unwrap_or(0),
                 submitted: now,
                 first_start: None,
                 run: None,
@@ -1348,6 +1270,10 @@ impl<'f> Simulation<'f> {
             self.jobs[j].status = change.to;
             self.record(j, "submitted", &change);
         }
+        // The schedd's claim core learns of its new idle jobs.
+        let sd = &mut self.schedds[schedd];
+        let ready = sd.claims.jobs_changed(&ids, &sd.queue);
+        self.apply(schedd, ready, None);
     }
 
     fn periodic(&mut self) {
@@ -1359,27 +1285,11 @@ impl<'f> Simulation<'f> {
                 let sd = &mut self.schedds[s];
                 sd.queue.evaluate_periodic(self.now, &sd.system)
             };
+            let ids: Vec<JobId> = changes.iter().map(|c| c.job).collect();
             for change in changes {
                 let Some(&j) = self.job_index.get(&(s, change.job)) else {
                     continue;
                 };
-                if change.stop {
-                    // The shadow stops the job and the schedd gives the
-                    // claim back; the run ends when the starter is gone.
-                    if let Some(r) = &self.jobs[j].run {
-                        let (m, slot, claim) = (r.machine, r.slot.clone(), r.claim.clone());
-                        if let Some(c) = self.claims.get_mut(&claim) {
-                            c.finished = true;
-                        }
-                        self.pending.push((
-                            m,
-                            Event::ReleaseClaim {
-                                slot,
-                                claim_id: claim,
-                            },
-                        ));
-                    }
-                }
                 let what = match change.to {
                     JobStatus::Removed => "periodic_remove",
                     JobStatus::Held => "periodic_hold",
@@ -1388,6 +1298,11 @@ impl<'f> Simulation<'f> {
                 };
                 self.record(j, what, &change);
             }
+            // A job stopped by its policy: the schedd's claim core gives
+            // its claim back, and the run ends when the starter is gone.
+            let sd = &mut self.schedds[s];
+            let ready = sd.claims.jobs_changed(&ids, &sd.queue);
+            self.apply(s, ready, None);
         }
         self.drive();
     }
@@ -1420,7 +1335,7 @@ impl<'f> Simulation<'f> {
             // the first update): splice this machine's ads in, move the rest.
             let names: Vec<(usize, String)> = mach
                 .startd
-                .slots
+                .slots()
                 .iter()
                 .map(|s| (m, s.name.clone()))
                 .collect();
@@ -1438,29 +1353,32 @@ impl<'f> Simulation<'f> {
         self.refresh_collector();
         self.report.summary.negotiation_cycles += 1;
         self.accountant.update_priorities(now);
-        let mut limits = self.limits_in_use();
-
-        // The submitters with idle jobs, in name order (the cycle sorts
-        // them by priority itself). Each offers at most as many jobs as
-        // the pool has cores, in its own order: no submitter can be matched
-        // more in one cycle, and the cycle's autoclustering costs per job
-        // offered, every cycle (HTCondor's schedd sends per-autocluster
-        // requests instead; see the crate docs).
-        let cap = (self.total_cpus.ceil() as usize).max(1);
-        let mut names: Vec<String> = Vec::new();
-        let mut job_lists: Vec<Vec<usize>> = Vec::new();
-        for (who, set) in &self.idle {
-            if set.is_empty() {
-                continue;
+        // The concurrency limits with what every schedd's claims hold.
+        let mut limits = {
+            let on_claims = self
+                .schedds
+                .iter()
+                .flat_map(|sd| sd.claims.jobs_on_claims().filter_map(|id| sd.queue.job(id)));
+            reuse::limits_in_use(&self.limits, on_claims, now)
+        };
+        // What the schedds offer: each submitter's idle jobs, from every
+        // schedd, by submitter name (the negotiator's order is its own).
+        let mut offers: BTreeMap<String, Vec<(usize, JobId)>> = BTreeMap::new();
+        for (s, sd) in self.schedds.iter().enumerate() {
+            for (who, jobs) in sd.claims.idle_jobs() {
+                offers
+                    .entry(who.to_string())
+                    .or_default()
+                    .extend(jobs.map(|id| (s, id)));
             }
-            names.push(who.clone());
-            job_lists.push(set.iter().take(cap).map(|&(_, j)| j).collect());
         }
-        if names.is_empty() {
+        if offers.is_empty() {
             self.limits = limits;
             return;
         }
-        let matches = {
+        let (names, job_lists): (Vec<String>, Vec<Vec<(usize, JobId)>>) =
+            offers.into_iter().unzip();
+        let plan = {
             let subs: Vec<SubmitterJobs<'_>> = names
                 .iter()
                 .zip(&job_lists)
@@ -1468,145 +1386,53 @@ impl<'f> Simulation<'f> {
                     name: n.clone(),
                     jobs: js
                         .iter()
-                        .filter_map(|&j| {
-                            self.schedds[self.jobs[j].schedd].queue.job(self.jobs[j].id)
-                        })
+                        .filter_map(|&(s, id)| self.schedds[s].queue.job(id))
                         .collect(),
                 })
                 .collect();
-            if self.accountant.groups.groups.len() > 1 {
-                let demand: Vec<f64> = job_lists
-                    .iter()
-                    .map(|js| js.iter().map(|&j| self.jobs[j].cpus).sum())
-                    .collect();
-                negotiate_by_group(
-                    &self.collector,
-                    &subs,
-                    &demand,
-                    &mut self.accountant,
-                    &mut limits,
-                    &self.policy,
-                    self.total_cpus,
-                    now,
-                )
-            } else {
-                negotiate(
-                    &self.collector,
-                    &subs,
-                    &self.accountant,
-                    &mut CycleLimits::new(&mut limits, now),
-                    &self.policy,
-                    now,
-                )
-                .matches
-            }
+            negotiation_cycle(
+                &self.collector,
+                &subs,
+                &mut self.accountant,
+                &mut limits,
+                &self.policy,
+                now,
+            )
         };
-        let all_matches: Vec<SimMatch> = matches
-            .iter()
-            .map(|mt| SimMatch {
-                job: job_lists[mt.submitter][mt.job],
-                slot: mt.slot,
-                kind: mt.kind,
-                cost: mt.cost,
-                preempt: dynamic_victims(mt, |i| i),
-            })
-            .collect();
         self.limits = limits;
-        for m in all_matches {
-            self.claim_slot(m);
+        for mt in &plan.matches {
+            let (s, id) = job_lists[mt.submitter][mt.job];
+            let (m, slot) = self.collector_owner[mt.slot].clone();
+            let label = self.slot_label(m, &slot);
+            let kind_text = match mt.kind {
+                MatchKind::Plain => "",
+                MatchKind::RankPreemption => " (preempting for machine RANK)",
+                MatchKind::PriorityPreemption => " (preempting for user priority)",
+            };
+            let info = MatchInfo {
+                job: id,
+                startd: self.machines[m].host.clone(),
+                slot: slot.clone(),
+                by_user_priority: mt.kind == MatchKind::PriorityPreemption,
+                cost: mt.cost,
+                // Pslot preemption: the dynamic slots to make room from.
+                preempt_dynamic: dynamic_victims(mt, |i| i)
+                    .into_iter()
+                    .map(|i| self.collector_owner[i].1.clone())
+                    .collect(),
+            };
+            // The negotiator tells the startd of the match, and the schedd
+            // claims the slot.
+            self.pending.push((m, Event::Matched { slot }));
+            let sd = &mut self.schedds[s];
+            let ready = sd.claims.matched(info, &sd.queue, now);
+            if !ready.to_startd.is_empty() {
+                self.report.summary.matches += 1;
+            }
+            self.apply(s, ready, Some(format!("matched to {label}{kind_text}")));
+            self.drive();
         }
         self.drive();
-    }
-
-    /// The schedd claims the matched slot for the match's job.
-    fn claim_slot(&mut self, mt: SimMatch) {
-        let (j, slot_index, kind, cost) = (mt.job, mt.slot, mt.kind, mt.cost);
-        let now = self.now;
-        let (m, slot) = self.collector_owner[slot_index].clone();
-        let s = self.jobs[j].schedd;
-        let Some(job) = self.schedds[s].queue.job(self.jobs[j].id).cloned() else {
-            return;
-        };
-        if self.jobs[j].status != JobStatus::Idle || self.jobs[j].run.is_some() {
-            return;
-        }
-        self.report.summary.matches += 1;
-        let label = self.slot_label(m, &slot);
-        let kind_text = match kind {
-            MatchKind::Plain => "",
-            MatchKind::RankPreemption => " (preempting for machine RANK)",
-            MatchKind::PriorityPreemption => " (preempting for user priority)",
-        };
-        self.job_event(
-            j,
-            JobEvent::Matched,
-            &format!("matched to {label}{kind_text}"),
-        );
-        self.claim_seq += 1;
-        let claim_id = format!("<{}>#{}", self.schedds[s].name, self.claim_seq);
-        let submitter = self.jobs[j].submitter.clone();
-        if let Ok(ready) = self.machines[m]
-            .startd
-            .handle(Event::Matched { slot: slot.clone() }, now)
-        {
-            self.absorb(m, ready);
-        }
-        let request = ClaimRequest {
-            claim_id: claim_id.clone(),
-            job,
-            schedd: self.schedds[s].name.clone(),
-            user: submitter.clone(),
-            alive_interval: Some(self.alive_interval),
-            by_user_priority: kind == MatchKind::PriorityPreemption,
-            // Pslot preemption: the dynamic slots to make room from.
-            preempt_dynamic: mt
-                .preempt
-                .iter()
-                .map(|&i| self.collector_owner[i].1.clone())
-                .collect(),
-        };
-        // Known before the startd answers, so its StartJob finds the job.
-        self.claims.insert(
-            claim_id.clone(),
-            SimClaim {
-                machine: m,
-                schedd: s,
-                submitter: submitter.clone(),
-                job: Some(j),
-                activated: false,
-                starting: false,
-                finished: false,
-            },
-        );
-        self.machines[m].claims.insert(claim_id.clone());
-        // Off the idle list while the claim is pending.
-        self.set_idle(j, false);
-        match self.machines[m].startd.handle(
-            Event::RequestClaim {
-                slot: slot.clone(),
-                request: Box::new(request),
-            },
-            now,
-        ) {
-            Ok(ready) => {
-                self.accountant.add_match(&submitter, &claim_id, cost, now);
-                self.absorb(m, ready);
-            }
-            Err(r) => {
-                self.claims.remove(&claim_id);
-                self.machines[m].claims.remove(&claim_id);
-                self.set_idle(j, true);
-                self.report.summary.claims_refused += 1;
-                let sj = &self.jobs[j];
-                self.report.job_events.push(JobRecord {
-                    time: now,
-                    schedd: self.schedds[s].name.clone(),
-                    job: sj.id.to_string(),
-                    user: sj.submitter.clone(),
-                    what: format!("claim of {label} refused: {}", r.reason),
-                });
-            }
-        }
     }
 
     // ---- the report --------------------------------------------------
@@ -1614,14 +1440,18 @@ impl<'f> Simulation<'f> {
     fn sample(&mut self) {
         let mut states: BTreeMap<String, u32> = BTreeMap::new();
         for m in &self.machines {
-            for s in &m.startd.slots {
+            for s in m.startd.slots() {
                 if s.kind == startd::slot::SlotKind::Partitionable {
                     continue;
                 }
                 *states.entry(s.state.name().to_string()).or_insert(0) += 1;
             }
         }
-        let idle_jobs = self.idle.values().map(|s| s.len() as u64).sum();
+        let idle_jobs = self
+            .schedds
+            .iter()
+            .map(|sd| sd.claims.idle_count() as u64)
+            .sum();
         let mut running_by_user: BTreeMap<String, f64> = BTreeMap::new();
         let mut running = 0;
         for &j in self.running.values() {
@@ -1653,7 +1483,11 @@ impl<'f> Simulation<'f> {
                 self.report.summary.jobs_running_at_end += 1;
             }
         }
-        self.report.summary.jobs_idle_at_end = self.idle.values().map(|s| s.len() as u64).sum();
+        self.report.summary.jobs_idle_at_end = self
+            .schedds
+            .iter()
+            .map(|sd| sd.claims.idle_count() as u64)
+            .sum();
         let used: f64 = self.report.summary.usage_by_user.values().sum();
         let capacity = self.total_cpus * self.scenario.duration as f64;
         self.report.summary.utilization = if capacity > 0.0 { used / capacity } else { 0.0 };
@@ -1663,19 +1497,6 @@ impl<'f> Simulation<'f> {
         }
         self.report
     }
-}
-
-/// A preemption's cause as the report counts it: the policy expression
-/// that fired, or what happened.
-/// One match of a cycle, as the simulated schedd claims it: the job, the
-/// slot (an index into the collector's ads), and for pslot preemption the
-/// dynamic slots to preempt (indices too).
-struct SimMatch {
-    job: usize,
-    slot: usize,
-    kind: MatchKind,
-    cost: f64,
-    preempt: Vec<usize>,
 }
 
 /// The dynamic slots a match on a partitionable slot preempts (a match on
@@ -1689,6 +1510,8 @@ fn dynamic_victims(mt: &negotiator::cycle::Match, index: impl Fn(usize) -> usize
         .collect()
 }
 
+/// A preemption's cause as the report counts it: the policy expression
+/// that fired, or what happened.
 fn cause_category(c: &Cause) -> String {
     match c {
         Cause::Expr { name, .. } => name.clone(),
@@ -1702,4 +1525,29 @@ fn cause_category(c: &Cause) -> String {
 /// Runs a scenario to its end.
 pub fn simulate(scenario: &Scenario, files: &dyn Files) -> Result<Report, SimError> {
     Ok(Simulation::new(scenario, files)?.run())
+}
+
+/// The report's words for a job event.
+fn describe(ev: &JobEvent) -> String {
+    match ev {
+        JobEvent::Matched => "matched".into(),
+        JobEvent::Started { slot, .. } => format!("started on {slot}"),
+        JobEvent::Suspended { .. } => "suspended".into(),
+        JobEvent::Unsuspended => "unsuspended".into(),
+        JobEvent::Evicted { reason, .. } => {
+            format!("evicted ({})", reason.as_deref().unwrap_or("vacated"))
+        }
+        JobEvent::Exited {
+            how: ExitHow::Code(c),
+            ..
+        } => format!("exited with code {c}"),
+        JobEvent::Exited {
+            how: ExitHow::Signal { signal, .. },
+            ..
+        } => format!("exited by signal {signal}"),
+        JobEvent::Held { reason, .. } => format!("held: {reason}"),
+        JobEvent::TransferOutputStarted => "transferring output".into(),
+        JobEvent::Released { reason } => format!("released: {reason}"),
+        JobEvent::Removed { reason } => format!("removed: {reason}"),
+    }
 }

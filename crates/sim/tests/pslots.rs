@@ -92,7 +92,7 @@ struct Snapshot {
 fn snapshot(sim: &Simulation<'_>, at: i64) -> Snapshot {
     let startd = sim.startd(HOST).expect("the machine");
     let dynamic = startd
-        .slots
+        .slots()
         .iter()
         .filter(|s| matches!(s.kind, SlotKind::Dynamic { .. }))
         .map(|s| Carved {
@@ -102,7 +102,7 @@ fn snapshot(sim: &Simulation<'_>, at: i64) -> Snapshot {
         })
         .collect();
     let p = startd
-        .slots
+        .slots()
         .iter()
         .find(|s| s.kind == SlotKind::Partitionable)
         .expect("a partitionable slot");

@@ -158,7 +158,7 @@ impl Files for RootedDisk {
 
 fn poll(c: &mut Criterion) {
     let mut s = bologna();
-    let busy = s.slots.iter().filter(|s| s.job.is_some()).count();
+    let busy = s.slots().iter().filter(|s| s.job.is_some()).count();
     assert!(busy >= 60, "only {busy} slots run jobs");
     eprintln!("{busy} of {SLOTS} slots run jobs");
     // Every poll at the same moment: each does the full evaluation, and no
@@ -167,7 +167,7 @@ fn poll(c: &mut Criterion) {
     c.bench_function("poll: 128-slot machine, Bologna policy", |b| {
         b.iter(|| black_box(s.tick(now, readings(now))))
     });
-    assert_eq!(s.slots.iter().filter(|s| s.job.is_some()).count(), busy);
+    assert_eq!(s.slots().iter().filter(|s| s.job.is_some()).count(), busy);
 }
 
 /// A 64-core machine as one partitionable slot.
@@ -235,12 +235,12 @@ fn carve(c: &mut Criterion) {
     });
     let mut s = partitionable();
     carve_64(&mut s);
-    assert_eq!(s.slots.len(), 65);
+    assert_eq!(s.slots().len(), 65);
     let now = T0 + 10;
     c.bench_function("poll: partitionable slot with 64 dynamic slots", |b| {
         b.iter(|| black_box(s.tick(now, Readings::default())))
     });
-    assert_eq!(s.slots.iter().filter(|s| s.job.is_some()).count(), 64);
+    assert_eq!(s.slots().iter().filter(|s| s.job.is_some()).count(), 64);
 }
 
 criterion_group!(benches, poll, carve);

@@ -58,10 +58,12 @@ impl std::error::Error for SetupError {}
 /// Something the daemon must do.
 #[derive(Clone, Debug)]
 pub enum Action {
-    /// Start a starter for `job` on the slot's claim, at this niceness.
+    /// Start a starter for `job` on the slot's claim, at this niceness;
+    /// it reports to `schedd`, the claim's (its shadow's) schedd.
     StartJob {
         slot: String,
         claim_id: String,
+        schedd: String,
         job: ClassAd,
         nice: i64,
     },
@@ -89,8 +91,48 @@ pub enum Action {
     ClaimEnded {
         slot: String,
         claim_id: String,
+        schedd: String,
         reason: String,
     },
+    /// A schedd's claim request was accepted (REQUEST_CLAIM's OK). `slot`
+    /// is where the claim is (a new dynamic slot for a claim on a
+    /// partitionable one; the partitionable slot itself while the claim
+    /// waits for the dynamic slots it preempts), `slot_ad` that slot's ad.
+    ClaimGranted {
+        slot: String,
+        claim_id: String,
+        schedd: String,
+        slot_ad: Box<ClassAd>,
+    },
+    /// A schedd's claim request was refused, and why.
+    ClaimRefused {
+        slot: String,
+        claim_id: String,
+        schedd: String,
+        reason: String,
+    },
+    /// The claim is Claimed/Idle with no starter: it takes a job now
+    /// (ACTIVATE_CLAIM) or should be released. Said once each time the
+    /// claim becomes idle, with the slot's ad (for choosing the next job)
+    /// and the claim's age limit (CLAIM_WORKLIFE, from `claimed_at`).
+    ClaimIdle {
+        slot: String,
+        claim_id: String,
+        schedd: String,
+        slot_ad: Box<ClassAd>,
+        claimed_at: i64,
+        worklife: Option<i64>,
+    },
+    /// An activation was refused (the claim is past CLAIM_WORKLIFE, the
+    /// slot is not idle, ...): the claim takes no job.
+    ActivationRefused {
+        slot: String,
+        claim_id: String,
+        schedd: String,
+        reason: String,
+    },
+    /// Another event was refused ([`Startd::receive`]); for the log.
+    Refused(Refusal),
     RunBenchmarks {
         slot: String,
     },
@@ -304,7 +346,9 @@ pub enum Event {
 /// The execute point's policy engine for one machine.
 #[derive(Clone, Debug)]
 pub struct Startd {
-    pub slots: Vec<Slot>,
+    /// The slots; read them through [`Startd::slots`]: only the engine
+    /// changes a slot, and what became of a claim comes out as actions.
+    pub(crate) slots: Vec<Slot>,
     pub machine: MachineInfo,
     pub readings: Readings,
     pub drain: Option<Drain>,
@@ -508,6 +552,21 @@ impl Startd {
             .expr("START")
             .cloned()
             .unwrap_or_else(|| Expr::from_value(Value::Bool(true)))
+    }
+
+    /// The slots as they are now (read-only).
+    pub fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    /// The slot named `slot` (case-insensitive, as HTCondor names slots).
+    pub fn slot(&self, slot: &str) -> Option<&Slot> {
+        self.index(slot).ok().map(|i| &self.slots[i])
+    }
+
+    /// The ad of the slot named `slot` at `now`, if there is such a slot.
+    pub fn ad_of(&self, slot: &str, now: i64) -> Option<ClassAd> {
+        self.index(slot).ok().map(|i| self.slot_ad(i, now))
     }
 
     fn index(&self, slot: &str) -> Result<usize, Refusal> {
@@ -1390,6 +1449,7 @@ impl Startd {
     fn after_settling(&mut self, now: i64, ready: &mut Ready) {
         self.reap_dynamic_slots();
         self.grant_pending_claims(now, ready);
+        self.report_idle_claims(now, ready);
         if let Some(d) = &mut self.drain {
             if !d.complete
                 && self
@@ -1640,6 +1700,7 @@ impl Startd {
                 ready.actions.push(Action::ClaimEnded {
                     slot: s.name.clone(),
                     claim_id: c.id,
+                    schedd: c.schedd,
                     reason: "the claim was preempted or released".into(),
                 });
             }
@@ -1647,6 +1708,91 @@ impl Startd {
     }
 
     // ---- Events ---------------------------------------------------------
+
+    /// Acts on a message, as [`Startd::handle`], and says what became of
+    /// a claim as actions rather than as an error: a claim request gets
+    /// [`Action::ClaimGranted`] or [`Action::ClaimRefused`], a refused
+    /// activation [`Action::ActivationRefused`], any other refusal
+    /// [`Action::Refused`]. This is what a daemon or the simulator hands
+    /// its schedd messages to; it never reads the engine's claims itself.
+    pub fn receive(&mut self, event: Event, now: i64) -> Ready {
+        let asked = match &event {
+            Event::RequestClaim { request, .. } => {
+                Some((true, request.claim_id.clone(), request.schedd.clone()))
+            }
+            Event::Activate { claim_id, .. } => {
+                let schedd = self
+                    .slots
+                    .iter()
+                    .filter_map(|s| s.claim.as_ref())
+                    .find(|c| c.id == *claim_id)
+                    .map(|c| c.schedd.clone())
+                    .unwrap_or_default();
+                Some((false, claim_id.clone(), schedd))
+            }
+            _ => None,
+        };
+        match (self.handle(event, now), asked) {
+            (Ok(mut ready), Some((true, claim_id, schedd))) => {
+                let held = self.slots.iter().position(|s| {
+                    s.claim
+                        .iter()
+                        .chain(s.preempting.iter())
+                        .any(|c| c.id == claim_id)
+                });
+                let waiting = self
+                    .pending_claims
+                    .iter()
+                    .find(|p| p.request.claim_id == claim_id)
+                    .map(|p| p.pslot.clone());
+                let (slot, slot_ad) = match (held, waiting) {
+                    (Some(i), _) => (self.slots[i].name.clone(), self.slot_ad(i, now)),
+                    (None, Some(pslot)) => {
+                        let ad = self.index(&pslot).map(|i| self.slot_ad(i, now));
+                        (pslot, ad.unwrap_or_default())
+                    }
+                    // Granted and already over within the same event.
+                    (None, None) => return ready,
+                };
+                ready.actions.insert(
+                    0,
+                    Action::ClaimGranted {
+                        slot,
+                        claim_id,
+                        schedd,
+                        slot_ad: Box::new(slot_ad),
+                    },
+                );
+                ready
+            }
+            (Ok(ready), _) => ready,
+            (Err(r), Some((granting, claim_id, schedd))) => {
+                let action = if granting {
+                    Action::ClaimRefused {
+                        slot: r.slot,
+                        claim_id,
+                        schedd,
+                        reason: r.reason,
+                    }
+                } else {
+                    Action::ActivationRefused {
+                        slot: r.slot,
+                        claim_id,
+                        schedd,
+                        reason: r.reason,
+                    }
+                };
+                Ready {
+                    transitions: Vec::new(),
+                    actions: vec![action],
+                }
+            }
+            (Err(r), None) => Ready {
+                transitions: Vec::new(),
+                actions: vec![Action::Refused(r)],
+            },
+        }
+    }
 
     /// Acts on an event. A refused event changes nothing.
     pub fn handle(&mut self, event: Event, now: i64) -> Result<Ready, Refusal> {
@@ -2118,6 +2264,7 @@ impl Startd {
             run_time: 0,
             fetched: None,
             pending_start: false,
+            told_idle: false,
         }
     }
 
@@ -2406,6 +2553,7 @@ impl Startd {
             }
             let p = self.pending_claims.remove(k);
             let claim_id = p.request.claim_id.clone();
+            let schedd = p.request.schedd.clone();
             let outcome = match self.slots.iter().position(|s| s.name == p.pslot) {
                 Some(i) => self.request_claim(i, p.request, now, ready),
                 None => Err(Refusal {
@@ -2417,9 +2565,40 @@ impl Startd {
                 ready.actions.push(Action::ClaimEnded {
                     slot: p.pslot,
                     claim_id,
+                    schedd,
                     reason: format!("the preempting claim could not be granted: {}", e.reason),
                 });
             }
+        }
+    }
+
+    /// Tells each schedd whose claim became Claimed/Idle with no starter
+    /// that it may run a job on it ([`Action::ClaimIdle`]). Claims on
+    /// fetched work start their job by themselves and are not a schedd's.
+    fn report_idle_claims(&mut self, now: i64, ready: &mut Ready) {
+        for i in 0..self.slots.len() {
+            let s = &self.slots[i];
+            let due = s.pair() == Pair(State::Claimed, Activity::Idle)
+                && !s.starter
+                && s.claim
+                    .as_ref()
+                    .is_some_and(|c| !c.told_idle && c.fetched.is_none());
+            if !due {
+                continue;
+            }
+            let slot_ad = Box::new(self.slot_ad(i, now));
+            let s = &mut self.slots[i];
+            let worklife = s.policy.claim_worklife;
+            let c = s.claim.as_mut().expect("checked above");
+            c.told_idle = true;
+            ready.actions.push(Action::ClaimIdle {
+                slot: s.name.clone(),
+                claim_id: c.id.clone(),
+                schedd: c.schedd.clone(),
+                slot_ad,
+                claimed_at: c.claimed_at,
+                worklife,
+            });
         }
     }
 
@@ -2489,6 +2668,13 @@ impl Startd {
         .unwrap_or(0);
         self.put_ad(i, ad);
         let s = &mut self.slots[i];
+        let schedd = match s.claim.as_mut() {
+            Some(c) => {
+                c.told_idle = false;
+                c.schedd.clone()
+            }
+            None => String::new(),
+        };
         s.job_facts = crate::slot::JobFacts::of(&job);
         s.job = Some(job.clone());
         s.job_start = Some(now);
@@ -2498,6 +2684,7 @@ impl Startd {
         ready.actions.push(Action::StartJob {
             slot: s.name.clone(),
             claim_id: claim_id.to_string(),
+            schedd,
             job,
             nice,
         });

@@ -49,6 +49,9 @@ pub struct Claim {
     /// The claim's job has not been started yet (fetched work starts by
     /// itself once the slot is Claimed/Idle).
     pub pending_start: bool,
+    /// Its schedd has been told the claim is idle (ready for a job) since
+    /// it last became idle ([`crate::Action::ClaimIdle`], once per time).
+    pub(crate) told_idle: bool,
 }
 
 /// Why a claim is being retired or preempted; decides where the slot goes

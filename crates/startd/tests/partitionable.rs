@@ -20,7 +20,7 @@ fn machine(text: &str) -> Startd {
 
 fn attr(s: &mut Startd, slot: &str, name: &str) -> String {
     let i = s
-        .slots
+        .slots()
         .iter()
         .position(|x| x.name == slot)
         .unwrap_or_else(|| panic!("no {slot}"));
@@ -38,7 +38,7 @@ fn sized(owner: &str, cpus: i64, memory: i64) -> classad::ClassAd {
 #[test]
 fn one_partitionable_slot_holds_the_machine() {
     let mut s = machine("use FEATURE : PartitionableSlot");
-    assert_eq!(s.slots.len(), 1);
+    assert_eq!(s.slots().len(), 1);
     assert_eq!(attr(&mut s, "slot1", "SlotType"), "\"Partitionable\"");
     assert_eq!(attr(&mut s, "slot1", "PartitionableSlot"), "true");
     assert_eq!(attr(&mut s, "slot1", "Cpus"), "8");
@@ -71,7 +71,7 @@ fn a_claim_carves_a_dynamic_slot_and_its_end_gives_the_resources_back() {
     s.handle(request("slot1", "c2", sized("bob", 4, 8192)), T0 + 2)
         .unwrap();
     assert_eq!(attr(&mut s, "slot1", "Cpus"), "2");
-    assert!(s.slots.iter().any(|x| x.name == "slot1_2"));
+    assert!(s.slots().iter().any(|x| x.name == "slot1_2"));
 
     s.handle(activate("slot1_1", "c1", sized("alice", 2, 4096)), T0 + 3)
         .unwrap();
@@ -87,12 +87,12 @@ fn a_claim_carves_a_dynamic_slot_and_its_end_gives_the_resources_back() {
         .unwrap();
     assert_eq!(numbers(&r), vec![10, 22]);
     // slot1_1 is gone and its resources are back.
-    assert!(!s.slots.iter().any(|x| x.name == "slot1_1"));
+    assert!(!s.slots().iter().any(|x| x.name == "slot1_1"));
     assert_eq!(attr(&mut s, "slot1", "Cpus"), "4");
     // Its number is free again.
     s.handle(request("slot1", "c3", sized("carol", 1, 1024)), T0 + 200)
         .unwrap();
-    assert!(s.slots.iter().any(|x| x.name == "slot1_1"));
+    assert!(s.slots().iter().any(|x| x.name == "slot1_1"));
 }
 
 #[test]
@@ -102,7 +102,7 @@ fn a_job_that_does_not_fit_is_refused_and_says_what_is_short() {
         .handle(request("slot1", "c1", sized("alice", 16, 1024)), T0 + 1)
         .unwrap_err();
     assert!(e.reason.to_lowercase().contains("cpu"), "{e}");
-    assert_eq!(s.slots.len(), 1);
+    assert_eq!(s.slots().len(), 1);
     assert_eq!(attr(&mut s, "slot1", "Cpus"), "8");
 }
 
@@ -120,14 +120,14 @@ fn static_and_partitionable_slot_types_side_by_side() {
     let mut s = machine(
         "SLOT_TYPE_1 = cpus=2, mem=25%\nNUM_SLOTS_TYPE_1 = 2\nSLOT_TYPE_2 = cpus=4, mem=50%\nNUM_SLOTS_TYPE_2 = 1\nSLOT_TYPE_2_PARTITIONABLE = True",
     );
-    let names: Vec<&str> = s.slots.iter().map(|x| x.name.as_str()).collect();
+    let names: Vec<&str> = s.slots().iter().map(|x| x.name.as_str()).collect();
     assert_eq!(names, vec!["slot1", "slot2", "slot3"]);
     assert_eq!(attr(&mut s, "slot1", "SlotType"), "\"Static\"");
     assert_eq!(attr(&mut s, "slot3", "SlotType"), "\"Partitionable\"");
     assert_eq!(attr(&mut s, "slot3", "Cpus"), "4");
     s.handle(request("slot3", "c1", sized("alice", 1, 1024)), T0 + 1)
         .unwrap();
-    assert!(s.slots.iter().any(|x| x.name == "slot3_1"));
+    assert!(s.slots().iter().any(|x| x.name == "slot3_1"));
 }
 
 #[test]

@@ -25,7 +25,7 @@ const SERVER: [&str; 3] = [
 /// long-running), in Bologna (UTC+1).
 fn server(now: i64) -> Startd {
     let s = machine_at(&SERVER, 2, 3600, now);
-    assert_eq!(s.slots.len(), 6, "NUM_CPUS = 6");
+    assert_eq!(s.slots().len(), 6, "NUM_CPUS = 6");
     s
 }
 
@@ -36,7 +36,7 @@ fn single_cpu_server(now: i64) -> Startd {
         3600,
         now,
     );
-    assert_eq!(s.slots.len(), 2, "NUM_CPUS = 2");
+    assert_eq!(s.slots().len(), 2, "NUM_CPUS = 2");
     s
 }
 
@@ -48,7 +48,7 @@ fn alice_server(now: i64) -> Startd {
         3600,
         now,
     );
-    assert_eq!(s.slots.len(), 4, "NUM_CPUS = 4");
+    assert_eq!(s.slots().len(), 4, "NUM_CPUS = 4");
     s
 }
 

@@ -481,7 +481,7 @@ fn disable_preemption_no_claim_is_preempted() {
 #[test]
 fn two_slot_suspension_v68_vm2_yields_to_vm1() {
     let mut s = machine(&["v68-default.conf", "two-slot-suspension.conf"], T0);
-    assert_eq!(s.slots.len(), 2, "NUM_CPUS = 2 on a one-CPU machine");
+    assert_eq!(s.slots().len(), 2, "NUM_CPUS = 2 on a one-CPU machine");
     s.tick(T0, away(1200, &[]));
     let background = vanilla("alice", 1, "");
     let urgent = vanilla("boss", 2, "IsHighPrioJob = True");
@@ -522,7 +522,7 @@ fn two_slot_suspension_v68_vm2_yields_to_vm1() {
 #[test]
 fn two_slot_suspension_v68_vm2_yields_to_the_keyboard() {
     let mut s = machine(&["v68-default.conf", "two-slot-suspension.conf"], T0);
-    assert_eq!(s.slots.len(), 2);
+    assert_eq!(s.slots().len(), 2);
     s.tick(T0, away(1200, &[]));
     let background = vanilla("alice", 1, "");
     assert!(!accepts(&s, "slot1", &background, T0));
@@ -557,7 +557,7 @@ fn two_slot_suspension_v68_vm2_yields_to_the_keyboard() {
 #[test]
 fn suspendable_slot_yields_to_its_partner() {
     let mut s = machine_at(&["suspendable-slots.conf"], 2, 0, T0);
-    assert_eq!(s.slots.len(), 4, "NUM_CPUS = $(DETECTED_CORES)*2");
+    assert_eq!(s.slots().len(), 4, "NUM_CPUS = $(DETECTED_CORES)*2");
     s.tick(T0, away(1200, &[]));
     let alice = vanilla("alice", 1, "");
     let carol = vanilla("carol", 2, "IsSuspendableJob = True");

@@ -368,7 +368,7 @@ fn t18_retirement_ends_when_its_time_is_used() {
         .actions
         .iter()
         .any(|a| matches!(a, Action::VacateJob { .. })));
-    assert_eq!(s.slots[0].vacate_deadline, Some(T0 + 3600));
+    assert_eq!(s.slots()[0].vacate_deadline, Some(T0 + 3600));
 }
 
 fn rank_preemption() -> startd::Startd {
@@ -482,7 +482,7 @@ fn t23_vacated_for_a_better_claim_then_claimed_idle_with_it() {
     let r = s.handle(exited("slot1"), T0 + 250).unwrap();
     assert_eq!(numbers(&r), vec![23]);
     assert_eq!(pair(&s, 0), "Claimed/Idle");
-    assert_eq!(s.slots[0].claim.as_ref().unwrap().id, "c2");
+    assert_eq!(s.slots()[0].claim.as_ref().unwrap().id, "c2");
     assert_eq!(
         s.slot_ad(0, T0 + 250)
             .eval_attr("CurrentRank", &classad::Env::default())
@@ -787,7 +787,7 @@ fn vacate_time_from_the_job_and_retirement_converted_into_vacate_time() {
     j.insert_value("JobMaxVacateTime", 30i64);
     run_job(&mut s, j, T0);
     s.tick(T0 + 10, readings(5, 0.0));
-    assert_eq!(s.slots[0].vacate_deadline, Some(T0 + 40));
+    assert_eq!(s.slots()[0].vacate_deadline, Some(T0 + 40));
 
     // The job asks for more: it gets it only out of retirement time left.
     let mut s = startd(
@@ -803,7 +803,7 @@ fn vacate_time_from_the_job_and_retirement_converted_into_vacate_time() {
     // Preempting starts 300 s before the retirement ends, with 300 s to vacate.
     assert!(s.tick(T0 + 699, readings(5, 0.0)).transitions.is_empty());
     assert_eq!(numbers(&s.tick(T0 + 700, readings(5, 0.0))), vec![18]);
-    assert_eq!(s.slots[0].vacate_deadline, Some(T0 + 1000));
+    assert_eq!(s.slots()[0].vacate_deadline, Some(T0 + 1000));
 }
 
 #[test]
@@ -814,7 +814,7 @@ fn the_job_may_ask_for_less_retirement_never_more() {
     j.insert_value("MaxJobRetirementTime", 100i64);
     run_job(&mut s, j, T0);
     s.tick(T0 + 10, readings(5, 0.0));
-    assert_eq!(s.slots[0].retirement_limit, Some(100));
+    assert_eq!(s.slots()[0].retirement_limit, Some(100));
 
     let mut s = startd(
         "WANT_SUSPEND = False\nPREEMPT = KeyboardIdle < 60\nMaxJobRetirementTime = 600",
@@ -825,7 +825,7 @@ fn the_job_may_ask_for_less_retirement_never_more() {
     j.insert_value("MaxJobRetirementTime", 5000i64);
     run_job(&mut s, j, T0);
     s.tick(T0 + 10, readings(5, 0.0));
-    assert_eq!(s.slots[0].retirement_limit, Some(600));
+    assert_eq!(s.slots()[0].retirement_limit, Some(600));
 }
 
 #[test]
@@ -837,7 +837,7 @@ fn shutdown_peaceful_waits_fast_kills() {
         .handle(Event::Shutdown(ShutdownHow::Peaceful), T0 + 1)
         .unwrap();
     assert_eq!(numbers(&r), vec![13]);
-    assert_eq!(s.slots[0].retirement_limit, None);
+    assert_eq!(s.slots()[0].retirement_limit, None);
     assert!(s
         .tick(T0 + 100_000, readings(0, 0.0))
         .transitions

@@ -212,7 +212,7 @@ pub fn typing(idle: i64, owner_load: f64, jobs: &[f64]) -> Readings {
 pub fn poll(s: &mut Startd, now: i64, r: Readings) -> Ready {
     let mut ready = s.tick(now, r);
     let claims: Vec<String> = s
-        .slots
+        .slots()
         .iter()
         .flat_map(|sl| sl.claim.iter().chain(sl.preempting.iter()))
         .map(|c| c.id.clone())
@@ -311,7 +311,7 @@ pub fn asks(r: &Ready, slot: &str, kind: &str) -> bool {
 
 /// A slot's state and activity, by slot name.
 pub fn pair_of(s: &Startd, slot: &str) -> String {
-    s.slots
+    s.slots()
         .iter()
         .find(|x| x.name == slot)
         .unwrap_or_else(|| panic!("no {slot}"))

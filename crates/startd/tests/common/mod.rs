@@ -112,7 +112,7 @@ pub fn numbers(r: &Ready) -> Vec<u8> {
 }
 
 pub fn pair(s: &Startd, slot: usize) -> String {
-    s.slots[slot].pair().to_string()
+    s.slots()[slot].pair().to_string()
 }
 
 /// Brings slot1 of `s` to Claimed/Busy with `job` at `now`.

@@ -1,0 +1,109 @@
+//! The negotiator's one entry point: a negotiation cycle over what the
+//! collector holds and what the schedds offer, as HTCondor's
+//! `negotiationTime` runs it. The personal pool and the simulator both
+//! call [`negotiation_cycle`] and nothing below it, so what they decide is
+//! the same:
+//!
+//! - **Grouped or flat.** With accounting groups configured the cycle runs
+//!   group by group, each within its quota ([`crate::groups`]); otherwise
+//!   once over every submitter ([`crate::cycle`]).
+//! - **What a submitter offers.** Every idle job, sorted into autoclusters;
+//!   an autocluster offers at most as many jobs as the pool could run at
+//!   once (more could not match in one cycle), so a queue of a hundred
+//!   thousand alike jobs costs one autocluster of that many, and a job
+//!   that can never match holds no other job back. (HTCondor's schedd
+//!   offers its requests autocluster by autocluster for the same reason.)
+//! - **A plan, always:** the matches, and for every autocluster left idle
+//!   the reason (`q -better-analyze` and the simulator's report read it).
+
+use classad::{ClassAd, Env};
+
+use crate::accountant::Accountant;
+use crate::cycle::{negotiate_capped, Plan, Policy, SubmitterJobs};
+use crate::groups::negotiate_by_group;
+use crate::limits::{ConcurrencyLimits, CycleLimits};
+
+/// The pool's size in cores, from the slot ads (a partitionable slot
+/// counts what it has left, its dynamic slots the rest).
+pub fn pool_cores(slot_ads: &[ClassAd], env: &Env) -> f64 {
+    slot_ads
+        .iter()
+        .map(|a| a.eval_attr("Cpus", env).as_number().unwrap_or(1.0).max(0.0))
+        .sum()
+}
+
+/// How many jobs of one autocluster a cycle over these slots could match
+/// at most: one per slot, or one per core for partitionable slots.
+pub fn offer_cap(slot_ads: &[ClassAd], env: &Env) -> usize {
+    let cores = pool_cores(slot_ads, env).ceil().max(0.0) as usize;
+    cores.max(slot_ads.len()).max(1)
+}
+
+/// One negotiation cycle. `submitters` hold each submitter's idle jobs (in
+/// any order; the cycle sorts them); `limits` are the concurrency limits
+/// with what running jobs hold already taken, and come back with this
+/// cycle's matches taken too.
+pub fn negotiation_cycle(
+    slot_ads: &[ClassAd],
+    submitters: &[SubmitterJobs<'_>],
+    accountant: &mut Accountant,
+    limits: &mut ConcurrencyLimits,
+    policy: &Policy,
+    now: i64,
+) -> Plan {
+    let env = Env::at(now);
+    let cap = offer_cap(slot_ads, &env);
+    if accountant.groups.groups.len() > 1 {
+        // Each submitter's demand, in cores, over what it offers: an
+        // autocluster's jobs past the cap could not run this cycle anyway.
+        let demand: Vec<f64> = submitters
+            .iter()
+            .map(|s| {
+                let mut per_ac = std::collections::HashMap::<u64, usize>::new();
+                s.jobs
+                    .iter()
+                    .filter(|j| {
+                        let n = per_ac.entry(shape(j)).or_insert(0);
+                        *n += 1;
+                        *n <= cap
+                    })
+                    .map(|j| j.eval_attr("RequestCpus", &env).as_number().unwrap_or(1.0))
+                    .sum()
+            })
+            .collect();
+        let pool_size = pool_cores(slot_ads, &env);
+        negotiate_by_group(
+            slot_ads, submitters, &demand, accountant, limits, policy, pool_size, cap, now,
+        )
+    } else {
+        negotiate_capped(
+            slot_ads,
+            submitters,
+            &*accountant,
+            &mut CycleLimits::new(limits, now),
+            policy,
+            cap,
+            now,
+        )
+    }
+}
+
+/// A cheap stand-in for a job's autocluster when counting demand: what it
+/// asks for and what it requires.
+fn shape(job: &ClassAd) -> u64 {
+    use crate::autocluster::{hash_expr, Fnv};
+    use std::hash::Hasher;
+    let mut h = Fnv::default();
+    for name in [
+        "Requirements",
+        "RequestCpus",
+        "RequestMemory",
+        "RequestDisk",
+    ] {
+        if let Some(e) = job.get(name) {
+            hash_expr(e, &mut h);
+        }
+        h.write_u8(0);
+    }
+    h.finish()
+}

@@ -1,0 +1,749 @@
+//! The schedd's side of its claims: the match records of HTCondor's
+//! schedd and the part of its shadows that decides, as one pure state
+//! machine that the personal pool and the simulator both drive.
+//!
+//! A claim's life, in HTCondor's conversation:
+//!
+//! 1. The negotiator sends the schedd a match (PERMISSION_AND_AD):
+//!    [`Claims::matched`] records a claim and asks the startd for it
+//!    (REQUEST_CLAIM, [`startd::Event::RequestClaim`]).
+//! 2. The startd grants it ([`startd::Action::ClaimGranted`]; the negotiator's
+//!    accountant is charged) or refuses it (the job is idle again).
+//! 3. Each time the claim is Claimed/Idle ([`startd::Action::ClaimIdle`]) the
+//!    schedd runs a job on it (ACTIVATE_CLAIM): first the job it was
+//!    matched for, then, while the claim is younger than CLAIM_WORKLIFE, the
+//!    same submitter's next idle job that the slot takes (claim reuse,
+//!    `negotiator::reuse`); with none, it releases the claim
+//!    (RELEASE_CLAIM).
+//! 4. The starter reports the job started, suspended, resumed, and how it
+//!    ended ([`StarterReport`]); this module turns that into the queue's
+//!    [`JobEvent`] (HTCondor's hold codes for a job that could not start).
+//! 5. A job held or removed while it runs has its claim released
+//!    ([`Claims::jobs_changed`]); the startd ends the claim
+//!    ([`startd::Action::ClaimEnded`]) and the accountant stops charging.
+//!
+//! Every call takes the messages and `now` and returns a [`Ready`]: what to
+//! send to which startd, what happened to which job (for the caller to
+//! apply to its queue and store), what to charge, and whether a
+//! negotiation cycle is wanted. The caller applies the job events and then
+//! tells this module which jobs changed ([`Claims::jobs_changed`]), which
+//! keeps the per-submitter index of idle jobs the negotiator is offered.
+//!
+//! **Architecture invariant:** pure, like the rest of this crate: no clock,
+//! no I/O; it reads the queue it is given and never changes it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use classad::{ClassAd, Env, Value};
+use negotiator::accountant::Accountant;
+use negotiator::limits::ConcurrencyLimits;
+use negotiator::reuse;
+use startd::{Action, ClaimRequest, Event};
+
+use crate::job::{attr, HoldCode, JobId, JobStatus};
+use crate::queue::{JobEvent, JobQueue, RunReport};
+use crate::userlog::ExitHow;
+
+/// The accounting name of a job's submitter, as HTCondor's schedd
+/// advertises it: `AccountingGroup@domain` for a job in an accounting
+/// group (`group_a.alice@domain`), else `User` (owner@domain), else its
+/// Owner.
+pub fn submitter_of(job: &ClassAd) -> String {
+    let env = Env::at(0);
+    let text = |name: &str| match job.eval_attr(name, &env) {
+        Value::Str(s) if !s.is_empty() => Some(s.to_string()),
+        _ => None,
+    };
+    let user = text(attr::USER)
+        .or_else(|| text(attr::OWNER))
+        .unwrap_or_else(|| "unknown".into());
+    match text("AccountingGroup") {
+        Some(group) => match user.split_once('@') {
+            Some((_, domain)) => format!("{group}@{domain}"),
+            None => group,
+        },
+        None => user,
+    }
+}
+
+/// A match the negotiator made for one of this schedd's jobs.
+#[derive(Clone, Debug)]
+pub struct MatchInfo {
+    pub job: JobId,
+    /// The startd the slot belongs to: where the claim's messages go.
+    pub startd: String,
+    pub slot: String,
+    /// The negotiator preempts the slot's claim for user priority.
+    pub by_user_priority: bool,
+    /// What the match counts against the submitter's fair share.
+    pub cost: f64,
+    /// Pslot preemption: the dynamic slots to make room from.
+    pub preempt_dynamic: Vec<String>,
+}
+
+/// Why a starter could not start a job (HTCondor's hold code for it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StartFailure {
+    /// PREPARE_JOB failed: HookPrepareJobFailure (19).
+    Hook,
+    /// Input files could not be brought: TransferInputError (13).
+    Input,
+    /// Anything else: FailedToCreateProcess (6).
+    Other,
+}
+
+impl StartFailure {
+    pub fn hold_code(self) -> HoldCode {
+        match self {
+            StartFailure::Hook => HoldCode(19),
+            StartFailure::Input => HoldCode(13),
+            StartFailure::Other => HoldCode(6),
+        }
+    }
+}
+
+/// How a run ended, as its starter says.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunEnd {
+    /// The job's process exited by itself.
+    Exited(ExitHow),
+    /// It exited, but its output could not be brought back
+    /// (TransferOutputError, 12, with the errno as subcode).
+    OutputFailed { reason: String, subcode: i64 },
+    /// It was taken off the machine (vacated, killed, its claim lost).
+    Evicted { reason: Option<String> },
+}
+
+/// What a starter says about the job it runs on a claim.
+#[derive(Clone, Debug)]
+pub enum StarterReport {
+    Started {
+        claim_id: String,
+        host: String,
+        /// `slot@host`.
+        slot: String,
+    },
+    StartFailed {
+        claim_id: String,
+        reason: String,
+        failure: StartFailure,
+    },
+    Suspended {
+        claim_id: String,
+        num_pids: i64,
+    },
+    Unsuspended {
+        claim_id: String,
+    },
+    Ended {
+        claim_id: String,
+        end: RunEnd,
+        report: RunReport,
+    },
+}
+
+/// The accountant's side of a claim (the negotiator's accountant charges
+/// a submitter for the slots its claims hold).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Charge {
+    Add {
+        submitter: String,
+        claim_id: String,
+        cost: f64,
+    },
+    Remove {
+        claim_id: String,
+    },
+}
+
+impl Charge {
+    /// Tells the accountant.
+    pub fn apply(self, accountant: &mut Accountant, now: i64) {
+        match self {
+            Charge::Add {
+                submitter,
+                claim_id,
+                cost,
+            } => accountant.add_match(&submitter, &claim_id, cost, now),
+            Charge::Remove { claim_id } => {
+                accountant.remove_match(&claim_id, now);
+            }
+        }
+    }
+}
+
+/// Why the schedd stops a running job (the starter's way of ending it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    Hold,
+    Remove,
+}
+
+/// What the caller must do after a call.
+#[derive(Debug, Default)]
+pub struct Ready {
+    /// Messages for startds, by startd name, in order.
+    pub to_startd: Vec<(String, Event)>,
+    /// What happened to jobs, for the queue (in order).
+    pub job_events: Vec<(JobId, JobEvent)>,
+    /// Jobs whose run is over: a completed or removed one may now leave
+    /// the queue for its history.
+    pub runs_ended: Vec<JobId>,
+    /// Runs to stop because their job was held or removed, by claim id
+    /// (the shadow tells its starter).
+    pub stops: Vec<(String, Stop)>,
+    pub charges: Vec<Charge>,
+    /// Things to say about a job that are not queue events (a claim
+    /// refused, a claim lost before its job started).
+    pub job_notes: Vec<(JobId, String)>,
+    /// Idle jobs may have somewhere to run: a negotiation cycle is wanted.
+    pub reschedule: bool,
+}
+
+impl Ready {
+    pub fn is_empty(&self) -> bool {
+        self.to_startd.is_empty()
+            && self.job_events.is_empty()
+            && self.runs_ended.is_empty()
+            && self.stops.is_empty()
+            && self.charges.is_empty()
+            && self.job_notes.is_empty()
+            && !self.reschedule
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// REQUEST_CLAIM sent, no answer yet.
+    Requested,
+    /// Granted; waiting for the slot to be idle.
+    Granted,
+    /// ACTIVATE_CLAIM sent for `job`.
+    Activating,
+    /// Its job runs.
+    Running,
+    /// Its job was evicted: the startd is ending the claim; no reuse.
+    Ending,
+    /// RELEASE_CLAIM sent.
+    Released,
+}
+
+#[derive(Clone, Debug)]
+struct Claim {
+    startd: String,
+    slot: String,
+    submitter: String,
+    /// The job the claim was made for, then the one activated on it.
+    job: Option<JobId>,
+    phase: Phase,
+    cost: f64,
+}
+
+/// The schedd's claims and its idle jobs by submitter.
+#[derive(Clone, Debug)]
+pub struct Claims {
+    schedd: String,
+    id_prefix: String,
+    alive_interval: i64,
+    /// The pool's concurrency limits (the negotiator's configuration): a
+    /// reused claim skips the negotiator, so the schedd must not break them.
+    limits: ConcurrencyLimits,
+    seq: u64,
+    claims: BTreeMap<String, Claim>,
+    /// Activated runs not yet over, by claim id: a run outlives its claim
+    /// when the startd ends the claim while the starter is still at work.
+    runs: BTreeMap<String, JobId>,
+    /// Each submitter's idle jobs not on a claim, in its order: JobPrio
+    /// (higher first), then job id.
+    idle: BTreeMap<String, BTreeSet<(i64, JobId)>>,
+    idle_key: BTreeMap<JobId, (String, i64)>,
+    /// Jobs on a claim (requested, activating or running).
+    on_claim: BTreeSet<JobId>,
+}
+
+fn job_prio(ad: &ClassAd) -> i64 {
+    ad.eval_attr("JobPrio", &Env::at(0)).as_int().unwrap_or(0)
+}
+
+impl Claims {
+    /// The claims of the schedd named `schedd` (what its claim requests
+    /// say); claim ids are `<id_prefix>#<n>`.
+    pub fn new(
+        schedd: &str,
+        id_prefix: &str,
+        alive_interval: i64,
+        limits: ConcurrencyLimits,
+    ) -> Claims {
+        Claims {
+            schedd: schedd.to_string(),
+            id_prefix: id_prefix.to_string(),
+            alive_interval,
+            limits,
+            seq: 0,
+            claims: BTreeMap::new(),
+            runs: BTreeMap::new(),
+            idle: BTreeMap::new(),
+            idle_key: BTreeMap::new(),
+            on_claim: BTreeSet::new(),
+        }
+    }
+
+    pub fn schedd(&self) -> &str {
+        &self.schedd
+    }
+
+    /// New concurrency limits (after a reconfiguration).
+    pub fn set_limits(&mut self, limits: ConcurrencyLimits) {
+        self.limits = limits;
+    }
+
+    /// Whether any job waits for a slot.
+    pub fn has_idle_jobs(&self) -> bool {
+        !self.idle.is_empty()
+    }
+
+    /// How many jobs wait for a slot.
+    pub fn idle_count(&self) -> usize {
+        self.idle.values().map(BTreeSet::len).sum()
+    }
+
+    /// Each submitter's idle jobs, in its order (what the schedd offers
+    /// the negotiator), submitters by name.
+    pub fn idle_jobs(&self) -> impl Iterator<Item = (&str, impl Iterator<Item = JobId> + '_)> {
+        self.idle
+            .iter()
+            .map(|(who, set)| (who.as_str(), set.iter().map(|&(_, j)| j)))
+    }
+
+    /// How many claims the schedd holds or has asked for.
+    pub fn len(&self) -> usize {
+        self.claims.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.claims.is_empty()
+    }
+
+    /// The jobs on this schedd's claims (requested, starting or running).
+    pub fn jobs_on_claims(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.on_claim.iter().copied()
+    }
+
+    /// The concurrency limits with what the jobs on claims hold taken.
+    pub fn limits_in_use(&self, queue: &JobQueue, now: i64) -> ConcurrencyLimits {
+        let jobs = self.on_claim.iter().filter_map(|&j| queue.job(j));
+        reuse::limits_in_use(&self.limits, jobs, now)
+    }
+
+    // ---- the idle index -----------------------------------------------
+
+    /// Brings the idle index up to date for `id`; true if it is idle now.
+    fn refresh(&mut self, id: JobId, queue: &JobQueue) -> bool {
+        if let Some((who, prio)) = self.idle_key.remove(&id) {
+            if let Some(set) = self.idle.get_mut(&who) {
+                set.remove(&(-prio, id));
+                if set.is_empty() {
+                    self.idle.remove(&who);
+                }
+            }
+        }
+        if self.on_claim.contains(&id) || queue.status(id) != Some(JobStatus::Idle) {
+            return false;
+        }
+        let Some(ad) = queue.job(id) else {
+            return false;
+        };
+        let who = submitter_of(ad);
+        let prio = job_prio(ad);
+        self.idle
+            .entry(who.clone())
+            .or_default()
+            .insert((-prio, id));
+        self.idle_key.insert(id, (who, prio));
+        true
+    }
+
+    /// The job is on no claim any more; idle again if the queue says so.
+    fn free(&mut self, id: JobId, queue: &JobQueue) {
+        self.on_claim.remove(&id);
+        self.refresh(id, queue);
+    }
+
+    /// The queue changed these jobs (the caller applied events, a user
+    /// acted, periodic policy ran, jobs were submitted): the idle index
+    /// follows, and a job that was held or removed while it runs has its
+    /// run stopped and its claim released. Asks for a cycle when a job
+    /// became idle.
+    pub fn jobs_changed(&mut self, ids: &[JobId], queue: &JobQueue) -> Ready {
+        let mut ready = Ready::default();
+        let mut fresh = false;
+        for &id in ids {
+            fresh |= self.refresh(id, queue);
+        }
+        let ids: BTreeSet<JobId> = ids.iter().copied().collect();
+        let stopped: Vec<(String, Stop)> = self
+            .runs
+            .iter()
+            .filter(|(_, j)| ids.contains(j))
+            .filter_map(|(claim_id, &j)| {
+                let stop = match queue.status(j) {
+                    Some(JobStatus::Held) => Stop::Hold,
+                    Some(JobStatus::Removed | JobStatus::Completed) | None => Stop::Remove,
+                    _ => return None,
+                };
+                Some((claim_id.clone(), stop))
+            })
+            .collect();
+        for (claim_id, stop) in stopped {
+            ready.stops.push((claim_id.clone(), stop));
+            self.release(&claim_id, &mut ready);
+        }
+        ready.reschedule = fresh;
+        ready
+    }
+
+    // ---- the negotiator's matches --------------------------------------
+
+    /// The negotiator matched `m.job` to a slot: claim it.
+    pub fn matched(&mut self, m: MatchInfo, queue: &JobQueue, _now: i64) -> Ready {
+        let mut ready = Ready::default();
+        if queue.status(m.job) != Some(JobStatus::Idle) || self.on_claim.contains(&m.job) {
+            return ready;
+        }
+        let Some(ad) = queue.job(m.job) else {
+            return ready;
+        };
+        self.seq += 1;
+        let claim_id = format!("{}#{}", self.id_prefix, self.seq);
+        let submitter = submitter_of(ad);
+        let request = ClaimRequest {
+            claim_id: claim_id.clone(),
+            job: ad.clone(),
+            schedd: self.schedd.clone(),
+            user: submitter.clone(),
+            alive_interval: Some(self.alive_interval),
+            by_user_priority: m.by_user_priority,
+            preempt_dynamic: m.preempt_dynamic,
+        };
+        ready.job_events.push((m.job, JobEvent::Matched));
+        self.claims.insert(
+            claim_id,
+            Claim {
+                startd: m.startd.clone(),
+                slot: m.slot.clone(),
+                submitter,
+                job: Some(m.job),
+                phase: Phase::Requested,
+                cost: m.cost,
+            },
+        );
+        self.on_claim.insert(m.job);
+        self.refresh(m.job, queue);
+        ready.to_startd.push((
+            m.startd,
+            Event::RequestClaim {
+                slot: m.slot,
+                request: Box::new(request),
+            },
+        ));
+        ready
+    }
+
+    // ---- what the startds say ------------------------------------------
+
+    /// What a startd said about one of this schedd's claims; other
+    /// actions are not the schedd's and change nothing.
+    pub fn startd_said(&mut self, action: Action, queue: &JobQueue, now: i64) -> Ready {
+        let mut ready = Ready::default();
+        match action {
+            Action::ClaimGranted { slot, claim_id, .. } => {
+                if let Some(c) = self.claims.get_mut(&claim_id) {
+                    c.slot = slot;
+                    if c.phase == Phase::Requested {
+                        c.phase = Phase::Granted;
+                    }
+                    ready.charges.push(Charge::Add {
+                        submitter: c.submitter.clone(),
+                        claim_id,
+                        cost: c.cost,
+                    });
+                }
+            }
+            Action::ClaimRefused {
+                slot,
+                claim_id,
+                reason,
+                ..
+            } => {
+                if let Some(c) = self.claims.remove(&claim_id) {
+                    if let Some(j) = c.job {
+                        self.free(j, queue);
+                        ready
+                            .job_notes
+                            .push((j, format!("claim of {slot}@{} refused: {reason}", c.startd)));
+                    }
+                }
+            }
+            Action::ClaimIdle {
+                slot,
+                claim_id,
+                slot_ad,
+                claimed_at,
+                worklife,
+                ..
+            } => self.claim_idle(
+                &slot,
+                &claim_id,
+                &slot_ad,
+                (claimed_at, worklife),
+                queue,
+                now,
+                &mut ready,
+            ),
+            Action::ActivationRefused {
+                claim_id, reason, ..
+            } => {
+                if let Some(j) = self.runs.remove(&claim_id) {
+                    self.free(j, queue);
+                    ready
+                        .job_notes
+                        .push((j, format!("the startd would not run it: {reason}")));
+                }
+                if let Some(c) = self.claims.get_mut(&claim_id) {
+                    c.job = None;
+                }
+                self.release(&claim_id, &mut ready);
+            }
+            Action::ClaimEnded {
+                claim_id, reason, ..
+            } => {
+                ready.charges.push(Charge::Remove {
+                    claim_id: claim_id.clone(),
+                });
+                if let Some(c) = self.claims.remove(&claim_id) {
+                    // A job whose activation was sent has a run in flight
+                    // (its starter reports how it ended); one still
+                    // waiting for its claim is idle again.
+                    if let (Some(j), false) = (c.job, self.runs.contains_key(&claim_id)) {
+                        self.free(j, queue);
+                        ready.job_notes.push((
+                            j,
+                            format!(
+                                "the claim on {}@{} ended before the job started: {reason}",
+                                c.slot, c.startd
+                            ),
+                        ));
+                    }
+                }
+                ready.reschedule = self.has_idle_jobs();
+            }
+            _ => {}
+        }
+        ready
+    }
+
+    /// The claim is idle: run its job, or the submitter's next one, or
+    /// release it.
+    #[allow(clippy::too_many_arguments)]
+    fn claim_idle(
+        &mut self,
+        slot: &str,
+        claim_id: &str,
+        slot_ad: &ClassAd,
+        (claimed_at, worklife): (i64, Option<i64>),
+        queue: &JobQueue,
+        now: i64,
+        ready: &mut Ready,
+    ) {
+        let Some(c) = self.claims.get_mut(claim_id) else {
+            // Not a claim of ours (any more): give it back.
+            return;
+        };
+        c.slot = slot.to_string();
+        match c.phase {
+            Phase::Released => return,
+            Phase::Ending | Phase::Activating | Phase::Running => {
+                return self.release(claim_id, ready);
+            }
+            Phase::Requested | Phase::Granted => {}
+        }
+        // The job it was made for, if it is still idle; else the
+        // submitter's next job the slot takes, while the claim is young.
+        let original = c.job.take();
+        let submitter = c.submitter.clone();
+        let first = original.filter(|&j| queue.status(j) == Some(JobStatus::Idle));
+        if let (Some(j), None) = (original, first) {
+            self.free(j, queue);
+        }
+        let next = first.or_else(|| {
+            if !reuse::claim_young(worklife, claimed_at, now) {
+                return None;
+            }
+            let idle = self.idle.get(&submitter)?;
+            let candidates = idle
+                .iter()
+                .take(reuse::CANDIDATES)
+                .filter_map(|&(_, j)| queue.job(j).map(|ad| (j, ad)));
+            reuse::next_job(slot_ad, candidates, || self.limits_in_use(queue, now), now)
+        });
+        let job = next.and_then(|j| queue.job(j).map(|ad| (j, ad.clone())));
+        let Some((j, ad)) = job else {
+            return self.release(claim_id, ready);
+        };
+        let c = self.claims.get_mut(claim_id).expect("found above");
+        c.job = Some(j);
+        c.phase = Phase::Activating;
+        let startd = c.startd.clone();
+        self.runs.insert(claim_id.to_string(), j);
+        self.on_claim.insert(j);
+        self.refresh(j, queue);
+        ready.to_startd.push((
+            startd,
+            Event::Activate {
+                slot: slot.to_string(),
+                claim_id: claim_id.to_string(),
+                job: Box::new(ad),
+            },
+        ));
+    }
+
+    /// Gives the claim back (RELEASE_CLAIM), once.
+    fn release(&mut self, claim_id: &str, ready: &mut Ready) {
+        let Some(c) = self.claims.get_mut(claim_id) else {
+            return;
+        };
+        if c.phase == Phase::Released {
+            return;
+        }
+        c.phase = Phase::Released;
+        ready.to_startd.push((
+            c.startd.clone(),
+            Event::ReleaseClaim {
+                slot: c.slot.clone(),
+                claim_id: claim_id.to_string(),
+            },
+        ));
+    }
+
+    /// Keep-alives for every claim (the startds' claim leases).
+    pub fn keep_alive(&self) -> Ready {
+        let mut ready = Ready::default();
+        for (id, c) in &self.claims {
+            ready.to_startd.push((
+                c.startd.clone(),
+                Event::KeepAlive {
+                    claim_id: id.clone(),
+                },
+            ));
+        }
+        ready
+    }
+
+    // ---- what the starters say -----------------------------------------
+
+    /// What the starter running a claim's job said. Reports about claims
+    /// that are not this schedd's (fetched work) change nothing.
+    pub fn starter_said(&mut self, report: StarterReport, queue: &JobQueue, _now: i64) -> Ready {
+        let mut ready = Ready::default();
+        match report {
+            StarterReport::Started {
+                claim_id,
+                host,
+                slot,
+            } => {
+                let Some(&j) = self.runs.get(&claim_id) else {
+                    return ready;
+                };
+                if let Some(c) = self.claims.get_mut(&claim_id) {
+                    if c.phase == Phase::Activating {
+                        c.phase = Phase::Running;
+                    }
+                }
+                ready.job_events.push((j, JobEvent::Started { host, slot }));
+            }
+            StarterReport::StartFailed {
+                claim_id,
+                reason,
+                failure,
+            } => {
+                let Some(j) = self.runs.remove(&claim_id) else {
+                    return ready;
+                };
+                ready.job_events.push((
+                    j,
+                    JobEvent::Held {
+                        reason,
+                        code: failure.hold_code(),
+                        subcode: 0,
+                    },
+                ));
+                self.on_claim.remove(&j);
+                if let Some(c) = self.claims.get_mut(&claim_id) {
+                    c.job = None;
+                }
+                // Given back, as HTCondor's schedd does when its shadow
+                // could not start the job (reuse would likely fail alike).
+                self.release(&claim_id, &mut ready);
+            }
+            StarterReport::Suspended { claim_id, num_pids } => {
+                if let Some(&j) = self.runs.get(&claim_id) {
+                    ready.job_events.push((j, JobEvent::Suspended { num_pids }));
+                }
+            }
+            StarterReport::Unsuspended { claim_id } => {
+                if let Some(&j) = self.runs.get(&claim_id) {
+                    if queue.status(j) == Some(JobStatus::Suspended) {
+                        ready.job_events.push((j, JobEvent::Unsuspended));
+                    }
+                }
+            }
+            StarterReport::Ended {
+                claim_id,
+                end,
+                report,
+            } => {
+                let Some(j) = self.runs.remove(&claim_id) else {
+                    return ready;
+                };
+                if let Some(ev) = exit_event(queue.status(j), end.clone(), report) {
+                    ready.job_events.push((j, ev));
+                }
+                ready.runs_ended.push(j);
+                self.on_claim.remove(&j);
+                if let Some(c) = self.claims.get_mut(&claim_id) {
+                    c.job = None;
+                    if c.phase != Phase::Released {
+                        c.phase = match end {
+                            RunEnd::Evicted { .. } => Phase::Ending,
+                            _ => Phase::Granted,
+                        };
+                    }
+                }
+            }
+        }
+        ready
+    }
+}
+
+/// What a run's end means for its job, given its status now: none for a
+/// job already held, removed or completed (the schedd ended the run);
+/// else evicted back to idle, held for output that could not come back
+/// (12), or exited (the queue's exit policy decides the rest).
+pub fn exit_event(status: Option<JobStatus>, end: RunEnd, report: RunReport) -> Option<JobEvent> {
+    match status {
+        None | Some(JobStatus::Held | JobStatus::Removed | JobStatus::Completed) => None,
+        Some(_) => Some(match end {
+            RunEnd::Evicted { reason } => JobEvent::Evicted {
+                checkpointed: false,
+                reason,
+                report,
+            },
+            RunEnd::OutputFailed { reason, subcode } => JobEvent::Held {
+                reason,
+                code: HoldCode(12),
+                subcode,
+            },
+            RunEnd::Exited(how) => JobEvent::Exited { how, report },
+        }),
+    }
+}

@@ -1,0 +1,347 @@
+//! The schedd's claim protocol against the real startd engine: a match
+//! claimed, granted, activated; claim reuse for the submitter's next job;
+//! the claim released when no job is left; a refused claim; a job held
+//! while it runs; a job that cannot start. The test carries the messages
+//! between the two cores as a daemon does, and plays the starter.
+
+mod common;
+
+use classad::ClassAd;
+use common::{job_ads, T0};
+use config::{FixedHost, LoadOptions, MemFiles, Root};
+use negotiator::limits::ConcurrencyLimits;
+use schedd::claims::{Claims, MatchInfo, Ready, RunEnd, StartFailure, StarterReport, Stop};
+use schedd::{
+    ExitHow, JobEvent, JobId, JobQueue, JobStatus, RunReport, SubmitPolicy, SystemPolicy,
+};
+use startd::resources::HostReadings;
+use startd::{Action, Event, Readings, Startd};
+
+fn startd(policy: &str) -> Startd {
+    let c = config::load(
+        &LoadOptions::new("STARTD", Root::File("c".into())),
+        &MemFiles::new().with(
+            "c",
+            &format!("RunBenchmarks = False\nNUM_CPUS = 1\nUID_DOMAIN = pool\n{policy}"),
+        ),
+        &FixedHost::empty(),
+    )
+    .unwrap();
+    let mut s =
+        Startd::from_config(&c, "exec", &HostReadings::simple(1, 2048, 1 << 30, 0), T0).unwrap();
+    let idle = Readings {
+        keyboard_idle: 3600,
+        console_idle: 3600,
+        load_avg: 0.0,
+        condor_load: vec![0.0],
+    };
+    s.tick(T0, idle);
+    s
+}
+
+/// A schedd (its queue and claim core) and a startd, with the messages
+/// between them carried at once.
+struct Pool {
+    queue: JobQueue,
+    claims: Claims,
+    startd: Startd,
+    /// What the startd asked its starter to do: (claim id, job id).
+    starts: Vec<(String, JobId)>,
+    notes: Vec<(JobId, String)>,
+    stops: Vec<(String, Stop)>,
+    now: i64,
+}
+
+impl Pool {
+    fn new(policy: &str, jobs: &str) -> Pool {
+        let mut queue = JobQueue::new();
+        let cluster = queue.new_cluster();
+        let ads = job_ads(jobs, cluster, "alice", &[]);
+        let ads: Vec<ClassAd> = ads
+            .into_iter()
+            .map(|mut a| {
+                a.insert_value("User", "alice@pool");
+                // The test's submit configuration names no ARCH or OPSYS.
+                a.insert_value("Requirements", true);
+                a
+            })
+            .collect();
+        let s = queue
+            .submit(
+                ads,
+                "alice",
+                &SubmitPolicy::none(),
+                &ClassAd::new(),
+                "s",
+                T0,
+            )
+            .unwrap();
+        let limits = ConcurrencyLimits::from_config(&config::Config::empty("NEGOTIATOR")).unwrap();
+        let mut claims = Claims::new("schedd", "<schedd>", 300, limits);
+        let ready = claims.jobs_changed(&s.jobs, &queue);
+        assert!(ready.reschedule, "new idle jobs ask for a cycle");
+        Pool {
+            queue,
+            claims,
+            startd: startd(policy),
+            starts: Vec::new(),
+            notes: Vec::new(),
+            stops: Vec::new(),
+            now: T0,
+        }
+    }
+
+    /// Carries out a `Ready`: job events into the queue, messages to the
+    /// startd (and what it says back to the claim core), until quiet.
+    fn carry(&mut self, ready: Ready) {
+        let mut todo = vec![ready];
+        while let Some(r) = todo.pop() {
+            let mut touched = Vec::new();
+            for (id, ev) in r.job_events {
+                self.queue
+                    .apply(id, ev, self.now, &SystemPolicy::none())
+                    .unwrap();
+                touched.push(id);
+            }
+            self.notes.extend(r.job_notes);
+            self.stops.extend(r.stops);
+            for (startd, ev) in r.to_startd {
+                assert_eq!(startd, "exec");
+                let out = self.startd.receive(ev, self.now);
+                for a in out.actions {
+                    match a {
+                        Action::StartJob { claim_id, job, .. } => {
+                            let id = JobId::new(
+                                job.eval_attr("ClusterId", &classad::Env::at(0))
+                                    .as_int()
+                                    .unwrap(),
+                                job.eval_attr("ProcId", &classad::Env::at(0))
+                                    .as_int()
+                                    .unwrap(),
+                            );
+                            self.starts.push((claim_id, id));
+                        }
+                        a => todo.push(self.claims.startd_said(a, &self.queue, self.now)),
+                    }
+                }
+            }
+            if !touched.is_empty() {
+                todo.push(self.claims.jobs_changed(&touched, &self.queue));
+            }
+        }
+    }
+
+    fn matched(&mut self, job: JobId) {
+        let m = MatchInfo {
+            job,
+            startd: "exec".into(),
+            slot: "slot1".into(),
+            by_user_priority: false,
+            cost: 1.0,
+            preempt_dynamic: Vec::new(),
+        };
+        let r = self.claims.matched(m, &self.queue, self.now);
+        self.carry(r);
+    }
+
+    fn starter(&mut self, report: StarterReport) {
+        let r = self.claims.starter_said(report, &self.queue, self.now);
+        self.carry(r);
+    }
+
+    /// The starter ran the job: started, then ended as `end`; the startd
+    /// hears its starter is gone.
+    fn run(&mut self, claim: &str, end: RunEnd) {
+        self.starter(StarterReport::Started {
+            claim_id: claim.into(),
+            host: "exec".into(),
+            slot: "slot1@exec".into(),
+        });
+        self.now += 60;
+        self.starter(StarterReport::Ended {
+            claim_id: claim.into(),
+            end,
+            report: RunReport::default(),
+        });
+        self.starter_exited();
+    }
+
+    fn starter_exited(&mut self) {
+        let out = self.startd.receive(
+            Event::StarterExited {
+                slot: "slot1".into(),
+            },
+            self.now,
+        );
+        for a in out.actions {
+            let r = self.claims.startd_said(a, &self.queue, self.now);
+            self.carry(r);
+        }
+    }
+
+    fn status(&self, id: JobId) -> Option<JobStatus> {
+        self.queue.status(id)
+    }
+
+    fn pair(&self) -> String {
+        self.startd.slots()[0].pair().to_string()
+    }
+}
+
+fn job(proc: i64) -> JobId {
+    JobId::new(1, proc)
+}
+
+#[test]
+fn a_claim_runs_its_job_then_the_submitter_s_next_then_is_released() {
+    let mut p = Pool::new("START = True", "executable = job.sh\nqueue 2\n");
+    assert_eq!(p.claims.idle_count(), 2);
+    p.matched(job(0));
+    // Granted, activated with the job it was made for.
+    assert_eq!(p.starts.len(), 1);
+    let (claim, first) = p.starts[0].clone();
+    assert_eq!(first, job(0));
+    assert_eq!(p.pair(), "Claimed/Busy");
+    assert_eq!(
+        p.claims.idle_count(),
+        1,
+        "the matched job is not offered again"
+    );
+    p.run(&claim, RunEnd::Exited(ExitHow::Code(0)));
+    assert_eq!(p.status(job(0)), Some(JobStatus::Completed));
+    // Reused for the next job, without a negotiation cycle.
+    assert_eq!(p.starts.len(), 2, "{:?}", p.starts);
+    assert_eq!(p.starts[1], (claim.clone(), job(1)));
+    assert_eq!(p.claims.idle_count(), 0);
+    p.run(&claim, RunEnd::Exited(ExitHow::Code(0)));
+    assert_eq!(p.status(job(1)), Some(JobStatus::Completed));
+    // Nothing left: released (the slot goes through Preempting).
+    assert_eq!(p.starts.len(), 2);
+    assert_ne!(p.pair(), "Claimed/Idle");
+    assert!(!p.pair().starts_with("Claimed"), "{}", p.pair());
+}
+
+#[test]
+fn a_claim_past_its_worklife_takes_no_other_job() {
+    let mut p = Pool::new(
+        "START = True\nCLAIM_WORKLIFE = 30",
+        "executable = job.sh\nqueue 2\n",
+    );
+    p.matched(job(0));
+    let (claim, _) = p.starts[0].clone();
+    // The run takes 60 s, past the 30 s the claim may take new jobs.
+    p.run(&claim, RunEnd::Exited(ExitHow::Code(0)));
+    assert_eq!(p.starts.len(), 1, "{:?}", p.starts);
+    assert_eq!(p.status(job(1)), Some(JobStatus::Idle));
+    assert_eq!(p.claims.idle_count(), 1);
+    assert!(!p.pair().starts_with("Claimed"), "{}", p.pair());
+}
+
+#[test]
+fn a_refused_claim_leaves_the_job_idle_with_the_startd_s_reason() {
+    let mut p = Pool::new("START = False", "executable = job.sh\nqueue\n");
+    p.matched(job(0));
+    assert!(p.starts.is_empty());
+    assert_eq!(p.status(job(0)), Some(JobStatus::Idle));
+    assert_eq!(p.claims.idle_count(), 1, "offered again");
+    assert!(p.claims.is_empty());
+    assert_eq!(p.notes.len(), 1, "{:?}", p.notes);
+    assert!(
+        p.notes[0].1.contains("refused") && p.notes[0].1.contains("START"),
+        "{:?}",
+        p.notes
+    );
+}
+
+#[test]
+fn a_job_held_while_it_runs_is_stopped_and_its_claim_released() {
+    let mut p = Pool::new("START = True", "executable = job.sh\nqueue 2\n");
+    p.matched(job(0));
+    let (claim, _) = p.starts[0].clone();
+    p.starter(StarterReport::Started {
+        claim_id: claim.clone(),
+        host: "exec".into(),
+        slot: "slot1@exec".into(),
+    });
+    assert_eq!(p.status(job(0)), Some(JobStatus::Running));
+    // A user holds it.
+    p.queue
+        .user_action(
+            "alice",
+            &schedd::SuperUsers::default(),
+            job(0),
+            schedd::UserAction::Hold {
+                reason: None,
+                subcode: 0,
+            },
+            T0,
+        )
+        .unwrap();
+    let r = p.claims.jobs_changed(&[job(0)], &p.queue);
+    p.carry(r);
+    assert_eq!(p.stops, vec![(claim.clone(), Stop::Hold)]);
+    // The run ends; the held job gets no other event, and the claim is not
+    // reused for the next job.
+    p.starter(StarterReport::Ended {
+        claim_id: claim,
+        end: RunEnd::Evicted { reason: None },
+        report: RunReport::default(),
+    });
+    p.starter_exited();
+    assert_eq!(p.status(job(0)), Some(JobStatus::Held));
+    assert_eq!(p.starts.len(), 1);
+    assert_eq!(p.status(job(1)), Some(JobStatus::Idle));
+}
+
+#[test]
+fn a_job_that_cannot_start_is_held_with_the_hook_s_code_and_the_claim_given_back() {
+    let mut p = Pool::new("START = True", "executable = job.sh\nqueue 2\n");
+    p.matched(job(0));
+    let (claim, _) = p.starts[0].clone();
+    p.starter(StarterReport::StartFailed {
+        claim_id: claim,
+        reason: "PREPARE_JOB exited with status 1".into(),
+        failure: StartFailure::Hook,
+    });
+    p.starter_exited();
+    assert_eq!(p.status(job(0)), Some(JobStatus::Held));
+    let code = p.queue.job(job(0)).unwrap().get("HoldReasonCode").cloned();
+    assert_eq!(
+        code.map(|e| classad::unparse::expr_to_string(&e)),
+        Some("19".into())
+    );
+    // Not reused: the next job waits for the negotiator.
+    assert_eq!(p.starts.len(), 1);
+    assert_eq!(p.claims.idle_count(), 1);
+}
+
+#[test]
+fn an_evicted_job_is_idle_again_and_its_claim_not_reused() {
+    let mut p = Pool::new("START = True", "executable = job.sh\nqueue 2\n");
+    p.matched(job(0));
+    let (claim, _) = p.starts[0].clone();
+    p.starter(StarterReport::Started {
+        claim_id: claim.clone(),
+        host: "exec".into(),
+        slot: "slot1@exec".into(),
+    });
+    let r = p.claims.starter_said(
+        StarterReport::Ended {
+            claim_id: claim,
+            end: RunEnd::Evicted {
+                reason: Some("PREEMPT".into()),
+            },
+            report: RunReport::default(),
+        },
+        &p.queue,
+        p.now,
+    );
+    assert!(matches!(
+        r.job_events.as_slice(),
+        [(j, JobEvent::Evicted { reason: Some(why), .. })] if *j == job(0) && why == "PREEMPT"
+    ));
+    assert_eq!(r.runs_ended, vec![job(0)]);
+    p.carry(r);
+    assert_eq!(p.status(job(0)), Some(JobStatus::Idle));
+    assert_eq!(p.claims.idle_count(), 2);
+}
