@@ -988,19 +988,19 @@ fn a_group_quota_bounds_the_group_s_running_jobs() {
     assert_eq!(h.trim(), "4");
 }
 
-/// A job that can never match (`request_memory = 2 TB`) does not hold the
+/// Jobs that can never match (`request_memory = 2 TB`) do not hold the
 /// submitter's other jobs back: a later cluster of short jobs fills every
 /// slot at once, as HTCondor skips an autocluster that cannot match. (The
 /// pool used to offer only as many of a submitter's jobs per cycle as it
-/// had slots, so the unmatchable job took a place and one slot stayed
-/// Unclaimed while jobs waited.)
+/// had slots, so three unmatchable jobs took every place, cycle after
+/// cycle, and the short jobs never ran.)
 #[test]
 fn an_unmatchable_job_does_not_hold_back_the_submitter_s_other_jobs() {
     let s = Setup::new("unmatchable");
     let pool = PoolProcess::start(&s.state, &with(&[("NUM_CPUS", "3")]));
     s.submit(
         "huge.sub",
-        "executable = /bin/sleep\narguments = 600\nrequest_memory = 2 TB\nqueue\n",
+        "executable = /bin/sleep\narguments = 600\nrequest_memory = 2 TB\nqueue 3\n",
     );
     s.submit(
         "short.sub",
@@ -1019,5 +1019,7 @@ fn an_unmatchable_job_does_not_hold_back_the_submitter_s_other_jobs() {
         s.tool(&["q", "-af", "ClusterId", "ProcId", "JobStatus"]),
         pool.daemon_log()
     );
-    assert_eq!(s.status("1.0"), "1", "the 2 TB job cannot match");
+    for job in ["1.0", "1.1", "1.2"] {
+        assert_eq!(s.status(job), "1", "the 2 TB jobs cannot match");
+    }
 }
