@@ -1,7 +1,7 @@
 //! The pool's administrative side: the slot ads for `condor_status`,
 //! commands to the execute point (`condor_vacate`, `condor_drain`), the
 //! accountant's table (`condor_userprio`) and reading the configuration
-//! again (`condor_reconfig`). Each is carried out by the core that owns
+//! again (`condor_reconfig`). Each is carried out by the role that owns
 //! it; this module only translates requests.
 
 use negotiator::accountant::Accountant;
@@ -10,11 +10,13 @@ use negotiator::cycle::Policy;
 use negotiator::limits::ConcurrencyLimits;
 use startd::{DrainHow, Event};
 use wire::api::{
-    self, ReconfigAnswer, SlotsAnswer, SlotsRequest, StartdAnswer, StartdCommand, UserprioAnswer,
-    UserprioRequest, UserprioRow,
+    self, SlotsAnswer, SlotsRequest, StartdAnswer, StartdCommand, UserprioAnswer, UserprioRequest,
+    UserprioRow,
 };
 
-use crate::execute::Node;
+use crate::execute::StartdRole;
+use crate::negotiator_role::NegotiatorRole;
+use crate::roles::Outbox;
 use crate::schedd_service::{ad_text, parse_constraint, ApiError, Budget, PoolConfig};
 
 /// A query of the collector's ads, evaluated without the pool's lock.
@@ -25,6 +27,21 @@ pub struct SlotsQuery {
 }
 
 impl SlotsQuery {
+    /// The ads of the type `req` asks for (slots by default), from the
+    /// collector's copy.
+    pub fn new(
+        req: SlotsRequest,
+        now: i64,
+        ads: impl FnOnce(&AdType) -> Vec<classad::ClassAd>,
+    ) -> SlotsQuery {
+        let ad_type = match req.ad_type.as_deref() {
+            None => AdType::Startd,
+            Some(t) => AdType::from_my_type(t),
+        };
+        let ads = ads(&ad_type);
+        SlotsQuery { req, now, ads }
+    }
+
     /// The ads the constraint selects, projected; refused once `budget`
     /// runs out.
     pub fn run(self, budget: &Budget) -> Result<SlotsAnswer, ApiError> {
@@ -46,34 +63,14 @@ impl SlotsQuery {
     }
 }
 
-/// A configuration read again, for [`Node::reconfigure`].
+/// A configuration read again, for `condor_reconfig`.
 pub struct Reloaded {
     pub pool: PoolConfig,
     pub startd: config::Config,
     pub negotiator: config::Config,
 }
 
-impl Node {
-    /// The collector's ads of the type asked for (slots by default) that
-    /// a constraint selects, projected: up to date, as the startd and the
-    /// schedd publish before answering.
-    pub fn slots(&mut self, req: &SlotsRequest, now: i64) -> Result<SlotsAnswer, ApiError> {
-        self.slots_snapshot(req.clone(), now)
-            .run(&Budget::unlimited())
-    }
-
-    /// What [`SlotsQuery::run`] needs: the ads of the type asked for,
-    /// published now and copied (a personal pool has few).
-    pub fn slots_snapshot(&mut self, req: SlotsRequest, now: i64) -> SlotsQuery {
-        let ad_type = match req.ad_type.as_deref() {
-            None => AdType::Startd,
-            Some(t) => AdType::from_my_type(t),
-        };
-        self.publish_slots(now);
-        self.publish_schedd(now);
-        let ads = self.collector().ads(Some(&ad_type), now).cloned().collect();
-        SlotsQuery { req, now, ads }
-    }
+impl StartdRole {
     /// `condor_vacate` and `condor_drain`, through the startd engine.
     pub fn startd_command(
         &mut self,
@@ -83,7 +80,7 @@ impl Node {
         let (event, message) = match cmd {
             StartdCommand::Vacate { slot, fast } => {
                 if let Some(s) = &slot {
-                    if !self.startd.slots().iter().any(|x| &x.name == s) {
+                    if !self.has_slot(s) {
                         return Err(ApiError::bad_request(format!(
                             "there is no slot {s} on this machine"
                         )));
@@ -140,9 +137,16 @@ impl Node {
             machine: self.hostname().to_string(),
         })
     }
+}
 
+impl NegotiatorRole {
     /// The accountant's table, after the changes `req` asks for.
-    pub fn userprio(&mut self, req: &UserprioRequest, now: i64) -> UserprioAnswer {
+    pub fn userprio(
+        &mut self,
+        req: &UserprioRequest,
+        now: i64,
+        out: &mut Outbox,
+    ) -> UserprioAnswer {
         let acc = self.accountant_mut();
         if let Some((who, f)) = &req.set_factor {
             acc.set_factor(who, *f);
@@ -154,7 +158,7 @@ impl Node {
             acc.reset_usage(who, now);
         }
         acc.update_priorities(now);
-        self.save_accountant();
+        self.save_accountant(out);
         let acc: &Accountant = self.accountant();
         let rows = acc
             .records()
@@ -175,28 +179,30 @@ impl Node {
             rows,
         }
     }
+}
 
-    /// `condor_reconfig`: the new configuration for every part, or (on
-    /// any error) none of it. Claims, running jobs, the queue and the
-    /// accountant's figures stay; the timers keep their intervals.
-    pub fn reconfigure(&mut self, new: Reloaded) -> Result<ReconfigAnswer, ApiError> {
+/// The central manager's part of a configuration read again, checked
+/// before any role takes any of it.
+pub struct CentralManagerConfig {
+    pub policy: Policy,
+    pub accountant: Accountant,
+    pub limits: ConcurrencyLimits,
+}
+
+impl Reloaded {
+    /// The negotiator's new policy, accountant settings and limits, or
+    /// why the configuration is refused.
+    pub fn central_manager(&self) -> Result<CentralManagerConfig, ApiError> {
         let bad = |what: &str, e: String| {
             ApiError::bad_request(format!("the configuration was not changed: {what}: {e}"))
         };
-        let policy =
-            Policy::from_config(&new.negotiator).map_err(|e| bad("negotiator", e.to_string()))?;
-        let accountant = Accountant::from_config(&new.negotiator)
-            .map_err(|e| bad("accountant", e.to_string()))?;
-        let limits = ConcurrencyLimits::from_config(&new.negotiator)
-            .map_err(|e| bad("concurrency limits", e.to_string()))?;
-        // Last: it reads every slot's policy before it changes any.
-        self.startd
-            .reconfigure(&new.startd)
-            .map_err(|e| bad("startd", e.to_string()))?;
-        self.set_central_manager(policy, accountant, limits, new.startd);
-        self.schedd.set_config(new.pool);
-        Ok(ReconfigAnswer {
-            message: "the pool read its configuration again".into(),
+        Ok(CentralManagerConfig {
+            policy: Policy::from_config(&self.negotiator)
+                .map_err(|e| bad("negotiator", e.to_string()))?,
+            accountant: Accountant::from_config(&self.negotiator)
+                .map_err(|e| bad("accountant", e.to_string()))?,
+            limits: ConcurrencyLimits::from_config(&self.negotiator)
+                .map_err(|e| bad("concurrency limits", e.to_string()))?,
         })
     }
 }

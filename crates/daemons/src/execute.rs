@@ -1,25 +1,21 @@
-//! The rest of the pool beside the access point: the execute point (the
-//! `startd` engine polled with the `host` crate's readings, its actions
-//! carried out by the `starter` crate on real processes), the central
-//! manager (the `negotiator`'s cycle and accountant over the slot ads the
-//! engine publishes), and between them the schedd's part of running a job
-//! (claiming a matched slot, activating the claim, reusing it for the
-//! submitter's next idle job, telling the queue what happened: the
-//! shadow's work in HTCondor).
+//! The startd role: the execute point. The `startd` engine polled with
+//! the `host` crate's readings; its actions carried out by the `starter`
+//! crate on real processes; its slot ads sent to the collector; what
+//! becomes of a schedd's claims, and what the starters say about the jobs
+//! they run, sent to the claim's schedd.
 //!
-//! [`Node`] is plain synchronous code behind the server's one lock. What
+//! [`StartdRole`] is plain synchronous code on its role's thread. What
 //! must wait (a job's exit, a hook program, a job's output coming back)
-//! is handed to the server as [`Work`], and its outcome comes back through
-//! [`Node::exited`], [`Node::finished`] and [`Node::hook_done`]. Every
-//! decision is a core's: what a reading means and what a slot does is the
-//! startd engine's, who gets which slot the negotiator's, what an exit or
-//! an eviction does to a job the schedd's queue.
+//! is handed to the server as [`Work`], and its outcome comes back as a
+//! call: [`StartdRole::exited`], [`StartdRole::finished`],
+//! [`StartdRole::hook_done`]. Every decision is a core's: what a reading
+//! means and what a slot does is the startd engine's.
 //!
 //! Crash safety: a job's run (its process group and when its leader
-//! started) is recorded in `<state>/running/` before the queue hears that
-//! it started; at start, whatever a dead pool left running is killed, and
-//! the jobs the queue still calls running are evicted back to idle, to
-//! run again: none is lost, none runs twice at once.
+//! started) is recorded in `<state>/running/` before the schedd hears that
+//! it started; at start, whatever a dead pool left running is killed
+//! before any role runs, so the schedd may evict the jobs the queue still
+//! calls running back to idle: none is lost, none runs twice at once.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::OwnedFd;
@@ -27,15 +23,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use classad::{ClassAd, Env, Value};
-use negotiator::accountant::Accountant;
-use negotiator::collector::{AdType, CollectorStore};
-use negotiator::cycle::{MatchKind, Policy, SubmitterJobs};
-use negotiator::limits::ConcurrencyLimits;
-use negotiator::matchmaker::negotiation_cycle;
-use schedd::claims::{
-    self, submitter_of, Claims, MatchInfo, RunEnd, StartFailure, StarterReport, Stop,
-};
-use schedd::{ExitHow, JobEvent, JobId, JobStatus, RunReport};
+use negotiator::collector::AdType;
+use schedd::claims::{RunEnd, StartFailure, StarterReport, Stop};
+use schedd::{ExitHow, RunReport};
 use startd::resources::HostReadings;
 use startd::{Action, Activity, Event, Ready, Startd, State};
 use starter::{
@@ -45,7 +35,8 @@ use starter::{
 
 pub(crate) use crate::leftovers::record_running;
 use crate::leftovers::{forget_running, kill_leftovers};
-use crate::schedd_service::{literal_str, Schedd};
+use crate::roles::{Message, Outbox, Role, RoleName};
+use crate::schedd_service::literal_str;
 
 /// The execute point's and the central manager's configuration.
 pub struct NodeConfig {
@@ -67,7 +58,7 @@ pub struct NodeConfig {
 /// Something the server must do outside the lock, then report back.
 pub enum Work {
     /// Wait for the job on `slot` to exit (its pidfd turns readable; with
-    /// no pidfd, poll), then call [`Node::exited`].
+    /// no pidfd, poll), then call [`StartdRole::exited`].
     Watch {
         slot: String,
         run: u64,
@@ -75,7 +66,7 @@ pub enum Work {
     },
     /// Start the job (sandbox, input files, PREPARE_JOB, fork and exec:
     /// [`Starter::start`], which blocks), record its process group in
-    /// `running_dir`, then call [`Node::started`].
+    /// `running_dir`, then call [`StartdRole::started`].
     Start {
         slot: String,
         run: u64,
@@ -83,14 +74,14 @@ pub enum Work {
         running_dir: PathBuf,
     },
     /// The job has exited: bring its output back and run JOB_EXIT
-    /// ([`RunningJob::finish`], which blocks), then call [`Node::finished`].
+    /// ([`RunningJob::finish`], which blocks), then call [`StartdRole::finished`].
     Finish {
         slot: String,
         run: u64,
         job: Box<RunningJob>,
     },
-    /// Run a startd hook program; for FETCH_WORK, call [`Node::hook_done`]
-    /// with what it printed.
+    /// Run a startd hook program; for FETCH_WORK, call
+    /// [`StartdRole::hook_done`] with what it printed.
     Hook {
         slot: String,
         program: PathBuf,
@@ -98,8 +89,6 @@ pub enum Work {
         input: String,
         fetch: bool,
     },
-    /// Idle jobs may have a slot now: run a negotiation cycle soon.
-    Reschedule,
 }
 
 /// A job's process on a slot.
@@ -130,39 +119,28 @@ enum Control {
     HardKill,
 }
 
-/// The execute point, the central manager and the schedd's side of
-/// running jobs, around the access point's [`Schedd`].
-pub struct Node {
-    pub schedd: Schedd,
-    pub startd: Startd,
+/// The execute point.
+pub struct StartdRole {
+    startd: Startd,
     sampler: host::sampler::Sampler,
-    accountant: Accountant,
-    /// The collector: the slot ads as the startd last published them, the
-    /// schedd's ad and its submitters' ads; what the negotiator and
-    /// `condor_status` read.
-    collector: CollectorStore,
-    limits: ConcurrencyLimits,
-    policy: Policy,
     startd_config: config::Config,
     hostname: String,
     running_dir: PathBuf,
-    state_dir: PathBuf,
     /// The starter's settings every job starts from (read from the
     /// configuration at start and at reconfig, not at every job).
     starter: StarterSettings,
-    /// The schedd's claims and its idle jobs by submitter (the claim
-    /// protocol's core).
-    claims: Claims,
     runs: BTreeMap<String, Run>,
     run_seq: u64,
+    /// Events for the engine, handed to it in order.
     pending: Vec<Event>,
+    /// What this step leaves for the role's outbox.
     work: Vec<Work>,
-    /// Intervals, seconds.
-    pub poll_interval: u64,
-    pub negotiator_interval: u64,
-    pub alive_interval: u64,
-    /// What went wrong that only the daemon's log can say.
+    messages: Vec<(RoleName, Message)>,
     notes: Vec<String>,
+    /// The slot names last sent to the collector (those gone are withdrawn).
+    published: BTreeSet<String>,
+    /// Seconds between polls.
+    poll_interval: u64,
     /// Mips and KFlops, once measured.
     benchmarks: Option<(i64, i64)>,
 }
@@ -246,30 +224,13 @@ fn benchmarks() -> (i64, i64) {
     ((40.0 / int_secs) as i64, (10_000.0 / flop_secs) as i64)
 }
 
-impl Node {
-    /// Builds the startd from the configuration and the machine, the
-    /// negotiator's policy and accountant, and takes over whatever a
-    /// previous pool left running (killed; its jobs idle again).
-    pub fn new(
-        mut schedd: Schedd,
-        cfg: NodeConfig,
-        state_dir: &Path,
-        now: i64,
-    ) -> Result<Node, String> {
+impl StartdRole {
+    /// Builds the startd from the configuration and the machine, and
+    /// takes over whatever a previous pool left running: killed, before
+    /// any role runs (so the schedd may evict the jobs to run again).
+    pub fn new(cfg: &NodeConfig, state_dir: &Path, now: i64) -> Result<StartdRole, String> {
         let startd = Startd::from_config(&cfg.startd, &cfg.hostname, &cfg.host, now)
             .map_err(|e| format!("startd: {e}"))?;
-        let policy =
-            Policy::from_config(&cfg.negotiator).map_err(|e| format!("negotiator: {e}"))?;
-        let mut accountant =
-            Accountant::from_config(&cfg.negotiator).map_err(|e| format!("accountant: {e}"))?;
-        // The figures a previous pool left (priorities, factors, usage).
-        if let Some(saved) = crate::accounting::load(state_dir)? {
-            accountant = accountant.with_state(saved);
-        }
-        let limits = ConcurrencyLimits::from_config(&cfg.negotiator)
-            .map_err(|e| format!("concurrency limits: {e}"))?;
-        let collector =
-            CollectorStore::from_config(&cfg.negotiator).map_err(|e| format!("collector: {e}"))?;
         let console =
             param(&cfg.startd, "CONSOLE_DEVICES").unwrap_or_else(|| "mouse, console".into());
         let sampler =
@@ -300,130 +261,53 @@ impl Node {
             }
         };
         let poll_interval = interval(&cfg.startd, "POLLING_INTERVAL", 5)?;
-        let negotiator_interval = interval(&cfg.negotiator, "NEGOTIATOR_INTERVAL", 60)?;
-        let alive_interval = interval(&cfg.startd, "ALIVE_INTERVAL", 300)?;
         let cgroup_parent = match &cgroup {
             CgroupPolicy::Under(p) => Some(p.as_path()),
             _ => None,
         };
         kill_leftovers(&running_dir, &cfg.execute_dir, cgroup_parent);
-        // Jobs the queue says were on a machine ran under a pool that is
-        // gone: running ones are evicted to run again; removed (or
-        // completed) ones whose run had not ended move to the history.
-        let on_a_machine: Vec<(JobId, JobStatus)> = schedd
-            .queue()
-            .jobs()
-            .filter_map(|(id, _)| Some((id, schedd.queue().status(id)?)))
-            .filter(|(_, st)| {
-                matches!(
-                    st,
-                    JobStatus::Running
-                        | JobStatus::Suspended
-                        | JobStatus::TransferringOutput
-                        | JobStatus::Removed
-                        | JobStatus::Completed
-                )
-            })
-            .collect();
-        for (id, status) in on_a_machine {
-            let done = if matches!(status, JobStatus::Removed | JobStatus::Completed) {
-                schedd.run_ended(id, now)
-            } else {
-                let ev = JobEvent::Evicted {
-                    checkpointed: false,
-                    reason: Some("the pool stopped while the job ran; it will run again".into()),
-                    report: RunReport::default(),
-                };
-                schedd.job_event(id, ev, now).map(|_| ())
-            };
-            if let Err(e) = done {
-                notes.push(e);
-            }
-        }
         let starter = starter_base(&cfg.startd, &cfg.execute_dir, run_as, cgroup);
-        let claims = Claims::new(
-            &cfg.hostname,
-            &format!("<{}>#{}", cfg.hostname, std::process::id()),
-            alive_interval as i64,
-            limits.clone(),
-        );
-        let mut node = Node {
-            schedd,
+        Ok(StartdRole {
             startd,
             sampler,
-            accountant,
-            collector,
-            limits,
-            policy,
-            hostname: cfg.hostname,
-            startd_config: cfg.startd,
+            hostname: cfg.hostname.clone(),
+            startd_config: cfg.startd.clone(),
             running_dir,
-            state_dir: state_dir.to_path_buf(),
             starter,
-            claims,
             runs: BTreeMap::new(),
             run_seq: 0,
             pending: Vec::new(),
             work: Vec::new(),
-            poll_interval,
-            negotiator_interval,
-            alive_interval,
+            messages: Vec::new(),
             notes,
+            published: BTreeSet::new(),
+            poll_interval,
             benchmarks: None,
-        };
-        let all: Vec<JobId> = node.schedd.queue().jobs().map(|(id, _)| id).collect();
-        node.schedd.take_touched();
-        let _ = node.claims.jobs_changed(&all, node.schedd.queue());
-        // Jobs waiting from before a restart get a cycle at once (after the
-        // first poll), as a restarted schedd asks for one, not after a
-        // whole NEGOTIATOR_INTERVAL.
-        if node.has_idle_jobs() {
-            node.work.push(Work::Reschedule);
-        }
-        Ok(node)
+        })
     }
 
-    /// What the server must do now.
-    pub fn take_work(&mut self) -> Vec<Work> {
-        std::mem::take(&mut self.work)
-    }
-
-    /// Problems only the daemon's log can report.
-    pub fn take_notes(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.notes)
-    }
-
-    /// Whether any job waits for a slot.
-    pub fn has_idle_jobs(&self) -> bool {
-        self.claims.has_idle_jobs()
-    }
-
-    /// The accountant (for `userprio`).
-    pub fn accountant(&self) -> &Accountant {
-        &self.accountant
-    }
-
-    pub fn accountant_mut(&mut self) -> &mut Accountant {
-        &mut self.accountant
+    /// Moves what the last steps left into the role's outbox.
+    pub fn flush(&mut self, out: &mut Outbox) {
+        out.messages.append(&mut self.messages);
+        out.work.append(&mut self.work);
+        out.notes.append(&mut self.notes);
     }
 
     pub fn hostname(&self) -> &str {
         &self.hostname
     }
 
-    /// New negotiator policy, accountant settings (keeping its figures),
-    /// limits and startd configuration (after `condor_reconfig`).
-    pub(crate) fn set_central_manager(
-        &mut self,
-        policy: Policy,
-        accountant: Accountant,
-        limits: ConcurrencyLimits,
-        startd_config: config::Config,
-    ) {
-        self.policy = policy;
-        self.accountant = accountant.with_state(self.accountant.state());
-        self.claims.set_limits(limits.clone());
-        self.limits = limits;
+    /// Whether `slot` is one of this machine's slots.
+    pub fn has_slot(&self, slot: &str) -> bool {
+        self.startd.slot(slot).is_some()
+    }
+
+    /// The new startd configuration (after `condor_reconfig`); nothing
+    /// changes when it is refused.
+    pub fn reconfigure(&mut self, startd_config: config::Config) -> Result<(), String> {
+        self.startd
+            .reconfigure(&startd_config)
+            .map_err(|e| e.to_string())?;
         self.starter = starter_base(
             &startd_config,
             &self.starter.execute_dir,
@@ -431,167 +315,42 @@ impl Node {
             self.starter.cgroup.clone(),
         );
         self.startd_config = startd_config;
+        Ok(())
     }
 
-    /// The slot ads as the collector would hold them now.
     /// The startd's update to the collector: every slot's ad now; the ads
     /// of slots that are gone (dynamic slots given back) are withdrawn.
     pub fn publish_slots(&mut self, now: i64) {
         let ads = self.startd.published_ads(now);
         let names: BTreeSet<String> = ads.iter().filter_map(|a| literal_str(a, "Name")).collect();
-        let gone: Vec<String> = self
-            .collector
-            .ads(Some(&AdType::Startd), now)
-            .filter_map(|a| literal_str(a, "Name"))
-            .filter(|n| !names.contains(n))
-            .collect();
-        for name in gone {
-            self.collector.invalidate(&AdType::Startd, &name);
+        let gone: Vec<String> = self.published.difference(&names).cloned().collect();
+        self.published = names;
+        if !gone.is_empty() {
+            self.messages.push((
+                RoleName::Collector,
+                Message::InvalidateAds {
+                    kind: AdType::Startd,
+                    names: gone,
+                },
+            ));
         }
-        for ad in ads {
-            if let Err(e) = self.collector.update(AdType::Startd, ad, now) {
-                self.notes
-                    .push(format!("collector: a slot ad was refused: {e}"));
-            }
-        }
-    }
-
-    /// The schedd's update to the collector: its own ad and one per
-    /// submitter with jobs, with their job counts (what `condor_status
-    /// -schedd` and `-submitters` show).
-    pub fn publish_schedd(&mut self, now: i64) {
-        #[derive(Default)]
-        struct Counts {
-            idle: i64,
-            running: i64,
-            held: i64,
-        }
-        let mut by_user: BTreeMap<String, Counts> = BTreeMap::new();
-        let mut total = Counts::default();
-        for (id, ad) in self.schedd.queue().jobs() {
-            let c = by_user.entry(submitter_of(ad)).or_default();
-            match self.schedd.queue().status(id) {
-                Some(JobStatus::Idle) => {
-                    c.idle += 1;
-                    total.idle += 1;
-                }
-                Some(JobStatus::Running | JobStatus::Suspended) => {
-                    c.running += 1;
-                    total.running += 1;
-                }
-                Some(JobStatus::Held) => {
-                    c.held += 1;
-                    total.held += 1;
-                }
-                _ => {}
-            }
-        }
-        let schedd_name = self.hostname.clone();
-        let counts = |ad: &mut ClassAd, c: &Counts| {
-            ad.insert_value("IdleJobs", c.idle);
-            ad.insert_value("RunningJobs", c.running);
-            ad.insert_value("HeldJobs", c.held);
-        };
-        let mut ad = ClassAd::new();
-        ad.insert_value("MyType", "Scheduler");
-        ad.insert_value("Name", schedd_name.as_str());
-        ad.insert_value("Machine", self.hostname.as_str());
-        ad.insert_value("TotalIdleJobs", total.idle);
-        ad.insert_value("TotalRunningJobs", total.running);
-        ad.insert_value("TotalHeldJobs", total.held);
-        counts(&mut ad, &total);
-        let _ = self.collector.update(AdType::Schedd, ad, now);
-        let stale: Vec<String> = self
-            .collector
-            .ads(Some(&AdType::Submitter), now)
-            .filter_map(|a| literal_str(a, "Name"))
-            .filter(|n| !by_user.contains_key(n))
-            .collect();
-        for name in stale {
-            self.collector.invalidate(&AdType::Submitter, &name);
-        }
-        for (user, c) in &by_user {
-            let mut ad = ClassAd::new();
-            ad.insert_value("MyType", "Submitter");
-            ad.insert_value("Name", user.as_str());
-            ad.insert_value("ScheddName", schedd_name.as_str());
-            ad.insert_value("Machine", self.hostname.as_str());
-            counts(&mut ad, c);
-            let _ = self.collector.update(AdType::Submitter, ad, now);
-        }
-    }
-
-    /// The collector's live ads of one type (`condor_status`).
-    pub fn collector(&self) -> &CollectorStore {
-        &self.collector
+        self.messages.push((
+            RoleName::Collector,
+            Message::UpdateAds {
+                kind: AdType::Startd,
+                ads,
+            },
+        ));
     }
 
     fn slot_label(&self, slot: &str) -> String {
         format!("{slot}@{}", self.hostname)
     }
 
-    // ---- the schedd's claims -------------------------------------------
-
-    /// After any change to the queue (a submission, a user's hold,
-    /// release or removal, periodic policy): the claim core keeps its idle
-    /// index, takes held or removed jobs off their machines, and asks for
-    /// a cycle if new idle jobs came.
-    pub fn queue_changed(&mut self, now: i64) {
-        self.apply(claims::Ready::default(), now);
-        self.drive(now);
-    }
-
-    /// Carries out what the claim core decided: job events to the queue
-    /// (and the store, and the event log), charges to the accountant,
-    /// messages to the startd, stops to the runs; then tells the core
-    /// which jobs that changed, until nothing more changes.
-    fn apply(&mut self, mut ready: claims::Ready, now: i64) {
-        for _ in 0..1000 {
-            for (id, ev) in ready.job_events {
-                if let Err(e) = self.schedd.job_event(id, ev, now) {
-                    self.notes.push(e);
-                }
-            }
-            for id in ready.runs_ended {
-                if let Err(e) = self.schedd.run_ended(id, now) {
-                    self.notes.push(e);
-                }
-            }
-            for c in ready.charges {
-                c.apply(&mut self.accountant, now);
-            }
-            for (claim_id, stop) in ready.stops {
-                let kind = match stop {
-                    Stop::Hold => ExitKind::Hold,
-                    Stop::Remove => ExitKind::Remove,
-                };
-                if let Some(r) = self.runs.values_mut().find(|r| r.claim_id == claim_id) {
-                    r.kind = kind;
-                    if let Some(p) = r.process.as_mut() {
-                        p.set_exit_kind(kind);
-                    }
-                }
-            }
-            self.pending
-                .extend(ready.to_startd.into_iter().map(|(_, ev)| ev));
-            for (id, text) in ready.job_notes {
-                self.notes.push(format!("job {id}: {text}"));
-            }
-            if ready.reschedule {
-                self.work.push(Work::Reschedule);
-            }
-            let touched = self.schedd.take_touched();
-            if touched.is_empty() {
-                return;
-            }
-            ready = self.claims.jobs_changed(&touched, self.schedd.queue());
-        }
-    }
-
-    /// A starter's report to the claim's schedd.
-    fn report(&mut self, report: StarterReport, now: i64) {
-        let ready = self.claims.starter_said(report, self.schedd.queue(), now);
-        self.apply(ready, now);
+    /// A starter's report, to the claim's schedd.
+    fn report(&mut self, report: StarterReport) {
+        self.messages
+            .push((RoleName::Schedd, Message::Starter(report)));
     }
 
     // ---- the startd ----------------------------------------------------
@@ -635,8 +394,6 @@ impl Node {
         self.absorb(ready, now);
         self.drive(now);
         self.publish_slots(now);
-        self.publish_schedd(now);
-        self.collector.expire(now);
     }
 
     /// Hands pending events to the startd until none is left.
@@ -657,10 +414,12 @@ impl Node {
     /// Carries out what the startd decided.
     fn absorb(&mut self, ready: Ready, now: i64) {
         // A slot that became free (the owner left, a claim ended, the
-        // machine came up) is offered to waiting jobs at once, as the
-        // startd's update to the collector would prompt a cycle.
-        if ready.transitions.iter().any(|t| t.to.0 == State::Unclaimed) && self.has_idle_jobs() {
-            self.work.push(Work::Reschedule);
+        // machine came up) is offered to waiting jobs at once: its ad goes
+        // to the collector, then the negotiator is asked for a cycle.
+        if ready.transitions.iter().any(|t| t.to.0 == State::Unclaimed) {
+            self.publish_slots(now);
+            self.messages
+                .push((RoleName::Negotiator, Message::Reschedule));
         }
         for t in &ready.transitions {
             if t.from.0 == State::Claimed
@@ -680,20 +439,20 @@ impl Node {
                     nice,
                     ..
                 } => self.start_job(&slot, &claim_id, job, nice, now),
-                Action::SuspendJob { slot } => self.suspend(&slot, now),
-                Action::ContinueJob { slot } => self.resume(&slot, now),
+                Action::SuspendJob { slot } => self.suspend(&slot),
+                Action::ContinueJob { slot } => self.resume(&slot),
                 Action::VacateJob { slot } => self.signal(&slot, false),
                 Action::KillJob { slot } | Action::KillStarterTree { slot } => {
                     self.signal(&slot, true)
                 }
+                // What became of a claim goes to its schedd.
                 a @ (Action::ClaimGranted { .. }
                 | Action::ClaimRefused { .. }
                 | Action::ClaimIdle { .. }
                 | Action::ActivationRefused { .. }
-                | Action::ClaimEnded { .. }) => {
-                    let ready = self.claims.startd_said(a, self.schedd.queue(), now);
-                    self.apply(ready, now);
-                }
+                | Action::ClaimEnded { .. }) => self
+                    .messages
+                    .push((RoleName::Schedd, Message::ClaimNews(a))),
                 Action::Refused(r) => self.notes.push(format!("startd refused: {r}")),
                 Action::RunBenchmarks { slot } => {
                     // The machine's figures, measured once: every slot asks,
@@ -793,7 +552,7 @@ impl Node {
         let settings = self.starter_settings(slot, &job, nice, now);
         let spec = match JobSpec::new(job, settings) {
             Ok(spec) => spec,
-            Err(e) => return self.start_failed(slot, claim_id, e, now),
+            Err(e) => return self.start_failed(slot, claim_id, e),
         };
         self.run_seq += 1;
         let run = self.run_seq;
@@ -841,7 +600,7 @@ impl Node {
             Err(e) => {
                 let r = self.runs.remove(slot).expect("found above");
                 forget_running(&self.running_dir, slot);
-                self.start_failed(slot, &r.claim_id, e, now);
+                self.start_failed(slot, &r.claim_id, e);
                 self.drive(now);
                 return;
             }
@@ -863,11 +622,11 @@ impl Node {
             host: self.hostname.clone(),
             slot: self.slot_label(slot),
         };
-        self.report(report, now);
+        self.report(report);
         for c in deferred {
             match c {
-                Control::Suspend => self.suspend(slot, now),
-                Control::Resume => self.resume(slot, now),
+                Control::Suspend => self.suspend(slot),
+                Control::Resume => self.resume(slot),
                 Control::SoftKill => self.signal(slot, false),
                 Control::HardKill => self.signal(slot, true),
             }
@@ -878,7 +637,7 @@ impl Node {
     /// The job could not be started: the startd hears its starter is
     /// gone, and the claim's schedd why (it holds the job with HTCondor's
     /// hold code and gives the claim back).
-    fn start_failed(&mut self, slot: &str, claim_id: &str, e: StartError, now: i64) {
+    fn start_failed(&mut self, slot: &str, claim_id: &str, e: StartError) {
         let reason = format!("Error from {}: {e}", self.slot_label(slot));
         self.notes.push(reason.clone());
         self.pending.push(Event::StarterExited {
@@ -889,7 +648,7 @@ impl Node {
             reason,
             failure: start_failure(&e),
         };
-        self.report(report, now);
+        self.report(report);
     }
 
     /// Whether `slot`'s job is still being started; if so `c` waits.
@@ -903,7 +662,7 @@ impl Node {
         }
     }
 
-    fn suspend(&mut self, slot: &str, now: i64) {
+    fn suspend(&mut self, slot: &str) {
         if self.defer(slot, Control::Suspend) {
             return;
         }
@@ -917,10 +676,10 @@ impl Node {
         }
         let num_pids = p.tree_pids().len() as i64;
         let claim_id = r.claim_id.clone();
-        self.report(StarterReport::Suspended { claim_id, num_pids }, now);
+        self.report(StarterReport::Suspended { claim_id, num_pids });
     }
 
-    fn resume(&mut self, slot: &str, now: i64) {
+    fn resume(&mut self, slot: &str) {
         if self.defer(slot, Control::Resume) {
             return;
         }
@@ -933,7 +692,7 @@ impl Node {
             return;
         }
         let claim_id = r.claim_id.clone();
-        self.report(StarterReport::Unsuspended { claim_id }, now);
+        self.report(StarterReport::Unsuspended { claim_id });
     }
 
     /// VacateJob (the job's soft kill signal) or KillJob (SIGKILL to the tree).
@@ -1043,14 +802,11 @@ impl Node {
                 reason: r.evicted_because.clone(),
             },
         };
-        self.report(
-            StarterReport::Ended {
-                claim_id: r.claim_id,
-                end,
-                report: usage,
-            },
-            now,
-        );
+        self.report(StarterReport::Ended {
+            claim_id: r.claim_id,
+            end,
+            report: usage,
+        });
         self.pending.push(Event::StarterExited {
             slot: slot.to_string(),
         });
@@ -1092,13 +848,6 @@ impl Node {
         ad
     }
 
-    /// Keep-alives for every claim (the startd's claim lease).
-    pub fn keep_alive(&mut self, now: i64) {
-        let ready = self.claims.keep_alive();
-        self.apply(ready, now);
-        self.drive(now);
-    }
-
     /// A tool's request to the startd (vacate, drain, ...).
     pub fn startd_event(&mut self, ev: Event, now: i64) -> Result<(), String> {
         match self.startd.handle(ev, now) {
@@ -1111,112 +860,9 @@ impl Node {
         }
     }
 
-    // ---- the negotiator ------------------------------------------------
-
-    /// One negotiation cycle: match idle jobs to slots; the schedd claims
-    /// them. Returns how many jobs were matched.
-    pub fn negotiate(&mut self, now: i64) -> usize {
-        if !self.has_idle_jobs() {
-            return 0;
-        }
-        self.accountant.update_priorities(now);
-        let mut limits = self.claims.limits_in_use(self.schedd.queue(), now);
-        // The negotiator's snapshot of the collector's slot ads, each named
-        // `slot@host` (the startd's slot is the part before the `@`).
-        self.publish_slots(now);
-        let slot_ads: Vec<ClassAd> = self
-            .collector
-            .ads(Some(&AdType::Startd), now)
-            .cloned()
-            .collect();
-        let slot_names: Vec<String> = slot_ads
-            .iter()
-            .map(|a| {
-                let name = literal_str(a, "Name").unwrap_or_default();
-                name.split('@').next().unwrap_or_default().to_string()
-            })
-            .collect();
-        // What the schedd offers: every submitter's idle jobs.
-        let lists: Vec<(String, Vec<JobId>)> = self
-            .claims
-            .idle_jobs()
-            .map(|(who, jobs)| (who.to_string(), jobs.collect()))
-            .collect();
-        let plan = {
-            let queue = self.schedd.queue();
-            let subs: Vec<SubmitterJobs<'_>> = lists
-                .iter()
-                .map(|(n, js)| SubmitterJobs {
-                    name: n.clone(),
-                    jobs: js.iter().filter_map(|&j| queue.job(j)).collect(),
-                })
-                .collect();
-            negotiation_cycle(
-                &slot_ads,
-                &subs,
-                &mut self.accountant,
-                &mut limits,
-                &self.policy,
-                now,
-            )
-        };
-        self.limits = limits;
-        let mut matched = 0;
-        for mt in &plan.matches {
-            let Some(&job) = lists.get(mt.submitter).and_then(|l| l.1.get(mt.job)) else {
-                continue;
-            };
-            let Some(slot) = slot_names.get(mt.slot).cloned() else {
-                continue;
-            };
-            // On a partitionable slot: the dynamic slots to make room from
-            // (a match on a claimed slot preempts only its own claim).
-            let preempt_dynamic = mt
-                .preempted
-                .iter()
-                .filter(|p| p.slot != mt.slot)
-                .filter_map(|p| slot_names.get(p.slot).cloned())
-                .collect();
-            // The negotiator tells the startd of the match, and the schedd
-            // claims the slot.
-            self.pending.push(Event::Matched { slot: slot.clone() });
-            let info = MatchInfo {
-                job,
-                startd: self.hostname.clone(),
-                slot,
-                by_user_priority: mt.kind == MatchKind::PriorityPreemption,
-                cost: mt.cost,
-                preempt_dynamic,
-            };
-            let ready = self.claims.matched(info, self.schedd.queue(), now);
-            if !ready.to_startd.is_empty() {
-                matched += 1;
-            }
-            self.apply(ready, now);
-            self.drive(now);
-        }
-        // The accountant's figures are kept when a cycle changes who holds
-        // what (and at shutdown), not at every cycle: a submission asks for
-        // one, and there may be hundreds a second.
-        if matched > 0 {
-            self.save_accountant();
-        }
-        self.drive(now);
-        matched
-    }
-
-    /// Writes the accountant's figures for the next `pool up`.
-    pub fn save_accountant(&mut self) {
-        if let Err(e) = crate::accounting::save(&self.state_dir, &self.accountant.state()) {
-            self.notes.push(e);
-        }
-    }
-
     /// Kills every job still running (the pool is going down); their jobs
     /// run again when it comes back.
     pub fn kill_all(&mut self) {
-        self.accountant.update_priorities(crate::server::now());
-        self.save_accountant();
         for (slot, r) in self.runs.iter_mut() {
             if let Some(p) = r.process.as_mut() {
                 let _ = p.hard_kill();
@@ -1224,5 +870,48 @@ impl Node {
             }
             forget_running(&self.running_dir, slot);
         }
+    }
+}
+
+impl Role for StartdRole {
+    const NAME: RoleName = RoleName::Startd;
+
+    fn receive(&mut self, from: RoleName, msg: Message, now: i64, out: &mut Outbox) {
+        match msg {
+            // The negotiator matched one of the slots (MATCH_INFO).
+            Message::MatchInfo { slot } => self.pending.push(Event::Matched { slot }),
+            // A schedd's claim request, activation, keep-alive, release.
+            Message::Startd(ev) => self.pending.push(ev),
+            // The schedd stops a job it held or removed: its starter ends
+            // it that way (the startd evicts it as the claim is released).
+            Message::StopJob { claim_id, stop } => {
+                let kind = match stop {
+                    Stop::Hold => ExitKind::Hold,
+                    Stop::Remove => ExitKind::Remove,
+                };
+                if let Some(r) = self.runs.values_mut().find(|r| r.claim_id == claim_id) {
+                    r.kind = kind;
+                    if let Some(p) = r.process.as_mut() {
+                        p.set_exit_kind(kind);
+                    }
+                }
+            }
+            other => self.notes.push(format!(
+                "startd: unexpected message from {from:?}: {other:?}"
+            )),
+        }
+        self.drive(now);
+        self.flush(out);
+    }
+
+    fn timers(&self) -> Vec<(u64, bool)> {
+        // The first poll at once: the slots are Unclaimed (or Owner) from
+        // the start, not after POLLING_INTERVAL.
+        vec![(self.poll_interval, true)]
+    }
+
+    fn timer(&mut self, _which: usize, now: i64, out: &mut Outbox) {
+        self.poll(now);
+        self.flush(out);
     }
 }

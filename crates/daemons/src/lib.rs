@@ -21,16 +21,20 @@
 
 mod accounting;
 pub mod admin;
+pub mod collector_role;
 mod event_logs;
 pub mod execute;
 mod identity;
 mod leftovers;
+pub mod negotiator_role;
+pub mod roles;
+pub mod schedd_role;
 pub mod schedd_service;
 mod server;
 mod statedir;
 
 pub use admin::Reloaded;
-pub use execute::{Node, NodeConfig};
+pub use execute::{NodeConfig, StartdRole};
 pub use schedd_service::{ApiError, PoolConfig, Schedd};
 pub use server::{set_memory_release, Error, Pool};
 

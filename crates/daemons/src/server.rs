@@ -1,14 +1,14 @@
-//! The personal pool's process: the state directory, the socket, the
-//! requests over the [`Node`] (the access point, execute point and central
-//! manager), the timers (startd polls, negotiation cycles, periodic job
-//! policy, keep-alives), waiting on jobs and hooks, and shutdown.
+//! The personal pool's process: the state directory, the socket, the four
+//! roles (`roles`: collector, negotiator, schedd, startd, each on its own
+//! thread, talking by messages), the tools' requests carried to the role
+//! that answers them, waiting on jobs and hooks, and shutdown.
 //!
 //! Every local user may connect, so no one user may hold up the others:
 //! each connection is served by hyper under limits (one user's open
 //! connections, the time to send a request's headers and body, the size
 //! of a body, the time an answer may wait to be read), and queries are
-//! evaluated on snapshots, off the lock every other request needs, within
-//! a time limit and a few at once for each user. The constants below say
+//! evaluated on snapshots the schedd hands out, off its thread, within a
+//! time limit and a few at once for each user. The constants below say
 //! each limit and why it is what it is.
 
 use std::collections::HashMap;
@@ -33,9 +33,13 @@ use serde::Serialize;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use wire::api;
 
-use crate::admin::Reloaded;
-use crate::execute::{Node, NodeConfig, Work};
+use crate::admin::{Reloaded, SlotsQuery};
+use crate::collector_role::CollectorRole;
+use crate::execute::{NodeConfig, StartdRole, Work};
 use crate::identity::Peer;
+use crate::negotiator_role::NegotiatorRole;
+use crate::roles::{Outbox, RoleGone, Roles, Router};
+use crate::schedd_role::{ScheddIntervals, ScheddRole};
 use crate::schedd_service::{to_json, ApiError, Budget, ParsedSubmission, PoolConfig, Schedd};
 
 /// Why the pool could not start or run.
@@ -85,11 +89,71 @@ pub(crate) fn now() -> i64 {
 pub type Reload = Box<dyn Fn() -> Result<Reloaded, String> + Send + Sync>;
 
 pub struct Pool {
-    node: Node,
+    roles: Roles,
     reload: Option<Reload>,
     listener: std::os::unix::net::UnixListener,
     socket: PathBuf,
+}
+
+/// The four roles of a personal pool, built in the order safety needs:
+/// the startd first (it kills whatever a dead pool left running), then the
+/// schedd (which puts the jobs that were running back to idle).
+fn build_roles(
+    schedd: Schedd,
+    node: NodeConfig,
     periodic_interval: u64,
+    state_dir: &Path,
+    now: i64,
+) -> Result<Roles, String> {
+    use negotiator::accountant::Accountant;
+    use negotiator::collector::CollectorStore;
+    use negotiator::cycle::Policy;
+    use negotiator::limits::ConcurrencyLimits;
+    let interval = |c: &config::Config, name: &str, default: i64| -> Result<u64, String> {
+        Ok(c.integer_or(name, default)
+            .map_err(|e| e.to_string())?
+            .max(1) as u64)
+    };
+    let startd = StartdRole::new(&node, state_dir, now)?;
+    let cm = &node.negotiator;
+    let policy = Policy::from_config(cm).map_err(|e| format!("negotiator: {e}"))?;
+    let mut accountant = Accountant::from_config(cm).map_err(|e| format!("accountant: {e}"))?;
+    // The figures a previous pool left (priorities, factors, usage).
+    if let Some(saved) = crate::accounting::load(state_dir)? {
+        accountant = accountant.with_state(saved);
+    }
+    let limits =
+        ConcurrencyLimits::from_config(cm).map_err(|e| format!("concurrency limits: {e}"))?;
+    let collector = CollectorStore::from_config(cm).map_err(|e| format!("collector: {e}"))?;
+    let poll = interval(&node.startd, "POLLING_INTERVAL", 5)?;
+    let mut notes = Vec::new();
+    let schedd = ScheddRole::new(
+        schedd,
+        &node.hostname,
+        limits.clone(),
+        ScheddIntervals {
+            periodic: periodic_interval.max(1),
+            alive: interval(&node.startd, "ALIVE_INTERVAL", 300)?,
+            update: poll,
+        },
+        now,
+        &mut notes,
+    );
+    for n in notes {
+        eprintln!("ferrocondor: {n}");
+    }
+    Ok(Roles {
+        collector: CollectorRole::new(collector, poll),
+        negotiator: NegotiatorRole::new(
+            accountant,
+            limits,
+            policy,
+            interval(cm, "NEGOTIATOR_INTERVAL", 60)?,
+            state_dir.to_path_buf(),
+        ),
+        schedd,
+        startd,
+    })
 }
 
 impl Pool {
@@ -133,13 +197,13 @@ impl Pool {
         listener
             .set_nonblocking(true)
             .map_err(io("setting up the socket"))?;
-        let node = Node::new(schedd, node, state_dir, now()).map_err(Error::Setup)?;
+        let roles =
+            build_roles(schedd, node, periodic_interval, state_dir, now()).map_err(Error::Setup)?;
         Ok(Pool {
-            node,
+            roles,
             reload: None,
             listener,
             socket,
-            periodic_interval,
         })
     }
 
@@ -156,7 +220,7 @@ impl Pool {
 
     /// How many jobs the queue held at start.
     pub fn jobs(&self) -> usize {
-        self.node.schedd.queue().len()
+        self.roles.schedd.schedd.queue().len()
     }
 
     /// Serves until SIGTERM, SIGINT or a shutdown request, then removes
@@ -186,15 +250,10 @@ impl Pool {
                 op: "listening on the socket",
                 source,
             })?;
-        let intervals = (
-            self.node.poll_interval,
-            self.node.negotiator_interval,
-            self.node.alive_interval,
-        );
+        let (router, inboxes) = crate::roles::router();
         let shared = Arc::new(Shared {
-            node: Mutex::new(self.node),
+            router: router.clone(),
             shutdown: Notify::new(),
-            reschedule: Notify::new(),
             reload: self.reload,
             connections: Arc::new(Connections::new()),
             queries: PerUser::new(QUERIES_PER_USER),
@@ -205,34 +264,20 @@ impl Pool {
                 source,
             })?,
         });
-
-        every(&shared, self.periodic_interval, false, |node, now| {
-            if let Err(e) = node.schedd.periodic(now) {
-                eprintln!("ferrocondor: {e}");
-            }
-        });
-        // The first poll at once: the slots are Unclaimed (or Owner) from
-        // the start, not after POLLING_INTERVAL.
-        every(&shared, intervals.0, true, |node, now| node.poll(now));
-        every(&shared, intervals.2, false, |node, now| {
-            node.keep_alive(now)
-        });
-        // The negotiator: every NEGOTIATOR_INTERVAL, and at once when a
-        // submission or a finished job leaves idle jobs (the schedd's
-        // reschedule).
-        let cycle = shared.clone();
-        let negotiator_interval = Duration::from_secs(intervals.1);
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = cycle.reschedule.notified() => {}
-                    _ = tokio::time::sleep(negotiator_interval) => {}
-                }
-                run_on(&cycle, |node, now| {
-                    node.negotiate(now);
-                });
-            }
-        });
+        // Each role on its own thread; the startd's work (starters, hooks)
+        // on this runtime.
+        let runtime = tokio::runtime::Handle::current();
+        let for_work = router.clone();
+        let threads = crate::roles::spawn(
+            self.roles,
+            &router,
+            inboxes,
+            Arc::new(move |work| {
+                let _guard = runtime.enter();
+                dispatch(&for_work, work);
+            }),
+            now,
+        );
 
         let stop = shared.clone();
         let stopped = async move {
@@ -278,8 +323,21 @@ impl Pool {
         drop(listener);
         let _ = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;
         // Jobs still running are killed; the queue keeps them as running,
-        // so the next start evicts them to idle and they run again.
-        shared.lock().kill_all();
+        // so the next start evicts them to idle and they run again. The
+        // accountant keeps its figures.
+        let _ = router.startd.call(|s, _, _| s.kill_all()).await;
+        let _ = router
+            .negotiator
+            .call(|n, now, out| n.shut_down(now, out))
+            .await;
+        router.stop();
+        drop(shared);
+        let _ = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        })
+        .await;
         Ok(())
     }
 }
@@ -427,22 +485,13 @@ fn out_of_resources(e: &std::io::Error) -> bool {
 }
 
 struct Shared {
-    node: Mutex<Node>,
+    router: Router,
     shutdown: Notify,
-    reschedule: Notify,
     reload: Option<Reload>,
     connections: Arc<Connections>,
     queries: PerUser,
     submissions: PerUser,
     threads: QueryThreads,
-}
-
-impl Shared {
-    /// The node; a request that panicked left it consistent (each change
-    /// is stored before memory is trusted), so a poisoned lock is taken.
-    fn lock(&self) -> std::sync::MutexGuard<'_, Node> {
-        self.node.lock().unwrap_or_else(|p| p.into_inner())
-    }
 }
 
 /// The connections open, by the peer's uid (`None`: the kernel did not
@@ -673,51 +722,54 @@ impl<T: hyper::rt::Write + Unpin> hyper::rt::Write for StallGuard<T> {
     }
 }
 
-/// Runs `f` on the node under the lock, then carries out the work it left.
-fn run_on<T>(shared: &Arc<Shared>, f: impl FnOnce(&mut Node, i64) -> T) -> T {
-    let (out, work, notes) = {
-        let mut node = shared.lock();
-        let t = now();
-        let out = f(&mut node, t);
-        node.queue_changed(t);
-        (out, node.take_work(), node.take_notes())
-    };
-    for n in notes {
-        eprintln!("ferrocondor: {n}");
-    }
-    dispatch(shared, work);
-    out
-}
-
-/// Runs `f` every `secs` seconds (first at once if `now`).
-fn every(
+/// Runs `f` on the schedd's thread; the claim core then takes in what
+/// changed in the queue (a request that changes jobs needs no more).
+async fn on_schedd<T: Send + 'static>(
     shared: &Arc<Shared>,
-    secs: u64,
-    at_once: bool,
-    f: impl Fn(&mut Node, i64) + Send + 'static,
-) {
-    let shared = shared.clone();
-    tokio::spawn(async move {
-        let mut timer = tokio::time::interval(Duration::from_secs(secs.max(1)));
-        timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        timer.tick().await;
-        if at_once {
-            run_on(&shared, &f);
-        }
-        loop {
-            timer.tick().await;
-            run_on(&shared, &f);
-        }
-    });
+    f: impl FnOnce(&mut ScheddRole, i64) -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    shared
+        .router
+        .schedd
+        .call(move |s, now, out| {
+            let t = f(s, now);
+            s.queue_changed(out, now);
+            t
+        })
+        .await
+        .map_err(gone)
 }
 
-/// Starts what the node asked for: waiting on a job's exit, finishing a
-/// job, running a hook, a negotiation cycle.
-fn dispatch(shared: &Arc<Shared>, work: Vec<Work>) {
+/// Runs `f` on the startd's thread, carrying out what it leaves.
+fn on_startd<T: Send + 'static>(
+    router: &Router,
+    f: impl FnOnce(&mut StartdRole, i64) -> T + Send + 'static,
+) -> impl Future<Output = Result<T, RoleGone>> {
+    let startd = router.startd.clone();
+    async move {
+        startd
+            .call(move |s, now, out: &mut Outbox| {
+                let t = f(s, now);
+                s.flush(out);
+                t
+            })
+            .await
+    }
+}
+
+fn gone(e: RoleGone) -> ApiError {
+    ApiError {
+        status: 503,
+        message: format!("the pool is shutting down ({e})"),
+    }
+}
+
+/// Starts what the startd asked for: waiting on a job's exit, starting
+/// and finishing a job, running a hook; each outcome goes back to it.
+fn dispatch(router: &Router, work: Vec<Work>) {
     for w in work {
-        let shared = shared.clone();
+        let router = router.clone();
         match w {
-            Work::Reschedule => shared.reschedule.notify_one(),
             Work::Watch { slot, run, fd } => {
                 tokio::spawn(async move {
                     let fd = fd.and_then(|fd| {
@@ -740,7 +792,9 @@ fn dispatch(shared: &Arc<Shared>, work: Vec<Work>) {
                             // No pidfd (an old kernel): look now and then.
                             None => tokio::time::sleep(Duration::from_millis(50)).await,
                         }
-                        if run_on(&shared, |node, _| node.exited(&slot, run)) {
+                        let slot = slot.clone();
+                        let done = on_startd(&router, move |s, _| s.exited(&slot, run)).await;
+                        if done.unwrap_or(true) {
                             break;
                         }
                     }
@@ -767,7 +821,8 @@ fn dispatch(shared: &Arc<Shared>, work: Vec<Work>) {
                     let result = result.unwrap_or_else(|e| {
                         Err(starter::StartError::Ad(format!("the starter failed: {e}")))
                     });
-                    run_on(&shared, |node, now| node.started(&slot, run, result, now));
+                    let _ =
+                        on_startd(&router, move |s, now| s.started(&slot, run, result, now)).await;
                 });
             }
             Work::Finish { slot, run, job } => {
@@ -775,7 +830,10 @@ fn dispatch(shared: &Arc<Shared>, work: Vec<Work>) {
                     let report = tokio::task::spawn_blocking(move || job.finish()).await;
                     match report {
                         Ok(report) => {
-                            run_on(&shared, |node, now| node.finished(&slot, run, report, now))
+                            let _ = on_startd(&router, move |s, now| {
+                                s.finished(&slot, run, report, now)
+                            })
+                            .await;
                         }
                         Err(e) => eprintln!("ferrocondor: {slot}: finishing the job failed: {e}"),
                     }
@@ -795,7 +853,7 @@ fn dispatch(shared: &Arc<Shared>, work: Vec<Work>) {
                             .await
                             .unwrap_or_else(|e| Err(e.to_string()));
                     if fetch {
-                        run_on(&shared, |node, now| node.hook_done(slot, out, now));
+                        let _ = on_startd(&router, move |s, now| s.hook_done(slot, out, now)).await;
                     } else if let Err(e) = out {
                         eprintln!("ferrocondor: {slot}: hook {shown}: {e}");
                     }
@@ -940,38 +998,28 @@ async fn respond(
         large.store(true, Ordering::Relaxed);
     }
     let answer = match route {
-        Route::Hello => handle(shared, &user, &body, |n, user, _: api::Empty| {
-            Ok(n.schedd.hello(user))
-        }),
-        Route::NewCluster => handle(shared, &user, &body, |n, user, _: api::Empty| {
-            may_submit(peer, user)?;
-            n.schedd.new_cluster(user)
-        }),
+        Route::Hello => {
+            handle(shared, &user, &body, |n, user, _: api::Empty| {
+                Ok(n.schedd.hello(user))
+            })
+            .await
+        }
+        Route::NewCluster => {
+            handle(shared, &user, &body, move |n, user, _: api::Empty| {
+                may_submit(peer, user)?;
+                n.schedd.new_cluster(user)
+            })
+            .await
+        }
         Route::Submit => submit(shared, &user, body, permit).await,
         Route::Query => query(shared, peer, &user, &body).await,
         Route::Act => act(shared, peer, &user, &body).await,
         Route::History => history(shared, peer, &user, &body).await,
         Route::Shutdown => shutdown(shared, peer, &user, &body),
         Route::Slots => slots(shared, peer, &body).await,
-        Route::Startd => handle(shared, &user, &body, |n, user, req: api::StartdCommand| {
-            admin(n, peer, user)?;
-            n.startd_command(req, now())
-        }),
-        Route::Userprio => handle(
-            shared,
-            &user,
-            &body,
-            |n, user, req: api::UserprioRequest| {
-                let changes = req.set_factor.is_some()
-                    || req.set_priority.is_some()
-                    || req.reset_usage.is_some();
-                if changes {
-                    admin(n, peer, user)?;
-                }
-                Ok(n.userprio(&req, now()))
-            },
-        ),
-        Route::Reconfig => reconfig(shared, peer, &user, &body),
+        Route::Startd => startd_command(shared, peer, &user, &body).await,
+        Route::Userprio => userprio(shared, peer, &user, &body).await,
+        Route::Reconfig => reconfig(shared, peer, &user, &body).await,
     };
     let answered = answer.body().size_hint().exact().unwrap_or(0);
     if answered >= RELEASE_AFTER_BYTES as u64 {
@@ -1055,19 +1103,24 @@ fn decode<Req: DeserializeOwned>(body: &[u8]) -> Result<Req, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("malformed request: {e}")))
 }
 
-/// Reads the request and runs `f` on the node, under the lock.
-fn handle<Req, Ans>(
+/// Reads the request and runs `f` on the schedd's thread.
+async fn handle<Req, Ans>(
     shared: &Arc<Shared>,
     user: &str,
     body: &[u8],
-    f: impl FnOnce(&mut Node, &str, Req) -> Result<Ans, ApiError>,
+    f: impl FnOnce(&mut ScheddRole, &str, Req) -> Result<Ans, ApiError> + Send + 'static,
 ) -> Answer
 where
-    Req: DeserializeOwned,
-    Ans: Serialize,
+    Req: DeserializeOwned + Send + 'static,
+    Ans: Serialize + Send + 'static,
 {
+    let user = user.to_string();
     match decode(body) {
-        Ok(req) => answer(run_on(shared, |node, _| f(node, user, req))),
+        Ok(req) => answer(
+            on_schedd(shared, move |s, _| f(s, &user, req))
+                .await
+                .and_then(|a| a),
+        ),
         Err(e) => refusal(e),
     }
 }
@@ -1181,10 +1234,13 @@ async fn submit(
         parsed
     })
     .await;
+    let user = user.to_string();
     match parsed {
-        Ok(p) => answer(run_on(shared, |n, now| {
-            n.schedd.submit_parsed(user, p, now)
-        })),
+        Ok(p) => answer(
+            on_schedd(shared, move |n, now| n.schedd.submit_parsed(&user, p, now))
+                .await
+                .and_then(|a| a),
+        ),
         Err(e) => refusal(e),
     }
 }
@@ -1195,7 +1251,15 @@ async fn query(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Ans
         Ok(r) => r,
         Err(e) => return refusal(e),
     };
-    let q = shared.lock().schedd.query_snapshot(user, req, now());
+    let user = user.to_string();
+    let q = match on_schedd(shared, move |s, now| {
+        s.schedd.query_snapshot(&user, req, now)
+    })
+    .await
+    {
+        Ok(q) => q,
+        Err(e) => return refusal(e),
+    };
     if q.is_cheap() {
         return answer(q.run(&budget));
     }
@@ -1215,13 +1279,25 @@ async fn history(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> A
         Ok(r) => r,
         Err(e) => return refusal(e),
     };
-    let mut scan = shared.lock().schedd.history_scan(user, req, now());
-    let reader = shared.clone();
+    let user = user.to_string();
+    let mut scan =
+        match on_schedd(shared, move |s, now| s.schedd.history_scan(&user, req, now)).await {
+            Ok(scan) => scan,
+            Err(e) => return refusal(e),
+        };
+    let schedd = shared.router.schedd.clone();
     serialized(
         off_thread(&shared.threads, Some(permit), budget, move || {
             while scan.wants_more() {
-                let rows = reader.lock().schedd.history_page(&scan)?;
-                scan.take(rows, &budget)?;
+                // Each page read from the store on the schedd's thread.
+                let (back, rows) = schedd
+                    .call_blocking(move |s, _, _| {
+                        let rows = s.schedd.history_page(&scan);
+                        (scan, rows)
+                    })
+                    .map_err(gone)?;
+                scan = back;
+                scan.take(rows?, &budget)?;
             }
             released_if_large(to_json(&scan.answer()))
         })
@@ -1236,13 +1312,26 @@ async fn act(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answe
         Ok(r) => r,
         Err(e) => return refusal(e),
     };
-    let selection = shared.lock().schedd.act_snapshot(user, &req, now());
+    let (who, request) = (user.to_string(), req.clone());
+    let selection = match on_schedd(shared, move |s, now| {
+        s.schedd.act_snapshot(&who, &request, now)
+    })
+    .await
+    {
+        Ok(s) => s,
+        Err(e) => return refusal(e),
+    };
     let targets = off_thread(&shared.threads, Some(permit), budget, move || {
         selection.select(&budget)
     })
     .await;
+    let user = user.to_string();
     match targets {
-        Ok(t) => answer(run_on(shared, |n, now| n.schedd.act_on(user, &req, t, now))),
+        Ok(t) => answer(
+            on_schedd(shared, move |n, now| n.schedd.act_on(&user, &req, t, now))
+                .await
+                .and_then(|a| a),
+        ),
         Err(e) => refusal(e),
     }
 }
@@ -1254,7 +1343,22 @@ async fn slots(shared: &Arc<Shared>, peer: Peer, body: &[u8]) -> Answer {
         Ok(r) => r,
         Err(e) => return refusal(e),
     };
-    let q = run_on(shared, |n, now| n.slots_snapshot(req, now));
+    // Up to date, as the startd and the schedd update the collector
+    // before it answers (each call returns once its role's messages are
+    // in the collector's inbox, ahead of the query).
+    let router = &shared.router;
+    let fresh = async {
+        on_startd(router, |s, now| s.publish_slots(now)).await?;
+        router.schedd.call(|s, _, out| s.publish(out)).await?;
+        router
+            .collector
+            .call(move |c, now, _| SlotsQuery::new(req, now, |kind| c.ads(kind, now)))
+            .await
+    };
+    let q = match fresh.await {
+        Ok(q) => q,
+        Err(e) => return refusal(gone(e)),
+    };
     serialized(
         off_thread(&shared.threads, Some(permit), budget, move || {
             released_if_large(to_json(&q.run(&budget)?))
@@ -1282,18 +1386,21 @@ fn may_submit(peer: Peer, user: &str) -> Result<(), ApiError> {
 /// Any local user may stop a personal pool only if they own it: the
 /// daemon's own user, or a queue super user.
 fn shutdown(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer {
-    let response = handle(shared, user, body, |_, user, _: api::Empty| {
-        // SAFETY: getuid cannot fail.
-        let me = unsafe { libc::getuid() };
-        if peer.uid == Some(me) || peer.uid == Some(0) {
-            Ok(api::Empty {})
-        } else {
-            Err(ApiError::forbidden(format!(
-                "permission denied: {user} may not shut down a pool run by {}",
-                crate::identity::user_name(me).unwrap_or_else(|| format!("uid {me}"))
-            )))
+    let response = match decode::<api::Empty>(body) {
+        Err(e) => refusal(e),
+        Ok(_) => {
+            // SAFETY: getuid cannot fail.
+            let me = unsafe { libc::getuid() };
+            if peer.uid == Some(me) || peer.uid == Some(0) {
+                answer(Ok(api::Empty {}))
+            } else {
+                refusal(ApiError::forbidden(format!(
+                    "permission denied: {user} may not shut down a pool run by {}",
+                    crate::identity::user_name(me).unwrap_or_else(|| format!("uid {me}"))
+                )))
+            }
         }
-    });
+    };
     if response.status().is_success() {
         shared.shutdown.notify_one();
     }
@@ -1302,33 +1409,117 @@ fn shutdown(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer
 
 /// Whether the peer may administer the pool: the pool's own user, root,
 /// or a queue super user.
-fn admin(node: &Node, peer: Peer, user: &str) -> Result<(), ApiError> {
+async fn admin(shared: &Arc<Shared>, peer: Peer, user: &str) -> Result<(), ApiError> {
     // SAFETY: getuid cannot fail.
     let me = unsafe { libc::getuid() };
-    if peer.uid == Some(me) || peer.uid == Some(0) || node.schedd.is_super_user(user) {
-        Ok(())
-    } else {
-        Err(ApiError::forbidden(format!(
-            "permission denied: {user} may not administer a pool run by {}",
-            crate::identity::user_name(me).unwrap_or_else(|| format!("uid {me}"))
-        )))
+    if peer.uid == Some(me) || peer.uid == Some(0) {
+        return Ok(());
     }
+    let who = user.to_string();
+    if on_schedd(shared, move |s, _| s.schedd.is_super_user(&who)).await? {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(format!(
+        "permission denied: {user} may not administer a pool run by {}",
+        crate::identity::user_name(me).unwrap_or_else(|| format!("uid {me}"))
+    )))
 }
 
-fn reconfig(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer {
-    let reload = shared.clone();
-    handle(shared, user, body, |n, user, _: api::Empty| {
-        admin(n, peer, user)?;
-        let reload = reload.reload.as_ref().ok_or_else(|| {
-            ApiError::bad_request(
-                "this pool was started without a way to read its configuration again",
-            )
-        })?;
-        let new = reload().map_err(|e| {
-            ApiError::bad_request(format!("the configuration was not changed: {e}"))
-        })?;
-        n.reconfigure(new)
-    })
+/// `condor_vacate`, `condor_drain`: the startd carries them out.
+async fn startd_command(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer {
+    let req: api::StartdCommand = match decode(body) {
+        Ok(r) => r,
+        Err(e) => return refusal(e),
+    };
+    if let Err(e) = admin(shared, peer, user).await {
+        return refusal(e);
+    }
+    let done = on_startd(&shared.router, move |s, now| s.startd_command(req, now)).await;
+    answer(done.map_err(gone).and_then(|a| a))
+}
+
+/// `condor_userprio`: the negotiator's accountant (changed only by an
+/// administrator).
+async fn userprio(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer {
+    let req: api::UserprioRequest = match decode(body) {
+        Ok(r) => r,
+        Err(e) => return refusal(e),
+    };
+    let changes =
+        req.set_factor.is_some() || req.set_priority.is_some() || req.reset_usage.is_some();
+    if changes {
+        if let Err(e) = admin(shared, peer, user).await {
+            return refusal(e);
+        }
+    }
+    let rows = shared
+        .router
+        .negotiator
+        .call(move |n, now, out| n.userprio(&req, now, out))
+        .await;
+    answer(rows.map_err(gone))
+}
+
+/// `condor_reconfig`: the new configuration for every role, or (on any
+/// error) none of it. Claims, running jobs, the queue and the accountant's
+/// figures stay; the timers keep their intervals.
+async fn reconfig(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer {
+    if let Err(e) = decode::<api::Empty>(body) {
+        return refusal(e);
+    }
+    if let Err(e) = admin(shared, peer, user).await {
+        return refusal(e);
+    }
+    let Some(reload) = shared.reload.as_ref() else {
+        return refusal(ApiError::bad_request(
+            "this pool was started without a way to read its configuration again",
+        ));
+    };
+    let new = match reload() {
+        Ok(n) => n,
+        Err(e) => {
+            return refusal(ApiError::bad_request(format!(
+                "the configuration was not changed: {e}"
+            )))
+        }
+    };
+    // Everything that can be refused is checked before any role changes:
+    // the central manager's part here, then the startd's (it reads every
+    // slot's policy before it changes any).
+    let cm = match new.central_manager() {
+        Ok(cm) => cm,
+        Err(e) => return refusal(e),
+    };
+    let Reloaded {
+        pool,
+        startd,
+        negotiator: _,
+    } = new;
+    match on_startd(&shared.router, move |s, _| s.reconfigure(startd)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            return refusal(ApiError::bad_request(format!(
+                "the configuration was not changed: startd: {e}"
+            )))
+        }
+        Err(e) => return refusal(gone(e)),
+    }
+    let limits = cm.limits.clone();
+    let r = &shared.router;
+    let _ = r
+        .negotiator
+        .call(move |n, _, _| n.reconfigure(cm.policy, cm.accountant, cm.limits))
+        .await;
+    let _ = r
+        .schedd
+        .call(move |s, _, _| {
+            s.schedd.set_config(pool);
+            s.set_limits(limits);
+        })
+        .await;
+    answer(Ok(api::ReconfigAnswer {
+        message: "the pool read its configuration again".into(),
+    }))
 }
 
 #[cfg(test)]

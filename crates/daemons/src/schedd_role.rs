@@ -1,0 +1,314 @@
+//! The schedd role: the job queue ([`Schedd`], kept equal to its store)
+//! and its claims (`schedd::claims`, the claim protocol's core). It
+//! answers the tools' requests, offers its idle jobs to the negotiator,
+//! claims and activates the slots it is matched to, hears from the
+//! startd and the starters how its claims and jobs fare, runs periodic job
+//! policy, keeps its claims alive, and advertises itself and its
+//! submitters to the collector.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use classad::ClassAd;
+use negotiator::collector::AdType;
+use negotiator::limits::ConcurrencyLimits;
+use schedd::claims::{self, submitter_of, Claims};
+use schedd::{JobEvent, JobId, JobStatus, RunReport};
+
+use crate::roles::{Message, Outbox, Role, RoleName};
+use crate::schedd_service::Schedd;
+
+/// The schedd's intervals, seconds.
+pub struct ScheddIntervals {
+    pub periodic: u64,
+    pub alive: u64,
+    /// How often it updates the collector.
+    pub update: u64,
+}
+
+pub struct ScheddRole {
+    pub schedd: Schedd,
+    claims: Claims,
+    hostname: String,
+    intervals: ScheddIntervals,
+    /// The submitters last advertised (those gone are withdrawn).
+    published: BTreeSet<String>,
+}
+
+impl ScheddRole {
+    /// The schedd around its queue. Jobs the queue says were on a machine
+    /// ran under a pool that is gone (its startd has killed what was left
+    /// before this runs): running ones are evicted to run again; removed
+    /// or completed ones whose run had not ended move to the history.
+    pub fn new(
+        mut schedd: Schedd,
+        hostname: &str,
+        limits: ConcurrencyLimits,
+        intervals: ScheddIntervals,
+        now: i64,
+        notes: &mut Vec<String>,
+    ) -> ScheddRole {
+        let on_a_machine: Vec<(JobId, JobStatus)> = schedd
+            .queue()
+            .jobs()
+            .filter_map(|(id, _)| Some((id, schedd.queue().status(id)?)))
+            .filter(|(_, st)| {
+                matches!(
+                    st,
+                    JobStatus::Running
+                        | JobStatus::Suspended
+                        | JobStatus::TransferringOutput
+                        | JobStatus::Removed
+                        | JobStatus::Completed
+                )
+            })
+            .collect();
+        for (id, status) in on_a_machine {
+            let done = if matches!(status, JobStatus::Removed | JobStatus::Completed) {
+                schedd.run_ended(id, now)
+            } else {
+                let ev = JobEvent::Evicted {
+                    checkpointed: false,
+                    reason: Some("the pool stopped while the job ran; it will run again".into()),
+                    report: RunReport::default(),
+                };
+                schedd.job_event(id, ev, now).map(|_| ())
+            };
+            if let Err(e) = done {
+                notes.push(e);
+            }
+        }
+        let mut claims = Claims::new(
+            hostname,
+            &format!("<{hostname}>#{}", std::process::id()),
+            intervals.alive as i64,
+            limits,
+        );
+        let all: Vec<JobId> = schedd.queue().jobs().map(|(id, _)| id).collect();
+        schedd.take_touched();
+        let _ = claims.jobs_changed(&all, schedd.queue());
+        ScheddRole {
+            schedd,
+            claims,
+            hostname: hostname.to_string(),
+            intervals,
+            published: BTreeSet::new(),
+        }
+    }
+
+    /// Whether any job waits for a slot.
+    pub fn has_idle_jobs(&self) -> bool {
+        self.claims.has_idle_jobs()
+    }
+
+    /// New concurrency limits (after `condor_reconfig`).
+    pub fn set_limits(&mut self, limits: ConcurrencyLimits) {
+        self.claims.set_limits(limits);
+    }
+
+    /// After a change to the queue made outside the claim protocol (a
+    /// submission, a user's hold, release or removal, periodic policy):
+    /// the claim core keeps its idle index, takes held or removed jobs off
+    /// their machines, and asks for a cycle if new idle jobs came.
+    pub fn queue_changed(&mut self, out: &mut Outbox, now: i64) {
+        self.apply(claims::Ready::default(), out, now);
+    }
+
+    /// Carries out what the claim core decided: job events to the queue
+    /// (and the store, and the event log), messages to the startd, the
+    /// negotiator and the starters; then tells the core which jobs
+    /// changed, until nothing more changes.
+    fn apply(&mut self, mut ready: claims::Ready, out: &mut Outbox, now: i64) {
+        for _ in 0..1000 {
+            for (id, ev) in ready.job_events {
+                if let Err(e) = self.schedd.job_event(id, ev, now) {
+                    out.note(e);
+                }
+            }
+            for id in ready.runs_ended {
+                if let Err(e) = self.schedd.run_ended(id, now) {
+                    out.note(e);
+                }
+            }
+            if !ready.charges.is_empty() {
+                out.send(RoleName::Negotiator, Message::Charges(ready.charges));
+            }
+            for (claim_id, stop) in ready.stops {
+                out.send(RoleName::Startd, Message::StopJob { claim_id, stop });
+            }
+            for (_, ev) in ready.to_startd {
+                out.send(RoleName::Startd, Message::Startd(ev));
+            }
+            for (id, text) in ready.job_notes {
+                out.note(format!("job {id}: {text}"));
+            }
+            if ready.reschedule {
+                out.send(RoleName::Negotiator, Message::Reschedule);
+            }
+            let touched = self.schedd.take_touched();
+            if touched.is_empty() {
+                return;
+            }
+            ready = self.claims.jobs_changed(&touched, self.schedd.queue());
+        }
+    }
+
+    /// The schedd's update to the collector: its own ad and one per
+    /// submitter with jobs, with their job counts (what `condor_status
+    /// -schedd` and `-submitters` show); submitters with no jobs left are
+    /// withdrawn.
+    pub fn publish(&mut self, out: &mut Outbox) {
+        #[derive(Default)]
+        struct Counts {
+            idle: i64,
+            running: i64,
+            held: i64,
+        }
+        let mut by_user: BTreeMap<String, Counts> = BTreeMap::new();
+        let mut total = Counts::default();
+        for (id, ad) in self.schedd.queue().jobs() {
+            let c = by_user.entry(submitter_of(ad)).or_default();
+            match self.schedd.queue().status(id) {
+                Some(JobStatus::Idle) => {
+                    c.idle += 1;
+                    total.idle += 1;
+                }
+                Some(JobStatus::Running | JobStatus::Suspended) => {
+                    c.running += 1;
+                    total.running += 1;
+                }
+                Some(JobStatus::Held) => {
+                    c.held += 1;
+                    total.held += 1;
+                }
+                _ => {}
+            }
+        }
+        let counts = |ad: &mut ClassAd, c: &Counts| {
+            ad.insert_value("IdleJobs", c.idle);
+            ad.insert_value("RunningJobs", c.running);
+            ad.insert_value("HeldJobs", c.held);
+        };
+        let mut ad = ClassAd::new();
+        ad.insert_value("MyType", "Scheduler");
+        ad.insert_value("Name", self.hostname.as_str());
+        ad.insert_value("Machine", self.hostname.as_str());
+        ad.insert_value("TotalIdleJobs", total.idle);
+        ad.insert_value("TotalRunningJobs", total.running);
+        ad.insert_value("TotalHeldJobs", total.held);
+        counts(&mut ad, &total);
+        out.send(
+            RoleName::Collector,
+            Message::UpdateAds {
+                kind: AdType::Schedd,
+                ads: vec![ad],
+            },
+        );
+        let ads = by_user
+            .iter()
+            .map(|(user, c)| {
+                let mut ad = ClassAd::new();
+                ad.insert_value("MyType", "Submitter");
+                ad.insert_value("Name", user.as_str());
+                ad.insert_value("ScheddName", self.hostname.as_str());
+                ad.insert_value("Machine", self.hostname.as_str());
+                counts(&mut ad, c);
+                ad
+            })
+            .collect();
+        let names: BTreeSet<String> = by_user.keys().cloned().collect();
+        let gone: Vec<String> = self.published.difference(&names).cloned().collect();
+        self.published = names;
+        out.send(
+            RoleName::Collector,
+            Message::InvalidateAds {
+                kind: AdType::Submitter,
+                names: gone,
+            },
+        );
+        out.send(
+            RoleName::Collector,
+            Message::UpdateAds {
+                kind: AdType::Submitter,
+                ads,
+            },
+        );
+    }
+
+    /// The schedd's requests for negotiation cycle `cycle`.
+    fn requests(&self, cycle: u64) -> Message {
+        let queue = self.schedd.queue();
+        let submitters = self
+            .claims
+            .idle_jobs()
+            .map(|(who, jobs)| {
+                let jobs = jobs
+                    .filter_map(|id| queue.shared_job(id).map(|ad| (id, ad)))
+                    .collect();
+                (who.to_string(), jobs)
+            })
+            .collect();
+        let on_claims = self
+            .claims
+            .jobs_on_claims()
+            .filter_map(|id| queue.shared_job(id))
+            .collect();
+        Message::Requests {
+            cycle,
+            submitters,
+            on_claims,
+        }
+    }
+}
+
+impl Role for ScheddRole {
+    const NAME: RoleName = RoleName::Schedd;
+
+    fn receive(&mut self, from: RoleName, msg: Message, now: i64, out: &mut Outbox) {
+        let ready = match msg {
+            Message::Negotiate { cycle } => {
+                out.send(from, self.requests(cycle));
+                return;
+            }
+            Message::Matches(matches) => {
+                for m in matches {
+                    let r = self.claims.matched(m, self.schedd.queue(), now);
+                    self.apply(r, out, now);
+                }
+                return;
+            }
+            Message::ClaimNews(action) => self.claims.startd_said(action, self.schedd.queue(), now),
+            Message::Starter(report) => self.claims.starter_said(report, self.schedd.queue(), now),
+            other => {
+                out.note(format!(
+                    "schedd: unexpected message from {from:?}: {other:?}"
+                ));
+                return;
+            }
+        };
+        self.apply(ready, out, now);
+    }
+
+    fn timers(&self) -> Vec<(u64, bool)> {
+        vec![
+            (self.intervals.periodic, false),
+            (self.intervals.alive, false),
+            (self.intervals.update, true),
+        ]
+    }
+
+    fn timer(&mut self, which: usize, now: i64, out: &mut Outbox) {
+        match which {
+            0 => {
+                if let Err(e) = self.schedd.periodic(now) {
+                    out.note(e);
+                }
+                self.queue_changed(out, now);
+            }
+            1 => {
+                let ready = self.claims.keep_alive();
+                self.apply(ready, out, now);
+            }
+            _ => self.publish(out),
+        }
+    }
+}
