@@ -494,7 +494,7 @@ impl Claims {
             } => self.claim_idle(
                 &slot,
                 &claim_id,
-                &slot_ad,
+                slot_ad.as_deref(),
                 (claimed_at, worklife),
                 queue,
                 now,
@@ -549,7 +549,7 @@ impl Claims {
         &mut self,
         slot: &str,
         claim_id: &str,
-        slot_ad: &ClassAd,
+        slot_ad: Option<&ClassAd>,
         (claimed_at, worklife): (i64, Option<i64>),
         queue: &JobQueue,
         now: i64,
@@ -576,6 +576,9 @@ impl Claims {
             self.free(j, queue);
         }
         let next = first.or_else(|| {
+            // Reuse needs the slot as it is now; without it (the claim's
+            // own job left before it ran) the claim is given back.
+            let slot_ad = slot_ad?;
             if !reuse::claim_young(worklife, claimed_at, now) {
                 return None;
             }

@@ -97,12 +97,14 @@ pub enum Action {
     /// A schedd's claim request was accepted (REQUEST_CLAIM's OK). `slot`
     /// is where the claim is (a new dynamic slot for a claim on a
     /// partitionable one; the partitionable slot itself while the claim
-    /// waits for the dynamic slots it preempts), `slot_ad` that slot's ad.
+    /// waits for the dynamic slots it preempts). As HTCondor's startd, it
+    /// sends the slot's ad back when the claim made a new dynamic slot
+    /// (the schedd has the others' from its match).
     ClaimGranted {
         slot: String,
         claim_id: String,
         schedd: String,
-        slot_ad: Box<ClassAd>,
+        slot_ad: Option<Box<ClassAd>>,
     },
     /// A schedd's claim request was refused, and why.
     ClaimRefused {
@@ -113,13 +115,15 @@ pub enum Action {
     },
     /// The claim is Claimed/Idle with no starter: it takes a job now
     /// (ACTIVATE_CLAIM) or should be released. Said once each time the
-    /// claim becomes idle, with the slot's ad (for choosing the next job)
-    /// and the claim's age limit (CLAIM_WORKLIFE, from `claimed_at`).
+    /// claim becomes idle, with the claim's age limit (CLAIM_WORKLIFE,
+    /// from `claimed_at`) and, once a job has run on it, the slot's ad as
+    /// it is now (for choosing the next job; before, the schedd runs the
+    /// job the claim was made for).
     ClaimIdle {
         slot: String,
         claim_id: String,
         schedd: String,
-        slot_ad: Box<ClassAd>,
+        slot_ad: Option<Box<ClassAd>>,
         claimed_at: i64,
         worklife: Option<i64>,
     },
@@ -1746,11 +1750,12 @@ impl Startd {
                     .find(|p| p.request.claim_id == claim_id)
                     .map(|p| p.pslot.clone());
                 let (slot, slot_ad) = match (held, waiting) {
-                    (Some(i), _) => (self.slots[i].name.clone(), self.slot_ad(i, now)),
-                    (None, Some(pslot)) => {
-                        let ad = self.index(&pslot).map(|i| self.slot_ad(i, now));
-                        (pslot, ad.unwrap_or_default())
+                    (Some(i), _) => {
+                        let carved = matches!(self.slots[i].kind, SlotKind::Dynamic { .. });
+                        let ad = carved.then(|| Box::new(self.slot_ad(i, now)));
+                        (self.slots[i].name.clone(), ad)
                     }
+                    (None, Some(pslot)) => (pslot, None),
                     // Granted and already over within the same event.
                     (None, None) => return ready,
                 };
@@ -1760,7 +1765,7 @@ impl Startd {
                         slot,
                         claim_id,
                         schedd,
-                        slot_ad: Box::new(slot_ad),
+                        slot_ad,
                     },
                 );
                 ready
@@ -2265,6 +2270,7 @@ impl Startd {
             fetched: None,
             pending_start: false,
             told_idle: false,
+            ran_job: false,
         }
     }
 
@@ -2586,7 +2592,8 @@ impl Startd {
             if !due {
                 continue;
             }
-            let slot_ad = Box::new(self.slot_ad(i, now));
+            let ran = s.claim.as_ref().is_some_and(|c| c.ran_job);
+            let slot_ad = ran.then(|| Box::new(self.slot_ad(i, now)));
             let s = &mut self.slots[i];
             let worklife = s.policy.claim_worklife;
             let c = s.claim.as_mut().expect("checked above");
@@ -2671,6 +2678,7 @@ impl Startd {
         let schedd = match s.claim.as_mut() {
             Some(c) => {
                 c.told_idle = false;
+                c.ran_job = true;
                 c.schedd.clone()
             }
             None => String::new(),

@@ -52,6 +52,8 @@ pub struct Claim {
     /// Its schedd has been told the claim is idle (ready for a job) since
     /// it last became idle ([`crate::Action::ClaimIdle`], once per time).
     pub(crate) told_idle: bool,
+    /// A job has been activated on the claim.
+    pub(crate) ran_job: bool,
 }
 
 /// Why a claim is being retired or preempted; decides where the slot goes
