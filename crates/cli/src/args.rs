@@ -72,6 +72,22 @@ pub enum Command {
     /// `<state>/pool.sock`. Jobs are queued, held, released and removed;
     /// they do not run yet (no execute point). `pool down` stops it.
     Pool(PoolArgs),
+    /// Run the daemons DAEMON_LIST names, each as a process of its own,
+    /// restarting one that dies, as HTCondor's condor_master does.
+    Master {
+        /// The state directory (default: $FERROCONDOR_STATE, else ~/.local/state/ferrocondor).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
+    /// Run one daemon of a pool in the foreground (COLLECTOR, NEGOTIATOR,
+    /// SCHEDD or STARTD); `ferrocondor master` starts them this way.
+    Daemon {
+        /// COLLECTOR, NEGOTIATOR, SCHEDD or STARTD.
+        role: String,
+        /// The state directory (default: $FERROCONDOR_STATE, else ~/.local/state/ferrocondor).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
     /// Remove jobs from the queue, as HTCondor's condor_rm does.
     Rm(ActArgs),
     /// Put jobs on hold, as HTCondor's condor_hold does.

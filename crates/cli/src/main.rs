@@ -86,6 +86,21 @@ fn main() -> ExitCode {
                 &mut out,
             )
         }
+        Command::Master { state } => {
+            let host = system::RealHost::detect();
+            pool_cmd::master(state.as_deref(), &system::DiskFiles, &host, &mut out)
+        }
+        Command::Daemon { role, state } => {
+            let host = system::RealHost::detect();
+            pool_cmd::daemon(
+                role,
+                state.as_deref(),
+                &system::DiskFiles,
+                &host,
+                real_clock(),
+                &mut out,
+            )
+        }
         Command::Rm(a) => act_cmd::run(
             a,
             wire::api::Action::Remove,

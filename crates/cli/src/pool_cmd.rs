@@ -1,5 +1,6 @@
 //! `ferrocondor pool up|down`: the personal pool in the foreground, and
-//! asking it to stop.
+//! asking it to stop; `ferrocondor master` and `ferrocondor daemon ROLE`:
+//! the same pool with each role in a process of its own.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -40,7 +41,9 @@ pub fn run(
                  state directory: {}\nsocket: {}\n{slots_note}\njobs in the queue: {}\n\
                  stop it with Ctrl-C or `ferrocondor pool down`",
                 dir.display(),
-                pool.socket().display(),
+                pool.socket()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
                 pool.jobs()
             )?;
             out.flush()?;
@@ -69,6 +72,74 @@ pub fn run(
             Ok(Outcome::Success)
         }
     }
+}
+
+/// `ferrocondor master`: the daemons DAEMON_LIST names (`use ROLE : ...`
+/// makes it), each as `ferrocondor daemon ROLE`, restarted when they die.
+pub fn master(
+    state: Option<&std::path::Path>,
+    files: &dyn config::Files,
+    host: &dyn Host,
+    out: &mut dyn Write,
+) -> Result<Outcome, Error> {
+    let dir = state_dir(state);
+    let c = load(&LoadOptions::new("MASTER", Root::Search), files, host).map_err(Error::Config)?;
+    let (roles, notes) =
+        daemons::master::daemon_list(&c).map_err(|e| Error::Daemon(format!("DAEMON_LIST: {e}")))?;
+    for n in notes {
+        eprintln!("ferrocondor master: {n}");
+    }
+    if roles.is_empty() {
+        return Err(Error::Daemon(
+            "DAEMON_LIST names no daemon to run (add `use ROLE : Personal`, or \
+             DAEMON_LIST = MASTER COLLECTOR NEGOTIATOR SCHEDD STARTD)"
+                .into(),
+        ));
+    }
+    let backoff = daemons::master::Backoff::from_config(&c)
+        .map_err(|e| Error::Daemon(format!("configuration error: {e}")))?;
+    let names: Vec<&str> = roles.iter().map(|r| r.daemon_name()).collect();
+    writeln!(
+        out,
+        "ferrocondor master: state directory {}; running {}",
+        dir.display(),
+        names.join(", ")
+    )?;
+    out.flush()?;
+    daemons::master::run(&daemons::master::this_program(), &dir, &roles, backoff);
+    Ok(Outcome::Success)
+}
+
+/// `ferrocondor daemon ROLE`: one role of a pool, in the foreground.
+pub fn daemon(
+    role: &str,
+    state: Option<&std::path::Path>,
+    files: &dyn config::Files,
+    host: &dyn Host,
+    now: i64,
+    out: &mut dyn Write,
+) -> Result<Outcome, Error> {
+    let Some(role) = daemons::local_protocol::role_named(role) else {
+        return Err(Error::Daemon(format!(
+            "there is no daemon {role}: say COLLECTOR, NEGOTIATOR, SCHEDD or STARTD"
+        )));
+    };
+    let dir = state_dir(state);
+    let read = read_configuration(files, host, now)?;
+    let node = node_config(&dir, read.startd, read.negotiator)?;
+    let pool = daemons::Pool::daemon(&dir, read.pool, node, role)
+        .map_err(|e| Error::Daemon(e.to_string()))?
+        .with_reload(Box::new(reload));
+    writeln!(
+        out,
+        "ferrocondor: the {} is up (state directory {})",
+        role.daemon_name().to_lowercase(),
+        dir.display()
+    )?;
+    out.flush()?;
+    daemons::set_memory_release(crate::release_memory);
+    pool.run().map_err(|e| Error::Daemon(e.to_string()))?;
+    Ok(Outcome::Success)
 }
 
 /// The execute point's side of the configuration, and what the machine

@@ -765,6 +765,30 @@ pub static PARAMS: &[Param] = &[
         "Custom resources to read from MACHINE_RESOURCE_<name>.",
     ),
     p(
+        "MASTER_BACKOFF_CEILING",
+        "3600",
+        Duration,
+        "The longest the master waits before restarting a daemon that died.",
+    ),
+    p(
+        "MASTER_BACKOFF_CONSTANT",
+        "9",
+        Duration,
+        "Seconds the master waits before restarting a daemon that died, plus MASTER_BACKOFF_FACTOR to the power of its restarts.",
+    ),
+    p(
+        "MASTER_BACKOFF_FACTOR",
+        "2.0",
+        Real,
+        "The base of the master's exponential back-off between restarts of a daemon.",
+    ),
+    p(
+        "MASTER_RECOVER_FACTOR",
+        "300",
+        Duration,
+        "Seconds a restarted daemon must stay up before its restart count is forgotten.",
+    ),
+    p(
         "MATCH_TIMEOUT",
         "120",
         Duration,

@@ -181,8 +181,8 @@ impl<R: Role> RoleHandle<R> {
         });
         self.tx
             .send(Envelope::Call(call))
-            .map_err(|_| RoleGone(R::NAME))?;
-        rx.await.map_err(|_| RoleGone(R::NAME))
+            .map_err(|_| RoleGone::Stopped(R::NAME))?;
+        rx.await.map_err(|_| RoleGone::Stopped(R::NAME))
     }
 
     /// As [`RoleHandle::call`], from a thread that may block.
@@ -199,8 +199,8 @@ impl<R: Role> RoleHandle<R> {
         });
         self.tx
             .send(Envelope::Call(call))
-            .map_err(|_| RoleGone(R::NAME))?;
-        rx.recv().map_err(|_| RoleGone(R::NAME))
+            .map_err(|_| RoleGone::Stopped(R::NAME))?;
+        rx.recv().map_err(|_| RoleGone::Stopped(R::NAME))
     }
 
     /// Runs `f` on the role's thread, not waiting for it.
@@ -212,7 +212,8 @@ impl<R: Role> RoleHandle<R> {
         let _ = self.tx.send(Envelope::Call(call));
     }
 
-    fn deliver(&self, from: RoleName, msg: Message) {
+    /// Puts a message in the role's inbox.
+    pub fn deliver(&self, from: RoleName, msg: Message) {
         let _ = self.tx.send(Envelope::Message(from, msg));
     }
 
@@ -222,40 +223,104 @@ impl<R: Role> RoleHandle<R> {
     }
 }
 
-/// A role's thread has ended (the pool is going down).
+/// A role's thread has ended (the pool is going down), or the role runs
+/// in another process.
 #[derive(Debug)]
-pub struct RoleGone(pub RoleName);
+pub enum RoleGone {
+    Stopped(RoleName),
+    Elsewhere(RoleName),
+}
 
 impl std::fmt::Display for RoleGone {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the {} has stopped", self.0.daemon_name().to_lowercase())
+        match self {
+            RoleGone::Stopped(r) => write!(f, "the {} has stopped", r.daemon_name().to_lowercase()),
+            RoleGone::Elsewhere(r) => write!(
+                f,
+                "the {} runs in a process of its own (ferrocondor master), and this request \
+                 does not reach it there yet; a pool started with `ferrocondor pool up` answers it",
+                r.daemon_name().to_lowercase()
+            ),
+        }
     }
 }
 
-/// The in-process transport: each role's inbox.
+/// The transport: each local role's inbox, and the other processes'
+/// roles through `remote` (`ferrocondor master`).
 #[derive(Clone)]
 pub struct Router {
-    pub collector: RoleHandle<crate::collector_role::CollectorRole>,
-    pub negotiator: RoleHandle<crate::negotiator_role::NegotiatorRole>,
-    pub schedd: RoleHandle<crate::schedd_role::ScheddRole>,
-    pub startd: RoleHandle<crate::execute::StartdRole>,
+    collector: Option<RoleHandle<crate::collector_role::CollectorRole>>,
+    negotiator: Option<RoleHandle<crate::negotiator_role::NegotiatorRole>>,
+    schedd: Option<RoleHandle<crate::schedd_role::ScheddRole>>,
+    startd: Option<RoleHandle<crate::execute::StartdRole>>,
+    remote: Option<Arc<crate::local_transport::Remote>>,
+}
+
+fn here<R: Role>(h: &Option<RoleHandle<R>>) -> Result<&RoleHandle<R>, RoleGone> {
+    h.as_ref().ok_or(RoleGone::Elsewhere(R::NAME))
 }
 
 impl Router {
-    fn deliver(&self, from: RoleName, to: RoleName, msg: Message) {
+    pub fn collector(&self) -> Result<&RoleHandle<crate::collector_role::CollectorRole>, RoleGone> {
+        here(&self.collector)
+    }
+
+    pub fn negotiator(
+        &self,
+    ) -> Result<&RoleHandle<crate::negotiator_role::NegotiatorRole>, RoleGone> {
+        here(&self.negotiator)
+    }
+
+    pub fn schedd(&self) -> Result<&RoleHandle<crate::schedd_role::ScheddRole>, RoleGone> {
+        here(&self.schedd)
+    }
+
+    pub fn startd(&self) -> Result<&RoleHandle<crate::execute::StartdRole>, RoleGone> {
+        here(&self.startd)
+    }
+
+    /// Delivers `msg` to a local role's inbox, or sends it to the
+    /// process that runs the role.
+    pub fn deliver(&self, from: RoleName, to: RoleName, msg: Message) {
         match to {
-            RoleName::Collector => self.collector.deliver(from, msg),
-            RoleName::Negotiator => self.negotiator.deliver(from, msg),
-            RoleName::Schedd => self.schedd.deliver(from, msg),
-            RoleName::Startd => self.startd.deliver(from, msg),
+            RoleName::Collector if self.collector.is_some() => {
+                return self.collector.as_ref().expect("checked").deliver(from, msg);
+            }
+            RoleName::Negotiator if self.negotiator.is_some() => {
+                return self
+                    .negotiator
+                    .as_ref()
+                    .expect("checked")
+                    .deliver(from, msg);
+            }
+            RoleName::Schedd if self.schedd.is_some() => {
+                return self.schedd.as_ref().expect("checked").deliver(from, msg);
+            }
+            RoleName::Startd if self.startd.is_some() => {
+                return self.startd.as_ref().expect("checked").deliver(from, msg);
+            }
+            _ => {}
+        }
+        match &self.remote {
+            Some(r) => r.send(from, to, &msg),
+            None => eprintln!("ferrocondor: a message for the {to:?} has nowhere to go: {msg:?}"),
         }
     }
 
+    /// Asks every local role's thread to finish.
     pub fn stop(&self) {
-        self.collector.stop();
-        self.negotiator.stop();
-        self.schedd.stop();
-        self.startd.stop();
+        if let Some(h) = &self.collector {
+            h.stop();
+        }
+        if let Some(h) = &self.negotiator {
+            h.stop();
+        }
+        if let Some(h) = &self.schedd {
+            h.stop();
+        }
+        if let Some(h) = &self.startd {
+            h.stop();
+        }
     }
 }
 
@@ -268,18 +333,23 @@ pub struct Inboxes {
     startd: mpsc::Receiver<Envelope<crate::execute::StartdRole>>,
 }
 
-/// The router and the inboxes it sends to.
-pub fn router() -> (Router, Inboxes) {
+/// The router for `roles` (the ones this process runs) and their inboxes;
+/// messages for the others go through `remote`.
+pub fn router(
+    roles: &Roles,
+    remote: Option<Arc<crate::local_transport::Remote>>,
+) -> (Router, Inboxes) {
     let (c, cr) = mpsc::channel();
     let (n, nr) = mpsc::channel();
     let (s, sr) = mpsc::channel();
     let (e, er) = mpsc::channel();
     (
         Router {
-            collector: RoleHandle { tx: c },
-            negotiator: RoleHandle { tx: n },
-            schedd: RoleHandle { tx: s },
-            startd: RoleHandle { tx: e },
+            collector: roles.collector.as_ref().map(|_| RoleHandle { tx: c }),
+            negotiator: roles.negotiator.as_ref().map(|_| RoleHandle { tx: n }),
+            schedd: roles.schedd.as_ref().map(|_| RoleHandle { tx: s }),
+            startd: roles.startd.as_ref().map(|_| RoleHandle { tx: e }),
+            remote,
         },
         Inboxes {
             collector: cr,
@@ -294,12 +364,14 @@ pub fn router() -> (Router, Inboxes) {
 /// starters and hooks run on the async runtime).
 pub type Dispatch = Arc<dyn Fn(Vec<Work>) + Send + Sync>;
 
-/// The four roles, each on its own thread.
+/// The roles this process runs (all four in a personal pool, one under
+/// `ferrocondor master`), each on its own thread.
+#[derive(Default)]
 pub struct Roles {
-    pub collector: crate::collector_role::CollectorRole,
-    pub negotiator: crate::negotiator_role::NegotiatorRole,
-    pub schedd: crate::schedd_role::ScheddRole,
-    pub startd: crate::execute::StartdRole,
+    pub collector: Option<crate::collector_role::CollectorRole>,
+    pub negotiator: Option<crate::negotiator_role::NegotiatorRole>,
+    pub schedd: Option<crate::schedd_role::ScheddRole>,
+    pub startd: Option<crate::execute::StartdRole>,
 }
 
 /// Starts every role on a thread of its own; each runs until
@@ -311,18 +383,20 @@ pub fn spawn(
     dispatch: Dispatch,
     clock: fn() -> i64,
 ) -> Vec<std::thread::JoinHandle<()>> {
-    vec![
-        run(roles.collector, inboxes.collector, router, &dispatch, clock),
-        run(
-            roles.negotiator,
-            inboxes.negotiator,
-            router,
-            &dispatch,
-            clock,
-        ),
-        run(roles.schedd, inboxes.schedd, router, &dispatch, clock),
-        run(roles.startd, inboxes.startd, router, &dispatch, clock),
-    ]
+    let mut threads = Vec::new();
+    if let Some(r) = roles.collector {
+        threads.push(run(r, inboxes.collector, router, &dispatch, clock));
+    }
+    if let Some(r) = roles.negotiator {
+        threads.push(run(r, inboxes.negotiator, router, &dispatch, clock));
+    }
+    if let Some(r) = roles.schedd {
+        threads.push(run(r, inboxes.schedd, router, &dispatch, clock));
+    }
+    if let Some(r) = roles.startd {
+        threads.push(run(r, inboxes.startd, router, &dispatch, clock));
+    }
+    threads
 }
 
 fn run<R: Role>(

@@ -38,7 +38,7 @@ use crate::collector_role::CollectorRole;
 use crate::execute::{NodeConfig, StartdRole, Work};
 use crate::identity::Peer;
 use crate::negotiator_role::NegotiatorRole;
-use crate::roles::{Outbox, RoleGone, Roles, Router};
+use crate::roles::{Outbox, RoleGone, RoleName, Roles, Router};
 use crate::schedd_role::{ScheddIntervals, ScheddRole};
 use crate::schedd_service::{to_json, ApiError, Budget, ParsedSubmission, PoolConfig, Schedd};
 
@@ -85,21 +85,39 @@ pub(crate) fn now() -> i64 {
 
 /// A personal pool that is set up (queue open, socket bound) and ready to
 /// [`Pool::run`].
+/// Every role: a personal pool runs them all in one process.
+const ALL_ROLES: [RoleName; 4] = [
+    RoleName::Collector,
+    RoleName::Negotiator,
+    RoleName::Schedd,
+    RoleName::Startd,
+];
+
 /// Reads the configuration again, for `condor_reconfig`.
 pub type Reload = Box<dyn Fn() -> Result<Reloaded, String> + Send + Sync>;
 
 pub struct Pool {
     roles: Roles,
     reload: Option<Reload>,
-    listener: std::os::unix::net::UnixListener,
-    socket: PathBuf,
+    /// The tools' socket, where the schedd runs.
+    tools: Option<(std::os::unix::net::UnixListener, PathBuf)>,
+    /// Under `ferrocondor master`: the directory of the roles' sockets
+    /// (the other roles run in processes of their own).
+    roles_dir: Option<PathBuf>,
 }
 
-/// The four roles of a personal pool, built in the order safety needs:
-/// the startd first (it kills whatever a dead pool left running), then the
+fn interval(c: &config::Config, name: &str, default: i64) -> Result<u64, String> {
+    Ok(c.integer_or(name, default)
+        .map_err(|e| e.to_string())?
+        .max(1) as u64)
+}
+
+/// The roles named in `wanted`, built in the order safety needs: the
+/// startd first (it kills whatever a dead pool left running), then the
 /// schedd (which puts the jobs that were running back to idle).
 fn build_roles(
-    schedd: Schedd,
+    wanted: &[RoleName],
+    schedd: Option<Schedd>,
     node: NodeConfig,
     periodic_interval: u64,
     state_dir: &Path,
@@ -109,51 +127,94 @@ fn build_roles(
     use negotiator::collector::CollectorStore;
     use negotiator::cycle::Policy;
     use negotiator::limits::ConcurrencyLimits;
-    let interval = |c: &config::Config, name: &str, default: i64| -> Result<u64, String> {
-        Ok(c.integer_or(name, default)
-            .map_err(|e| e.to_string())?
-            .max(1) as u64)
-    };
-    let startd = StartdRole::new(&node, state_dir, now)?;
-    let cm = &node.negotiator;
-    let policy = Policy::from_config(cm).map_err(|e| format!("negotiator: {e}"))?;
-    let mut accountant = Accountant::from_config(cm).map_err(|e| format!("accountant: {e}"))?;
-    // The figures a previous pool left (priorities, factors, usage).
-    if let Some(saved) = crate::accounting::load(state_dir)? {
-        accountant = accountant.with_state(saved);
+    let mut roles = Roles::default();
+    if wanted.contains(&RoleName::Startd) {
+        roles.startd = Some(StartdRole::new(&node, state_dir, now)?);
     }
+    let cm = &node.negotiator;
     let limits =
         ConcurrencyLimits::from_config(cm).map_err(|e| format!("concurrency limits: {e}"))?;
-    let collector = CollectorStore::from_config(cm).map_err(|e| format!("collector: {e}"))?;
     let poll = interval(&node.startd, "POLLING_INTERVAL", 5)?;
-    let mut notes = Vec::new();
-    let schedd = ScheddRole::new(
-        schedd,
-        &node.hostname,
-        limits.clone(),
-        ScheddIntervals {
-            periodic: periodic_interval.max(1),
-            alive: interval(&node.startd, "ALIVE_INTERVAL", 300)?,
-            update: poll,
-        },
-        now,
-        &mut notes,
-    );
-    for n in notes {
-        eprintln!("ferrocondor: {n}");
+    if let Some(schedd) = schedd {
+        let mut notes = Vec::new();
+        roles.schedd = Some(ScheddRole::new(
+            schedd,
+            &node.hostname,
+            limits.clone(),
+            ScheddIntervals {
+                periodic: periodic_interval.max(1),
+                alive: interval(&node.startd, "ALIVE_INTERVAL", 300)?,
+                update: poll,
+            },
+            now,
+            &mut notes,
+        ));
+        for n in notes {
+            eprintln!("ferrocondor: {n}");
+        }
     }
-    Ok(Roles {
-        collector: CollectorRole::new(collector, poll),
-        negotiator: NegotiatorRole::new(
+    if wanted.contains(&RoleName::Negotiator) {
+        let policy = Policy::from_config(cm).map_err(|e| format!("negotiator: {e}"))?;
+        let mut accountant = Accountant::from_config(cm).map_err(|e| format!("accountant: {e}"))?;
+        // The figures a previous pool left (priorities, factors, usage).
+        if let Some(saved) = crate::accounting::load(state_dir)? {
+            accountant = accountant.with_state(saved);
+        }
+        roles.negotiator = Some(NegotiatorRole::new(
             accountant,
             limits,
             policy,
             interval(cm, "NEGOTIATOR_INTERVAL", 60)?,
             state_dir.to_path_buf(),
-        ),
-        schedd,
-        startd,
-    })
+        ));
+    }
+    if wanted.contains(&RoleName::Collector) {
+        let collector = CollectorStore::from_config(cm).map_err(|e| format!("collector: {e}"))?;
+        roles.collector = Some(CollectorRole::new(collector, poll));
+    }
+    Ok(roles)
+}
+
+/// Opens the job queue in `state_dir` (refused if another schedd has it)
+/// and binds `<state_dir>/pool.sock`, open to every local user (who may
+/// then act only on their own jobs).
+fn open_schedd(
+    state_dir: &Path,
+    config: PoolConfig,
+) -> Result<(Schedd, std::os::unix::net::UnixListener, PathBuf), Error> {
+    let queue_file = state_dir.join(crate::QUEUE_FILE);
+    crate::statedir::private_file(&queue_file).map_err(|source| Error::Io {
+        path: queue_file.clone(),
+        op: "making the job queue private to the pool",
+        source,
+    })?;
+    let socket = state_dir.join(wire::SOCKET_NAME);
+    let address = format!("<unix:{}>", socket.display());
+    // The queue's lock first: only its holder may touch the socket.
+    let schedd = match Schedd::open(&queue_file, config, address) {
+        Ok(s) => s,
+        Err(store::Error::Locked { .. }) => {
+            return Err(Error::AlreadyRunning {
+                state_dir: state_dir.to_path_buf(),
+            })
+        }
+        Err(e) => return Err(Error::Store(e)),
+    };
+    let io = |op| {
+        let path = socket.clone();
+        move |source| Error::Io { path, op, source }
+    };
+    // A socket left by a pool that died: we hold the lock, so it is stale.
+    match std::fs::remove_file(&socket) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io("removing a stale socket")(e)),
+    }
+    let listener = crate::statedir::bind_socket(&socket).map_err(io("binding the socket"))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(io("setting up the socket"))?;
+    Ok((schedd, listener, socket))
 }
 
 impl Pool {
@@ -162,48 +223,44 @@ impl Pool {
     /// `<state_dir>/pool.sock`, open to every local user (who may then act
     /// only on their own jobs).
     pub fn up(state_dir: &Path, config: PoolConfig, node: NodeConfig) -> Result<Pool, Error> {
+        Pool::start(state_dir, config, node, &ALL_ROLES, false)
+    }
+
+    /// One role of a pool whose roles run in processes of their own
+    /// (`ferrocondor daemon ROLE`, started by `ferrocondor master`): it
+    /// talks to the others through their sockets in `<state>/roles`.
+    pub fn daemon(
+        state_dir: &Path,
+        config: PoolConfig,
+        node: NodeConfig,
+        role: RoleName,
+    ) -> Result<Pool, Error> {
+        Pool::start(state_dir, config, node, &[role], true)
+    }
+
+    fn start(
+        state_dir: &Path,
+        config: PoolConfig,
+        node: NodeConfig,
+        wanted: &[RoleName],
+        separate: bool,
+    ) -> Result<Pool, Error> {
         // Nothing in the state directory is trusted before it is checked.
         crate::statedir::prepare(state_dir).map_err(|e| Error::Setup(e.to_string()))?;
-        let queue_file = state_dir.join(crate::QUEUE_FILE);
-        crate::statedir::private_file(&queue_file).map_err(|source| Error::Io {
-            path: queue_file.clone(),
-            op: "making the job queue private to the pool",
-            source,
-        })?;
-        let socket = state_dir.join(wire::SOCKET_NAME);
-        let address = format!("<unix:{}>", socket.display());
         let periodic_interval = config.periodic_interval;
-        // The queue's lock first: only its holder may touch the socket.
-        let schedd = match Schedd::open(&queue_file, config, address) {
-            Ok(s) => s,
-            Err(store::Error::Locked { .. }) => {
-                return Err(Error::AlreadyRunning {
-                    state_dir: state_dir.to_path_buf(),
-                })
-            }
-            Err(e) => return Err(Error::Store(e)),
+        let (schedd, tools) = if wanted.contains(&RoleName::Schedd) {
+            let (schedd, listener, socket) = open_schedd(state_dir, config)?;
+            (Some(schedd), Some((listener, socket)))
+        } else {
+            (None, None)
         };
-        let io = |op| {
-            let path = socket.clone();
-            move |source| Error::Io { path, op, source }
-        };
-        // A socket left by a pool that died: we hold the lock, so it is stale.
-        match std::fs::remove_file(&socket) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io("removing a stale socket")(e)),
-        }
-        let listener = crate::statedir::bind_socket(&socket).map_err(io("binding the socket"))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(io("setting up the socket"))?;
-        let roles =
-            build_roles(schedd, node, periodic_interval, state_dir, now()).map_err(Error::Setup)?;
+        let roles = build_roles(wanted, schedd, node, periodic_interval, state_dir, now())
+            .map_err(Error::Setup)?;
         Ok(Pool {
             roles,
             reload: None,
-            listener,
-            socket,
+            tools,
+            roles_dir: separate.then(|| state_dir.join("roles")),
         })
     }
 
@@ -214,20 +271,27 @@ impl Pool {
         self
     }
 
-    pub fn socket(&self) -> &Path {
-        &self.socket
+    /// The tools' socket, where this process runs the schedd.
+    pub fn socket(&self) -> Option<&Path> {
+        self.tools.as_ref().map(|(_, p)| p.as_path())
     }
 
     /// How many jobs the queue held at start.
     pub fn jobs(&self) -> usize {
-        self.roles.schedd.schedd.queue().len()
+        self.roles
+            .schedd
+            .as_ref()
+            .map_or(0, |s| s.schedd.queue().len())
     }
 
     /// Serves until SIGTERM, SIGINT or a shutdown request, then removes
     /// the socket and closes the queue.
     pub fn run(self) -> Result<(), Error> {
         raise_open_files_limit();
-        let socket = self.socket.clone();
+        let socket = self
+            .socket()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("(no socket)"));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .max_blocking_threads(BLOCKING_THREADS)
@@ -237,22 +301,64 @@ impl Pool {
                 op: "starting the runtime",
                 source,
             })?;
+        let tools = self.socket().map(Path::to_path_buf);
         let result = runtime.block_on(self.serve());
-        let _ = std::fs::remove_file(&socket);
+        if let Some(socket) = tools {
+            let _ = std::fs::remove_file(&socket);
+        }
         result
     }
 
     async fn serve(self) -> Result<(), Error> {
-        let socket = self.socket.clone();
+        let socket = self
+            .socket()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("(no socket)"));
         let listener =
-            tokio::net::UnixListener::from_std(self.listener).map_err(|source| Error::Io {
-                path: socket.clone(),
-                op: "listening on the socket",
-                source,
-            })?;
-        let (router, inboxes) = crate::roles::router();
+            match self.tools {
+                Some((l, path)) => Some(tokio::net::UnixListener::from_std(l).map_err(
+                    |source| Error::Io {
+                        path,
+                        op: "listening on the socket",
+                        source,
+                    },
+                )?),
+                None => None,
+            };
+        let remote = self
+            .roles_dir
+            .as_ref()
+            .map(|d| Arc::new(crate::local_transport::Remote::new(d)));
+        let local: Vec<RoleName> = [
+            (RoleName::Collector, self.roles.collector.is_some()),
+            (RoleName::Negotiator, self.roles.negotiator.is_some()),
+            (RoleName::Schedd, self.roles.schedd.is_some()),
+            (RoleName::Startd, self.roles.startd.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(r, here)| here.then_some(r))
+        .collect();
+        let (router, inboxes) = crate::roles::router(&self.roles, remote);
+        // Under a master, each local role listens for the others' messages.
+        if let Some(dir) = &self.roles_dir {
+            for &role in &local {
+                crate::local_transport::listen(dir, role, router.clone()).map_err(|source| {
+                    Error::Io {
+                        path: crate::local_transport::socket_of(dir, role),
+                        op: "listening for the other roles",
+                        source,
+                    }
+                })?;
+            }
+        }
+        let master = self
+            .roles_dir
+            .as_ref()
+            .and_then(|_| std::env::var(crate::master::MASTER_PID_ENV).ok())
+            .and_then(|p| p.parse().ok());
         let shared = Arc::new(Shared {
             router: router.clone(),
+            master,
             shutdown: Notify::new(),
             reload: self.reload,
             connections: Arc::new(Connections::new()),
@@ -299,6 +405,12 @@ impl Pool {
         let graceful = GracefulShutdown::new();
         let mut complained: Option<Instant> = None;
         loop {
+            let Some(listener) = &listener else {
+                // No tools' socket here (a role of a master's pool without
+                // the schedd): only a signal ends it.
+                (&mut stopped).await;
+                break;
+            };
             let accepted = tokio::select! {
                 a = listener.accept() => a,
                 () = &mut stopped => break,
@@ -325,12 +437,18 @@ impl Pool {
         // Jobs still running are killed; the queue keeps them as running,
         // so the next start evicts them to idle and they run again. The
         // accountant keeps its figures.
-        let _ = router.startd.call(|s, _, _| s.kill_all()).await;
-        let _ = router
-            .negotiator
-            .call(|n, now, out| n.shut_down(now, out))
-            .await;
+        if let Ok(startd) = router.startd() {
+            let _ = startd.call(|s, _, _| s.kill_all()).await;
+        }
+        if let Ok(negotiator) = router.negotiator() {
+            let _ = negotiator.call(|n, now, out| n.shut_down(now, out)).await;
+        }
         router.stop();
+        if let Some(dir) = &self.roles_dir {
+            for role in local {
+                let _ = std::fs::remove_file(crate::local_transport::socket_of(dir, role));
+            }
+        }
         drop(shared);
         let _ = tokio::task::spawn_blocking(move || {
             for t in threads {
@@ -486,6 +604,8 @@ fn out_of_resources(e: &std::io::Error) -> bool {
 
 struct Shared {
     router: Router,
+    /// The master that runs this daemon, if one does.
+    master: Option<u32>,
     shutdown: Notify,
     reload: Option<Reload>,
     connections: Arc<Connections>,
@@ -730,7 +850,8 @@ async fn on_schedd<T: Send + 'static>(
 ) -> Result<T, ApiError> {
     shared
         .router
-        .schedd
+        .schedd()
+        .map_err(gone)?
         .call(move |s, now, out| {
             let t = f(s, now);
             s.queue_changed(out, now);
@@ -745,9 +866,9 @@ fn on_startd<T: Send + 'static>(
     router: &Router,
     f: impl FnOnce(&mut StartdRole, i64) -> T + Send + 'static,
 ) -> impl Future<Output = Result<T, RoleGone>> {
-    let startd = router.startd.clone();
+    let startd = router.startd().cloned();
     async move {
-        startd
+        startd?
             .call(move |s, now, out: &mut Outbox| {
                 let t = f(s, now);
                 s.flush(out);
@@ -1285,7 +1406,10 @@ async fn history(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> A
             Ok(scan) => scan,
             Err(e) => return refusal(e),
         };
-    let schedd = shared.router.schedd.clone();
+    let schedd = match shared.router.schedd() {
+        Ok(s) => s.clone(),
+        Err(e) => return refusal(gone(e)),
+    };
     serialized(
         off_thread(&shared.threads, Some(permit), budget, move || {
             while scan.wants_more() {
@@ -1349,9 +1473,9 @@ async fn slots(shared: &Arc<Shared>, peer: Peer, body: &[u8]) -> Answer {
     let router = &shared.router;
     let fresh = async {
         on_startd(router, |s, now| s.publish_slots(now)).await?;
-        router.schedd.call(|s, _, out| s.publish(out)).await?;
+        router.schedd()?.call(|s, _, out| s.publish(out)).await?;
         router
-            .collector
+            .collector()?
             .call(move |c, now, _| SlotsQuery::new(req, now, |kind| c.ads(kind, now)))
             .await
     };
@@ -1402,6 +1526,14 @@ fn shutdown(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answer
         }
     };
     if response.status().is_success() {
+        // Under a master, the whole pool goes down: the master stops
+        // every daemon (this one too).
+        if let Some(pid) = shared.master {
+            // SAFETY: kill with a pid and a valid signal.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGTERM);
+            }
+        }
         shared.shutdown.notify_one();
     }
     response
@@ -1452,9 +1584,10 @@ async fn userprio(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> 
             return refusal(e);
         }
     }
-    let rows = shared
-        .router
-        .negotiator
+    let Ok(negotiator) = shared.router.negotiator() else {
+        return refusal(gone(RoleGone::Elsewhere(RoleName::Negotiator)));
+    };
+    let rows = negotiator
         .call(move |n, now, out| n.userprio(&req, now, out))
         .await;
     answer(rows.map_err(gone))
@@ -1506,12 +1639,15 @@ async fn reconfig(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> 
     }
     let limits = cm.limits.clone();
     let r = &shared.router;
-    let _ = r
-        .negotiator
-        .call(move |n, _, _| n.reconfigure(cm.policy, cm.accountant, cm.limits))
-        .await;
-    let _ = r
-        .schedd
+    if let Ok(negotiator) = r.negotiator() {
+        let _ = negotiator
+            .call(move |n, _, _| n.reconfigure(cm.policy, cm.accountant, cm.limits))
+            .await;
+    }
+    let Ok(schedd) = r.schedd() else {
+        return refusal(gone(RoleGone::Elsewhere(RoleName::Schedd)));
+    };
+    let _ = schedd
         .call(move |s, _, _| {
             s.schedd.set_config(pool);
             s.set_limits(limits);

@@ -245,6 +245,10 @@ const FILE_SYSTEM_MODULES: &[(&str, &str)] = &[
         "the accountant's file in the state directory",
     ),
     ("crates/daemons/src/server.rs", "the pool's socket"),
+    (
+        "crates/daemons/src/local_transport.rs",
+        "the roles' sockets in the state directory",
+    ),
     ("crates/daemons/src/execute.rs", "the EXECUTE directory"),
     (
         "crates/daemons/src/event_logs.rs",

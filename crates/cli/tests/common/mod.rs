@@ -79,7 +79,20 @@ impl PoolProcess {
     }
 
     /// Like [`PoolProcess::up`], without waiting.
-    pub fn spawn(state: &Path, mut c: Command) -> PoolProcess {
+    pub fn spawn(state: &Path, c: Command) -> PoolProcess {
+        PoolProcess::spawn_as(state, c, &["pool", "up"])
+    }
+
+    /// `ferrocondor master` on `state` configured by `env`: each role a
+    /// process of its own. Waits until its schedd answers.
+    pub fn master(state: &Path, env: &[(&str, &str)]) -> PoolProcess {
+        let p = PoolProcess::spawn_as(state, command(state, env), &["master"]);
+        p.wait_up();
+        p
+    }
+
+    /// Runs `ferrocondor <how> --state <state>` with the command `c`.
+    fn spawn_as(state: &Path, mut c: Command, how: &[&str]) -> PoolProcess {
         let log = state.with_extension("daemon.log");
         let stderr = std::fs::OpenOptions::new()
             .create(true)
@@ -87,7 +100,8 @@ impl PoolProcess {
             .open(&log)
             .unwrap();
         let child = c
-            .args(["pool", "up", "--state"])
+            .args(how)
+            .arg("--state")
             .arg(state)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

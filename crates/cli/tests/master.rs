@@ -1,0 +1,101 @@
+//! `ferrocondor master`: the pool's four roles as four processes on one
+//! machine, talking over local sockets, restarted when they die.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{alive, ok, run, scratch, wait_for, write, PoolProcess};
+
+const CONFIG: &[(&str, &str)] = &[
+    (
+        "DAEMON_LIST",
+        "MASTER, COLLECTOR, NEGOTIATOR, SCHEDD, STARTD",
+    ),
+    ("NUM_CPUS", "2"),
+    ("POLLING_INTERVAL", "1"),
+    ("NEGOTIATOR_INTERVAL", "2"),
+    ("UPDATE_INTERVAL", "1"),
+    // Restart a dead daemon after 1 s (0 + 1.0 to any power).
+    ("MASTER_BACKOFF_CONSTANT", "0"),
+    ("MASTER_BACKOFF_FACTOR", "1.0"),
+];
+
+/// The pid the master last started `role` with, from its log.
+fn pid_of(log: &str, role: &str) -> Option<i32> {
+    let needle = format!("started the {role} (pid ");
+    let at = log.rfind(&needle)? + needle.len();
+    log[at..].split(')').next()?.parse().ok()
+}
+
+fn completed(state: &Path, dir: &Path) -> usize {
+    let h = run(state, dir, &["history", "-af", "JobStatus"]);
+    ok(h).lines().filter(|l| l.trim() == "4").count()
+}
+
+#[test]
+fn the_master_runs_four_roles_that_form_a_pool_and_restarts_one_that_dies() {
+    let dir = scratch("master");
+    let state = dir.join("state");
+    let mut pool = PoolProcess::master(&state, CONFIG);
+    // Four processes, one per role, each listening on its socket.
+    let log = pool.daemon_log();
+    let pids: Vec<i32> = ["STARTD", "COLLECTOR", "NEGOTIATOR", "SCHEDD"]
+        .iter()
+        .map(|r| pid_of(&log, r).unwrap_or_else(|| panic!("no {r} started:\n{log}")))
+        .collect();
+    assert!(pids.iter().all(|&p| alive(p)), "{log}");
+    let unique: std::collections::BTreeSet<i32> = pids.iter().copied().collect();
+    assert_eq!(unique.len(), 4, "four processes: {pids:?}");
+    for r in ["STARTD", "COLLECTOR", "NEGOTIATOR", "SCHEDD"] {
+        assert!(state.join("roles").join(format!("{r}.sock")).exists());
+    }
+
+    // A working pool: jobs submitted to the schedd run on the startd,
+    // matched by the negotiator over the collector's slot ads.
+    write(&dir.join("a.sub"), "executable = /bin/true\nqueue 3\n");
+    ok(run(&state, &dir, &["submit", "a.sub"]));
+    wait_for(30, "the first three jobs to complete", || {
+        (completed(&state, &dir) == 3).then_some(())
+    });
+
+    // The negotiator and the collector die; the master starts them again.
+    for role in ["NEGOTIATOR", "COLLECTOR"] {
+        let old = pid_of(&pool.daemon_log(), role).unwrap();
+        // SAFETY: a plain signal to a process this test's pool started.
+        unsafe { libc::kill(old, libc::SIGKILL) };
+        let new = wait_for(20, "the master to restart the role", || {
+            pid_of(&pool.daemon_log(), role).filter(|&p| p != old && alive(p))
+        });
+        assert_ne!(new, old);
+        assert!(
+            pool.daemon_log()
+                .contains(&format!("the {role} exited (signal: 9")),
+            "{}",
+            pool.daemon_log()
+        );
+    }
+
+    // Nothing lost: the queue kept its jobs, and new ones run.
+    write(&dir.join("b.sub"), "executable = /bin/true\nqueue 3\n");
+    ok(run(&state, &dir, &["submit", "b.sub"]));
+    wait_for(40, "all six jobs to complete", || {
+        (completed(&state, &dir) == 6).then_some(())
+    });
+
+    // `pool down` takes the whole pool down: every role, then the master.
+    ok(run(&state, &dir, &["pool", "down"]));
+    let master = pool.child.as_mut().unwrap();
+    wait_for(30, "the master to exit", || {
+        master.try_wait().ok().flatten()
+    });
+    let log = pool.daemon_log();
+    for r in ["STARTD", "COLLECTOR", "NEGOTIATOR", "SCHEDD"] {
+        let p = pid_of(&log, r).unwrap();
+        wait_for(10, "every role to be gone", || (!alive(p)).then_some(()));
+    }
+    assert!(log.contains("every daemon is down"), "{log}");
+    std::thread::sleep(Duration::from_millis(10));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,750 @@
+//! The roles' messages between processes on one machine (`ferrocondor
+//! master`): one JSON object per line on a Unix-domain socket, ads as
+//! new-syntax ClassAd text (which round-trips exactly). A placeholder:
+//! the next step carries the same [`Message`]s on HTCondor's wire
+//! protocol (CEDAR), with its security, between hosts.
+//!
+//! Each role of a master's pool listens on `<state>/roles/<ROLE>.sock`
+//! (in a directory only the pool's user may enter). A line is
+//! `{"from": "SCHEDD", "msg": {...}}`. Only the messages roles send one
+//! another travel; a line that does not decode is dropped with a note,
+//! never acted on.
+
+use std::sync::Arc;
+
+use classad::ClassAd;
+use negotiator::collector::AdType;
+use schedd::claims::{Charge, MatchInfo, RunEnd, StartFailure, StarterReport, Stop};
+use schedd::{ExitHow, JobId, RunReport};
+use serde::{Deserialize, Serialize};
+use startd::{Action, ClaimRequest, Event};
+
+use crate::roles::{Message, RoleName};
+use crate::schedd_service::ad_text;
+
+#[derive(Serialize, Deserialize)]
+struct Line {
+    from: String,
+    msg: Wire,
+}
+
+/// A submitter's requests: its name and its jobs, (cluster, proc, ad).
+type WireSubmitter = (String, Vec<(i64, i64, String)>);
+
+#[derive(Serialize, Deserialize)]
+struct WireMatch {
+    cluster: i64,
+    proc: i64,
+    startd: String,
+    slot: String,
+    by_user_priority: bool,
+    cost: f64,
+    preempt_dynamic: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "how", rename_all = "snake_case")]
+enum WireEnd {
+    Code {
+        code: i64,
+    },
+    Signal {
+        signal: i64,
+        core_file: Option<String>,
+    },
+    OutputFailed {
+        reason: String,
+        subcode: i64,
+    },
+    Evicted {
+        reason: Option<String>,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireReport {
+    remote_user_cpu: i64,
+    remote_sys_cpu: i64,
+    bytes_sent: f64,
+    bytes_received: f64,
+    resources: Option<String>,
+    image_size_kib: Option<i64>,
+    resident_set_size_kib: Option<i64>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "m", rename_all = "snake_case")]
+enum Wire {
+    UpdateAds {
+        kind: String,
+        ads: Vec<String>,
+    },
+    InvalidateAds {
+        kind: String,
+        names: Vec<String>,
+    },
+    QuerySlots,
+    SlotAds {
+        ads: Vec<String>,
+    },
+    Reschedule,
+    Negotiate {
+        cycle: u64,
+    },
+    Requests {
+        cycle: u64,
+        submitters: Vec<WireSubmitter>,
+        on_claims: Vec<String>,
+    },
+    Matches {
+        matches: Vec<WireMatch>,
+    },
+    MatchInfo {
+        slot: String,
+    },
+    RequestClaim {
+        slot: String,
+        claim_id: String,
+        job: String,
+        schedd: String,
+        user: String,
+        alive_interval: Option<i64>,
+        by_user_priority: bool,
+        preempt_dynamic: Vec<String>,
+    },
+    ActivateClaim {
+        slot: String,
+        claim_id: String,
+        job: String,
+    },
+    ReleaseClaim {
+        slot: String,
+        claim_id: String,
+    },
+    Alive {
+        claim_id: String,
+    },
+    ClaimGranted {
+        slot: String,
+        claim_id: String,
+        schedd: String,
+        slot_ad: Option<String>,
+    },
+    ClaimRefused {
+        slot: String,
+        claim_id: String,
+        schedd: String,
+        reason: String,
+    },
+    ClaimIdle {
+        slot: String,
+        claim_id: String,
+        schedd: String,
+        slot_ad: Option<String>,
+        claimed_at: i64,
+        worklife: Option<i64>,
+    },
+    ActivationRefused {
+        slot: String,
+        claim_id: String,
+        schedd: String,
+        reason: String,
+    },
+    ClaimEnded {
+        slot: String,
+        claim_id: String,
+        schedd: String,
+        reason: String,
+    },
+    Started {
+        claim_id: String,
+        host: String,
+        slot: String,
+    },
+    StartFailed {
+        claim_id: String,
+        reason: String,
+        failure: String,
+    },
+    Suspended {
+        claim_id: String,
+        num_pids: i64,
+    },
+    Unsuspended {
+        claim_id: String,
+    },
+    Ended {
+        claim_id: String,
+        end: WireEnd,
+        report: WireReport,
+    },
+    StopJob {
+        claim_id: String,
+        stop: String,
+    },
+    Charges {
+        /// (submitter, claim id, cost) added; claim ids removed.
+        added: Vec<(String, String, f64)>,
+        removed: Vec<String>,
+    },
+}
+
+pub fn role_named(name: &str) -> Option<RoleName> {
+    [
+        RoleName::Collector,
+        RoleName::Negotiator,
+        RoleName::Schedd,
+        RoleName::Startd,
+    ]
+    .into_iter()
+    .find(|r| r.daemon_name().eq_ignore_ascii_case(name))
+}
+
+fn ad(text: &str) -> Result<ClassAd, String> {
+    ClassAd::parse(text).map_err(|e| format!("an ad that does not parse: {e}"))
+}
+
+fn ads(texts: Vec<String>) -> Result<Vec<ClassAd>, String> {
+    texts.iter().map(|t| ad(t)).collect()
+}
+
+fn boxed(text: Option<String>) -> Result<Option<Box<ClassAd>>, String> {
+    text.map(|t| ad(&t).map(Box::new)).transpose()
+}
+
+/// A message as one line (without its newline), or why it cannot travel.
+pub fn encode(from: RoleName, msg: &Message) -> Result<String, String> {
+    let text = |a: &ClassAd| ad_text(a);
+    let w = match msg {
+        Message::UpdateAds { kind, ads } => Wire::UpdateAds {
+            kind: kind.my_type().to_string(),
+            ads: ads.iter().map(text).collect(),
+        },
+        Message::InvalidateAds { kind, names } => Wire::InvalidateAds {
+            kind: kind.my_type().to_string(),
+            names: names.clone(),
+        },
+        Message::QuerySlots => Wire::QuerySlots,
+        Message::SlotAds(a) => Wire::SlotAds {
+            ads: a.iter().map(text).collect(),
+        },
+        Message::Reschedule => Wire::Reschedule,
+        Message::Negotiate { cycle } => Wire::Negotiate { cycle: *cycle },
+        Message::Requests {
+            cycle,
+            submitters,
+            on_claims,
+        } => Wire::Requests {
+            cycle: *cycle,
+            submitters: submitters
+                .iter()
+                .map(|(who, jobs)| {
+                    let jobs = jobs
+                        .iter()
+                        .map(|(id, a)| (id.cluster, id.proc, text(a)))
+                        .collect();
+                    (who.clone(), jobs)
+                })
+                .collect(),
+            on_claims: on_claims.iter().map(|a| text(a)).collect(),
+        },
+        Message::Matches(ms) => Wire::Matches {
+            matches: ms
+                .iter()
+                .map(|m| WireMatch {
+                    cluster: m.job.cluster,
+                    proc: m.job.proc,
+                    startd: m.startd.clone(),
+                    slot: m.slot.clone(),
+                    by_user_priority: m.by_user_priority,
+                    cost: m.cost,
+                    preempt_dynamic: m.preempt_dynamic.clone(),
+                })
+                .collect(),
+        },
+        Message::MatchInfo { slot } => Wire::MatchInfo { slot: slot.clone() },
+        Message::Startd(ev) => match ev {
+            Event::RequestClaim { slot, request } => Wire::RequestClaim {
+                slot: slot.clone(),
+                claim_id: request.claim_id.clone(),
+                job: text(&request.job),
+                schedd: request.schedd.clone(),
+                user: request.user.clone(),
+                alive_interval: request.alive_interval,
+                by_user_priority: request.by_user_priority,
+                preempt_dynamic: request.preempt_dynamic.clone(),
+            },
+            Event::Activate {
+                slot,
+                claim_id,
+                job,
+            } => Wire::ActivateClaim {
+                slot: slot.clone(),
+                claim_id: claim_id.clone(),
+                job: text(job),
+            },
+            Event::ReleaseClaim { slot, claim_id } => Wire::ReleaseClaim {
+                slot: slot.clone(),
+                claim_id: claim_id.clone(),
+            },
+            Event::KeepAlive { claim_id } => Wire::Alive {
+                claim_id: claim_id.clone(),
+            },
+            Event::Matched { slot } => Wire::MatchInfo { slot: slot.clone() },
+            other => return Err(format!("not a message between roles: {other:?}")),
+        },
+        Message::ClaimNews(a) => match a {
+            Action::ClaimGranted {
+                slot,
+                claim_id,
+                schedd,
+                slot_ad,
+            } => Wire::ClaimGranted {
+                slot: slot.clone(),
+                claim_id: claim_id.clone(),
+                schedd: schedd.clone(),
+                slot_ad: slot_ad.as_deref().map(text),
+            },
+            Action::ClaimRefused {
+                slot,
+                claim_id,
+                schedd,
+                reason,
+            } => Wire::ClaimRefused {
+                slot: slot.clone(),
+                claim_id: claim_id.clone(),
+                schedd: schedd.clone(),
+                reason: reason.clone(),
+            },
+            Action::ClaimIdle {
+                slot,
+                claim_id,
+                schedd,
+                slot_ad,
+                claimed_at,
+                worklife,
+            } => Wire::ClaimIdle {
+                slot: slot.clone(),
+                claim_id: claim_id.clone(),
+                schedd: schedd.clone(),
+                slot_ad: slot_ad.as_deref().map(text),
+                claimed_at: *claimed_at,
+                worklife: *worklife,
+            },
+            Action::ActivationRefused {
+                slot,
+                claim_id,
+                schedd,
+                reason,
+            } => Wire::ActivationRefused {
+                slot: slot.clone(),
+                claim_id: claim_id.clone(),
+                schedd: schedd.clone(),
+                reason: reason.clone(),
+            },
+            Action::ClaimEnded {
+                slot,
+                claim_id,
+                schedd,
+                reason,
+            } => Wire::ClaimEnded {
+                slot: slot.clone(),
+                claim_id: claim_id.clone(),
+                schedd: schedd.clone(),
+                reason: reason.clone(),
+            },
+            other => return Err(format!("not a message between roles: {other:?}")),
+        },
+        Message::Starter(r) => match r {
+            StarterReport::Started {
+                claim_id,
+                host,
+                slot,
+            } => Wire::Started {
+                claim_id: claim_id.clone(),
+                host: host.clone(),
+                slot: slot.clone(),
+            },
+            StarterReport::StartFailed {
+                claim_id,
+                reason,
+                failure,
+            } => Wire::StartFailed {
+                claim_id: claim_id.clone(),
+                reason: reason.clone(),
+                failure: match failure {
+                    StartFailure::Hook => "hook",
+                    StartFailure::Input => "input",
+                    StartFailure::Other => "other",
+                }
+                .into(),
+            },
+            StarterReport::Suspended { claim_id, num_pids } => Wire::Suspended {
+                claim_id: claim_id.clone(),
+                num_pids: *num_pids,
+            },
+            StarterReport::Unsuspended { claim_id } => Wire::Unsuspended {
+                claim_id: claim_id.clone(),
+            },
+            StarterReport::Ended {
+                claim_id,
+                end,
+                report,
+            } => Wire::Ended {
+                claim_id: claim_id.clone(),
+                end: match end {
+                    RunEnd::Exited(ExitHow::Code(code)) => WireEnd::Code { code: *code },
+                    RunEnd::Exited(ExitHow::Signal { signal, core_file }) => WireEnd::Signal {
+                        signal: *signal,
+                        core_file: core_file.clone(),
+                    },
+                    RunEnd::OutputFailed { reason, subcode } => WireEnd::OutputFailed {
+                        reason: reason.clone(),
+                        subcode: *subcode,
+                    },
+                    RunEnd::Evicted { reason } => WireEnd::Evicted {
+                        reason: reason.clone(),
+                    },
+                },
+                report: WireReport {
+                    remote_user_cpu: report.remote_user_cpu,
+                    remote_sys_cpu: report.remote_sys_cpu,
+                    bytes_sent: report.bytes_sent,
+                    bytes_received: report.bytes_received,
+                    resources: report.resources.as_ref().map(text),
+                    image_size_kib: report.image_size_kib,
+                    resident_set_size_kib: report.resident_set_size_kib,
+                },
+            },
+        },
+        Message::StopJob { claim_id, stop } => Wire::StopJob {
+            claim_id: claim_id.clone(),
+            stop: match stop {
+                Stop::Hold => "hold",
+                Stop::Remove => "remove",
+            }
+            .into(),
+        },
+        Message::Charges(cs) => {
+            let (mut added, mut removed) = (Vec::new(), Vec::new());
+            for c in cs {
+                match c {
+                    Charge::Add {
+                        submitter,
+                        claim_id,
+                        cost,
+                    } => added.push((submitter.clone(), claim_id.clone(), *cost)),
+                    Charge::Remove { claim_id } => removed.push(claim_id.clone()),
+                }
+            }
+            Wire::Charges { added, removed }
+        }
+    };
+    serde_json::to_string(&Line {
+        from: from.daemon_name().to_string(),
+        msg: w,
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// A line back into the message it carries, and who sent it.
+pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
+    let l: Line = serde_json::from_str(line).map_err(|e| format!("a malformed message: {e}"))?;
+    let from = role_named(&l.from).ok_or_else(|| format!("from an unknown role {}", l.from))?;
+    let msg = match l.msg {
+        Wire::UpdateAds { kind, ads: a } => Message::UpdateAds {
+            kind: AdType::from_my_type(&kind),
+            ads: ads(a)?,
+        },
+        Wire::InvalidateAds { kind, names } => Message::InvalidateAds {
+            kind: AdType::from_my_type(&kind),
+            names,
+        },
+        Wire::QuerySlots => Message::QuerySlots,
+        Wire::SlotAds { ads: a } => Message::SlotAds(ads(a)?),
+        Wire::Reschedule => Message::Reschedule,
+        Wire::Negotiate { cycle } => Message::Negotiate { cycle },
+        Wire::Requests {
+            cycle,
+            submitters,
+            on_claims,
+        } => {
+            let mut subs = Vec::new();
+            for (who, jobs) in submitters {
+                let mut js = Vec::new();
+                for (c, p, t) in jobs {
+                    js.push((JobId::new(c, p), Arc::new(ad(&t)?)));
+                }
+                subs.push((who, js));
+            }
+            Message::Requests {
+                cycle,
+                submitters: subs,
+                on_claims: ads(on_claims)?.into_iter().map(Arc::new).collect(),
+            }
+        }
+        Wire::Matches { matches } => Message::Matches(
+            matches
+                .into_iter()
+                .map(|m| MatchInfo {
+                    job: JobId::new(m.cluster, m.proc),
+                    startd: m.startd,
+                    slot: m.slot,
+                    by_user_priority: m.by_user_priority,
+                    cost: m.cost,
+                    preempt_dynamic: m.preempt_dynamic,
+                })
+                .collect(),
+        ),
+        Wire::MatchInfo { slot } => Message::MatchInfo { slot },
+        Wire::RequestClaim {
+            slot,
+            claim_id,
+            job,
+            schedd,
+            user,
+            alive_interval,
+            by_user_priority,
+            preempt_dynamic,
+        } => Message::Startd(Event::RequestClaim {
+            slot,
+            request: Box::new(ClaimRequest {
+                claim_id,
+                job: ad(&job)?,
+                schedd,
+                user,
+                alive_interval,
+                by_user_priority,
+                preempt_dynamic,
+            }),
+        }),
+        Wire::ActivateClaim {
+            slot,
+            claim_id,
+            job,
+        } => Message::Startd(Event::Activate {
+            slot,
+            claim_id,
+            job: Box::new(ad(&job)?),
+        }),
+        Wire::ReleaseClaim { slot, claim_id } => {
+            Message::Startd(Event::ReleaseClaim { slot, claim_id })
+        }
+        Wire::Alive { claim_id } => Message::Startd(Event::KeepAlive { claim_id }),
+        Wire::ClaimGranted {
+            slot,
+            claim_id,
+            schedd,
+            slot_ad,
+        } => Message::ClaimNews(Action::ClaimGranted {
+            slot,
+            claim_id,
+            schedd,
+            slot_ad: boxed(slot_ad)?,
+        }),
+        Wire::ClaimRefused {
+            slot,
+            claim_id,
+            schedd,
+            reason,
+        } => Message::ClaimNews(Action::ClaimRefused {
+            slot,
+            claim_id,
+            schedd,
+            reason,
+        }),
+        Wire::ClaimIdle {
+            slot,
+            claim_id,
+            schedd,
+            slot_ad,
+            claimed_at,
+            worklife,
+        } => Message::ClaimNews(Action::ClaimIdle {
+            slot,
+            claim_id,
+            schedd,
+            slot_ad: boxed(slot_ad)?,
+            claimed_at,
+            worklife,
+        }),
+        Wire::ActivationRefused {
+            slot,
+            claim_id,
+            schedd,
+            reason,
+        } => Message::ClaimNews(Action::ActivationRefused {
+            slot,
+            claim_id,
+            schedd,
+            reason,
+        }),
+        Wire::ClaimEnded {
+            slot,
+            claim_id,
+            schedd,
+            reason,
+        } => Message::ClaimNews(Action::ClaimEnded {
+            slot,
+            claim_id,
+            schedd,
+            reason,
+        }),
+        Wire::Started {
+            claim_id,
+            host,
+            slot,
+        } => Message::Starter(StarterReport::Started {
+            claim_id,
+            host,
+            slot,
+        }),
+        Wire::StartFailed {
+            claim_id,
+            reason,
+            failure,
+        } => Message::Starter(StarterReport::StartFailed {
+            claim_id,
+            reason,
+            failure: match failure.as_str() {
+                "hook" => StartFailure::Hook,
+                "input" => StartFailure::Input,
+                _ => StartFailure::Other,
+            },
+        }),
+        Wire::Suspended { claim_id, num_pids } => {
+            Message::Starter(StarterReport::Suspended { claim_id, num_pids })
+        }
+        Wire::Unsuspended { claim_id } => Message::Starter(StarterReport::Unsuspended { claim_id }),
+        Wire::Ended {
+            claim_id,
+            end,
+            report,
+        } => Message::Starter(StarterReport::Ended {
+            claim_id,
+            end: match end {
+                WireEnd::Code { code } => RunEnd::Exited(ExitHow::Code(code)),
+                WireEnd::Signal { signal, core_file } => {
+                    RunEnd::Exited(ExitHow::Signal { signal, core_file })
+                }
+                WireEnd::OutputFailed { reason, subcode } => {
+                    RunEnd::OutputFailed { reason, subcode }
+                }
+                WireEnd::Evicted { reason } => RunEnd::Evicted { reason },
+            },
+            report: RunReport {
+                remote_user_cpu: report.remote_user_cpu,
+                remote_sys_cpu: report.remote_sys_cpu,
+                bytes_sent: report.bytes_sent,
+                bytes_received: report.bytes_received,
+                resources: report.resources.map(|t| ad(&t)).transpose()?,
+                image_size_kib: report.image_size_kib,
+                resident_set_size_kib: report.resident_set_size_kib,
+            },
+        }),
+        Wire::StopJob { claim_id, stop } => Message::StopJob {
+            claim_id,
+            stop: match stop.as_str() {
+                "hold" => Stop::Hold,
+                _ => Stop::Remove,
+            },
+        },
+        Wire::Charges { added, removed } => Message::Charges(
+            added
+                .into_iter()
+                .map(|(submitter, claim_id, cost)| Charge::Add {
+                    submitter,
+                    claim_id,
+                    cost,
+                })
+                .chain(
+                    removed
+                        .into_iter()
+                        .map(|claim_id| Charge::Remove { claim_id }),
+                )
+                .collect(),
+        ),
+    };
+    Ok((from, msg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(msg: Message) -> Message {
+        let line = encode(RoleName::Schedd, &msg).unwrap();
+        assert!(!line.contains('\n'), "one line: {line}");
+        let (from, back) = decode(&line).unwrap();
+        assert_eq!(from, RoleName::Schedd);
+        back
+    }
+
+    #[test]
+    fn a_claim_request_travels_with_its_job_ad_intact() {
+        let job = ClassAd::parse("[ ClusterId = 3; ProcId = 1; Requirements = TARGET.Memory >= 64 && \"x\\ny\" != \"\"; Env = \"A=1\" ]").unwrap();
+        let msg = Message::Startd(Event::RequestClaim {
+            slot: "slot1".into(),
+            request: Box::new(ClaimRequest {
+                claim_id: "<h>#1#2".into(),
+                job: job.clone(),
+                schedd: "h".into(),
+                user: "alice@pool".into(),
+                alive_interval: Some(300),
+                by_user_priority: true,
+                preempt_dynamic: vec!["slot1_1".into()],
+            }),
+        });
+        let Message::Startd(Event::RequestClaim { slot, request }) = round_trip(msg) else {
+            panic!("not a claim request");
+        };
+        assert_eq!(slot, "slot1");
+        assert_eq!(request.claim_id, "<h>#1#2");
+        assert_eq!(ad_text(&request.job), ad_text(&job));
+        assert!(request.by_user_priority);
+        assert_eq!(request.preempt_dynamic, vec!["slot1_1".to_string()]);
+    }
+
+    #[test]
+    fn a_run_s_end_travels_with_its_report() {
+        let msg = Message::Starter(StarterReport::Ended {
+            claim_id: "c".into(),
+            end: RunEnd::Exited(ExitHow::Signal {
+                signal: 9,
+                core_file: None,
+            }),
+            report: RunReport {
+                remote_user_cpu: 12,
+                image_size_kib: Some(2048),
+                resources: Some(ClassAd::parse("[ Cpus = 1; CpusUsage = 0.5 ]").unwrap()),
+                ..RunReport::default()
+            },
+        });
+        let Message::Starter(StarterReport::Ended { end, report, .. }) = round_trip(msg) else {
+            panic!("not an end");
+        };
+        assert_eq!(
+            end,
+            RunEnd::Exited(ExitHow::Signal {
+                signal: 9,
+                core_file: None
+            })
+        );
+        assert_eq!(report.remote_user_cpu, 12);
+        assert_eq!(report.image_size_kib, Some(2048));
+        assert!(report.resources.is_some());
+    }
+
+    #[test]
+    fn bad_lines_are_refused_with_a_reason() {
+        assert!(decode("not json").unwrap_err().contains("malformed"));
+        assert!(decode(r#"{"from":"NOBODY","msg":{"m":"reschedule"}}"#)
+            .unwrap_err()
+            .contains("unknown role"));
+        assert!(
+            decode(r#"{"from":"SCHEDD","msg":{"m":"slot_ads","ads":["[ a = ]"]}}"#)
+                .unwrap_err()
+                .contains("does not parse")
+        );
+    }
+}
