@@ -60,6 +60,15 @@ fn the_master_runs_four_roles_that_form_a_pool_and_restarts_one_that_dies() {
         (completed(&state, &dir) == 3).then_some(())
     });
 
+    // What the schedd does not carry to the other processes yet says so.
+    let status = run(&state, &dir, &["status"]);
+    assert!(!status.status.success());
+    assert!(
+        common::err(&status).contains("runs in a process of its own"),
+        "{}",
+        common::err(&status)
+    );
+
     // The negotiator and the collector die; the master starts them again.
     for role in ["NEGOTIATOR", "COLLECTOR"] {
         let old = pid_of(&pool.daemon_log(), role).unwrap();

@@ -879,9 +879,15 @@ fn on_startd<T: Send + 'static>(
 }
 
 fn gone(e: RoleGone) -> ApiError {
-    ApiError {
-        status: 503,
-        message: format!("the pool is shutting down ({e})"),
+    match e {
+        RoleGone::Stopped(_) => ApiError {
+            status: 503,
+            message: format!("the pool is shutting down ({e})"),
+        },
+        RoleGone::Elsewhere(_) => ApiError {
+            status: 501,
+            message: e.to_string(),
+        },
     }
 }
 

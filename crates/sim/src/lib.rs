@@ -2,12 +2,14 @@
 //!
 //! Runs a whole pool on a virtual clock with the very same cores the
 //! daemons use: each machine is a `startd::Startd` (its configuration read
-//! by `config`), each access point a `schedd::JobQueue` fed by `submit`,
-//! and the central manager is `negotiator::cycle::negotiate` with the
-//! `Accountant` and `ConcurrencyLimits`. The simulator only plays what is
-//! not a core: the clock, the owners at their keyboards, the schedd's
-//! claiming and keep-alives, and the starter, which "runs" a job for its run
-//! time unless the startd suspends or evicts it first.
+//! by `config`), each access point a `schedd::JobQueue` fed by `submit`
+//! with its claims kept by `schedd::claims` (match, claim, activate,
+//! reuse, release: the pool's own claim protocol), and the central manager
+//! is `negotiator::matchmaker::negotiation_cycle` with the `Accountant`
+//! and `ConcurrencyLimits`. The simulator only plays what is not a core:
+//! the clock, the owners at their keyboards, carrying the messages between
+//! the cores (at once, in order), and the starter, which "runs" a job for
+//! its run time unless the startd suspends or evicts it first.
 //!
 //! **Architecture invariant:** pure. No clock, no file, no environment, no
 //! process; files come through [`Files`], randomness from [`rng::SplitMix64`]
