@@ -305,7 +305,7 @@ impl Role for ScheddRole {
                 self.queue_changed(out, now);
             }
             1 => {
-                let ready = self.claims.keep_alive();
+                let ready = self.claims.keep_alive(self.schedd.queue(), now);
                 self.apply(ready, out, now);
             }
             _ => self.publish(out),

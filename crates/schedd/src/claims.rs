@@ -236,6 +236,8 @@ struct Claim {
     /// The job the claim was made for, then the one activated on it.
     job: Option<JobId>,
     phase: Phase,
+    /// When it entered its phase (requested, activated, released, ended).
+    since: i64,
     cost: f64,
 }
 
@@ -259,6 +261,8 @@ pub struct Claims {
     idle_key: BTreeMap<JobId, (String, i64)>,
     /// Jobs on a claim (requested, activating or running).
     on_claim: BTreeSet<JobId>,
+    /// The latest `now` it was given (for when a claim is released).
+    clock: i64,
 }
 
 fn job_prio(ad: &ClassAd) -> i64 {
@@ -285,6 +289,7 @@ impl Claims {
             idle: BTreeMap::new(),
             idle_key: BTreeMap::new(),
             on_claim: BTreeSet::new(),
+            clock: 0,
         }
     }
 
@@ -405,7 +410,8 @@ impl Claims {
     // ---- the negotiator's matches --------------------------------------
 
     /// The negotiator matched `m.job` to a slot: claim it.
-    pub fn matched(&mut self, m: MatchInfo, queue: &JobQueue, _now: i64) -> Ready {
+    pub fn matched(&mut self, m: MatchInfo, queue: &JobQueue, now: i64) -> Ready {
+        self.clock = self.clock.max(now);
         let mut ready = Ready::default();
         if queue.status(m.job) != Some(JobStatus::Idle) || self.on_claim.contains(&m.job) {
             return ready;
@@ -434,6 +440,7 @@ impl Claims {
                 submitter,
                 job: Some(m.job),
                 phase: Phase::Requested,
+                since: now,
                 cost: m.cost,
             },
         );
@@ -454,6 +461,7 @@ impl Claims {
     /// What a startd said about one of this schedd's claims; other
     /// actions are not the schedd's and change nothing.
     pub fn startd_said(&mut self, action: Action, queue: &JobQueue, now: i64) -> Ready {
+        self.clock = self.clock.max(now);
         let mut ready = Ready::default();
         match action {
             Action::ClaimGranted { slot, claim_id, .. } => {
@@ -561,12 +569,24 @@ impl Claims {
         };
         c.slot = slot.to_string();
         match c.phase {
-            Phase::Released => return,
-            Phase::Ending | Phase::Activating | Phase::Running => {
+            // Still idle after it was released: the release was lost.
+            Phase::Released => return self.send_release(claim_id, ready),
+            Phase::Ending | Phase::Running => {
                 return self.release(claim_id, ready);
+            }
+            // Still idle after it was activated: the activation was lost
+            // (one the startd refused would have said so). Its job is
+            // activated again, if it is still idle.
+            Phase::Activating => {
+                if let Some(j) = self.runs.remove(claim_id) {
+                    self.on_claim.remove(&j);
+                    let c = self.claims.get_mut(claim_id).expect("found above");
+                    c.job = Some(j);
+                }
             }
             Phase::Requested | Phase::Granted => {}
         }
+        let c = self.claims.get_mut(claim_id).expect("found above");
         // The job it was made for, if it is still idle; else the
         // submitter's next job the slot takes, while the claim is young.
         let original = c.job.take();
@@ -596,6 +616,7 @@ impl Claims {
         let c = self.claims.get_mut(claim_id).expect("found above");
         c.job = Some(j);
         c.phase = Phase::Activating;
+        c.since = now;
         let startd = c.startd.clone();
         self.runs.insert(claim_id.to_string(), j);
         self.on_claim.insert(j);
@@ -619,6 +640,15 @@ impl Claims {
             return;
         }
         c.phase = Phase::Released;
+        c.since = self.clock;
+        self.send_release(claim_id, ready);
+    }
+
+    /// RELEASE_CLAIM for a claim (again, when the startd still holds it).
+    fn send_release(&mut self, claim_id: &str, ready: &mut Ready) {
+        let Some(c) = self.claims.get(claim_id) else {
+            return;
+        };
         ready.to_startd.push((
             c.startd.clone(),
             Event::ReleaseClaim {
@@ -628,10 +658,57 @@ impl Claims {
         ));
     }
 
-    /// Keep-alives for every claim (the startds' claim leases).
-    pub fn keep_alive(&self) -> Ready {
+    /// Every ALIVE_INTERVAL: keep-alives for the claims the schedd holds
+    /// (the startds' claim leases), and an end to claims whose messages
+    /// were lost: a claim request with no answer after
+    /// [`Claims::request_timeout`] is given up (its job idle again, a
+    /// release sent in case it was granted after all); a released or
+    /// evicted claim the startd never said ended is forgotten after
+    /// [`Claims::forget_after`] (the startd's lease has ended it by then).
+    pub fn keep_alive(&mut self, queue: &JobQueue, now: i64) -> Ready {
+        self.clock = self.clock.max(now);
         let mut ready = Ready::default();
+        let (request_timeout, forget_after) = (self.request_timeout(), self.forget_after());
+        let unanswered: Vec<String> = self
+            .claims
+            .iter()
+            .filter(|(_, c)| c.phase == Phase::Requested && now - c.since >= request_timeout)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in unanswered {
+            let c = self.claims.get_mut(&id).expect("listed above");
+            if let Some(j) = c.job.take() {
+                ready.job_notes.push((
+                    j,
+                    format!(
+                        "the claim request for {}@{} had no answer in {request_timeout} s; \
+                         the job waits for another match",
+                        c.slot, c.startd
+                    ),
+                ));
+                self.free(j, queue);
+                ready.reschedule = true;
+            }
+            self.release(&id, &mut ready);
+        }
+        let forgotten: Vec<String> = self
+            .claims
+            .iter()
+            .filter(|(id, c)| {
+                matches!(c.phase, Phase::Released | Phase::Ending)
+                    && now - c.since >= forget_after
+                    && !self.runs.contains_key(*id)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in forgotten {
+            self.claims.remove(&id);
+            ready.charges.push(Charge::Remove { claim_id: id });
+        }
         for (id, c) in &self.claims {
+            if c.phase == Phase::Released {
+                continue;
+            }
             ready.to_startd.push((
                 c.startd.clone(),
                 Event::KeepAlive {
@@ -642,11 +719,24 @@ impl Claims {
         ready
     }
 
+    /// How long a claim request waits for the startd's answer.
+    pub fn request_timeout(&self) -> i64 {
+        self.alive_interval.max(60)
+    }
+
+    /// How long a released or evicted claim is kept waiting for the
+    /// startd's word that it ended: longer than the startd's claim lease
+    /// (MAX_CLAIM_ALIVES_MISSED, 6, keep-alives).
+    pub fn forget_after(&self) -> i64 {
+        8 * self.alive_interval.max(1)
+    }
+
     // ---- what the starters say -----------------------------------------
 
     /// What the starter running a claim's job said. Reports about claims
     /// that are not this schedd's (fetched work) change nothing.
-    pub fn starter_said(&mut self, report: StarterReport, queue: &JobQueue, _now: i64) -> Ready {
+    pub fn starter_said(&mut self, report: StarterReport, queue: &JobQueue, now: i64) -> Ready {
+        self.clock = self.clock.max(now);
         let mut ready = Ready::default();
         match report {
             StarterReport::Started {
@@ -716,6 +806,7 @@ impl Claims {
                 if let Some(c) = self.claims.get_mut(&claim_id) {
                     c.job = None;
                     if c.phase != Phase::Released {
+                        c.since = now;
                         c.phase = match end {
                             RunEnd::Evicted { .. } => Phase::Ending,
                             _ => Phase::Granted,

@@ -66,7 +66,9 @@
 //!                 "ALIVE_INTERVAL": 300},
 //!   "priority_factors": {"bob@example.org": 4},
 //!   "initial_idle": 86400,
-//!   "sample_interval": 300
+//!   "sample_interval": 300,
+//!   "commands": [{"at": 3600, "machines": "node", "drain": {"how": "graceful"}}],
+//!   "network": {"delay": [0, 5], "drop": 0.01, "lose": {"request_claim": 1}}
 //! }
 //! ```
 //!
@@ -88,15 +90,21 @@
 //!   hi]}` or `{"exponential": mean}`, drawn per job from the seed.
 //! - `intervals` override the configuration's (defaults: NEGOTIATOR 60,
 //!   POLLING 5, UPDATE 300, PERIODIC_EXPR 60, ALIVE 300 seconds).
+//! - `commands`: `vacate`, `drain` and `cancel_drain` for a class or a
+//!   host at a time; a job with `"ignores_soft_kill": true` leaves only
+//!   when the startd kills it.
+//! - `network`: the claim messages between schedds and startds take a
+//!   delay and may be lost (`drop`, or the first N of a kind by `lose`);
+//!   the cores' timers deal with it (see `crates/sim/scenarios/README.md`).
 //!
 //! ## What is simulated, and how
 //!
 //! See the [`sim`] module. In short: the negotiator runs every
 //! NEGOTIATOR_INTERVAL over the ads the startds last published; each match
-//! is claimed at once (`RequestClaim`) and activated when the slot is
-//! Claimed/Idle with the claim (after a preempted job has left); a claim
-//! is reused for the submitter's next idle job that matches while
-//! CLAIM_WORKLIFE allows, else released. The accountant is charged per
+//! is claimed at once (`RequestClaim`) and activated when the startd says
+//! the claim is idle (after a preempted job has left); a claim is reused
+//! for the submitter's next idle job that matches while CLAIM_WORKLIFE
+//! allows, else released: all of it decided by `schedd::claims`. The accountant is charged per
 //! claim (`add_match` / `remove_match`, keyed by claim id). Vanilla jobs do
 //! not checkpoint: an evicted job starts over. A vacated job leaves one
 //! second after its soft kill; a killed one at once.
@@ -114,8 +122,9 @@
 //!   or `UidDomain`; every job condor_submit makes requires them, so the
 //!   simulator adds them to the slot ads it hands the negotiator (from
 //!   FILESYSTEM_DOMAIN and UID_DOMAIN), as the starter's ad would.
-//! - The cycle offers each job to autoclustering every cycle; a submitter
-//!   offers at most as many idle jobs per cycle as the pool has cores.
+//! - The cycle sorts every idle job into autoclusters every cycle (each
+//!   autocluster offers at most as many jobs as the pool has cores);
+//!   HTCondor's schedd keeps its autoclusters from cycle to cycle.
 //! - `JobQueue::evaluate_periodic` walks every job; the simulator calls it
 //!   only when SYSTEM_PERIODIC_* is set or a queued job has a periodic
 //!   expression, and completed or removed jobs leave the queue.

@@ -95,6 +95,8 @@ pub struct Summary {
     pub negotiation_cycles: u64,
     pub matches: u64,
     pub claims_refused: u64,
+    /// Claim messages the scenario's network lost.
+    pub messages_lost: u64,
     /// Effective user priorities at the end.
     pub final_priorities: BTreeMap<String, f64>,
 }
@@ -186,6 +188,7 @@ impl Report {
             "negotiation_cycles": s.negotiation_cycles,
             "matches": s.matches,
             "claims_refused": s.claims_refused,
+            "messages_lost": s.messages_lost,
             "final_priorities": nums(&s.final_priorities),
         })
     }
@@ -246,6 +249,9 @@ impl Report {
             s.goodput_cpu_seconds, s.badput_cpu_seconds, s.utilization * 100.0,
             s.negotiation_cycles, s.matches, s.claims_refused
         ));
+        if s.messages_lost > 0 {
+            out.push_str(&format!("claim messages lost: {}\n", s.messages_lost));
+        }
         for (cause, n) in &s.preemptions {
             out.push_str(&format!("preempted by {cause}: {n}\n"));
         }

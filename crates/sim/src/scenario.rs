@@ -113,6 +113,57 @@ pub struct JobSpec {
     pub arrivals: Vec<i64>,
     pub runtime: Dist,
     pub exit_code: i64,
+    /// The job does not exit when asked to (its soft kill signal): only
+    /// the startd's KILL ends it (HTCondor's Vacating then Killing).
+    pub ignores_soft_kill: bool,
+}
+
+/// How the startd treats running jobs when draining (`condor_drain`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DrainSpeed {
+    Graceful,
+    Quick,
+    Fast,
+}
+
+/// A command an administrator gives the startds of some machines.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AdminCommand {
+    /// `condor_vacate` (one slot, or every slot); `fast` kills.
+    Vacate { slot: Option<String>, fast: bool },
+    /// `condor_drain`.
+    Drain { how: DrainSpeed },
+    /// `condor_drain -cancel`.
+    CancelDrain,
+}
+
+/// A command at a time, for the machines of a class or one machine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommandSpec {
+    pub at: i64,
+    pub machines: String,
+    pub command: AdminCommand,
+}
+
+/// The messages between the schedds and the startds that may be lost.
+pub const MESSAGE_KINDS: [&str; 6] = [
+    "match_info",
+    "request_claim",
+    "activate_claim",
+    "alive",
+    "release_claim",
+    "claim_news",
+];
+
+/// The network between schedds and startds: each claim message takes a
+/// delay drawn from `delay` (seconds, so messages may overtake each
+/// other), and is lost with probability `drop`; `lose` loses the first N
+/// messages of a kind, whatever `drop` says.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Network {
+    pub delay: (i64, i64),
+    pub drop: f64,
+    pub lose: BTreeMap<String, u64>,
 }
 
 /// A whole scenario.
@@ -144,6 +195,11 @@ pub struct Scenario {
     /// Seconds between samples for the report's charts (default: about
     /// 200 samples over the run).
     pub sample_interval: Option<i64>,
+    /// Administrators' commands at given times.
+    pub commands: Vec<CommandSpec>,
+    /// A network that delays and loses claim messages (default: none,
+    /// every message at once).
+    pub network: Option<Network>,
 }
 
 pub const INTERVAL_NAMES: [&str; 6] = [
@@ -203,6 +259,13 @@ impl<'a> Obj<'a> {
             Some(v) => v
                 .as_f64()
                 .map_or_else(|| err(&self.at(key), "expected a number"), Ok),
+        }
+    }
+    fn boolean(&self, key: &str, default: bool) -> Result<bool, SimError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => err(&self.at(key), "expected true or false"),
         }
     }
     fn string(&self, key: &str) -> Result<Option<String>, SimError> {
@@ -335,6 +398,8 @@ impl Scenario {
                 "priority_factors",
                 "initial_idle",
                 "sample_interval",
+                "commands",
+                "network",
             ],
         )?;
         let seed = match o.get("seed") {
@@ -441,6 +506,7 @@ impl Scenario {
                     "every",
                     "runtime",
                     "exit_code",
+                    "ignores_soft_kill",
                 ],
             )?;
             let mut arrivals = Vec::new();
@@ -489,6 +555,7 @@ impl Scenario {
                 arrivals,
                 runtime: dist(&c.at("runtime"), c.get("runtime"))?,
                 exit_code: c.int("exit_code", Some(0))?,
+                ignores_soft_kill: c.boolean("ignores_soft_kill", false)?,
             });
         }
         let mut intervals = BTreeMap::new();
@@ -519,7 +586,93 @@ impl Scenario {
                 }
             }
         }
+        let mut commands = Vec::new();
+        for (i, v) in array("commands", o.get("commands"))?.iter().enumerate() {
+            let at = format!("commands[{i}]");
+            let c = Obj::new(
+                &at,
+                v,
+                &["at", "machines", "vacate", "drain", "cancel_drain"],
+            )?;
+            let machines = c
+                .string("machines")?
+                .map_or_else(|| err(&c.at("machines"), "missing"), Ok)?;
+            let given = ["vacate", "drain", "cancel_drain"]
+                .iter()
+                .filter(|k| c.get(k).is_some())
+                .count();
+            if given != 1 {
+                return err(&at, "give exactly one of `vacate`, `drain`, `cancel_drain`");
+            }
+            let command = if let Some(v) = c.get("vacate") {
+                let o = Obj::new(&c.at("vacate"), v, &["slot", "fast"])?;
+                AdminCommand::Vacate {
+                    slot: o.string("slot")?,
+                    fast: o.boolean("fast", false)?,
+                }
+            } else if let Some(v) = c.get("drain") {
+                let o = Obj::new(&c.at("drain"), v, &["how"])?;
+                let how = match o.string("how")?.as_deref() {
+                    None | Some("graceful") => DrainSpeed::Graceful,
+                    Some("quick") => DrainSpeed::Quick,
+                    Some("fast") => DrainSpeed::Fast,
+                    Some(other) => {
+                        return err(
+                            &o.at("how"),
+                            format!("`{other}`: expected graceful, quick or fast"),
+                        )
+                    }
+                };
+                AdminCommand::Drain { how }
+            } else {
+                AdminCommand::CancelDrain
+            };
+            commands.push(CommandSpec {
+                at: c.int("at", None)?,
+                machines,
+                command,
+            });
+        }
+        let network = match o.get("network") {
+            None => None,
+            Some(v) => {
+                let n = Obj::new("network", v, &["delay", "drop", "lose"])?;
+                let delay = match n.get("delay") {
+                    None => (0, 0),
+                    Some(Value::Array(a)) if a.len() == 2 => {
+                        let (lo, hi) = (int(&n.at("delay"), &a[0])?, int(&n.at("delay"), &a[1])?);
+                        if lo < 0 || hi < lo {
+                            return err(&n.at("delay"), "expected 0 <= low <= high");
+                        }
+                        (lo, hi)
+                    }
+                    Some(v) => {
+                        let d = int(&n.at("delay"), v)?;
+                        if d < 0 {
+                            return err(&n.at("delay"), "must not be negative");
+                        }
+                        (d, d)
+                    }
+                };
+                let drop = n.real("drop", 0.0)?;
+                if !(0.0..=1.0).contains(&drop) {
+                    return err(&n.at("drop"), "expected a probability from 0 to 1");
+                }
+                let mut lose = BTreeMap::new();
+                if let Some(l) = n.get("lose") {
+                    let l = Obj::new(&n.at("lose"), l, &MESSAGE_KINDS)?;
+                    for k in MESSAGE_KINDS {
+                        if l.get(k).is_some() {
+                            lose.insert(k.to_string(), l.int(k, None)?.max(0) as u64);
+                        }
+                    }
+                }
+                Some(Network { delay, drop, lose })
+            }
+        };
         Ok(Scenario {
+            commands,
+            network,
             seed,
             start: o.int("start", Some(DEFAULT_START))?,
             duration,

@@ -37,7 +37,9 @@ use startd::{Action, Activity, Cause, Event, Pair, Readings, Ready, Startd, Stat
 
 use crate::report::{JobRecord, Report, Sample, TransitionRecord};
 use crate::rng::SplitMix64;
-use crate::scenario::{Activity as OwnerActivity, Scenario, SimError, Source};
+use crate::scenario::{
+    Activity as OwnerActivity, AdminCommand, DrainSpeed, Scenario, SimError, Source,
+};
 
 /// Where the simulator reads configuration files and submit descriptions.
 /// The CLI implements it over the disk; tests use [`MemFiles`].
@@ -217,6 +219,7 @@ struct SimJob {
     first_start: Option<i64>,
     run: Option<Run>,
     status: JobStatus,
+    ignores_soft_kill: bool,
 }
 
 /// One run of a job on a slot.
@@ -261,14 +264,33 @@ struct Schedd {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
-    Arrival { spec: usize, k: usize },
+    Arrival {
+        spec: usize,
+        k: usize,
+    },
     Tick(usize),
     Negotiate,
     Periodic,
     KeepAlive,
     Sample,
-    Finish { job: usize, generation: u64 },
-    StarterGone { job: usize, generation: u64 },
+    Finish {
+        job: usize,
+        generation: u64,
+    },
+    StarterGone {
+        job: usize,
+        generation: u64,
+    },
+    /// An administrator's command (`commands[k]`).
+    Command(usize),
+    /// A claim message arrives (its id in `in_flight`).
+    Deliver(u64),
+}
+
+/// A message on the simulated network between schedds and startds.
+enum Flight {
+    ToStartd(usize, Event),
+    ToSchedd(Action),
 }
 
 /// A running simulation.
@@ -302,6 +324,12 @@ pub struct Simulation<'f> {
     pending: Vec<(usize, Event)>,
     report: Report,
     total_cpus: f64,
+    /// Claim messages on their way (a scenario with a `network`).
+    in_flight: BTreeMap<u64, Flight>,
+    flight_seq: u64,
+    net_rng: SplitMix64,
+    /// Messages of each kind lost by the scenario's `lose` so far.
+    lost: BTreeMap<&'static str, u64>,
 }
 
 impl<'f> Simulation<'f> {
@@ -544,6 +572,10 @@ impl<'f> Simulation<'f> {
             alive_interval,
             sample_interval,
             job_rng: SplitMix64::derive(s.seed, 2),
+            in_flight: BTreeMap::new(),
+            flight_seq: 0,
+            net_rng: SplitMix64::derive(s.seed, 3),
+            lost: BTreeMap::new(),
             pending: Vec::new(),
             report: Report::new(s.seed, start, s.duration),
             total_cpus,
@@ -567,6 +599,17 @@ impl<'f> Simulation<'f> {
             let p = sim.machines[m].poll;
             let at = start + stagger.range(0, p - 1);
             sim.schedule(at, Ev::Tick(m));
+        }
+        for (k, c) in s.commands.iter().enumerate() {
+            if sim.command_targets(&c.machines).is_empty() {
+                return Err(SimError(format!(
+                    "scenario: commands[{k}]: no machine or class is named {}",
+                    c.machines
+                )));
+            }
+            if c.at < s.duration {
+                sim.schedule(start + c.at.max(0), Ev::Command(k));
+            }
         }
         sim.schedule(start, Ev::Sample);
         // The first cycle once every startd has polled and published.
@@ -695,7 +738,8 @@ impl<'f> Simulation<'f> {
             }
             Ev::KeepAlive => {
                 for s in 0..self.schedds.len() {
-                    let ready = self.schedds[s].claims.keep_alive();
+                    let sd = &mut self.schedds[s];
+                    let ready = sd.claims.keep_alive(&sd.queue, now);
                     self.apply(s, ready, None);
                 }
                 self.drive();
@@ -707,7 +751,134 @@ impl<'f> Simulation<'f> {
             }
             Ev::Finish { job, generation } => self.job_finished(job, generation),
             Ev::StarterGone { job, generation } => self.starter_gone(job, generation),
+            Ev::Command(k) => self.command(k),
+            Ev::Deliver(id) => match self.in_flight.remove(&id) {
+                Some(Flight::ToStartd(m, ev)) => {
+                    self.pending.push((m, ev));
+                    self.drive();
+                }
+                Some(Flight::ToSchedd(a)) => {
+                    self.tell_schedd(a);
+                    self.drive();
+                }
+                None => {}
+            },
         }
+    }
+
+    // ---- the network and the administrators ---------------------------
+
+    /// The machines a command names: one by host name, or a class.
+    fn command_targets(&self, name: &str) -> Vec<usize> {
+        let by_host: Vec<usize> = (0..self.machines.len())
+            .filter(|&m| self.machines[m].host == name)
+            .collect();
+        if !by_host.is_empty() {
+            return by_host;
+        }
+        let mut idx = 0;
+        let mut out = Vec::new();
+        for c in &self.scenario.classes {
+            for _ in 0..c.count {
+                if c.name == name {
+                    out.push(idx);
+                }
+                idx += 1;
+            }
+        }
+        out
+    }
+
+    /// `condor_vacate`, `condor_drain` at the scenario's time.
+    fn command(&mut self, k: usize) {
+        let c = self.scenario.commands[k].clone();
+        let (event, what) = match &c.command {
+            AdminCommand::Vacate { slot, fast } => (
+                Event::Vacate {
+                    slot: slot.clone(),
+                    fast: *fast,
+                },
+                if *fast { "vacate -fast" } else { "vacate" },
+            ),
+            AdminCommand::Drain { how } => (
+                Event::Drain {
+                    how: match how {
+                        DrainSpeed::Graceful => startd::DrainHow::Graceful,
+                        DrainSpeed::Quick => startd::DrainHow::Quick,
+                        DrainSpeed::Fast => startd::DrainHow::Fast,
+                    },
+                    resume_on_completion: false,
+                    start_expr: None,
+                    reason: "by command".into(),
+                },
+                "drain",
+            ),
+            AdminCommand::CancelDrain => (Event::CancelDrain, "drain -cancel"),
+        };
+        for m in self.command_targets(&c.machines) {
+            self.report
+                .notes
+                .push(format!("{}: {what} on {}", self.now, self.machines[m].host));
+            self.pending.push((m, event.clone()));
+        }
+        self.drive();
+    }
+
+    /// Whether the scenario's network loses this message: the first N of
+    /// its kind (`lose`), else with probability `drop`.
+    fn lose(&mut self, kind: &'static str) -> bool {
+        let Some(net) = &self.scenario.network else {
+            return false;
+        };
+        let scripted = net.lose.get(kind).copied().unwrap_or(0);
+        let so_far = self.lost.entry(kind).or_insert(0);
+        let lost = if *so_far < scripted {
+            *so_far += 1;
+            true
+        } else {
+            net.drop > 0.0 && self.net_rng.next_f64() < net.drop
+        };
+        if lost {
+            self.report.summary.messages_lost += 1;
+        }
+        lost
+    }
+
+    /// Puts a claim message on the network: at once without one, else
+    /// after a delay (messages may overtake each other), or lost.
+    fn send(&mut self, kind: &'static str, flight: Flight) {
+        let Some(net) = &self.scenario.network else {
+            match flight {
+                Flight::ToStartd(m, ev) => self.pending.push((m, ev)),
+                Flight::ToSchedd(a) => self.tell_schedd(a),
+            }
+            return;
+        };
+        let (lo, hi) = net.delay;
+        if self.lose(kind) {
+            return;
+        }
+        let delay = if hi > lo {
+            self.net_rng.range(lo, hi)
+        } else {
+            lo
+        };
+        self.flight_seq += 1;
+        let id = self.flight_seq;
+        self.in_flight.insert(id, flight);
+        self.schedule(self.now + delay, Ev::Deliver(id));
+    }
+
+    fn send_to_startd(&mut self, m: usize, ev: Event) {
+        let kind = match &ev {
+            Event::Matched { .. } => "match_info",
+            Event::RequestClaim { .. } => "request_claim",
+            Event::Activate { .. } => "activate_claim",
+            Event::KeepAlive { .. } => "alive",
+            Event::ReleaseClaim { .. } => "release_claim",
+            _ => "other",
+        };
+        self.send(kind, Flight::ToStartd(m, ev));
     }
 
     // ---- the owner and the host --------------------------------------
@@ -838,7 +1009,7 @@ impl<'f> Simulation<'f> {
                 | Action::ClaimRefused { .. }
                 | Action::ClaimIdle { .. }
                 | Action::ActivationRefused { .. }
-                | Action::ClaimEnded { .. }) => self.tell_schedd(a),
+                | Action::ClaimEnded { .. }) => self.send("claim_news", Flight::ToSchedd(a)),
                 Action::Refused(r) => self.report.notes.push(format!(
                     "{}: {} refused: {}",
                     self.now, self.machines[m].host, r.reason
@@ -939,7 +1110,7 @@ impl<'f> Simulation<'f> {
             }
             for (startd, ev) in ready.to_startd {
                 if let Some(&m) = self.machine_index.get(&startd) {
-                    self.pending.push((m, ev));
+                    self.send_to_startd(m, ev);
                 }
             }
             for (id, what) in ready.job_notes {
@@ -1029,11 +1200,15 @@ impl<'f> Simulation<'f> {
         );
     }
 
-    /// The startd wants the job off the slot: its starter goes in `delay`.
+    /// The startd wants the job off the slot: its starter goes in `delay`
+    /// (a soft kill, `delay` > 0, is ignored by a job that ignores it).
     fn stop_job(&mut self, m: usize, slot: &str, delay: i64) {
         let Some(&j) = self.running.get(&(m, slot.to_string())) else {
             return;
         };
+        if delay > 0 && self.jobs[j].ignores_soft_kill {
+            return;
+        }
         let now = self.now;
         let mut gen = None;
         if let Some(r) = &mut self.jobs[j].run {
@@ -1264,6 +1439,7 @@ impl<'f> Simulation<'f> {
                 first_start: None,
                 run: None,
                 status: JobStatus::Idle,
+                ignores_soft_kill: self.scenario.jobs[spec].ignores_soft_kill,
             });
             self.job_index.insert((schedd, id), j);
             self.report.summary.jobs_submitted += 1;
@@ -1423,7 +1599,7 @@ impl<'f> Simulation<'f> {
             };
             // The negotiator tells the startd of the match, and the schedd
             // claims the slot.
-            self.pending.push((m, Event::Matched { slot }));
+            self.send_to_startd(m, Event::Matched { slot });
             let sd = &mut self.schedds[s];
             let ready = sd.claims.matched(info, &sd.queue, now);
             if !ready.to_startd.is_empty() {

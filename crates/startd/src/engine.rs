@@ -383,6 +383,10 @@ pub struct Startd {
     pending_claims: Vec<PendingClaim>,
 }
 
+/// Seconds after which a claim still Claimed/Idle is said to be idle to
+/// its schedd again.
+pub const IDLE_CLAIM_REMINDER: i64 = 60;
+
 /// How many transitions one slot may take in one poll: a guard against a
 /// policy that flips back and forth (Owner/Unclaimed with an IS_OWNER that
 /// depends on State, say).
@@ -2270,6 +2274,7 @@ impl Startd {
             fetched: None,
             pending_start: false,
             told_idle: false,
+            told_idle_at: now,
             ran_job: false,
         }
     }
@@ -2579,16 +2584,19 @@ impl Startd {
     }
 
     /// Tells each schedd whose claim became Claimed/Idle with no starter
-    /// that it may run a job on it ([`Action::ClaimIdle`]). Claims on
+    /// that it may run a job on it ([`Action::ClaimIdle`]), and again
+    /// every [`IDLE_CLAIM_REMINDER`] seconds while it stays so (a message
+    /// may have been lost on the way, or the schedd's answer). Claims on
     /// fetched work start their job by themselves and are not a schedd's.
     fn report_idle_claims(&mut self, now: i64, ready: &mut Ready) {
         for i in 0..self.slots.len() {
             let s = &self.slots[i];
             let due = s.pair() == Pair(State::Claimed, Activity::Idle)
                 && !s.starter
-                && s.claim
-                    .as_ref()
-                    .is_some_and(|c| !c.told_idle && c.fetched.is_none());
+                && s.claim.as_ref().is_some_and(|c| {
+                    c.fetched.is_none()
+                        && (!c.told_idle || now - c.told_idle_at >= IDLE_CLAIM_REMINDER)
+                });
             if !due {
                 continue;
             }
@@ -2598,6 +2606,7 @@ impl Startd {
             let worklife = s.policy.claim_worklife;
             let c = s.claim.as_mut().expect("checked above");
             c.told_idle = true;
+            c.told_idle_at = now;
             ready.actions.push(Action::ClaimIdle {
                 slot: s.name.clone(),
                 claim_id: c.id.clone(),

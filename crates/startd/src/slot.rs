@@ -52,6 +52,7 @@ pub struct Claim {
     /// Its schedd has been told the claim is idle (ready for a job) since
     /// it last became idle ([`crate::Action::ClaimIdle`], once per time).
     pub(crate) told_idle: bool,
+    pub(crate) told_idle_at: i64,
     /// A job has been activated on the claim.
     pub(crate) ran_job: bool,
 }
