@@ -166,6 +166,22 @@ impl<R: Role> Clone for RoleHandle<R> {
 }
 
 impl<R: Role> RoleHandle<R> {
+    /// Puts `f` in the role's inbox; `answer` gets its result once the
+    /// role's outbox is carried out.
+    fn post<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut R, i64, &mut Outbox) -> T + Send + 'static,
+        answer: impl FnOnce(T) + Send + 'static,
+    ) -> Result<(), RoleGone> {
+        let call: Call<R> = Box::new(move |r, now, out| {
+            let t = f(r, now, out);
+            Box::new(move || answer(t))
+        });
+        self.tx
+            .send(Envelope::Call(call))
+            .map_err(|_| RoleGone::Stopped(R::NAME))
+    }
+
     /// Runs `f` on the role's thread; its answer comes back when it has
     /// run (the role's outbox is carried out first).
     pub async fn call<T: Send + 'static>(
@@ -173,15 +189,9 @@ impl<R: Role> RoleHandle<R> {
         f: impl FnOnce(&mut R, i64, &mut Outbox) -> T + Send + 'static,
     ) -> Result<T, RoleGone> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let call: Call<R> = Box::new(move |r, now, out| {
-            let answer = f(r, now, out);
-            Box::new(move || {
-                let _ = tx.send(answer);
-            })
-        });
-        self.tx
-            .send(Envelope::Call(call))
-            .map_err(|_| RoleGone::Stopped(R::NAME))?;
+        self.post(f, move |t| {
+            let _ = tx.send(t);
+        })?;
         rx.await.map_err(|_| RoleGone::Stopped(R::NAME))
     }
 
@@ -191,25 +201,15 @@ impl<R: Role> RoleHandle<R> {
         f: impl FnOnce(&mut R, i64, &mut Outbox) -> T + Send + 'static,
     ) -> Result<T, RoleGone> {
         let (tx, rx) = mpsc::channel();
-        let call: Call<R> = Box::new(move |r, now, out| {
-            let answer = f(r, now, out);
-            Box::new(move || {
-                let _ = tx.send(answer);
-            })
-        });
-        self.tx
-            .send(Envelope::Call(call))
-            .map_err(|_| RoleGone::Stopped(R::NAME))?;
+        self.post(f, move |t| {
+            let _ = tx.send(t);
+        })?;
         rx.recv().map_err(|_| RoleGone::Stopped(R::NAME))
     }
 
     /// Runs `f` on the role's thread, not waiting for it.
     pub fn cast(&self, f: impl FnOnce(&mut R, i64, &mut Outbox) + Send + 'static) {
-        let call: Call<R> = Box::new(move |r, now, out| {
-            f(r, now, out);
-            Box::new(|| {})
-        });
-        let _ = self.tx.send(Envelope::Call(call));
+        let _ = self.post(f, |()| {});
     }
 
     /// Puts a message in the role's inbox.

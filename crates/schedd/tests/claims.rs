@@ -149,14 +149,19 @@ impl Pool {
         self.carry(r);
     }
 
-    /// The starter ran the job: started, then ended as `end`; the startd
-    /// hears its starter is gone.
-    fn run(&mut self, claim: &str, end: RunEnd) {
+    /// The starter says the claim's job started.
+    fn started(&mut self, claim: &str) {
         self.starter(StarterReport::Started {
             claim_id: claim.into(),
             host: "exec".into(),
             slot: "slot1@exec".into(),
         });
+    }
+
+    /// The starter ran the job: started, then ended as `end`; the startd
+    /// hears its starter is gone.
+    fn run(&mut self, claim: &str, end: RunEnd) {
+        self.started(claim);
         self.now += 60;
         self.starter(StarterReport::Ended {
             claim_id: claim.into(),
@@ -258,11 +263,7 @@ fn a_job_held_while_it_runs_is_stopped_and_its_claim_released() {
     let mut p = Pool::new("START = True", "executable = job.sh\nqueue 2\n");
     p.matched(job(0));
     let (claim, _) = p.starts[0].clone();
-    p.starter(StarterReport::Started {
-        claim_id: claim.clone(),
-        host: "exec".into(),
-        slot: "slot1@exec".into(),
-    });
+    p.started(&claim);
     assert_eq!(p.status(job(0)), Some(JobStatus::Running));
     // A user holds it.
     p.queue
@@ -320,11 +321,7 @@ fn an_evicted_job_is_idle_again_and_its_claim_not_reused() {
     let mut p = Pool::new("START = True", "executable = job.sh\nqueue 2\n");
     p.matched(job(0));
     let (claim, _) = p.starts[0].clone();
-    p.starter(StarterReport::Started {
-        claim_id: claim.clone(),
-        host: "exec".into(),
-        slot: "slot1@exec".into(),
-    });
+    p.started(&claim);
     let r = p.claims.starter_said(
         StarterReport::Ended {
             claim_id: claim,

@@ -93,6 +93,7 @@
 //! - `commands`: `vacate`, `drain` and `cancel_drain` for a class or a
 //!   host at a time; a job with `"ignores_soft_kill": true` leaves only
 //!   when the startd kills it.
+//! - `fetch_work`: the jobs a machine's FETCH_WORK hook hands out, in turn.
 //! - `network`: the claim messages between schedds and startds take a
 //!   delay and may be lost (`drop`, or the first N of a kind by `lose`);
 //!   the cores' timers deal with it (see `crates/sim/scenarios/README.md`).

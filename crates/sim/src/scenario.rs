@@ -145,6 +145,15 @@ pub struct CommandSpec {
     pub command: AdminCommand,
 }
 
+/// Work the job hooks' FETCH_WORK hands the startds of some machines:
+/// each time one asks, the next of `jobs` (a job ad, and how long it
+/// runs), until none is left.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FetchSpec {
+    pub machines: String,
+    pub jobs: Vec<(String, i64)>,
+}
+
 /// The messages between the schedds and the startds that may be lost.
 pub const MESSAGE_KINDS: [&str; 6] = [
     "match_info",
@@ -200,6 +209,8 @@ pub struct Scenario {
     /// A network that delays and loses claim messages (default: none,
     /// every message at once).
     pub network: Option<Network>,
+    /// Scripted replies of the job hooks' FETCH_WORK.
+    pub fetch_work: Vec<FetchSpec>,
 }
 
 pub const INTERVAL_NAMES: [&str; 6] = [
@@ -400,6 +411,7 @@ impl Scenario {
                 "sample_interval",
                 "commands",
                 "network",
+                "fetch_work",
             ],
         )?;
         let seed = match o.get("seed") {
@@ -670,7 +682,29 @@ impl Scenario {
                 Some(Network { delay, drop, lose })
             }
         };
+        let mut fetch_work = Vec::new();
+        for (i, v) in array("fetch_work", o.get("fetch_work"))?.iter().enumerate() {
+            let at = format!("fetch_work[{i}]");
+            let c = Obj::new(&at, v, &["machines", "jobs"])?;
+            let machines = c
+                .string("machines")?
+                .map_or_else(|| err(&c.at("machines"), "missing"), Ok)?;
+            let mut jobs = Vec::new();
+            for (k, j) in array(&c.at("jobs"), c.get("jobs"))?.iter().enumerate() {
+                let jat = format!("{at}.jobs[{k}]");
+                let j = Obj::new(&jat, j, &["ad", "runtime"])?;
+                let ad = j
+                    .string("ad")?
+                    .map_or_else(|| err(&j.at("ad"), "missing"), Ok)?;
+                if let Err(e) = classad::ClassAd::parse(&ad) {
+                    return err(&j.at("ad"), format!("not a ClassAd: {e}"));
+                }
+                jobs.push((ad, j.int("runtime", Some(3600))?.max(1)));
+            }
+            fetch_work.push(FetchSpec { machines, jobs });
+        }
         Ok(Scenario {
+            fetch_work,
             commands,
             network,
             seed,

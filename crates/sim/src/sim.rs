@@ -283,6 +283,8 @@ enum Ev {
     },
     /// An administrator's command (`commands[k]`).
     Command(usize),
+    /// Fetched work ends (its run's id in `fetched`).
+    FetchedDone(u64),
     /// A claim message arrives (its id in `in_flight`).
     Deliver(u64),
 }
@@ -330,6 +332,16 @@ pub struct Simulation<'f> {
     net_rng: SplitMix64,
     /// Messages of each kind lost by the scenario's `lose` so far.
     lost: BTreeMap<&'static str, u64>,
+    /// How many of each `fetch_work` list's jobs were handed out.
+    fetched_next: Vec<usize>,
+    /// Fetched jobs a startd rejected (REPLY_FETCH reject), offered to it
+    /// again first, as the work's provider would.
+    fetch_returned: BTreeMap<usize, Vec<ClassAd>>,
+    /// Fetched work running, by id: machine, slot, owner, evicted.
+    fetched: BTreeMap<u64, (usize, String, String, bool)>,
+    /// The current fetched run on each (machine, slot).
+    fetched_on: BTreeMap<(usize, String), u64>,
+    fetched_seq: u64,
 }
 
 impl<'f> Simulation<'f> {
@@ -576,6 +588,11 @@ impl<'f> Simulation<'f> {
             flight_seq: 0,
             net_rng: SplitMix64::derive(s.seed, 3),
             lost: BTreeMap::new(),
+            fetched_next: vec![0; s.fetch_work.len()],
+            fetch_returned: BTreeMap::new(),
+            fetched: BTreeMap::new(),
+            fetched_on: BTreeMap::new(),
+            fetched_seq: 0,
             pending: Vec::new(),
             report: Report::new(s.seed, start, s.duration),
             total_cpus,
@@ -752,6 +769,7 @@ impl<'f> Simulation<'f> {
             Ev::Finish { job, generation } => self.job_finished(job, generation),
             Ev::StarterGone { job, generation } => self.starter_gone(job, generation),
             Ev::Command(k) => self.command(k),
+            Ev::FetchedDone(id) => self.fetched_done(id),
             Ev::Deliver(id) => match self.in_flight.remove(&id) {
                 Some(Flight::ToStartd(m, ev)) => {
                     self.pending.push((m, ev));
@@ -1028,9 +1046,13 @@ impl<'f> Simulation<'f> {
                 Action::KillBackfill { slot } => {
                     self.pending.push((m, Event::BackfillExited { slot }))
                 }
-                Action::FetchWork { slot, .. } => self
-                    .pending
-                    .push((m, Event::FetchedWork { slot, job: None })),
+                Action::FetchWork { slot, .. } => {
+                    let job = self.fetch_for(m).map(Box::new);
+                    self.pending.push((m, Event::FetchedWork { slot, job }));
+                }
+                Action::ReplyFetch {
+                    accept: false, job, ..
+                } => self.fetch_returned.entry(m).or_default().push(job),
                 _ => {}
             }
         }
@@ -1153,6 +1175,9 @@ impl<'f> Simulation<'f> {
         job: &ClassAd,
         nice: i64,
     ) {
+        if schedd.starts_with("hook:") {
+            return self.start_fetched(m, slot, schedd, job);
+        }
         let now = self.now;
         let env = Env::at(now);
         let id = JobId::new(
@@ -1200,9 +1225,101 @@ impl<'f> Simulation<'f> {
         );
     }
 
+    // ---- fetched work (the job hooks) ----------------------------------
+
+    /// The next job the scenario's FETCH_WORK hands machine `m`, if any:
+    /// its ad, with how long it runs as `SimRunTime`.
+    fn fetch_for(&mut self, m: usize) -> Option<ClassAd> {
+        if let Some(job) = self.fetch_returned.get_mut(&m).and_then(Vec::pop) {
+            return Some(job);
+        }
+        for k in 0..self.scenario.fetch_work.len() {
+            if !self
+                .command_targets(&self.scenario.fetch_work[k].machines)
+                .contains(&m)
+            {
+                continue;
+            }
+            let (text, runtime) = self.scenario.fetch_work[k]
+                .jobs
+                .get(self.fetched_next[k])?
+                .clone();
+            self.fetched_next[k] += 1;
+            let mut ad = ClassAd::parse(&text).ok()?;
+            ad.insert_value("SimRunTime", runtime);
+            return Some(ad);
+        }
+        None
+    }
+
+    fn start_fetched(&mut self, m: usize, slot: &str, hook: &str, job: &ClassAd) {
+        let env = Env::at(self.now);
+        let runtime = job.eval_attr("SimRunTime", &env).as_int().unwrap_or(60);
+        let owner = match job.eval_attr("Owner", &env) {
+            Value::Str(o) => o.to_string(),
+            _ => String::new(),
+        };
+        self.fetched_seq += 1;
+        let id = self.fetched_seq;
+        let label = self.slot_label(m, slot);
+        self.report.job_events.push(JobRecord {
+            time: self.now,
+            schedd: hook.to_string(),
+            job: format!("fetched#{id}"),
+            user: owner.clone(),
+            what: format!("started fetched work on {label}"),
+        });
+        self.fetched.insert(id, (m, slot.to_string(), owner, false));
+        self.fetched_on.insert((m, slot.to_string()), id);
+        self.schedule(self.now + runtime, Ev::FetchedDone(id));
+    }
+
+    /// Fetched work on a slot is asked to leave: it goes in `delay`.
+    fn stop_fetched(&mut self, m: usize, slot: &str, delay: i64) -> bool {
+        let Some(&id) = self.fetched_on.get(&(m, slot.to_string())) else {
+            return false;
+        };
+        let Some(run) = self.fetched.remove(&id) else {
+            return true;
+        };
+        self.fetched_seq += 1;
+        let again = self.fetched_seq;
+        self.fetched.insert(again, (run.0, run.1, run.2, true));
+        self.fetched_on.insert((m, slot.to_string()), again);
+        self.schedule(self.now + delay, Ev::FetchedDone(again));
+        true
+    }
+
+    fn fetched_done(&mut self, id: u64) {
+        let Some((m, slot, owner, evicted)) = self.fetched.remove(&id) else {
+            return;
+        };
+        if self.fetched_on.get(&(m, slot.clone())) != Some(&id) {
+            return;
+        }
+        self.fetched_on.remove(&(m, slot.clone()));
+        let label = self.slot_label(m, &slot);
+        self.report.job_events.push(JobRecord {
+            time: self.now,
+            schedd: "hook".into(),
+            job: format!("fetched#{id}"),
+            user: owner,
+            what: if evicted {
+                format!("fetched work evicted from {label}")
+            } else {
+                format!("fetched work exited on {label}")
+            },
+        });
+        self.pending.push((m, Event::StarterExited { slot }));
+        self.drive();
+    }
+
     /// The startd wants the job off the slot: its starter goes in `delay`
     /// (a soft kill, `delay` > 0, is ignored by a job that ignores it).
     fn stop_job(&mut self, m: usize, slot: &str, delay: i64) {
+        if self.stop_fetched(m, slot, delay) {
+            return;
+        }
         let Some(&j) = self.running.get(&(m, slot.to_string())) else {
             return;
         };

@@ -171,3 +171,30 @@ fn a_lost_activation_is_sent_again_when_the_startd_says_the_claim_is_still_idle(
     assert!(started[0].time - r.start >= 60 + 60, "{d}");
     assert_eq!(r.summary.jobs_completed, 1, "{d}");
 }
+
+#[test]
+fn fetch_work_hooks_get_the_scenario_s_scripted_jobs_in_turn() {
+    let r = run(pool(json!({
+        "config": [{"text": "START = True\nSUSPEND = False\nPREEMPT = False\nKILL = False\nRunBenchmarks = False\nUID_DOMAIN = pool\nSTARTD_JOB_HOOK_KEYWORD = FETCH\nFETCH_HOOK_FETCH_WORK = /usr/libexec/fetch\nFETCH_HOOK_REPLY_FETCH = /usr/libexec/reply\nFetchWorkDelay = 30"}],
+        "fetch_work": [{"machines": "node", "jobs": [
+            {"ad": "[ Owner = \"carol\"; Cmd = \"/bin/sleep\"; RequestCpus = 1 ]", "runtime": 600},
+            {"ad": "[ Owner = \"dave\"; Cmd = \"/bin/sleep\"; RequestCpus = 1 ]", "runtime": 300}
+        ]}]
+    })));
+    let d = dump(&r);
+    let carol_started = events(&r, "carol", "started fetched work on slot1@node");
+    let carol_done = events(&r, "carol", "fetched work exited");
+    let dave_started = events(&r, "dave", "started fetched work");
+    let dave_done = events(&r, "dave", "fetched work exited");
+    assert_eq!(carol_started.len(), 1, "{d}");
+    assert_eq!(carol_done.len(), 1, "{d}");
+    assert_eq!(dave_started.len(), 1, "{d}");
+    assert_eq!(dave_done.len(), 1, "{d}");
+    assert_eq!(carol_done[0].time - carol_started[0].time, 600, "{d}");
+    assert!(dave_started[0].time >= carol_done[0].time, "{d}");
+    // With no more work, the slot's claim ends (the hook returned none).
+    assert!(
+        r.transitions.iter().any(|t| t.cause.contains("no work")),
+        "{d}"
+    );
+}
