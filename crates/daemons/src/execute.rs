@@ -387,7 +387,7 @@ impl StartdRole {
             Err(e) => {
                 // The policy keeps its last readings; the timers still run.
                 self.notes.push(format!("readings: {e}"));
-                self.startd.readings.clone()
+                self.startd.readings().clone()
             }
         };
         let ready = self.startd.tick(now, readings);

@@ -354,15 +354,16 @@ pub struct Startd {
     /// changes a slot, and what became of a claim comes out as actions.
     pub(crate) slots: Vec<Slot>,
     pub machine: MachineInfo,
-    pub readings: Readings,
-    pub drain: Option<Drain>,
+    /// The readings of the last poll ([`Startd::readings`]).
+    pub(crate) readings: Readings,
+    pub(crate) drain: Option<Drain>,
     /// What draining would cost if it began now (published in every slot
     /// ad as HTCondor's Expected*Draining* figures), computed each poll.
     pub(crate) drain_figures: DrainFigures,
     /// When the last drain began and ended.
     pub(crate) last_drain_start: Option<i64>,
     pub(crate) last_drain_stop: Option<i64>,
-    pub shutdown: Option<ShutdownHow>,
+    pub(crate) shutdown: Option<ShutdownHow>,
     shutdown_reported: bool,
     drain_ids: u64,
     /// Slots 1..=N see the real keyboard and console; the others see them
@@ -560,6 +561,16 @@ impl Startd {
             .expr("START")
             .cloned()
             .unwrap_or_else(|| Expr::from_value(Value::Bool(true)))
+    }
+
+    /// The readings of the last poll.
+    pub fn readings(&self) -> &Readings {
+        &self.readings
+    }
+
+    /// The drain under way, if any.
+    pub fn drain(&self) -> Option<&Drain> {
+        self.drain.as_ref()
     }
 
     /// The slots as they are now (read-only).
