@@ -212,6 +212,40 @@ impl Ready {
     }
 }
 
+/// The runs in flight, by claim and by job.
+#[derive(Clone, Debug, Default)]
+struct Runs {
+    by_claim: BTreeMap<String, JobId>,
+    by_job: BTreeMap<JobId, String>,
+}
+
+impl Runs {
+    fn insert(&mut self, claim_id: String, job: JobId) {
+        if let Some(old) = self.by_claim.insert(claim_id.clone(), job) {
+            self.by_job.remove(&old);
+        }
+        self.by_job.insert(job, claim_id);
+    }
+
+    fn remove(&mut self, claim_id: &str) -> Option<JobId> {
+        let job = self.by_claim.remove(claim_id)?;
+        self.by_job.remove(&job);
+        Some(job)
+    }
+
+    fn get(&self, claim_id: &str) -> Option<&JobId> {
+        self.by_claim.get(claim_id)
+    }
+
+    fn contains_key(&self, claim_id: &str) -> bool {
+        self.by_claim.contains_key(claim_id)
+    }
+
+    fn claim_of(&self, job: JobId) -> Option<String> {
+        self.by_job.get(&job).cloned()
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     /// REQUEST_CLAIM sent, no answer yet.
@@ -254,7 +288,7 @@ pub struct Claims {
     claims: BTreeMap<String, Claim>,
     /// Activated runs not yet over, by claim id: a run outlives its claim
     /// when the startd ends the claim while the starter is still at work.
-    runs: BTreeMap<String, JobId>,
+    runs: Runs,
     /// Each submitter's idle jobs not on a claim, in its order: JobPrio
     /// (higher first), then job id.
     idle: BTreeMap<String, BTreeSet<(i64, JobId)>>,
@@ -285,7 +319,7 @@ impl Claims {
             limits,
             seq: 0,
             claims: BTreeMap::new(),
-            runs: BTreeMap::new(),
+            runs: Runs::default(),
             idle: BTreeMap::new(),
             idle_key: BTreeMap::new(),
             on_claim: BTreeSet::new(),
@@ -385,12 +419,10 @@ impl Claims {
         for &id in ids {
             fresh |= self.refresh(id, queue);
         }
-        let ids: BTreeSet<JobId> = ids.iter().copied().collect();
-        let stopped: Vec<(String, Stop)> = self
-            .runs
+        let stopped: Vec<(String, Stop)> = ids
             .iter()
-            .filter(|(_, j)| ids.contains(j))
-            .filter_map(|(claim_id, &j)| {
+            .filter_map(|&j| Some((self.runs.claim_of(j)?, j)))
+            .filter_map(|(claim_id, j)| {
                 let stop = match queue.status(j) {
                     Some(JobStatus::Held) => Stop::Hold,
                     Some(JobStatus::Removed | JobStatus::Completed) | None => Stop::Remove,
@@ -697,7 +729,7 @@ impl Claims {
             .filter(|(id, c)| {
                 matches!(c.phase, Phase::Released | Phase::Ending)
                     && now - c.since >= forget_after
-                    && !self.runs.contains_key(*id)
+                    && !self.runs.contains_key(id)
             })
             .map(|(id, _)| id.clone())
             .collect();
