@@ -1,6 +1,6 @@
 //! The negotiator role: every NEGOTIATOR_INTERVAL, and when a schedd asks
 //! (RESCHEDULE), a negotiation cycle: the schedd's requests (NEGOTIATE),
-//! the collector's slot ads, `negotiator::matchmaker::negotiation_cycle`,
+//! the collector's slot ads, `negotiator::matchmaker::Negotiator::cycle`,
 //! then the matches to the schedd (PERMISSION_AND_AD) and to the startds
 //! (MATCH_INFO). It keeps the accountant (its figures in
 //! `<state>/accountant.json`), charged for the claims the schedd reports.
@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use classad::ClassAd;
 use negotiator::accountant::Accountant;
-use negotiator::cycle::{MatchKind, Policy, SubmitterJobs};
+use negotiator::cycle::{MatchKind, Policy};
 use negotiator::limits::ConcurrencyLimits;
-use negotiator::matchmaker::negotiation_cycle;
-use negotiator::reuse;
+use negotiator::matchmaker::{Negotiator, Request};
 use schedd::claims::MatchInfo;
+use schedd::JobId;
 
 use crate::roles::{Message, Outbox, Role, RoleName, SubmitterRequest};
 use crate::schedd_service::literal_str;
@@ -32,11 +32,9 @@ enum Cycle {
 }
 
 pub struct NegotiatorRole {
-    accountant: Accountant,
-    /// The configured concurrency limits (the ones in use are counted
-    /// from the jobs on claims at each cycle).
-    limits: ConcurrencyLimits,
-    policy: Policy,
+    /// The accountant, the configured concurrency limits (the ones in use
+    /// are counted from the jobs on claims at each cycle) and the policy.
+    negotiator: Negotiator,
     interval: u64,
     state_dir: PathBuf,
     cycle: Cycle,
@@ -54,9 +52,11 @@ impl NegotiatorRole {
         state_dir: PathBuf,
     ) -> NegotiatorRole {
         NegotiatorRole {
-            accountant,
-            limits,
-            policy,
+            negotiator: Negotiator {
+                accountant,
+                limits,
+                policy,
+            },
             interval,
             state_dir,
             cycle: Cycle::Idle,
@@ -66,11 +66,11 @@ impl NegotiatorRole {
     }
 
     pub fn accountant(&self) -> &Accountant {
-        &self.accountant
+        &self.negotiator.accountant
     }
 
     pub fn accountant_mut(&mut self) -> &mut Accountant {
-        &mut self.accountant
+        &mut self.negotiator.accountant
     }
 
     /// New policy, accountant settings (keeping its figures) and limits
@@ -81,14 +81,17 @@ impl NegotiatorRole {
         accountant: Accountant,
         limits: ConcurrencyLimits,
     ) {
-        self.policy = policy;
-        self.accountant = accountant.with_state(self.accountant.state());
-        self.limits = limits;
+        let n = &mut self.negotiator;
+        n.policy = policy;
+        n.accountant = accountant.with_state(n.accountant.state());
+        n.limits = limits;
     }
 
     /// Writes the accountant's figures for the next start.
     pub fn save_accountant(&mut self, out: &mut Outbox) {
-        if let Err(e) = crate::accounting::save(&self.state_dir, &self.accountant.state()) {
+        if let Err(e) =
+            crate::accounting::save(&self.state_dir, &self.negotiator.accountant.state())
+        {
             out.note(e);
         }
     }
@@ -96,7 +99,7 @@ impl NegotiatorRole {
     /// The accountant's figures brought up to `now` and kept (the pool is
     /// going down).
     pub fn shut_down(&mut self, now: i64, out: &mut Outbox) {
-        self.accountant.update_priorities(now);
+        self.negotiator.accountant.update_priorities(now);
         self.save_accountant(out);
     }
 
@@ -127,62 +130,42 @@ impl NegotiatorRole {
         now: i64,
         out: &mut Outbox,
     ) {
-        self.accountant.update_priorities(now);
-        let mut limits =
-            reuse::limits_in_use(&self.limits, on_claims.iter().map(|a| a.as_ref()), now);
-        // Slots are named `slot@machine`: the startd's slot and the
-        // machine its startd runs on.
-        let slot_names: Vec<(String, String)> = slot_ads
+        let requests: Vec<Request<'_, JobId>> = submitters
             .iter()
-            .map(|a| {
-                let name = literal_str(a, "Name").unwrap_or_default();
-                match name.split_once('@') {
-                    Some((slot, machine)) => (slot.to_string(), machine.to_string()),
-                    None => (name, String::new()),
-                }
+            .map(|(who, jobs)| Request {
+                submitter: who.clone(),
+                jobs: jobs.iter().map(|(id, ad)| (*id, ad.as_ref())).collect(),
             })
             .collect();
-        let plan = {
-            let subs: Vec<SubmitterJobs<'_>> = submitters
-                .iter()
-                .map(|(n, js)| SubmitterJobs {
-                    name: n.clone(),
-                    jobs: js.iter().map(|(_, ad)| ad.as_ref()).collect(),
-                })
-                .collect();
-            negotiation_cycle(
-                &slot_ads,
-                &subs,
-                &mut self.accountant,
-                &mut limits,
-                &self.policy,
-                now,
-            )
+        let (granted, _plan) = self.negotiator.cycle(
+            &requests,
+            on_claims.iter().map(|a| a.as_ref()),
+            &slot_ads,
+            now,
+        );
+        // Slots are named `slot@machine`: the startd's slot and the
+        // machine its startd runs on.
+        let name = |i: usize| -> (String, String) {
+            let name = slot_ads
+                .get(i)
+                .and_then(|a| literal_str(a, "Name"))
+                .unwrap_or_default();
+            match name.split_once('@') {
+                Some((slot, machine)) => (slot.to_string(), machine.to_string()),
+                None => (name, String::new()),
+            }
         };
         let mut matches = Vec::new();
-        for mt in &plan.matches {
-            let Some(&(job, _)) = submitters.get(mt.submitter).and_then(|s| s.1.get(mt.job)) else {
-                continue;
-            };
-            let Some((slot, machine)) = slot_names.get(mt.slot).cloned() else {
-                continue;
-            };
-            // On a partitionable slot: the dynamic slots to make room from
-            // (a match on a claimed slot preempts only its own claim).
-            let preempt_dynamic = mt
-                .preempted
-                .iter()
-                .filter(|p| p.slot != mt.slot)
-                .filter_map(|p| slot_names.get(p.slot).map(|n| n.0.clone()))
-                .collect();
+        for g in granted {
+            let (slot, machine) = name(g.slot);
             out.send(RoleName::Startd, Message::MatchInfo { slot: slot.clone() });
             matches.push(MatchInfo {
-                job,
+                job: g.job,
                 startd: machine,
                 slot,
-                by_user_priority: mt.kind == MatchKind::PriorityPreemption,
-                cost: mt.cost,
-                preempt_dynamic,
+                by_user_priority: g.kind == MatchKind::PriorityPreemption,
+                cost: g.cost,
+                preempt_dynamic: g.preempt_dynamic.into_iter().map(|i| name(i).0).collect(),
             });
         }
         if !matches.is_empty() {
@@ -233,7 +216,7 @@ impl Role for NegotiatorRole {
             }
             Message::Charges(charges) => {
                 for c in charges {
-                    c.apply(&mut self.accountant, now);
+                    c.apply(&mut self.negotiator.accountant, now);
                 }
             }
             other => out.note(format!(

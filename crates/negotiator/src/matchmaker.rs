@@ -107,3 +107,86 @@ fn shape(job: &ClassAd) -> u64 {
     }
     h.finish()
 }
+
+/// One submitter's request at one schedd: its idle jobs, each with the
+/// caller's key for it (a job id; the simulator's (schedd, job id)).
+pub struct Request<'a, K> {
+    pub submitter: String,
+    pub jobs: Vec<(K, &'a ClassAd)>,
+}
+
+/// A match, as the schedd hears of it (PERMISSION_AND_AD).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Granted<K> {
+    pub job: K,
+    /// The slot: an index into the cycle's slot ads.
+    pub slot: usize,
+    pub kind: crate::cycle::MatchKind,
+    /// What the match counts against the submitter's fair share.
+    pub cost: f64,
+    /// Pslot preemption: the dynamic slots (indices into the slot ads)
+    /// to make room from; a match on a claimed slot preempts only that
+    /// slot's own claim, which is not listed.
+    pub preempt_dynamic: Vec<usize>,
+}
+
+/// The negotiator between cycles: its accountant, the pool's configured
+/// concurrency limits, its policy. The personal pool's negotiator role
+/// and the simulator run their cycles through [`Negotiator::cycle`].
+pub struct Negotiator {
+    pub accountant: Accountant,
+    pub limits: ConcurrencyLimits,
+    pub policy: Policy,
+}
+
+impl Negotiator {
+    /// One cycle over the schedds' `requests` and the collector's
+    /// `slot_ads`; `on_claims` are the jobs the schedds' claims hold (the
+    /// concurrency limits in use). Returns the matches and the plan (with
+    /// the reasons for the jobs left idle).
+    pub fn cycle<'a, K: Clone>(
+        &mut self,
+        requests: &[Request<'a, K>],
+        on_claims: impl IntoIterator<Item = &'a ClassAd>,
+        slot_ads: &[ClassAd],
+        now: i64,
+    ) -> (Vec<Granted<K>>, Plan) {
+        self.accountant.update_priorities(now);
+        let mut limits = crate::reuse::limits_in_use(&self.limits, on_claims, now);
+        let subs: Vec<SubmitterJobs<'_>> = requests
+            .iter()
+            .map(|r| SubmitterJobs {
+                name: r.submitter.clone(),
+                jobs: r.jobs.iter().map(|(_, ad)| *ad).collect(),
+            })
+            .collect();
+        let plan = negotiation_cycle(
+            slot_ads,
+            &subs,
+            &mut self.accountant,
+            &mut limits,
+            &self.policy,
+            now,
+        );
+        let granted = plan
+            .matches
+            .iter()
+            .filter_map(|mt| {
+                let (job, _) = requests.get(mt.submitter)?.jobs.get(mt.job)?;
+                Some(Granted {
+                    job: job.clone(),
+                    slot: mt.slot,
+                    kind: mt.kind,
+                    cost: mt.cost,
+                    preempt_dynamic: mt
+                        .preempted
+                        .iter()
+                        .filter(|p| p.slot != mt.slot)
+                        .map(|p| p.slot)
+                        .collect(),
+                })
+            })
+            .collect();
+        (granted, plan)
+    }
+}

@@ -24,10 +24,9 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use classad::{ClassAd, Env, Value};
 use config::{Config, FileError, FixedHost, LoadOptions, Root};
 use negotiator::accountant::Accountant;
-use negotiator::cycle::{MatchKind, Policy, SubmitterJobs};
+use negotiator::cycle::{MatchKind, Policy};
 use negotiator::limits::ConcurrencyLimits;
-use negotiator::matchmaker::negotiation_cycle;
-use negotiator::reuse;
+use negotiator::matchmaker::{Negotiator, Request};
 use schedd::claims::{self, Claims, MatchInfo, RunEnd, StarterReport};
 use schedd::{
     Change, ExitHow, JobEvent, JobId, JobQueue, JobStatus, RunReport, SubmitPolicy, SystemPolicy,
@@ -315,9 +314,8 @@ pub struct Simulation<'f> {
     preempt_cause: BTreeMap<(usize, String), String>,
     collector: Vec<ClassAd>,
     collector_owner: Vec<(usize, String)>,
-    accountant: Accountant,
-    limits: ConcurrencyLimits,
-    policy: Policy,
+    /// The central manager: accountant, concurrency limits, policy.
+    negotiator: Negotiator,
     negotiator_interval: i64,
     periodic_interval: i64,
     alive_interval: i64,
@@ -576,9 +574,11 @@ impl<'f> Simulation<'f> {
             preempt_cause: BTreeMap::new(),
             collector: Vec::new(),
             collector_owner: Vec::new(),
-            accountant,
-            limits,
-            policy,
+            negotiator: Negotiator {
+                accountant,
+                limits,
+                policy,
+            },
             negotiator_interval,
             periodic_interval,
             alive_interval,
@@ -704,11 +704,12 @@ impl<'f> Simulation<'f> {
     }
 
     pub fn accountant(&self) -> &Accountant {
-        &self.accountant
+        &self.negotiator.accountant
     }
 
+    /// The pool's configured concurrency limits.
     pub fn limits(&self) -> &ConcurrencyLimits {
-        &self.limits
+        &self.negotiator.limits
     }
 
     /// Runs every event up to and including `t` (at most the end).
@@ -1128,7 +1129,7 @@ impl<'f> Simulation<'f> {
                 }
             }
             for c in ready.charges {
-                c.apply(&mut self.accountant, now);
+                c.apply(&mut self.negotiator.accountant, now);
             }
             for (startd, ev) in ready.to_startd {
                 if let Some(&m) = self.machine_index.get(&startd) {
@@ -1527,7 +1528,7 @@ impl<'f> Simulation<'f> {
                 _ => user.clone(),
             };
             let submitter = format!("{group_user}@{domain}");
-            let group = self.accountant.group_of(&submitter).to_string();
+            let group = self.negotiator.accountant.group_of(&submitter).to_string();
             if ["PeriodicHold", "PeriodicRemove", "PeriodicRelease"]
                 .iter()
                 .any(|a| {
@@ -1645,15 +1646,7 @@ impl<'f> Simulation<'f> {
         let now = self.now;
         self.refresh_collector();
         self.report.summary.negotiation_cycles += 1;
-        self.accountant.update_priorities(now);
-        // The concurrency limits with what every schedd's claims hold.
-        let mut limits = {
-            let on_claims = self
-                .schedds
-                .iter()
-                .flat_map(|sd| sd.claims.jobs_on_claims().filter_map(|id| sd.queue.job(id)));
-            reuse::limits_in_use(&self.limits, on_claims, now)
-        };
+        self.negotiator.accountant.update_priorities(now);
         // What the schedds offer: each submitter's idle jobs, from every
         // schedd, by submitter name (the negotiator's order is its own).
         let mut offers: BTreeMap<String, Vec<(usize, JobId)>> = BTreeMap::new();
@@ -1666,38 +1659,33 @@ impl<'f> Simulation<'f> {
             }
         }
         if offers.is_empty() {
-            self.limits = limits;
             return;
         }
-        let (names, job_lists): (Vec<String>, Vec<Vec<(usize, JobId)>>) =
-            offers.into_iter().unzip();
-        let plan = {
-            let subs: Vec<SubmitterJobs<'_>> = names
-                .iter()
-                .zip(&job_lists)
-                .map(|(n, js)| SubmitterJobs {
-                    name: n.clone(),
-                    jobs: js
-                        .iter()
-                        .filter_map(|&(s, id)| self.schedds[s].queue.job(id))
+        let granted = {
+            let schedds = &self.schedds;
+            let requests: Vec<Request<'_, (usize, JobId)>> = offers
+                .into_iter()
+                .map(|(who, jobs)| Request {
+                    submitter: who,
+                    jobs: jobs
+                        .into_iter()
+                        .filter_map(|(s, id)| schedds[s].queue.job(id).map(|ad| ((s, id), ad)))
                         .collect(),
                 })
                 .collect();
-            negotiation_cycle(
-                &self.collector,
-                &subs,
-                &mut self.accountant,
-                &mut limits,
-                &self.policy,
-                now,
-            )
+            // The concurrency limits in use: what every schedd's claims hold.
+            let on_claims = schedds
+                .iter()
+                .flat_map(|sd| sd.claims.jobs_on_claims().filter_map(|id| sd.queue.job(id)));
+            self.negotiator
+                .cycle(&requests, on_claims, &self.collector, now)
+                .0
         };
-        self.limits = limits;
-        for mt in &plan.matches {
-            let (s, id) = job_lists[mt.submitter][mt.job];
-            let (m, slot) = self.collector_owner[mt.slot].clone();
+        for g in granted {
+            let (s, id) = g.job;
+            let (m, slot) = self.collector_owner[g.slot].clone();
             let label = self.slot_label(m, &slot);
-            let kind_text = match mt.kind {
+            let kind_text = match g.kind {
                 MatchKind::Plain => "",
                 MatchKind::RankPreemption => " (preempting for machine RANK)",
                 MatchKind::PriorityPreemption => " (preempting for user priority)",
@@ -1706,12 +1694,13 @@ impl<'f> Simulation<'f> {
                 job: id,
                 startd: self.machines[m].host.clone(),
                 slot: slot.clone(),
-                by_user_priority: mt.kind == MatchKind::PriorityPreemption,
-                cost: mt.cost,
+                by_user_priority: g.kind == MatchKind::PriorityPreemption,
+                cost: g.cost,
                 // Pslot preemption: the dynamic slots to make room from.
-                preempt_dynamic: dynamic_victims(mt, |i| i)
-                    .into_iter()
-                    .map(|i| self.collector_owner[i].1.clone())
+                preempt_dynamic: g
+                    .preempt_dynamic
+                    .iter()
+                    .map(|&i| self.collector_owner[i].1.clone())
                     .collect(),
             };
             // The negotiator tells the startd of the match, and the schedd
@@ -1784,23 +1773,13 @@ impl<'f> Simulation<'f> {
         let used: f64 = self.report.summary.usage_by_user.values().sum();
         let capacity = self.total_cpus * self.scenario.duration as f64;
         self.report.summary.utilization = if capacity > 0.0 { used / capacity } else { 0.0 };
-        for (name, _) in self.accountant.records().map(|r| (r.name.clone(), ())) {
-            let p = self.accountant.effective_priority(&name);
+        let acc = &self.negotiator.accountant;
+        for (name, _) in acc.records().map(|r| (r.name.clone(), ())) {
+            let p = acc.effective_priority(&name);
             self.report.summary.final_priorities.insert(name, p);
         }
         self.report
     }
-}
-
-/// The dynamic slots a match on a partitionable slot preempts (a match on
-/// a claimed slot preempts only that slot's own claim), as collector
-/// indices through `index`.
-fn dynamic_victims(mt: &negotiator::cycle::Match, index: impl Fn(usize) -> usize) -> Vec<usize> {
-    mt.preempted
-        .iter()
-        .filter(|p| p.slot != mt.slot)
-        .map(|p| index(p.slot))
-        .collect()
 }
 
 /// A preemption's cause as the report counts it: the policy expression
