@@ -60,13 +60,20 @@ fn the_master_runs_four_roles_that_form_a_pool_and_restarts_one_that_dies() {
         (completed(&state, &dir) == 3).then_some(())
     });
 
-    // What the schedd does not carry to the other processes yet says so.
-    let status = run(&state, &dir, &["status"]);
-    assert!(!status.status.success());
+    // The tools reach the other processes' roles through the schedd:
+    // `status` the collector, `userprio` the negotiator.
+    let status = ok(run(&state, &dir, &["status", "-af", "Name", "State"]));
+    assert_eq!(status.lines().count(), 2, "{status}");
+    assert!(status.lines().all(|l| l.starts_with("slot")), "{status}");
+    let prio = ok(run(&state, &dir, &["userprio"]));
+    assert!(prio.contains("Number of users:"), "{prio}");
+    // What is not carried yet says so.
+    let reconfig = run(&state, &dir, &["reconfig"]);
+    assert!(!reconfig.status.success());
     assert!(
-        common::err(&status).contains("runs in a process of its own"),
+        common::err(&reconfig).contains("runs in a process of its own"),
         "{}",
-        common::err(&status)
+        common::err(&reconfig)
     );
 
     // The negotiator and the collector die; the master starts them again.

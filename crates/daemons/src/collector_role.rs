@@ -5,7 +5,7 @@
 use classad::ClassAd;
 use negotiator::collector::{AdType, CollectorStore};
 
-use crate::roles::{Message, Outbox, Role, RoleName};
+use crate::roles::{AdminRequest, Message, Outbox, Role, RoleName};
 
 pub struct CollectorRole {
     store: CollectorStore,
@@ -50,6 +50,26 @@ impl Role for CollectorRole {
                 let ads = self.ads(&AdType::Startd, now);
                 out.send(from, Message::SlotAds(ads));
             }
+            Message::Admin {
+                id,
+                request: AdminRequest::Ads { ad_type },
+            } => {
+                let kind = ad_type.map_or(AdType::Startd, |t| AdType::from_my_type(&t));
+                let texts: Vec<String> = self
+                    .ads(&kind, now)
+                    .iter()
+                    .map(crate::schedd_service::ad_text)
+                    .collect();
+                let answer = serde_json::to_string(&texts).map_err(|e| (500, e.to_string()));
+                out.send(from, Message::AdminAnswer { id, answer });
+            }
+            Message::Admin { id, .. } => out.send(
+                from,
+                Message::AdminAnswer {
+                    id,
+                    answer: Err((400, "the collector does not answer that".into())),
+                },
+            ),
             other => out.note(format!(
                 "collector: unexpected message from {from:?}: {other:?}"
             )),

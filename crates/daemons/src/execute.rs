@@ -35,7 +35,7 @@ use starter::{
 
 pub(crate) use crate::leftovers::record_running;
 use crate::leftovers::{forget_running, kill_leftovers};
-use crate::roles::{Message, Outbox, Role, RoleName};
+use crate::roles::{AdminRequest, Message, Outbox, Role, RoleName};
 use crate::schedd_service::literal_str;
 
 /// The execute point's and the central manager's configuration.
@@ -896,6 +896,24 @@ impl Role for StartdRole {
                     }
                 }
             }
+            Message::Admin {
+                id,
+                request: AdminRequest::Startd { command },
+            } => {
+                let answer = match self.startd_command(command, now) {
+                    Ok(a) => serde_json::to_string(&a).map_err(|e| (500, e.to_string())),
+                    Err(e) => Err((e.status, e.message)),
+                };
+                self.messages
+                    .push((from, Message::AdminAnswer { id, answer }));
+            }
+            Message::Admin { id, .. } => self.messages.push((
+                from,
+                Message::AdminAnswer {
+                    id,
+                    answer: Err((400, "the startd does not answer that".into())),
+                },
+            )),
             other => self.notes.push(format!(
                 "startd: unexpected message from {from:?}: {other:?}"
             )),

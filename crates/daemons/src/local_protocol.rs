@@ -19,7 +19,7 @@ use schedd::{ExitHow, JobId, RunReport};
 use serde::{Deserialize, Serialize};
 use startd::{Action, ClaimRequest, Event};
 
-use crate::roles::{Message, RoleName};
+use crate::roles::{AdminRequest, Message, RoleName};
 use crate::schedd_service::ad_text;
 
 #[derive(Serialize, Deserialize)]
@@ -186,6 +186,15 @@ enum Wire {
         /// (submitter, claim id, cost) added; claim ids removed.
         added: Vec<(String, String, f64)>,
         removed: Vec<String>,
+    },
+    Admin {
+        id: u64,
+        request: AdminRequest,
+    },
+    AdminAnswer {
+        id: u64,
+        ok: Option<String>,
+        refused: Option<(u16, String)>,
     },
 }
 
@@ -439,6 +448,15 @@ pub fn encode(from: RoleName, msg: &Message) -> Result<String, String> {
             }
             Wire::Charges { added, removed }
         }
+        Message::Admin { id, request } => Wire::Admin {
+            id: *id,
+            request: request.clone(),
+        },
+        Message::AdminAnswer { id, answer } => Wire::AdminAnswer {
+            id: *id,
+            ok: answer.as_ref().ok().cloned(),
+            refused: answer.as_ref().err().cloned(),
+        },
     };
     serde_json::to_string(&Line {
         from: from.daemon_name().to_string(),
@@ -649,6 +667,15 @@ pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
                 _ => Stop::Remove,
             },
         },
+        Wire::Admin { id, request } => Message::Admin { id, request },
+        Wire::AdminAnswer { id, ok, refused } => Message::AdminAnswer {
+            id,
+            answer: match (ok, refused) {
+                (Some(ok), _) => Ok(ok),
+                (None, Some(r)) => Err(r),
+                (None, None) => Err((500, "an answer with nothing in it".into())),
+            },
+        },
         Wire::Charges { added, removed } => Message::Charges(
             added
                 .into_iter()
@@ -733,6 +760,32 @@ mod tests {
         assert_eq!(report.remote_user_cpu, 12);
         assert_eq!(report.image_size_kib, Some(2048));
         assert!(report.resources.is_some());
+    }
+
+    #[test]
+    fn a_tool_s_request_and_its_answer_travel() {
+        let msg = Message::Admin {
+            id: 7,
+            request: AdminRequest::Ads {
+                ad_type: Some("Scheduler".into()),
+            },
+        };
+        let Message::Admin {
+            id: 7,
+            request: AdminRequest::Ads { ad_type },
+        } = round_trip(msg)
+        else {
+            panic!("not the request");
+        };
+        assert_eq!(ad_type.as_deref(), Some("Scheduler"));
+        let refused = Message::AdminAnswer {
+            id: 8,
+            answer: Err((400, "no".into())),
+        };
+        let Message::AdminAnswer { id: 8, answer } = round_trip(refused) else {
+            panic!("not the answer");
+        };
+        assert_eq!(answer, Err((400, "no".to_string())));
     }
 
     #[test]

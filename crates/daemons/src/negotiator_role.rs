@@ -16,7 +16,7 @@ use negotiator::matchmaker::{Negotiator, Request};
 use schedd::claims::MatchInfo;
 use schedd::JobId;
 
-use crate::roles::{Message, Outbox, Role, RoleName, SubmitterRequest};
+use crate::roles::{AdminRequest, Message, Outbox, Role, RoleName, SubmitterRequest};
 use crate::schedd_service::literal_str;
 
 /// Where a cycle is.
@@ -219,6 +219,21 @@ impl Role for NegotiatorRole {
                     c.apply(&mut self.negotiator.accountant, now);
                 }
             }
+            Message::Admin {
+                id,
+                request: AdminRequest::Userprio { request },
+            } => {
+                let rows = self.userprio(&request, now, out);
+                let answer = serde_json::to_string(&rows).map_err(|e| (500, e.to_string()));
+                out.send(from, Message::AdminAnswer { id, answer });
+            }
+            Message::Admin { id, .. } => out.send(
+                from,
+                Message::AdminAnswer {
+                    id,
+                    answer: Err((400, "the negotiator does not answer that".into())),
+                },
+            ),
             other => out.note(format!(
                 "negotiator: unexpected message from {from:?}: {other:?}"
             )),

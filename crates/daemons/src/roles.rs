@@ -101,6 +101,67 @@ pub enum Message {
     StopJob { claim_id: String, stop: Stop },
     /// Claims granted and ended, for the accountant.
     Charges(Vec<Charge>),
+    /// A tool's administrative request, carried by the schedd (which
+    /// serves the tools) to the role that answers it.
+    Admin { id: u64, request: AdminRequest },
+    /// Its answer: the JSON of the role's answer, or the refusal.
+    AdminAnswer { id: u64, answer: AdminReply },
+}
+
+/// What a tool may ask of a role other than the schedd.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "ask", rename_all = "snake_case")]
+pub enum AdminRequest {
+    /// The collector's ads of a type (`condor_status`), as ad texts.
+    Ads { ad_type: Option<String> },
+    /// `condor_vacate`, `condor_drain` for the startd.
+    Startd { command: wire::api::StartdCommand },
+    /// `condor_userprio` for the negotiator.
+    Userprio { request: wire::api::UserprioRequest },
+}
+
+/// A role's answer to a tool's request: its JSON, or (status, why) it
+/// refused.
+pub type AdminReply = Result<String, (u16, String)>;
+
+/// The tools' requests waiting for another process's role to answer.
+#[derive(Default)]
+pub struct Answers {
+    next: std::sync::atomic::AtomicU64,
+    waiting:
+        std::sync::Mutex<std::collections::HashMap<u64, tokio::sync::oneshot::Sender<AdminReply>>>,
+}
+
+impl Answers {
+    /// A new request's id, and where its answer will come.
+    pub fn wait(&self) -> (u64, tokio::sync::oneshot::Receiver<AdminReply>) {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, tx);
+        (id, rx)
+    }
+
+    /// Gives up waiting for `id`.
+    pub fn forget(&self, id: u64) {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+    }
+
+    fn answered(&self, id: u64, answer: AdminReply) {
+        let tx = self
+            .waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        if let Some(tx) = tx {
+            let _ = tx.send(answer);
+        }
+    }
 }
 
 /// What a role's step asks for: messages to send, work to start (the
@@ -254,6 +315,8 @@ pub struct Router {
     schedd: Option<RoleHandle<crate::schedd_role::ScheddRole>>,
     startd: Option<RoleHandle<crate::execute::StartdRole>>,
     remote: Option<Arc<crate::local_transport::Remote>>,
+    /// Answers to the tools' requests that other processes answer.
+    pub answers: Arc<Answers>,
 }
 
 fn here<R: Role>(h: &Option<RoleHandle<R>>) -> Result<&RoleHandle<R>, RoleGone> {
@@ -282,6 +345,17 @@ impl Router {
     /// Delivers `msg` to a local role's inbox, or sends it to the
     /// process that runs the role.
     pub fn deliver(&self, from: RoleName, to: RoleName, msg: Message) {
+        // An answer to a tool's request, for this process (where the role
+        // it is addressed to runs), goes to the request waiting for it.
+        let here = match to {
+            RoleName::Collector => self.collector.is_some(),
+            RoleName::Negotiator => self.negotiator.is_some(),
+            RoleName::Schedd => self.schedd.is_some(),
+            RoleName::Startd => self.startd.is_some(),
+        };
+        if let (true, Message::AdminAnswer { id, answer }) = (here, &msg) {
+            return self.answers.answered(*id, answer.clone());
+        }
         match to {
             RoleName::Collector if self.collector.is_some() => {
                 return self.collector.as_ref().expect("checked").deliver(from, msg);
@@ -350,6 +424,7 @@ pub fn router(
             schedd: roles.schedd.as_ref().map(|_| RoleHandle { tx: s }),
             startd: roles.startd.as_ref().map(|_| RoleHandle { tx: e }),
             remote,
+            answers: Arc::new(Answers::default()),
         },
         Inboxes {
             collector: cr,

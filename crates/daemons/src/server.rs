@@ -38,7 +38,7 @@ use crate::collector_role::CollectorRole;
 use crate::execute::{NodeConfig, StartdRole, Work};
 use crate::identity::Peer;
 use crate::negotiator_role::NegotiatorRole;
-use crate::roles::{Outbox, RoleGone, RoleName, Roles, Router};
+use crate::roles::{AdminRequest, Message, Outbox, RoleGone, RoleName, Roles, Router};
 use crate::schedd_role::{ScheddIntervals, ScheddRole};
 use crate::schedd_service::{to_json, ApiError, Budget, ParsedSubmission, PoolConfig, Schedd};
 
@@ -1477,17 +1477,41 @@ async fn slots(shared: &Arc<Shared>, peer: Peer, body: &[u8]) -> Answer {
     // before it answers (each call returns once its role's messages are
     // in the collector's inbox, ahead of the query).
     let router = &shared.router;
-    let fresh = async {
-        on_startd(router, |s, now| s.publish_slots(now)).await?;
-        router.schedd()?.call(|s, _, out| s.publish(out)).await?;
-        router
-            .collector()?
-            .call(move |c, now, _| SlotsQuery::new(req, now, |kind| c.ads(kind, now)))
-            .await
-    };
-    let q = match fresh.await {
-        Ok(q) => q,
-        Err(e) => return refusal(gone(e)),
+    let q = if router.collector().is_ok() {
+        let fresh = async {
+            on_startd(router, |s, now| s.publish_slots(now)).await?;
+            router.schedd()?.call(|s, _, out| s.publish(out)).await?;
+            router
+                .collector()?
+                .call(move |c, now, _| SlotsQuery::new(req, now, |kind| c.ads(kind, now)))
+                .await
+        };
+        match fresh.await {
+            Ok(q) => q,
+            Err(e) => return refusal(gone(e)),
+        }
+    } else {
+        // The collector runs in a process of its own: its ads as they
+        // are (the startd updates them every poll).
+        let ad_type = req.ad_type.clone();
+        let texts = match ask(shared, RoleName::Collector, AdminRequest::Ads { ad_type }).await {
+            Ok(t) => t,
+            Err(e) => return refusal(e),
+        };
+        let ads = match serde_json::from_str::<Vec<String>>(&texts).map(|ts| {
+            ts.iter()
+                .filter_map(|t| classad::ClassAd::parse(t).ok())
+                .collect::<Vec<_>>()
+        }) {
+            Ok(a) => a,
+            Err(e) => {
+                return refusal(ApiError {
+                    status: 502,
+                    message: format!("the collector's answer did not read: {e}"),
+                })
+            }
+        };
+        SlotsQuery::new(req, now(), |_| ads)
     };
     serialized(
         off_thread(&shared.threads, Some(permit), budget, move || {
@@ -1572,8 +1596,56 @@ async fn startd_command(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8
     if let Err(e) = admin(shared, peer, user).await {
         return refusal(e);
     }
+    if shared.router.startd().is_err() {
+        let asked = ask(
+            shared,
+            RoleName::Startd,
+            AdminRequest::Startd { command: req },
+        )
+        .await;
+        return answer(asked.and_then(|json| from_role::<api::StartdAnswer>(&json)));
+    }
     let done = on_startd(&shared.router, move |s, now| s.startd_command(req, now)).await;
     answer(done.map_err(gone).and_then(|a| a))
+}
+
+/// How long a tool's request waits for a role in another process.
+const REMOTE_ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Asks the role `to`, in another process, and waits for its answer.
+async fn ask(
+    shared: &Arc<Shared>,
+    to: RoleName,
+    request: AdminRequest,
+) -> Result<String, ApiError> {
+    let answers = shared.router.answers.clone();
+    let (id, rx) = answers.wait();
+    shared
+        .router
+        .deliver(RoleName::Schedd, to, Message::Admin { id, request });
+    match tokio::time::timeout(REMOTE_ANSWER_TIMEOUT, rx).await {
+        Ok(Ok(Ok(json))) => Ok(json),
+        Ok(Ok(Err((status, message)))) => Err(ApiError { status, message }),
+        _ => {
+            answers.forget(id);
+            Err(ApiError {
+                status: 504,
+                message: format!(
+                    "the {} did not answer within {} seconds (is it running?)",
+                    to.daemon_name().to_lowercase(),
+                    REMOTE_ANSWER_TIMEOUT.as_secs()
+                ),
+            })
+        }
+    }
+}
+
+/// A role's JSON answer read back.
+fn from_role<T: DeserializeOwned>(json: &str) -> Result<T, ApiError> {
+    serde_json::from_str(json).map_err(|e| ApiError {
+        status: 502,
+        message: format!("a role's answer did not read: {e}"),
+    })
 }
 
 /// `condor_userprio`: the negotiator's accountant (changed only by an
@@ -1591,7 +1663,13 @@ async fn userprio(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> 
         }
     }
     let Ok(negotiator) = shared.router.negotiator() else {
-        return refusal(gone(RoleGone::Elsewhere(RoleName::Negotiator)));
+        let asked = ask(
+            shared,
+            RoleName::Negotiator,
+            AdminRequest::Userprio { request: req },
+        )
+        .await;
+        return answer(asked.and_then(|json| from_role::<api::UserprioAnswer>(&json)));
     };
     let rows = negotiator
         .call(move |n, now, out| n.userprio(&req, now, out))
