@@ -5,7 +5,9 @@
 //! most MASTER_BACKOFF_CEILING) seconds, and forgets the count once the
 //! daemon has stayed up MASTER_RECOVER_FACTOR seconds. SIGTERM or SIGINT
 //! stops every daemon (SIGTERM, then SIGKILL after a grace period) and
-//! then the master; so does a `pool down` to its schedd.
+//! then the master; so does a `pool down` to its schedd. SIGHUP (what
+//! `reconfig` to its schedd sends) is passed to every daemon, which reads
+//! its configuration again.
 //!
 //! The startd starts first and the others once it listens, because it
 //! kills whatever a dead pool left running before the schedd puts those
@@ -90,9 +92,14 @@ pub fn daemon_list(c: &config::Config) -> Result<(Vec<RoleName>, Vec<String>), S
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
+static RECONFIG: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
+}
+
+extern "C" fn on_hangup(_: libc::c_int) {
+    RECONFIG.store(true, Ordering::SeqCst);
 }
 
 struct Daemon {
@@ -110,6 +117,7 @@ pub fn run(program: &Path, state_dir: &Path, roles: &[RoleName], backoff: Backof
     unsafe {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGHUP, on_hangup as *const () as libc::sighandler_t);
     }
     let spawn = |role: RoleName| -> Option<Child> {
         let c = Command::new(program)
@@ -160,6 +168,18 @@ pub fn run(program: &Path, state_dir: &Path, roles: &[RoleName], backoff: Backof
     }
     while !STOP.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
+        // condor_reconfig: every daemon reads its configuration again.
+        if RECONFIG.swap(false, Ordering::SeqCst) {
+            eprintln!("ferrocondor master: reconfig: telling every daemon");
+            for d in &daemons {
+                if let Some(c) = &d.child {
+                    // SAFETY: kill with a child's pid and a valid signal.
+                    unsafe {
+                        libc::kill(c.id() as libc::pid_t, libc::SIGHUP);
+                    }
+                }
+            }
+        }
         let now = Instant::now();
         for d in &mut daemons {
             if let Some(c) = d.child.as_mut() {

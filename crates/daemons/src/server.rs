@@ -385,6 +385,20 @@ impl Pool {
             now,
         );
 
+        // SIGHUP: read the configuration again (a master's reconfig).
+        let hup = shared.clone();
+        tokio::spawn(async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+                return;
+            };
+            while hangups.recv().await.is_some() {
+                match reconfigure_here(&hup).await {
+                    Ok(a) => eprintln!("ferrocondor: {}", a.message),
+                    Err(e) => eprintln!("ferrocondor: reconfig: {}", e.message),
+                }
+            }
+        });
         let stop = shared.clone();
         let stopped = async move {
             use tokio::signal::unix::{signal, SignalKind};
@@ -1687,59 +1701,78 @@ async fn reconfig(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> 
     if let Err(e) = admin(shared, peer, user).await {
         return refusal(e);
     }
+    // Under a master, every daemon reads its own configuration again, as
+    // condor_reconfig asks condor_master to tell each daemon (SIGHUP).
+    if let Some(pid) = shared.master {
+        // SAFETY: kill with a pid and a valid signal.
+        let sent = unsafe { libc::kill(pid as libc::pid_t, libc::SIGHUP) } == 0;
+        return if sent {
+            answer(Ok(api::ReconfigAnswer {
+                message: "the master asked every daemon to read its configuration again \
+                          (each keeps its configuration if the new one is broken, and says \
+                          so in its log)"
+                    .into(),
+            }))
+        } else {
+            refusal(ApiError {
+                status: 502,
+                message: format!("the master (pid {pid}) could not be told"),
+            })
+        };
+    }
+    answer(reconfigure_here(shared).await)
+}
+
+/// `condor_reconfig` for the roles of this process: the new configuration
+/// for every one of them, or (on any error) none of it. Claims, running
+/// jobs, the queue and the accountant's figures stay; the timers keep
+/// their intervals.
+async fn reconfigure_here(shared: &Arc<Shared>) -> Result<api::ReconfigAnswer, ApiError> {
     let Some(reload) = shared.reload.as_ref() else {
-        return refusal(ApiError::bad_request(
+        return Err(ApiError::bad_request(
             "this pool was started without a way to read its configuration again",
         ));
     };
-    let new = match reload() {
-        Ok(n) => n,
-        Err(e) => {
-            return refusal(ApiError::bad_request(format!(
-                "the configuration was not changed: {e}"
-            )))
-        }
-    };
+    let new = reload()
+        .map_err(|e| ApiError::bad_request(format!("the configuration was not changed: {e}")))?;
     // Everything that can be refused is checked before any role changes:
     // the central manager's part here, then the startd's (it reads every
     // slot's policy before it changes any).
-    let cm = match new.central_manager() {
-        Ok(cm) => cm,
-        Err(e) => return refusal(e),
-    };
+    let cm = new.central_manager()?;
     let Reloaded {
         pool,
         startd,
         negotiator: _,
     } = new;
-    match on_startd(&shared.router, move |s, _| s.reconfigure(startd)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            return refusal(ApiError::bad_request(format!(
-                "the configuration was not changed: startd: {e}"
-            )))
+    let r = &shared.router;
+    if r.startd().is_ok() {
+        match on_startd(r, move |s, _| s.reconfigure(startd)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                return Err(ApiError::bad_request(format!(
+                    "the configuration was not changed: startd: {e}"
+                )))
+            }
+            Err(e) => return Err(gone(e)),
         }
-        Err(e) => return refusal(gone(e)),
     }
     let limits = cm.limits.clone();
-    let r = &shared.router;
     if let Ok(negotiator) = r.negotiator() {
         let _ = negotiator
             .call(move |n, _, _| n.reconfigure(cm.policy, cm.accountant, cm.limits))
             .await;
     }
-    let Ok(schedd) = r.schedd() else {
-        return refusal(gone(RoleGone::Elsewhere(RoleName::Schedd)));
-    };
-    let _ = schedd
-        .call(move |s, _, _| {
-            s.schedd.set_config(pool);
-            s.set_limits(limits);
-        })
-        .await;
-    answer(Ok(api::ReconfigAnswer {
+    if let Ok(schedd) = r.schedd() {
+        let _ = schedd
+            .call(move |s, _, _| {
+                s.schedd.set_config(pool);
+                s.set_limits(limits);
+            })
+            .await;
+    }
+    Ok(api::ReconfigAnswer {
         message: "the pool read its configuration again".into(),
-    }))
+    })
 }
 
 #[cfg(test)]
