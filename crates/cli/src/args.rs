@@ -98,6 +98,14 @@ pub enum Command {
     History(HistoryArgs),
     /// Benchmarks of the real pool.
     Bench(BenchArgs),
+    /// Make links named after HTCondor's tools (condor_q, condor_submit,
+    /// ...) to this program in DIR, so that scripts written for HTCondor
+    /// run unchanged with DIR on their PATH.
+    #[command(name = "install-links")]
+    InstallLinks {
+        /// Where to make the links (created if missing).
+        dir: PathBuf,
+    },
     /// The pool's slots, as HTCondor's condor_status shows them.
     ///
     /// By default a row per slot (Name OpSys Arch State Activity LoadAv Mem
@@ -462,6 +470,53 @@ pub struct ConfigValArgs {
 }
 
 /// HTCondor's tools take long options after one dash; clap wants two.
+/// The HTCondor tools this binary acts as when it is run through a link
+/// of that name (as busybox does), and the command each one is.
+pub const TOOLS: &[(&str, &str)] = &[
+    ("condor_config_val", "config_val"),
+    ("condor_drain", "drain"),
+    ("condor_history", "history"),
+    ("condor_hold", "hold"),
+    ("condor_master", "master"),
+    ("condor_q", "q"),
+    ("condor_reconfig", "reconfig"),
+    ("condor_release", "release"),
+    ("condor_rm", "rm"),
+    ("condor_status", "status"),
+    ("condor_submit", "submit"),
+    ("condor_userprio", "userprio"),
+    ("condor_vacate", "vacate"),
+];
+
+/// Run through a link named after an HTCondor tool (`condor_q`): the
+/// command line as `ferrocondor q ...` would have it. Another `condor_*`
+/// name is a tool ferrocondor does not have yet: the error says so.
+pub fn as_tool(args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, String> {
+    let Some(name) = args
+        .first()
+        .map(std::path::Path::new)
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .map(str::to_string)
+    else {
+        return Ok(args);
+    };
+    if !name.starts_with("condor_") {
+        return Ok(args);
+    }
+    match TOOLS.iter().find(|(tool, _)| *tool == name) {
+        Some((_, command)) => {
+            let mut out: Vec<std::ffi::OsString> = vec!["ferrocondor".into(), (*command).into()];
+            out.extend(args.into_iter().skip(1));
+            Ok(out)
+        }
+        None => Err(format!(
+            "{name} is not a ferrocondor tool yet; the tools it has are {}",
+            TOOLS.iter().map(|(t, _)| *t).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
 /// Rewrites the forms `condor_config_val` users type. Arguments that are
 /// not UTF-8 are passed on untouched, for clap to judge.
 pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {

@@ -15,6 +15,7 @@ mod classad_cmd;
 mod config_cmd;
 mod errors;
 mod jobview;
+mod links_cmd;
 mod pool_cmd;
 mod q_cmd;
 mod simulate_cmd;
@@ -53,7 +54,15 @@ pub(crate) fn release_memory() {
 
 fn main() -> ExitCode {
     // clap prints usage errors itself and exits with 2, the same code as ours.
-    let cli = Cli::parse_from(args::normalize_config_val(std::env::args_os().collect()));
+    // Run as condor_q, condor_submit, ...: the command that tool is.
+    let argv = match args::as_tool(std::env::args_os().collect()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(args::normalize_config_val(argv));
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = match &cli.command {
@@ -86,6 +95,7 @@ fn main() -> ExitCode {
                 &mut out,
             )
         }
+        Command::InstallLinks { dir } => links_cmd::install(dir, &mut out),
         Command::Master { state } => {
             let host = system::RealHost::detect();
             pool_cmd::master(state.as_deref(), &system::DiskFiles, &host, &mut out)
