@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use config::{load, Host, LoadOptions, Root};
+use config::Host;
 
 use crate::args::PoolCommand;
 use crate::errors::{Error, Outcome};
@@ -22,6 +22,7 @@ pub fn run(
         PoolCommand::Up { state } => {
             let dir = state_dir(state.as_deref());
             let read = read_configuration(config_files, host, now)?;
+            let used = configuration_used(config_files, host);
             let pool_config = read.pool;
             let node = node_config(&dir, read.startd, read.negotiator)?;
             let slots_note = format!(
@@ -38,6 +39,7 @@ pub fn run(
             writeln!(
                 out,
                 "ferrocondor: personal pool up (access point, execute point, central manager)\n\
+                 configuration: {used}\n\
                  state directory: {}\nsocket: {}\n{slots_note}\njobs in the queue: {}\n\
                  stop it with Ctrl-C or `ferrocondor pool down`",
                 dir.display(),
@@ -83,7 +85,7 @@ pub fn master(
     out: &mut dyn Write,
 ) -> Result<Outcome, Error> {
     let dir = state_dir(state);
-    let c = load(&LoadOptions::new("MASTER", Root::Search), files, host).map_err(Error::Config)?;
+    let (c, _) = crate::system::load_or_builtin("MASTER", files, host).map_err(Error::Config)?;
     let (roles, notes) =
         daemons::master::daemon_list(&c).map_err(|e| Error::Daemon(format!("DAEMON_LIST: {e}")))?;
     for n in notes {
@@ -208,6 +210,22 @@ fn node_config(
     })
 }
 
+/// Which configuration the pool runs on, for its banner.
+fn configuration_used(files: &dyn config::Files, host: &dyn Host) -> String {
+    match crate::system::load_or_builtin("SCHEDD", files, host) {
+        Ok((_, true)) => format!(
+            "{} (HTCondor's minicondor settings: no configuration file was found; \
+             set CONDOR_CONFIG to use one)",
+            crate::system::BUILTIN_CONFIG
+        ),
+        Ok((c, false)) => match c.files().first() {
+            Some(f) => f.to_string(),
+            None => "defaults only (CONDOR_CONFIG=ONLY_ENV)".into(),
+        },
+        Err(e) => e.to_string(),
+    }
+}
+
 /// The schedd's, the startd's and the negotiator's configuration.
 fn read_configuration(
     files: &dyn config::Files,
@@ -215,7 +233,9 @@ fn read_configuration(
     now: i64,
 ) -> Result<daemons::Reloaded, Error> {
     let read = |subsystem: &str| {
-        load(&LoadOptions::new(subsystem, Root::Search), files, host).map_err(Error::Config)
+        crate::system::load_or_builtin(subsystem, files, host)
+            .map(|(c, _)| c)
+            .map_err(Error::Config)
     };
     let pool = daemons::PoolConfig::from_config(&read("SCHEDD")?, crate::system::utc_offset(now))
         .map_err(|e| Error::Daemon(format!("configuration error: {e}")))?;

@@ -4,7 +4,7 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
-use config::{load, Host, LoadOptions, Root};
+use config::Host;
 
 use crate::args::SubmitArgs;
 use crate::errors::{Error, Outcome};
@@ -28,12 +28,8 @@ pub fn run(
         let t = std::fs::read_to_string(&a.file).map_err(|e| Error::read(&a.file, e))?;
         (t, a.file.display().to_string())
     };
-    let config = load(
-        &LoadOptions::new("SUBMIT", Root::Search),
-        config_files,
-        host,
-    )
-    .map_err(Error::Config)?;
+    let (config, _) =
+        crate::system::load_or_builtin("SUBMIT", config_files, host).map_err(Error::Config)?;
     let cwd = std::env::current_dir()
         .map_err(|e| Error::read(".", e))?
         .display()

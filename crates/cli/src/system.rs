@@ -212,3 +212,52 @@ pub fn utc_offset(now: i64) -> i32 {
         0
     }
 }
+
+/// Where the built-in configuration says it comes from.
+pub const BUILTIN_CONFIG: &str = "<built-in personal pool>";
+
+/// What the pool runs on when no configuration file is found: a whole
+/// pool on one machine, as HTCondor's minicondor package configures it.
+const BUILTIN_TEXT: &str = "\
+# A personal pool on one machine, as HTCondor's minicondor package sets it up.
+use ROLE : Personal
+NETWORK_INTERFACE = 127.0.0.1
+";
+
+/// The files, with the built-in configuration at [`BUILTIN_CONFIG`].
+struct WithBuiltin<'a>(&'a dyn Files);
+
+impl Files for WithBuiltin<'_> {
+    fn read(&self, path: &str) -> Result<String, FileError> {
+        if path == BUILTIN_CONFIG {
+            return Ok(BUILTIN_TEXT.to_string());
+        }
+        self.0.read(path)
+    }
+    fn list_dir(&self, path: &str) -> Result<Vec<String>, FileError> {
+        self.0.list_dir(path)
+    }
+    fn run(&self, command: &str) -> Result<String, String> {
+        self.0.run(command)
+    }
+}
+
+/// The configuration `subsystem` reads: from the file HTCondor's search
+/// finds (CONDOR_CONFIG, then the usual places), or, when there is none,
+/// the built-in personal pool's; the flag says which.
+pub fn load_or_builtin(
+    subsystem: &str,
+    files: &dyn Files,
+    host: &dyn config::Host,
+) -> Result<(config::Config, bool), config::ConfigError> {
+    use config::{load, LoadOptions, Root};
+    match load(&LoadOptions::new(subsystem, Root::Search), files, host) {
+        Err(e) if e.kind == config::ErrorKind::NoConfig => load(
+            &LoadOptions::new(subsystem, Root::File(BUILTIN_CONFIG.into())),
+            &WithBuiltin(files),
+            host,
+        )
+        .map(|c| (c, true)),
+        other => other.map(|c| (c, false)),
+    }
+}
