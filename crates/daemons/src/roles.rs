@@ -164,6 +164,43 @@ impl Answers {
     }
 }
 
+impl Message {
+    /// The HTCondor command this message is (its number and name, from
+    /// HTCondor's `condor_commands.h`), which the wire protocol will send
+    /// it as; `None` for a reply within a conversation or a message of
+    /// ferrocondor's own.
+    pub fn htcondor_command(&self) -> Option<(u32, &'static str)> {
+        Some(match self {
+            Message::UpdateAds { kind, .. } => match kind {
+                AdType::Startd => (0, "UPDATE_STARTD_AD"),
+                AdType::Schedd => (1, "UPDATE_SCHEDD_AD"),
+                AdType::Submitter => (11, "UPDATE_SUBMITTOR_AD"),
+                _ => return None,
+            },
+            Message::InvalidateAds { kind, .. } => match kind {
+                AdType::Startd => (13, "INVALIDATE_STARTD_ADS"),
+                AdType::Schedd => (14, "INVALIDATE_SCHEDD_ADS"),
+                AdType::Submitter => (18, "INVALIDATE_SUBMITTOR_ADS"),
+                _ => return None,
+            },
+            Message::QuerySlots => (5, "QUERY_STARTD_ADS"),
+            Message::Reschedule => (421, "RESCHEDULE"),
+            Message::Negotiate { .. } => (416, "NEGOTIATE"),
+            Message::Matches(_) => (472, "PERMISSION_AND_AD"),
+            Message::MatchInfo { .. } => (440, "MATCH_INFO"),
+            Message::Startd(ev) => match ev {
+                startd::Event::RequestClaim { .. } => (442, "REQUEST_CLAIM"),
+                startd::Event::ReleaseClaim { .. } => (443, "RELEASE_CLAIM"),
+                startd::Event::Activate { .. } => (444, "ACTIVATE_CLAIM"),
+                startd::Event::KeepAlive { .. } => (441, "ALIVE"),
+                startd::Event::Matched { .. } => (440, "MATCH_INFO"),
+                _ => return None,
+            },
+            _ => return None,
+        })
+    }
+}
+
 /// What a role's step asks for: messages to send, work to start (the
 /// startd's starters and hooks), lines for the daemon's log.
 #[derive(Default)]
@@ -546,5 +583,53 @@ fn carry_out(from: RoleName, out: Outbox, router: &Router, dispatch: &Dispatch) 
     }
     if !out.work.is_empty() {
         dispatch(out.work);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_messages_are_htcondor_s_commands_by_number() {
+        let ev = |e: startd::Event| Message::Startd(e).htcondor_command();
+        assert_eq!(
+            ev(startd::Event::KeepAlive {
+                claim_id: "c".into()
+            }),
+            Some((441, "ALIVE"))
+        );
+        assert_eq!(
+            ev(startd::Event::ReleaseClaim {
+                slot: "s".into(),
+                claim_id: "c".into()
+            }),
+            Some((443, "RELEASE_CLAIM"))
+        );
+        assert_eq!(
+            Message::Reschedule.htcondor_command(),
+            Some((421, "RESCHEDULE"))
+        );
+        assert_eq!(
+            Message::Negotiate { cycle: 1 }.htcondor_command(),
+            Some((416, "NEGOTIATE"))
+        );
+        assert_eq!(
+            Message::Matches(Vec::new()).htcondor_command(),
+            Some((472, "PERMISSION_AND_AD"))
+        );
+        assert_eq!(
+            Message::QuerySlots.htcondor_command(),
+            Some((5, "QUERY_STARTD_ADS"))
+        );
+        assert_eq!(
+            Message::UpdateAds {
+                kind: AdType::Submitter,
+                ads: Vec::new()
+            }
+            .htcondor_command(),
+            Some((11, "UPDATE_SUBMITTOR_AD"))
+        );
+        assert_eq!(Message::Charges(Vec::new()).htcondor_command(), None);
     }
 }
