@@ -39,6 +39,14 @@ pub fn run(
         .clone()
         .or_else(|| host.env("USER"))
         .unwrap_or_else(|| "nobody".into());
+    // condor_submit's own rule: root does not submit jobs (a dry run
+    // queues nothing, so it may).
+    // SAFETY: getuid and getgid cannot fail.
+    if !a.dry_run && unsafe { libc::getuid() == 0 || libc::getgid() == 0 } {
+        return Err(Error::Refused(
+            "Submitting jobs as user/group 0 (root) is not allowed for security reasons.".into(),
+        ));
+    }
     // For real, the pool hands out the cluster id first (the ads name it:
     // `$(Cluster)`), as condor_submit asks the schedd for a new cluster.
     let client = jobview::client();
@@ -61,6 +69,7 @@ pub fn run(
         writeln!(diag, "{w}")?;
     }
     if !a.dry_run {
+        check_executables(&submission.jobs, Path::new(&cwd))?;
         return queue(&client, cluster, &submission.jobs, out, diag);
     }
     // What the schedd would do to them before queueing: its job transforms,
@@ -116,6 +125,43 @@ pub fn run(
         }
     }
     Ok(Outcome::Success)
+}
+
+/// condor_submit's check of the executables it will send: each one the
+/// jobs transfer (`transfer_executable`, true unless said otherwise) must
+/// exist and not be empty, or nothing is queued. Names with `$$(...)` are
+/// left to the execute point.
+fn check_executables(jobs: &[classad::ClassAd], cwd: &Path) -> Result<(), Error> {
+    let env = classad::Env::at(0);
+    let mut seen = std::collections::BTreeSet::new();
+    for ad in jobs {
+        let transfer = ad
+            .eval_attr("TransferExecutable", &env)
+            .as_bool()
+            .unwrap_or(true);
+        let cmd = match ad.eval_attr("Cmd", &env) {
+            classad::Value::Str(c) => c.to_string(),
+            _ => continue,
+        };
+        if !transfer || cmd.contains("$$") || !seen.insert(cmd.clone()) {
+            continue;
+        }
+        let path = cwd.join(&cmd);
+        match std::fs::metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::Input(format!(
+                    "ERROR: Executable file {cmd} does not exist"
+                )))
+            }
+            Ok(m) if m.is_file() && m.len() == 0 => {
+                return Err(Error::Input(format!(
+                    "ERROR: Executable file {cmd} has zero length"
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Sends the cluster to the pool, which sets Owner, applies its transforms

@@ -1023,3 +1023,56 @@ fn an_unmatchable_job_does_not_hold_back_the_submitter_s_other_jobs() {
         assert_eq!(s.status(job), "1", "the 2 TB jobs cannot match");
     }
 }
+
+/// condor_submit's checks before anything is queued: an executable it
+/// would transfer must exist and not be empty (`transfer_executable =
+/// false` leaves it to the execute point), and root may not submit.
+#[test]
+fn submit_refuses_a_missing_or_empty_executable_and_root() {
+    let s = Setup::new("exechecks");
+    let _pool = PoolProcess::start(&s.state, &with(&[("NUM_CPUS", "1")]));
+    write(
+        &s.dir.join("missing.sub"),
+        "executable = /no/such/program\nqueue\n",
+    );
+    let o = run(&s.state, &s.dir, &["submit", "missing.sub"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        common::err(&o).contains("ERROR: Executable file /no/such/program does not exist"),
+        "{}",
+        common::err(&o)
+    );
+    write(&s.dir.join("empty.sh"), "");
+    write(&s.dir.join("empty.sub"), "executable = empty.sh\nqueue\n");
+    let o = run(&s.state, &s.dir, &["submit", "empty.sub"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        common::err(&o).contains("empty.sh has zero length"),
+        "{}",
+        common::err(&o)
+    );
+    assert!(
+        s.tool(&["q", "-af", "ClusterId"]).trim().is_empty(),
+        "nothing queued"
+    );
+    // Root, submitting for real (a dry run queues nothing and may).
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        write(&s.dir.join("ok.sub"), "executable = /bin/true\nqueue\n");
+        let o = std::process::Command::new(common::bin())
+            .args(["submit", "ok.sub"])
+            .current_dir(&s.dir)
+            .env("FERROCONDOR_STATE", &s.state)
+            .env("CONDOR_CONFIG", "ONLY_ENV")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(
+            common::err(&o).contains(
+                "Submitting jobs as user/group 0 (root) is not allowed for security reasons."
+            ),
+            "{}",
+            common::err(&o)
+        );
+    }
+}
