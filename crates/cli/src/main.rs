@@ -62,7 +62,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let cli = Cli::parse_from(args::normalize_config_val(argv));
+    let argv = args::normalize_config_val(argv);
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(c) => c,
+        Err(e) => return usage_error(e, &argv),
+    };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = match &cli.command {
@@ -162,4 +166,30 @@ fn real_clock() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// A command line clap refuses. An option it does not know is named whole
+/// (clap names what it could not take, `-t` of `-totals`), and said to be
+/// one ferrocondor does not have yet; anything else is clap's message.
+fn usage_error(e: clap::Error, argv: &[std::ffi::OsString]) -> ExitCode {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() == ErrorKind::UnknownArgument {
+        if let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidArg) {
+            let bad = bad.split('=').next().unwrap_or(bad).to_string();
+            let words: Vec<&str> = argv.iter().filter_map(|a| a.to_str()).collect();
+            let whole = words
+                .iter()
+                .skip(2)
+                .find(|a| a.starts_with('-') && (a.starts_with(&bad) || bad.starts_with(*a)))
+                .map_or(bad.as_str(), |a| a.split('=').next().unwrap_or(a));
+            let command = words.get(1).copied().unwrap_or("ferrocondor");
+            eprintln!(
+                "error: {command}: the option {whole} is not supported by ferrocondor yet \
+                 (`ferrocondor {command} --help` lists the ones that are)"
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let _ = e.print();
+    ExitCode::from(if e.use_stderr() { 2 } else { 0 })
 }

@@ -336,3 +336,33 @@ fn arguments_that_are_not_utf8_are_a_usage_error_not_a_crash() {
         assert!(stderr(&o).contains("invalid UTF-8"), "{}", stderr(&o));
     }
 }
+
+/// An option ferrocondor does not have yet is named whole, in HTCondor's
+/// spelling, and said to be missing (clap alone named only `-t` of
+/// `-totals` and suggested `-- -t`).
+#[test]
+fn an_option_not_supported_yet_is_named_whole() {
+    for (args, option) in [
+        (&["q", "-totals"][..], "-totals"),
+        (&["status", "-avail"][..], "-avail"),
+        (
+            &["submit", "-batch-name", "x", "job.sub"][..],
+            "-batch-name",
+        ),
+        (&["q", "-af:j", "ClusterId"][..], "-af:j"),
+    ] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_ferrocondor"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!(
+                "the option {option} is not supported by ferrocondor yet"
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("-- -"), "{err}");
+    }
+}
