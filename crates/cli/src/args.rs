@@ -361,6 +361,9 @@ pub struct QArgs {
     /// Print the job ads as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Print only the totals lines.
+    #[arg(long)]
+    pub totals: bool,
     /// Analyse why the jobs do (not) match the slots.
     #[arg(long = "better-analyze", alias = "analyze")]
     pub better_analyze: bool,
@@ -552,6 +555,7 @@ pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
                 "af",
                 "autoformat",
                 "json",
+                "totals",
             ],
         );
     }

@@ -45,7 +45,12 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
         wire::api::PATH_QUERY,
         &wire::api::QueryRequest {
             selection: selection(a),
-            projection: Vec::new(),
+            // The totals need only each job's status.
+            projection: if a.totals {
+                vec!["JobStatus".into()]
+            } else {
+                Vec::new()
+            },
         },
     )?;
     let ads = jobview::parse_ads(&answer.ads)?;
@@ -67,7 +72,9 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
         return Ok(Outcome::Success);
     }
     let mut text = jobview::banner(&answer.hello, now, offset);
-    text.push_str(&if a.hold {
+    text.push_str(&if a.totals {
+        String::new()
+    } else if a.hold {
         jobview::hold_table(&ads, &env, offset)
     } else if a.run {
         jobview::run_table(&ads, &env, offset)

@@ -338,12 +338,12 @@ fn arguments_that_are_not_utf8_are_a_usage_error_not_a_crash() {
 }
 
 /// An option ferrocondor does not have yet is named whole, in HTCondor's
-/// spelling, and said to be missing (clap alone named only `-t` of
-/// `-totals` and suggested `-- -t`).
+/// spelling, and said to be missing (clap alone named only `-w` of
+/// `-wide` and suggested `-- -w`).
 #[test]
 fn an_option_not_supported_yet_is_named_whole() {
     for (args, option) in [
-        (&["q", "-totals"][..], "-totals"),
+        (&["q", "-wide"][..], "-wide"),
         (&["status", "-avail"][..], "-avail"),
         (
             &["submit", "-batch-name", "x", "job.sub"][..],

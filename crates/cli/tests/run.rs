@@ -1076,3 +1076,21 @@ fn submit_refuses_a_missing_or_empty_executable_and_root() {
         );
     }
 }
+
+/// `q -totals`: condor_q's banner and totals lines, no job lines.
+#[test]
+fn q_totals_prints_only_the_totals() {
+    let s = Setup::new("totals");
+    let _pool = PoolProcess::start(&s.state, &with(&[("NUM_CPUS", "1")]));
+    s.submit("held.sub", "executable = /bin/true\nhold = true\nqueue 2\n");
+    let out = s.tool(&["q", "-totals"]);
+    assert!(out.contains("-- Schedd: "), "{out}");
+    assert!(
+        out.contains(
+            "Total for query: 2 jobs; 0 completed, 0 removed, 0 idle, 0 running, 2 held, 0 suspended"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("Total for all users: 2 jobs;"), "{out}");
+    assert!(!out.contains("OWNER"), "no job table: {out}");
+}
