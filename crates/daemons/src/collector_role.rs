@@ -60,19 +60,9 @@ impl Role for CollectorRole {
                     .iter()
                     .map(crate::schedd_service::ad_text)
                     .collect();
-                let answer = serde_json::to_string(&texts).map_err(|e| (500, e.to_string()));
-                out.send(from, Message::AdminAnswer { id, answer });
+                out.answer(from, id, Ok(texts));
             }
-            Message::Admin { id, .. } => out.send(
-                from,
-                Message::AdminAnswer {
-                    id,
-                    answer: Err((400, "the collector does not answer that".into())),
-                },
-            ),
-            other => out.note(format!(
-                "collector: unexpected message from {from:?}: {other:?}"
-            )),
+            other => out.unexpected(Self::NAME, from, other),
         }
     }
 

@@ -900,23 +900,12 @@ impl Role for StartdRole {
                 id,
                 request: AdminRequest::Startd { command },
             } => {
-                let answer = match self.startd_command(command, now) {
-                    Ok(a) => serde_json::to_string(&a).map_err(|e| (500, e.to_string())),
-                    Err(e) => Err((e.status, e.message)),
-                };
-                self.messages
-                    .push((from, Message::AdminAnswer { id, answer }));
+                let answer = self
+                    .startd_command(command, now)
+                    .map_err(|e| (e.status, e.message));
+                out.answer(from, id, answer);
             }
-            Message::Admin { id, .. } => self.messages.push((
-                from,
-                Message::AdminAnswer {
-                    id,
-                    answer: Err((400, "the startd does not answer that".into())),
-                },
-            )),
-            other => self.notes.push(format!(
-                "startd: unexpected message from {from:?}: {other:?}"
-            )),
+            other => out.unexpected(Self::NAME, from, other),
         }
         self.drive(now);
         self.flush(out);

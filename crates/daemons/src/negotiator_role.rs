@@ -224,19 +224,9 @@ impl Role for NegotiatorRole {
                 request: AdminRequest::Userprio { request },
             } => {
                 let rows = self.userprio(&request, now, out);
-                let answer = serde_json::to_string(&rows).map_err(|e| (500, e.to_string()));
-                out.send(from, Message::AdminAnswer { id, answer });
+                out.answer(from, id, Ok(rows));
             }
-            Message::Admin { id, .. } => out.send(
-                from,
-                Message::AdminAnswer {
-                    id,
-                    answer: Err((400, "the negotiator does not answer that".into())),
-                },
-            ),
-            other => out.note(format!(
-                "negotiator: unexpected message from {from:?}: {other:?}"
-            )),
+            other => out.unexpected(Self::NAME, from, other),
         }
     }
 

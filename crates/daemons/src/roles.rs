@@ -218,6 +218,33 @@ impl Outbox {
     pub fn note(&mut self, note: impl Into<String>) {
         self.notes.push(note.into());
     }
+
+    /// Answers a tool's request `id` from `to`: the answer's JSON, or
+    /// (status, why) it is refused.
+    pub fn answer<T: serde::Serialize>(
+        &mut self,
+        to: RoleName,
+        id: u64,
+        answer: Result<T, (u16, String)>,
+    ) {
+        let answer =
+            answer.and_then(|a| serde_json::to_string(&a).map_err(|e| (500, e.to_string())));
+        self.send(to, Message::AdminAnswer { id, answer });
+    }
+
+    /// A message role `me` does not take: a tool's request is refused to
+    /// its asker, anything else goes to the log.
+    pub fn unexpected(&mut self, me: RoleName, from: RoleName, msg: Message) {
+        let me = me.daemon_name().to_lowercase();
+        match msg {
+            Message::Admin { id, .. } => self.answer::<()>(
+                from,
+                id,
+                Err((400, format!("the {me} does not answer that"))),
+            ),
+            other => self.note(format!("{me}: unexpected message from {from:?}: {other:?}")),
+        }
+    }
 }
 
 /// A role: a state machine over messages, timers and `now`.

@@ -278,12 +278,7 @@ impl Role for ScheddRole {
             }
             Message::ClaimNews(action) => self.claims.startd_said(action, self.schedd.queue(), now),
             Message::Starter(report) => self.claims.starter_said(report, self.schedd.queue(), now),
-            other => {
-                out.note(format!(
-                    "schedd: unexpected message from {from:?}: {other:?}"
-                ));
-                return;
-            }
+            other => return out.unexpected(Self::NAME, from, other),
         };
         self.apply(ready, out, now);
     }
