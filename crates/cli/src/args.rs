@@ -413,6 +413,9 @@ pub struct SubmitArgs {
         allow_hyphen_values = true
     )]
     pub append: Vec<String>,
+    /// The jobs' batch name (JobBatchName), as `batch_name = NAME` would.
+    #[arg(long = "batch-name", value_name = "NAME")]
+    pub batch_name: Option<String>,
     /// The cluster number to give the jobs (the schedd assigns it).
     #[arg(long, default_value_t = 1)]
     pub cluster: i64,
@@ -558,6 +561,9 @@ pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
                 "totals",
             ],
         );
+    }
+    if command == Some("submit") {
+        return single_dash(args, &["batch-name", "append", "json"]);
     }
     if matches!(command, Some("rm" | "hold" | "release")) {
         return single_dash(args, &["constraint", "all", "reason"]);

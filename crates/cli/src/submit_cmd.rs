@@ -61,6 +61,10 @@ pub fn run(
     opts.first_proc = if a.dry_run { a.proc } else { 0 };
     opts.submit_file = name;
     opts.append = a.append.clone();
+    // condor_submit -batch-name NAME: as the submit command would say it.
+    if let Some(name) = &a.batch_name {
+        opts.append.push(format!("batch_name = {name}"));
+    }
     opts.environment = host.env_vars();
     opts.random_seed = host.random_seed();
     let mut submission =

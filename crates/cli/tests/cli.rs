@@ -345,10 +345,7 @@ fn an_option_not_supported_yet_is_named_whole() {
     for (args, option) in [
         (&["q", "-wide"][..], "-wide"),
         (&["status", "-avail"][..], "-avail"),
-        (
-            &["submit", "-batch-name", "x", "job.sub"][..],
-            "-batch-name",
-        ),
+        (&["submit", "-spool", "job.sub"][..], "-spool"),
         (&["q", "-af:j", "ClusterId"][..], "-af:j"),
     ] {
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_ferrocondor"))
@@ -365,4 +362,26 @@ fn an_option_not_supported_yet_is_named_whole() {
         );
         assert!(!err.contains("-- -"), "{err}");
     }
+}
+
+/// `submit -batch-name NAME`: the jobs' JobBatchName, as condor_submit sets it.
+#[test]
+fn submit_batch_name_names_the_batch() {
+    let dir = std::env::temp_dir().join(format!("ferrocondor-batchname-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("job.sub"), "executable = /bin/true\nqueue 2\n").unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ferrocondor"))
+        .args(["submit", "-batch-name", "nightly", "job.sub", "--dry-run"])
+        .current_dir(&dir)
+        .env("CONDOR_CONFIG", "ONLY_ENV")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        out.matches("JobBatchName = \"nightly\"").count(),
+        2,
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
