@@ -332,11 +332,6 @@ impl<R: Role> RoleHandle<R> {
         rx.recv().map_err(|_| RoleGone::Stopped(R::NAME))
     }
 
-    /// Runs `f` on the role's thread, not waiting for it.
-    pub fn cast(&self, f: impl FnOnce(&mut R, i64, &mut Outbox) + Send + 'static) {
-        let _ = self.post(f, |()| {});
-    }
-
     /// Puts a message in the role's inbox.
     pub fn deliver(&self, from: RoleName, msg: Message) {
         let _ = self.tx.send(Envelope::Message(from, msg));

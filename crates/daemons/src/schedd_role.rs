@@ -95,11 +95,6 @@ impl ScheddRole {
         }
     }
 
-    /// Whether any job waits for a slot.
-    pub fn has_idle_jobs(&self) -> bool {
-        self.claims.has_idle_jobs()
-    }
-
     /// New concurrency limits (after `condor_reconfig`).
     pub fn set_limits(&mut self, limits: ConcurrencyLimits) {
         self.claims.set_limits(limits);

@@ -200,18 +200,6 @@ pub struct Ready {
     pub reschedule: bool,
 }
 
-impl Ready {
-    pub fn is_empty(&self) -> bool {
-        self.to_startd.is_empty()
-            && self.job_events.is_empty()
-            && self.runs_ended.is_empty()
-            && self.stops.is_empty()
-            && self.charges.is_empty()
-            && self.job_notes.is_empty()
-            && !self.reschedule
-    }
-}
-
 /// The runs in flight, by claim and by job.
 #[derive(Clone, Debug, Default)]
 struct Runs {
@@ -325,10 +313,6 @@ impl Claims {
             on_claim: BTreeSet::new(),
             clock: 0,
         }
-    }
-
-    pub fn schedd(&self) -> &str {
-        &self.schedd
     }
 
     /// New concurrency limits (after a reconfiguration).

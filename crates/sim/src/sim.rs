@@ -484,27 +484,7 @@ impl<'f> Simulation<'f> {
 
         // The owners' activity, laid out in absolute time once.
         for (oi, o) in s.owners.iter().enumerate() {
-            let targets: Vec<usize> = machines
-                .iter()
-                .enumerate()
-                .filter(|(_, m)| m.host == o.machines)
-                .map(|(i, _)| i)
-                .collect();
-            let targets = if targets.is_empty() {
-                let mut v = Vec::new();
-                let mut idx = 0;
-                for c in &s.classes {
-                    for _ in 0..c.count {
-                        if c.name == o.machines {
-                            v.push(idx);
-                        }
-                        idx += 1;
-                    }
-                }
-                v
-            } else {
-                targets
-            };
+            let targets = machines_named(&machines, &s.classes, &o.machines);
             if targets.is_empty() {
                 return Err(SimError(format!(
                     "scenario: owners[{oi}]: no machine or class is named {}",
@@ -789,23 +769,7 @@ impl<'f> Simulation<'f> {
 
     /// The machines a command names: one by host name, or a class.
     fn command_targets(&self, name: &str) -> Vec<usize> {
-        let by_host: Vec<usize> = (0..self.machines.len())
-            .filter(|&m| self.machines[m].host == name)
-            .collect();
-        if !by_host.is_empty() {
-            return by_host;
-        }
-        let mut idx = 0;
-        let mut out = Vec::new();
-        for c in &self.scenario.classes {
-            for _ in 0..c.count {
-                if c.name == name {
-                    out.push(idx);
-                }
-                idx += 1;
-            }
-        }
-        out
+        machines_named(&self.machines, &self.scenario.classes, name)
     }
 
     /// `condor_vacate`, `condor_drain` at the scenario's time.
@@ -1780,6 +1744,33 @@ impl<'f> Simulation<'f> {
         }
         self.report
     }
+}
+
+/// The machines a scenario names: the one with that host name, else
+/// every machine of the class of that name (machines are laid out class
+/// by class, in the scenario's order).
+fn machines_named(
+    machines: &[Machine],
+    classes: &[crate::scenario::MachineClass],
+    name: &str,
+) -> Vec<usize> {
+    let by_host: Vec<usize> = (0..machines.len())
+        .filter(|&m| machines[m].host == name)
+        .collect();
+    if !by_host.is_empty() {
+        return by_host;
+    }
+    let mut idx = 0;
+    let mut out = Vec::new();
+    for c in classes {
+        for _ in 0..c.count {
+            if c.name == name {
+                out.push(idx);
+            }
+            idx += 1;
+        }
+    }
+    out
 }
 
 /// A preemption's cause as the report counts it: the policy expression

@@ -568,11 +568,6 @@ impl Startd {
         &self.readings
     }
 
-    /// The drain under way, if any.
-    pub fn drain(&self) -> Option<&Drain> {
-        self.drain.as_ref()
-    }
-
     /// The slots as they are now (read-only).
     pub fn slots(&self) -> &[Slot] {
         &self.slots

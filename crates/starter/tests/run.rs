@@ -535,19 +535,28 @@ fn a_dropped_job_is_killed_and_cleaned_up() {
     }
 }
 
+/// For a root starter's tests: a world whose Iwd belongs to `nobody`
+/// (the job's owner), open to it; `None` (said on stderr) unless root.
+fn world_of_nobody() -> Option<World> {
+    if unsafe_geteuid() != 0 {
+        eprintln!("skipped: needs root (a job owner other than the starter's user)");
+        return None;
+    }
+    let w = World::new();
+    fs::set_permissions(w.dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(w.iwd(), Some(65534), Some(65534)).unwrap();
+    Some(w)
+}
+
 /// A root starter reads the job's input and writes its output as the job's
 /// owner: a file only root may read is not transferred in, and output is
 /// not written where only root may write, not even through a symlink the
 /// job made in its sandbox.
 #[test]
 fn a_root_starter_touches_files_only_as_the_job_owner() {
-    if unsafe_geteuid() != 0 {
-        eprintln!("skipped: needs root (a job owner other than the starter's user)");
+    let Some(w) = world_of_nobody() else {
         return;
-    }
-    let w = World::new();
-    fs::set_permissions(w.dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    std::os::unix::fs::chown(w.iwd(), Some(65534), Some(65534)).unwrap();
+    };
     let secret = w.dir.path().join("secret");
     fs::write(&secret, "s3cret").unwrap();
     fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).unwrap();
@@ -595,13 +604,9 @@ fn a_root_starter_touches_files_only_as_the_job_owner() {
 /// starter does: they work in the job's sandbox.
 #[test]
 fn a_root_starter_runs_the_job_hooks_as_the_job_owner() {
-    if unsafe_geteuid() != 0 {
-        eprintln!("skipped: needs root (a job owner other than the starter's user)");
+    let Some(w) = world_of_nobody() else {
         return;
-    }
-    let w = World::new();
-    fs::set_permissions(w.dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    std::os::unix::fs::chown(w.iwd(), Some(65534), Some(65534)).unwrap();
+    };
     let record = w.iwd().join("hooks");
     let hook = |name: &str| {
         w.script(
