@@ -1634,9 +1634,13 @@ async fn ask(
 ) -> Result<String, ApiError> {
     let answers = shared.router.answers.clone();
     let (id, rx) = answers.wait();
-    shared
-        .router
-        .deliver(RoleName::Schedd, to, Message::Admin { id, request });
+    // Sending writes to another process's socket, which may block: not on
+    // the thread that serves every request.
+    let router = shared.router.clone();
+    let _ = tokio::task::spawn_blocking(move || {
+        router.deliver(RoleName::Schedd, to, Message::Admin { id, request })
+    })
+    .await;
     match tokio::time::timeout(REMOTE_ANSWER_TIMEOUT, rx).await {
         Ok(Ok(Ok(json))) => Ok(json),
         Ok(Ok(Err((status, message)))) => Err(ApiError { status, message }),
