@@ -322,25 +322,9 @@ impl StartdRole {
     /// of slots that are gone (dynamic slots given back) are withdrawn.
     pub fn publish_slots(&mut self, now: i64) {
         let ads = self.startd.published_ads(now);
-        let names: BTreeSet<String> = ads.iter().filter_map(|a| literal_str(a, "Name")).collect();
-        let gone: Vec<String> = self.published.difference(&names).cloned().collect();
-        self.published = names;
-        if !gone.is_empty() {
-            self.messages.push((
-                RoleName::Collector,
-                Message::InvalidateAds {
-                    kind: AdType::Startd,
-                    names: gone,
-                },
-            ));
+        for m in crate::roles::advertise(AdType::Startd, ads, &mut self.published) {
+            self.messages.push((RoleName::Collector, m));
         }
-        self.messages.push((
-            RoleName::Collector,
-            Message::UpdateAds {
-                kind: AdType::Startd,
-                ads,
-            },
-        ));
     }
 
     fn slot_label(&self, slot: &str) -> String {

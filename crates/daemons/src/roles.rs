@@ -201,6 +201,31 @@ impl Message {
     }
 }
 
+/// One role's update to the collector of its ads of one kind: the ads, and
+/// before them an invalidation of the ones its last update had that are
+/// gone (`published` keeps the names from one update to the next).
+pub fn advertise(
+    kind: AdType,
+    ads: Vec<ClassAd>,
+    published: &mut std::collections::BTreeSet<String>,
+) -> Vec<Message> {
+    let names: std::collections::BTreeSet<String> = ads
+        .iter()
+        .filter_map(|a| crate::schedd_service::literal_str(a, "Name"))
+        .collect();
+    let gone: Vec<String> = published.difference(&names).cloned().collect();
+    *published = names;
+    let mut out = Vec::new();
+    if !gone.is_empty() {
+        out.push(Message::InvalidateAds {
+            kind: kind.clone(),
+            names: gone,
+        });
+    }
+    out.push(Message::UpdateAds { kind, ads });
+    out
+}
+
 /// What a role's step asks for: messages to send, work to start (the
 /// startd's starters and hooks), lines for the daemon's log.
 #[derive(Default)]

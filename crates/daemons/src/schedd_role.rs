@@ -210,23 +210,9 @@ impl ScheddRole {
                 ad
             })
             .collect();
-        let names: BTreeSet<String> = by_user.keys().cloned().collect();
-        let gone: Vec<String> = self.published.difference(&names).cloned().collect();
-        self.published = names;
-        out.send(
-            RoleName::Collector,
-            Message::InvalidateAds {
-                kind: AdType::Submitter,
-                names: gone,
-            },
-        );
-        out.send(
-            RoleName::Collector,
-            Message::UpdateAds {
-                kind: AdType::Submitter,
-                ads,
-            },
-        );
+        for m in crate::roles::advertise(AdType::Submitter, ads, &mut self.published) {
+            out.send(RoleName::Collector, m);
+        }
     }
 
     /// The schedd's requests for negotiation cycle `cycle`.
