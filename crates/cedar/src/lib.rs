@@ -1,0 +1,37 @@
+//! # cedar — HTCondor's wire protocol
+//!
+//! What HTCondor's daemons and clients (the `htcondor` Python bindings, the
+//! `condor_*` tools) put on a TCP connection, so that ferrocondor's daemons
+//! and tools talk to them, and to each other, unchanged:
+//!
+//! - [`frame`]: packets (a 5-byte header, the payload) and messages;
+//! - [`codec`]: integers, doubles, strings inside a message;
+//! - [`ad`]: ClassAds on the wire (old syntax, private attributes);
+//! - [`sinful`]: daemon addresses, `<ip:port?params>`;
+//! - [`commands`]: HTCondor's command numbers;
+//! - [`sock`]: the I/O edge, a blocking connection that sends and receives
+//!   whole messages with deadlines.
+//!
+//! Everything but [`sock`] is pure: bytes and values in, bytes and values
+//! out. The protocol is learned from HTCondor's sources and checked against
+//! its real client (`htcondor==25.14.1`); the code is ours.
+//!
+//! **Architecture Invariant:** nothing a peer sends can make this crate
+//! panic, allocate without a bound, or wait without a deadline: every count
+//! and length is checked against a limit before it is used, and every read
+//! has a timeout.
+//!
+//! Start at [`sock::Sock`] and [`codec::Encoder`].
+
+pub mod ad;
+pub mod codec;
+pub mod commands;
+pub mod frame;
+pub mod policy;
+pub mod sinful;
+pub mod sock;
+
+pub use ad::{get_ad, put_ad, PutOptions};
+pub use codec::{DecodeError, Decoder, Encoder};
+pub use sinful::Sinful;
+pub use sock::{Sock, SockError};
