@@ -24,14 +24,25 @@
 //! Start at [`sock::Sock`] and [`codec::Encoder`].
 
 pub mod ad;
+pub mod auth;
 pub mod codec;
 pub mod commands;
+pub mod crypto;
 pub mod frame;
 pub mod policy;
+pub mod server;
 pub mod sinful;
 pub mod sock;
 
 pub use ad::{get_ad, put_ad, PutOptions};
+
+/// The version ferrocondor's daemons and tools announce (`CondorVersion`,
+/// `RemoteVersion`): the protocol they speak is HTCondor 25.14.1's, and
+/// peers decide what to send by it.
+pub const CONDOR_VERSION: &str = "$CondorVersion: 25.14.1 2026-09-24 BuildID: ferrocondor-0.1.0 $";
+
+/// `CondorPlatform`, as HTCondor's daemons announce it.
+pub const CONDOR_PLATFORM: &str = "$CondorPlatform: x86_64_Linux $";
 pub use codec::{DecodeError, Decoder, Encoder};
 pub use sinful::Sinful;
 pub use sock::{Sock, SockError};

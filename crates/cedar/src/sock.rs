@@ -78,23 +78,60 @@ pub const DEFAULT_MAX_MESSAGE: usize = 64 << 20;
 /// (HTCondor's daemons use 20 s for a command's socket).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Protects a stream's packets once a session key is on (AES-GCM); the
-/// security module supplies it.
+/// The digests of the clear traffic before the key was switched on, from
+/// this side's point of view (all zero for a direction that carried
+/// nothing, as HTCondor has it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandshakeHashes {
+    pub sent: [u8; 32],
+    pub received: [u8; 32],
+}
+
+/// Protects a stream's packets once a session key is on (AES-GCM, see
+/// [`crate::crypto`]). `first` is given for the first packet each way.
 pub trait PacketCipher: Send {
     /// The bytes to write for one packet of `payload` (`end`: last packet).
     fn seal(
         &mut self,
         end: bool,
         payload: &[u8],
-        handshake: Option<[u8; 32]>,
+        first: Option<&HandshakeHashes>,
     ) -> Result<Vec<u8>, String>;
     /// The plaintext of a received packet (`header` is its 5 bytes).
     fn open(
         &mut self,
         header: &[u8; HEADER],
         body: &[u8],
-        handshake: Option<[u8; 32]>,
+        first: Option<&HandshakeHashes>,
     ) -> Result<Vec<u8>, String>;
+}
+
+/// How much clear traffic each direction's digest covers (HTCondor's
+/// limit): a handshake is far smaller.
+const DIGEST_LIMIT: usize = 1 << 20;
+
+/// A running digest of one direction's clear traffic.
+#[derive(Clone, Default)]
+struct Transcript {
+    hash: Sha256,
+    bytes: usize,
+}
+
+impl Transcript {
+    fn add(&mut self, b: &[u8]) {
+        if self.bytes < DIGEST_LIMIT {
+            self.hash.update(b);
+        }
+        self.bytes += b.len();
+    }
+
+    fn digest(&self) -> [u8; 32] {
+        if self.bytes == 0 {
+            [0; 32]
+        } else {
+            self.hash.clone().finalize().into()
+        }
+    }
 }
 
 /// A connection carrying CEDAR messages.
@@ -102,13 +139,14 @@ pub struct Sock {
     stream: TcpStream,
     peer: SocketAddr,
     max_message: usize,
-    sent: Option<Sha256>,
-    received: Option<Sha256>,
+    sent: Transcript,
+    received: Transcript,
     cipher: Option<Box<dyn PacketCipher>>,
-    /// The handshake digests, taken when the cipher was switched on, for
+    /// The handshake digests, frozen when the cipher was switched on, for
     /// its first packet each way.
-    first_send: Option<[u8; 32]>,
-    first_recv: Option<[u8; 32]>,
+    hashes: Option<HandshakeHashes>,
+    first_send: bool,
+    first_recv: bool,
 }
 
 impl Sock {
@@ -119,11 +157,12 @@ impl Sock {
             stream,
             peer,
             max_message: DEFAULT_MAX_MESSAGE,
-            sent: Some(Sha256::new()),
-            received: Some(Sha256::new()),
+            sent: Transcript::default(),
+            received: Transcript::default(),
             cipher: None,
-            first_send: None,
-            first_recv: None,
+            hashes: None,
+            first_send: false,
+            first_recv: false,
         };
         s.set_timeout(DEFAULT_TIMEOUT)?;
         Ok(s)
@@ -165,20 +204,15 @@ impl Sock {
         Decoder::with_crypto(payload, self.encrypting())
     }
 
-    /// The digests of what this side sent and received so far in clear.
-    pub fn handshake_digests(&self) -> ([u8; 32], [u8; 32]) {
-        let done = |d: &Option<Sha256>| d.clone().map(|d| d.finalize().into()).unwrap_or([0; 32]);
-        (done(&self.sent), done(&self.received))
-    }
-
     /// Seals every packet from now on; the first packet each way is bound
-    /// to the clear bytes that came before it.
+    /// to the clear bytes that came before it (on this connection).
     pub fn start_cipher(&mut self, cipher: Box<dyn PacketCipher>) {
-        let (s, r) = self.handshake_digests();
-        self.first_send = Some(s);
-        self.first_recv = Some(r);
-        self.sent = None;
-        self.received = None;
+        self.hashes = Some(HandshakeHashes {
+            sent: self.sent.digest(),
+            received: self.received.digest(),
+        });
+        self.first_send = true;
+        self.first_recv = true;
         self.cipher = Some(cipher);
     }
 
@@ -195,16 +229,17 @@ impl Sock {
                 let mut chunks = payload.chunks(frame::PACKET_PAYLOAD).peekable();
                 while let Some(chunk) = chunks.next() {
                     let end = chunks.peek().is_none();
+                    let first = std::mem::take(&mut self.first_send);
                     let sealed = c
-                        .seal(end, chunk, self.first_send.take())
+                        .seal(end, chunk, self.hashes.as_ref().filter(|_| first))
                         .map_err(SockError::Protocol)?;
                     out.extend_from_slice(&sealed);
                 }
                 out
             }
         };
-        if let Some(d) = &mut self.sent {
-            d.update(&bytes);
+        if self.cipher.is_none() {
+            self.sent.add(&bytes);
         }
         self.stream
             .write_all(&bytes)
@@ -226,15 +261,16 @@ impl Sock {
             }
             let mut body = vec![0u8; header.len];
             read_exact(&mut self.stream, &mut body, true, "reading a packet")?;
-            if let Some(d) = &mut self.received {
-                d.update(h);
-                d.update(&body);
-            }
             match &mut self.cipher {
-                None => payload.extend_from_slice(&body),
+                None => {
+                    self.received.add(&h);
+                    self.received.add(&body);
+                    payload.extend_from_slice(&body)
+                }
                 Some(c) => {
+                    let first = std::mem::take(&mut self.first_recv);
                     let plain = c
-                        .open(&h, &body, self.first_recv.take())
+                        .open(&h, &body, self.hashes.as_ref().filter(|_| first))
                         .map_err(SockError::Protocol)?;
                     payload.extend_from_slice(&plain);
                 }

@@ -24,6 +24,9 @@ pub fn run(
             let read = read_configuration(config_files, host, now)?;
             let used = configuration_used(config_files, host);
             let pool_config = read.pool;
+            let port =
+                daemons::command_port::PortConfig::from_config(&read.negotiator, &dir, true, true)
+                    .map_err(|e| Error::Daemon(format!("configuration error: {e}")))?;
             let node = node_config(&dir, read.startd, read.negotiator)?;
             let slots_note = format!(
                 "execute directory: {}{}",
@@ -34,18 +37,20 @@ pub fn run(
                     .unwrap_or_default()
             );
             let pool = daemons::Pool::up(&dir, pool_config, node)
+                .and_then(|p| p.with_command_port(port))
                 .map_err(|e| Error::Daemon(e.to_string()))?
                 .with_reload(Box::new(reload));
             writeln!(
                 out,
                 "ferrocondor: personal pool up (access point, execute point, central manager)\n\
                  configuration: {used}\n\
-                 state directory: {}\nsocket: {}\n{slots_note}\njobs in the queue: {}\n\
+                 state directory: {}\nsocket: {}\ncommand port (HTCondor's clients): {}\n{slots_note}\njobs in the queue: {}\n\
                  stop it with Ctrl-C or `ferrocondor pool down`",
                 dir.display(),
                 pool.socket()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
+                pool.command_address().unwrap_or_default(),
                 pool.jobs()
             )?;
             out.flush()?;
@@ -128,8 +133,16 @@ pub fn daemon(
     };
     let dir = state_dir(state);
     let read = read_configuration(files, host, now)?;
+    let port = daemons::command_port::PortConfig::from_config(
+        &read.negotiator,
+        &dir,
+        role == daemons::roles::RoleName::Collector,
+        role == daemons::roles::RoleName::Schedd,
+    )
+    .map_err(|e| Error::Daemon(format!("configuration error: {e}")))?;
     let node = node_config(&dir, read.startd, read.negotiator)?;
     let pool = daemons::Pool::daemon(&dir, read.pool, node, role)
+        .and_then(|p| p.with_command_port(port))
         .map_err(|e| Error::Daemon(e.to_string()))?
         .with_reload(Box::new(reload));
     writeln!(

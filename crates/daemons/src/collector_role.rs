@@ -9,16 +9,64 @@ use crate::roles::{AdminRequest, Message, Outbox, Role, RoleName};
 
 pub struct CollectorRole {
     store: CollectorStore,
+    /// The pool's name for its own ad.
+    name: String,
     /// How often expired ads are dropped (seconds).
     expire_interval: u64,
 }
 
 impl CollectorRole {
-    pub fn new(store: CollectorStore, expire_interval: u64) -> CollectorRole {
+    pub fn new(store: CollectorStore, expire_interval: u64, name: &str) -> CollectorRole {
         CollectorRole {
             store,
+            name: name.to_string(),
             expire_interval,
         }
+    }
+
+    /// A client's query: the live ads of a type (any for `None`) for which
+    /// `constraint` holds.
+    pub fn query(
+        &self,
+        kind: Option<&AdType>,
+        constraint: Option<&classad::Expr>,
+        now: i64,
+    ) -> Vec<ClassAd> {
+        self.store.query(kind, constraint, &[], now)
+    }
+
+    /// An ad a client advertised (UPDATE_*_AD).
+    pub fn update(&mut self, kind: AdType, ad: ClassAd, now: i64) -> Result<(), String> {
+        self.store
+            .update(kind, ad, now)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// INVALIDATE_*: the ads of a type the constraint selects (all of the
+    /// type without one).
+    pub fn invalidate_matching(
+        &mut self,
+        kind: &AdType,
+        constraint: Option<&classad::Expr>,
+        now: i64,
+    ) -> usize {
+        let all = classad::Expr::Lit(classad::Value::Bool(true));
+        self.store
+            .invalidate_matching(kind, constraint.unwrap_or(&all), now)
+    }
+
+    /// The collector's own ad (QUERY_COLLECTOR_ADS).
+    pub fn own_ad(&self, address: &str, now: i64) -> ClassAd {
+        let mut ad = ClassAd::new();
+        ad.insert_value("MyType", "Collector");
+        ad.insert_value("Name", self.name.as_str());
+        ad.insert_value("Machine", self.name.as_str());
+        ad.insert_value("MyAddress", address);
+        ad.insert_value("CondorVersion", crate::command_port::CONDOR_VERSION);
+        ad.insert_value("CondorPlatform", crate::command_port::CONDOR_PLATFORM);
+        ad.insert_value("LastHeardFrom", now);
+        ad
     }
 
     /// The live ads of one type (a copy: a personal pool has few).

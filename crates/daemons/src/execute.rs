@@ -321,7 +321,13 @@ impl StartdRole {
     /// The startd's update to the collector: every slot's ad now; the ads
     /// of slots that are gone (dynamic slots given back) are withdrawn.
     pub fn publish_slots(&mut self, now: i64) {
-        let ads = self.startd.published_ads(now);
+        let mut ads = self.startd.published_ads(now);
+        // Jobs' Requirements test the startd's version (HTCondor's submit
+        // adds `versionGE(split(TARGET.CondorVersion)[1], ...)`).
+        for ad in &mut ads {
+            ad.insert_value("CondorVersion", cedar::CONDOR_VERSION);
+            ad.insert_value("CondorPlatform", cedar::CONDOR_PLATFORM);
+        }
         for m in crate::roles::advertise(AdType::Startd, ads, &mut self.published) {
             self.messages.push((RoleName::Collector, m));
         }

@@ -33,6 +33,7 @@
 mod accounting;
 pub mod admin;
 pub mod collector_role;
+pub mod command_port;
 mod event_logs;
 pub mod execute;
 mod identity;
@@ -41,6 +42,7 @@ pub mod local_protocol;
 mod local_transport;
 pub mod master;
 pub mod negotiator_role;
+mod qmgmt;
 pub mod roles;
 pub mod schedd_role;
 pub mod schedd_service;

@@ -32,6 +32,8 @@ pub struct ScheddRole {
     intervals: ScheddIntervals,
     /// The submitters last advertised (those gone are withdrawn).
     published: BTreeSet<String>,
+    /// The command port's address (`MyAddress`), where there is one.
+    address: Option<String>,
 }
 
 impl ScheddRole {
@@ -92,7 +94,13 @@ impl ScheddRole {
             hostname: hostname.to_string(),
             intervals,
             published: BTreeSet::new(),
+            address: None,
         }
+    }
+
+    /// Where HTCondor's clients reach this schedd (its ad's `MyAddress`).
+    pub fn set_address(&mut self, sinful: String) {
+        self.address = Some(sinful);
     }
 
     /// New concurrency limits (after `condor_reconfig`).
@@ -187,6 +195,12 @@ impl ScheddRole {
         ad.insert_value("MyType", "Scheduler");
         ad.insert_value("Name", self.hostname.as_str());
         ad.insert_value("Machine", self.hostname.as_str());
+        if let Some(a) = &self.address {
+            ad.insert_value("MyAddress", a.as_str());
+            ad.insert_value("ScheddIpAddr", a.as_str());
+        }
+        ad.insert_value("CondorVersion", crate::command_port::CONDOR_VERSION);
+        ad.insert_value("CondorPlatform", crate::command_port::CONDOR_PLATFORM);
         ad.insert_value("TotalIdleJobs", total.idle);
         ad.insert_value("TotalRunningJobs", total.running);
         ad.insert_value("TotalHeldJobs", total.held);

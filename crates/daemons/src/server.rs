@@ -104,6 +104,8 @@ pub struct Pool {
     /// Under `ferrocondor master`: the directory of the roles' sockets
     /// (the other roles run in processes of their own).
     roles_dir: Option<PathBuf>,
+    /// HTCondor's wire protocol on TCP, for HTCondor's clients.
+    port: Option<crate::command_port::CommandPort>,
 }
 
 fn interval(c: &config::Config, name: &str, default: i64) -> Result<u64, String> {
@@ -170,7 +172,7 @@ fn build_roles(
     }
     if wanted.contains(&RoleName::Collector) {
         let collector = CollectorStore::from_config(cm).map_err(|e| format!("collector: {e}"))?;
-        roles.collector = Some(CollectorRole::new(collector, poll));
+        roles.collector = Some(CollectorRole::new(collector, poll, &node.hostname));
     }
     Ok(roles)
 }
@@ -261,7 +263,37 @@ impl Pool {
             reload: None,
             tools,
             roles_dir: separate.then(|| state_dir.join("roles")),
+            port: None,
         })
+    }
+
+    /// Opens the command port (HTCondor's wire protocol on TCP) for the
+    /// roles this process runs, and writes its address files.
+    pub fn with_command_port(
+        mut self,
+        config: crate::command_port::PortConfig,
+    ) -> Result<Pool, Error> {
+        let listen = config.listen;
+        let port = crate::command_port::CommandPort::bind(config).map_err(|source| Error::Io {
+            path: PathBuf::from(listen.to_string()),
+            op: "listening for HTCondor's clients (the command port)",
+            source,
+        })?;
+        port.write_address_files().map_err(|source| Error::Io {
+            path: PathBuf::from("the address files"),
+            op: "writing the command port's address",
+            source,
+        })?;
+        if let Some(s) = self.roles.schedd.as_mut() {
+            s.set_address(port.address());
+        }
+        self.port = Some(port);
+        Ok(self)
+    }
+
+    /// The command port's address, `<ip:port?noUDP>`.
+    pub fn command_address(&self) -> Option<String> {
+        self.port.as_ref().map(|p| p.address())
     }
 
     /// How `condor_reconfig` reads the configuration again (without one,
@@ -339,6 +371,13 @@ impl Pool {
         .filter_map(|(r, here)| here.then_some(r))
         .collect();
         let (router, inboxes) = crate::roles::router(&self.roles, remote);
+        if let Some(port) = self.port {
+            port.serve(router.clone()).map_err(|source| Error::Io {
+                path: socket.clone(),
+                op: "starting the command port",
+                source,
+            })?;
+        }
         // Under a master, each local role listens for the others' messages.
         if let Some(dir) = &self.roles_dir {
             for &role in &local {

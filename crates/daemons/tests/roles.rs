@@ -97,6 +97,7 @@ impl Pool {
             collector: CollectorRole::new(
                 CollectorStore::from_config(&node.negotiator).unwrap(),
                 5,
+                "localhost",
             ),
             negotiator: NegotiatorRole::new(
                 Accountant::from_config(&node.negotiator).unwrap(),

@@ -1,0 +1,1032 @@
+//! The daemon's command port: HTCondor's wire protocol (CEDAR) on TCP, so
+//! that HTCondor's own clients (the `htcondor` Python bindings, the
+//! `htcondor` tool) and other daemons talk to the roles this process runs.
+//!
+//! One listener per process, for every role the process runs (the command
+//! numbers of the collector's, the schedd's, the negotiator's and the
+//! startd's commands do not overlap); each role's ad names it as its
+//! `MyAddress`. A connection gets a thread of its own for its handshake
+//! ([`cedar::server::accept`]) and its command; each request reaches a role
+//! as a call on the role's thread, as the tools' requests do.
+//!
+//! Served here: the collector's queries, updates and invalidations; the
+//! schedd's job queries, ACT_ON_JOBS, history, RESCHEDULE and the job-queue
+//! protocol (QMGMT) that `Schedd.submit` and `Schedd.edit` speak.
+//!
+//! **Never trusted from a client:** who it is (the Owner of a job is the
+//! authenticated user), which jobs it may touch (the schedd's own checks),
+//! how much it sends (every message has the socket's bound, every
+//! connection a deadline on each read).
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use cedar::commands as cmd;
+use cedar::policy::{Policy, Requirement};
+use cedar::server::{Accepted, Daemon, Level, Peer, Sessions};
+use cedar::{get_ad, put_ad, PutOptions, Sinful, Sock, SockError};
+use classad::{ClassAd, Value};
+use negotiator::collector::AdType;
+use wire::api::{ActRequest, Action, HistoryRequest, JobSpec, QueryRequest, Selection};
+
+use crate::roles::{RoleName, Router};
+use crate::schedd_role::ScheddRole;
+use crate::schedd_service::ApiError;
+
+pub use cedar::{CONDOR_PLATFORM, CONDOR_VERSION};
+
+/// The most connections served at once; past it a new one is closed at
+/// once (its client retries), so a flood cannot take every thread.
+const MAX_CONNECTIONS: usize = 256;
+
+/// What the command port needs from the configuration.
+#[derive(Clone, Debug)]
+pub struct PortConfig {
+    /// Where to listen (`COLLECTOR_HOST`'s port where the collector runs
+    /// here; else any free port on the host's address).
+    pub listen: SocketAddr,
+    /// Files that get this port's address as HTCondor writes them
+    /// (COLLECTOR_ADDRESS_FILE, SCHEDD_ADDRESS_FILE).
+    pub address_files: Vec<PathBuf>,
+    pub hostname: String,
+    pub auth: cedar::auth::Settings,
+    /// Authentication methods in order (SEC_DEFAULT_AUTHENTICATION_METHODS).
+    pub methods: Vec<String>,
+    /// SEC_<LEVEL>_AUTHENTICATION|ENCRYPTION|INTEGRITY, resolved.
+    pub levels: Vec<(Level, [Requirement; 3])>,
+    /// The users allowed the daemon-to-daemon and administrative levels
+    /// (the pool's own user and root), `user` names without domain.
+    pub operators: Vec<String>,
+}
+
+fn requirement(c: &config::Config, name: &str) -> Result<Option<Requirement>, String> {
+    match c.get(name).map_err(|e| e.to_string())? {
+        None => Ok(None),
+        Some(v) if v.trim().is_empty() => Ok(None),
+        Some(v) => Requirement::parse(&v).map(Some).ok_or_else(|| {
+            format!("{name} = {v}: expected REQUIRED, PREFERRED, OPTIONAL or NEVER")
+        }),
+    }
+}
+
+impl PortConfig {
+    /// Reads the port's settings. `collector_here`: the collector runs in
+    /// this process, so the port is COLLECTOR_HOST's.
+    pub fn from_config(
+        c: &config::Config,
+        state_dir: &Path,
+        collector_here: bool,
+        schedd_here: bool,
+    ) -> Result<PortConfig, String> {
+        let get = |n: &str| c.get(n).ok().flatten().filter(|v| !v.trim().is_empty());
+        let hostname = get("FULL_HOSTNAME").unwrap_or_else(|| "localhost".into());
+        let collector = get("COLLECTOR_HOST").unwrap_or_else(|| "127.0.0.1".into());
+        // A COLLECTOR_HOST that names no port gets a free one (its address
+        // file says which), so pools on one machine do not collide; one
+        // that names a port (9618 for a pool of many hosts) gets it.
+        let collector = Sinful::parse(&collector, 0).map_err(|e| format!("COLLECTOR_HOST: {e}"))?;
+        let ip = collector
+            .socket_addr()
+            .map(|a| a.ip())
+            .or_else(|| get("NETWORK_INTERFACE").and_then(|i| i.parse().ok()))
+            .unwrap_or_else(|| std::net::Ipv4Addr::LOCALHOST.into());
+        let port = if collector_here { collector.port } else { 0 };
+        let mut address_files = Vec::new();
+        if collector_here {
+            address_files.push(
+                get("COLLECTOR_ADDRESS_FILE")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| state_dir.join(".collector_address")),
+            );
+        }
+        if schedd_here {
+            address_files.push(
+                get("SCHEDD_ADDRESS_FILE")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| state_dir.join(".schedd_address")),
+            );
+        }
+        let uid_domain = get("UID_DOMAIN").unwrap_or_else(|| hostname.clone());
+        let fs_dir = get("FS_LOCAL_DIR").unwrap_or_else(|| "/tmp".into());
+        let methods: Vec<String> = get("SEC_DEFAULT_AUTHENTICATION_METHODS")
+            .unwrap_or_else(|| "FS".into())
+            .split([',', ' '])
+            .filter(|m| !m.is_empty())
+            .map(cedar::policy::canonical_method)
+            .filter(|m| cedar::auth::Method::from_name(m).is_some())
+            .collect();
+        // Secure by default, as HTCondor 9+: reads need nothing, anything
+        // that changes the pool needs an authenticated user; encryption
+        // and integrity whenever a client asks (every session is keyed).
+        let defaults = |level: Level| -> [Requirement; 3] {
+            let auth = if level == Level::Read {
+                Requirement::Optional
+            } else {
+                Requirement::Required
+            };
+            [auth, Requirement::Optional, Requirement::Optional]
+        };
+        let mut levels = Vec::new();
+        for level in [
+            Level::Read,
+            Level::Write,
+            Level::Negotiator,
+            Level::Administrator,
+            Level::Config,
+            Level::Daemon,
+            Level::AdvertiseStartd,
+            Level::AdvertiseSchedd,
+            Level::AdvertiseMaster,
+        ] {
+            let mut r = defaults(level);
+            for (i, what) in ["AUTHENTICATION", "ENCRYPTION", "INTEGRITY"]
+                .iter()
+                .enumerate()
+            {
+                let own = requirement(c, &format!("SEC_{}_{what}", level.name()))?;
+                let default = requirement(c, &format!("SEC_DEFAULT_{what}"))?;
+                if let Some(v) = own.or(default) {
+                    r[i] = v;
+                }
+            }
+            // Reads stay open unless SEC_READ_AUTHENTICATION says otherwise
+            // (HTCondor's templates set it OPTIONAL beside a REQUIRED default).
+            levels.push((level, r));
+        }
+        // SAFETY: getuid cannot fail.
+        let me = unsafe { libc::getuid() };
+        let mut operators = vec!["root".to_string()];
+        if let Some(name) = crate::identity::user_name(me) {
+            if !operators.contains(&name) {
+                operators.push(name);
+            }
+        }
+        Ok(PortConfig {
+            listen: SocketAddr::new(ip, port),
+            address_files,
+            hostname,
+            auth: cedar::auth::Settings {
+                uid_domain,
+                fs_dir: PathBuf::from(fs_dir),
+            },
+            methods,
+            levels,
+            operators,
+        })
+    }
+}
+
+/// A bound command port.
+pub struct CommandPort {
+    listener: TcpListener,
+    sinful: Sinful,
+    config: PortConfig,
+}
+
+impl CommandPort {
+    pub fn bind(config: PortConfig) -> std::io::Result<CommandPort> {
+        let listener = TcpListener::bind(config.listen)?;
+        let local = listener.local_addr()?;
+        // TCP only: this pool takes no UDP commands, and `noUDP` tells
+        // clients to send RESCHEDULE and updates by TCP.
+        let sinful = Sinful::new(local).with_param("noUDP", None);
+        Ok(CommandPort {
+            listener,
+            sinful,
+            config,
+        })
+    }
+
+    /// The address clients use, `<ip:port?noUDP>`.
+    pub fn address(&self) -> String {
+        self.sinful.to_string()
+    }
+
+    /// Writes the address files (as HTCondor's daemons do: the address,
+    /// then the version and platform lines; written aside, then renamed).
+    pub fn write_address_files(&self) -> std::io::Result<()> {
+        let text = format!("{}\n{CONDOR_VERSION}\n{CONDOR_PLATFORM}\n", self.address());
+        for f in &self.config.address_files {
+            let tmp = f.with_extension("new");
+            std::fs::write(&tmp, &text)?;
+            std::fs::rename(&tmp, f)?;
+        }
+        Ok(())
+    }
+
+    /// Serves until the process ends, on a thread of its own.
+    pub fn serve(self, router: Router) -> std::io::Result<std::thread::JoinHandle<()>> {
+        let daemon = Arc::new(PortDaemon {
+            sessions: Sessions::new(&self.config.hostname),
+            router,
+            config: self.config,
+            address: self.sinful.to_string(),
+        });
+        let live = Arc::new(AtomicUsize::new(0));
+        let listener = self.listener;
+        std::thread::Builder::new()
+            .name("command-port".into())
+            .spawn(move || {
+                for conn in listener.incoming() {
+                    let Ok(stream) = conn else { continue };
+                    if live.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                        live.fetch_sub(1, Ordering::SeqCst);
+                        continue;
+                    }
+                    let (d, l) = (daemon.clone(), live.clone());
+                    let spawned =
+                        std::thread::Builder::new()
+                            .name("command".into())
+                            .spawn(move || {
+                                d.connection(stream);
+                                l.fetch_sub(1, Ordering::SeqCst);
+                            });
+                    if spawned.is_err() {
+                        live.fetch_sub(1, Ordering::SeqCst);
+                    }
+                }
+            })
+    }
+}
+
+pub(crate) struct PortDaemon {
+    sessions: Sessions,
+    router: Router,
+    config: PortConfig,
+    address: String,
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Which role serves a command, and at which level.
+fn route(command: i32) -> Option<(RoleName, Level)> {
+    use Level::{
+        AdvertiseMaster, AdvertiseSchedd, AdvertiseStartd, Daemon, Negotiator, Read, Write,
+    };
+    use RoleName::{Collector, Schedd};
+    Some(match command {
+        cmd::QUERY_STARTD_ADS
+        | cmd::QUERY_SCHEDD_ADS
+        | cmd::QUERY_MASTER_ADS
+        | cmd::QUERY_SUBMITTOR_ADS
+        | cmd::QUERY_COLLECTOR_ADS
+        | cmd::QUERY_ANY_ADS
+        | cmd::QUERY_NEGOTIATOR_ADS
+        | cmd::QUERY_MULTIPLE_ADS
+        | QUERY_GENERIC_ADS
+        | QUERY_ACCOUNTING_ADS => (Collector, Read),
+        cmd::UPDATE_STARTD_AD | cmd::INVALIDATE_STARTD_ADS => (Collector, AdvertiseStartd),
+        cmd::UPDATE_SCHEDD_AD
+        | cmd::UPDATE_SUBMITTOR_AD
+        | cmd::INVALIDATE_SCHEDD_ADS
+        | cmd::INVALIDATE_SUBMITTOR_ADS => (Collector, AdvertiseSchedd),
+        cmd::UPDATE_MASTER_AD | cmd::INVALIDATE_MASTER_ADS => (Collector, AdvertiseMaster),
+        cmd::UPDATE_NEGOTIATOR_AD | cmd::INVALIDATE_NEGOTIATOR_ADS => (Collector, Negotiator),
+        cmd::UPDATE_AD_GENERIC
+        | cmd::INVALIDATE_ADS_GENERIC
+        | cmd::UPDATE_COLLECTOR_AD
+        | cmd::INVALIDATE_COLLECTOR_ADS => (Collector, Daemon),
+        cmd::QUERY_JOB_ADS | cmd::QUERY_SCHEDD_HISTORY => (Schedd, Read),
+        cmd::QUERY_JOB_ADS_WITH_AUTH => (Schedd, Read),
+        cmd::ACT_ON_JOBS | cmd::QMGMT_WRITE_CMD | cmd::RESCHEDULE => (Schedd, Write),
+        _ => return None,
+    })
+}
+
+/// Commands that must authenticate whatever the level's setting (HTCondor
+/// registers them with force-authentication): they act for a user.
+fn forces_authentication(command: i32) -> bool {
+    matches!(
+        command,
+        cmd::ACT_ON_JOBS | cmd::QMGMT_WRITE_CMD | cmd::QUERY_JOB_ADS_WITH_AUTH
+    )
+}
+
+const QUERY_GENERIC_ADS: i32 = 74;
+const QUERY_ACCOUNTING_ADS: i32 = 78;
+
+impl PortDaemon {
+    fn here(&self, role: RoleName) -> bool {
+        match role {
+            RoleName::Collector => self.router.collector().is_ok(),
+            RoleName::Negotiator => self.router.negotiator().is_ok(),
+            RoleName::Schedd => self.router.schedd().is_ok(),
+            RoleName::Startd => self.router.startd().is_ok(),
+        }
+    }
+
+    fn connection(&self, stream: TcpStream) {
+        let Ok(mut sock) = Sock::new(stream) else {
+            return;
+        };
+        let accepted = match cedar::server::accept(&mut sock, self, &self.sessions, now()) {
+            Ok(a) => a,
+            Err(e) => {
+                // Closed connections before a command are ordinary (port
+                // probes, clients giving up); refusals are worth a line.
+                if !matches!(e, cedar::server::Refused::Sock(SockError::Closed { .. })) {
+                    eprintln!("ferrocondor: command port: {e}");
+                }
+                sock.close();
+                return;
+            }
+        };
+        let (command, peer) = (accepted.command, accepted.peer.describe());
+        if let Err(e) = self.serve(&mut sock, accepted) {
+            if !matches!(
+                e,
+                SockError::Closed {
+                    inside_message: false
+                }
+            ) {
+                eprintln!(
+                    "ferrocondor: command port: {} from {peer}: {e}",
+                    cmd::describe(command)
+                );
+            }
+        }
+        sock.close();
+    }
+
+    /// The command's payload, first message: what came with a bare command,
+    /// or the next message.
+    fn first_message(sock: &mut Sock, a: &mut Accepted) -> Result<Vec<u8>, SockError> {
+        match a.bare_payload.take() {
+            Some(p) if !p.is_empty() => Ok(p),
+            _ => sock.recv(),
+        }
+    }
+
+    fn serve(&self, sock: &mut Sock, mut a: Accepted) -> Result<(), SockError> {
+        match a.command {
+            cmd::DC_NOP => Ok(()),
+            cmd::RESCHEDULE => {
+                let _ = self.on_schedd(|s, _, out| {
+                    out.send(RoleName::Negotiator, crate::roles::Message::Reschedule);
+                    s.publish(out);
+                });
+                Ok(())
+            }
+            cmd::QUERY_JOB_ADS | cmd::QUERY_JOB_ADS_WITH_AUTH => {
+                let msg = Self::first_message(sock, &mut a)?;
+                self.query_jobs(sock, &a.peer, &msg)
+            }
+            cmd::QUERY_SCHEDD_HISTORY => {
+                let msg = Self::first_message(sock, &mut a)?;
+                self.history(sock, &a.peer, &msg)
+            }
+            cmd::ACT_ON_JOBS => {
+                let msg = Self::first_message(sock, &mut a)?;
+                self.act(sock, &a.peer, &msg)
+            }
+            cmd::QMGMT_WRITE_CMD => crate::qmgmt::serve(self, sock, &a.peer),
+            c if is_update(c) || is_invalidate(c) => {
+                let mut msg = Self::first_message(sock, &mut a)?;
+                let mut command = c;
+                loop {
+                    self.update(sock, command, &a.peer, &msg)?;
+                    // Over TCP a client may send more: `[int cmd][ad]`
+                    // each, and DC_NOP at the end.
+                    msg = match sock.recv() {
+                        Ok(m) => m,
+                        Err(SockError::Closed {
+                            inside_message: false,
+                        }) => return Ok(()),
+                        Err(e) => return Err(e),
+                    };
+                    let mut d = sock.decoder(&msg);
+                    command = d.get_i32()?;
+                    if command == cmd::DC_NOP {
+                        return Ok(());
+                    }
+                    let level = route(command).map(|(_, l)| l);
+                    if level != Some(a.level) {
+                        return Err(SockError::Protocol(format!(
+                            "{} sent {} on a connection authorized for {}",
+                            a.peer.describe(),
+                            cmd::describe(command),
+                            a.level.name()
+                        )));
+                    }
+                    msg = msg[d.position()..].to_vec();
+                }
+            }
+            c if route(c).is_some_and(|(r, _)| r == RoleName::Collector) => {
+                let msg = Self::first_message(sock, &mut a)?;
+                self.collector_query(sock, c, &msg)
+            }
+            other => Err(SockError::Protocol(format!(
+                "{} is not served on this port",
+                cmd::describe(other)
+            ))),
+        }
+    }
+
+    /// Runs `f` on the schedd's thread; the claim core then takes in what
+    /// changed.
+    pub(crate) fn on_schedd<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut ScheddRole, i64, &mut crate::roles::Outbox) -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let schedd = self.router.schedd().map_err(|e| ApiError {
+            status: 503,
+            message: e.to_string(),
+        })?;
+        schedd
+            .call_blocking(move |s, now, out| {
+                let t = f(s, now, out);
+                s.queue_changed(out, now);
+                t
+            })
+            .map_err(|e| ApiError {
+                status: 503,
+                message: e.to_string(),
+            })
+    }
+
+    // ---- the collector ------------------------------------------------
+
+    fn collector_query(&self, sock: &mut Sock, command: i32, msg: &[u8]) -> Result<(), SockError> {
+        let mut d = sock.decoder(msg);
+        let query = get_ad(&mut d)?;
+        d.finish()?;
+        let target = text(&query, "TargetType").unwrap_or_default();
+        let kind = match command {
+            cmd::QUERY_STARTD_ADS | cmd::QUERY_MULTIPLE_ADS => Some(AdType::Startd),
+            cmd::QUERY_SCHEDD_ADS => Some(AdType::Schedd),
+            cmd::QUERY_MASTER_ADS => Some(AdType::Master),
+            cmd::QUERY_SUBMITTOR_ADS => Some(AdType::Submitter),
+            cmd::QUERY_COLLECTOR_ADS => Some(AdType::Collector),
+            cmd::QUERY_NEGOTIATOR_ADS => Some(AdType::Negotiator),
+            QUERY_ACCOUNTING_ADS => Some(AdType::Accounting),
+            QUERY_GENERIC_ADS => Some(AdType::from_my_type(&target)),
+            _ if target.is_empty() || target.eq_ignore_ascii_case("Any") => None,
+            _ => Some(AdType::from_my_type(&target)),
+        };
+        let constraint = query.get("Requirements").cloned();
+        let projection: Vec<String> = text(&query, "Projection")
+            .map(|p| split_names(&p))
+            .unwrap_or_default();
+        let limit = int(&query, "LimitResults").filter(|l| *l > 0);
+        let address = self.address.clone();
+        let collector = self
+            .router
+            .collector()
+            .map_err(|e| SockError::Protocol(e.to_string()))?;
+        let mut ads = collector
+            .call_blocking(move |c, now, _| {
+                let mut ads = c.query(kind.as_ref(), constraint.as_ref(), now);
+                if kind.is_none() || kind == Some(AdType::Collector) {
+                    ads.push(c.own_ad(&address, now));
+                }
+                ads
+            })
+            .map_err(|e| SockError::Protocol(e.to_string()))?;
+        if let Some(l) = limit {
+            ads.truncate(l as usize);
+        }
+        let names: Vec<classad::AttrName> = with_references(&projection, &ads);
+        let opts = PutOptions {
+            exclude_private: true,
+            projection: (!projection.is_empty()).then_some(names.as_slice()),
+            ..Default::default()
+        };
+        let mut e = sock.encoder();
+        for ad in &ads {
+            e.put_int(1);
+            put_ad(&mut e, ad, &opts);
+        }
+        e.put_int(0);
+        sock.send(&e)
+    }
+
+    fn update(&self, sock: &Sock, command: i32, peer: &Peer, msg: &[u8]) -> Result<(), SockError> {
+        let mut d = sock.decoder(msg);
+        let ad = get_ad(&mut d)?;
+        // A startd's update may carry its private ad second.
+        if d.remaining() > 0 {
+            let _private = get_ad(&mut d)?;
+        }
+        d.finish()?;
+        let collector = self
+            .router
+            .collector()
+            .map_err(|e| SockError::Protocol(e.to_string()))?;
+        let who = peer.describe();
+        if is_invalidate(command) {
+            let kind = invalidated_type(command, &ad);
+            let constraint = ad.get("Requirements").cloned();
+            let _ = collector.call_blocking(move |c, now, _| {
+                c.invalidate_matching(&kind, constraint.as_ref(), now)
+            });
+        } else {
+            let kind = updated_type(command, &ad);
+            let _ = collector.call_blocking(move |c, now, out| {
+                if let Err(e) = c.update(kind, ad, now) {
+                    out.note(format!("collector: an ad from {who} was refused: {e}"));
+                }
+            });
+        }
+        Ok(())
+    }
+
+    // ---- the schedd ---------------------------------------------------
+
+    fn query_jobs(&self, sock: &mut Sock, peer: &Peer, msg: &[u8]) -> Result<(), SockError> {
+        let mut d = sock.decoder(msg);
+        let req = get_ad(&mut d)?;
+        d.finish()?;
+        let constraint = req
+            .get("Requirements")
+            .map(classad::unparse::expr_to_string);
+        let projection = text(&req, "Projection")
+            .map(|p| split_names(&p))
+            .unwrap_or_default();
+        let limit = int(&req, "LimitResults").filter(|l| *l >= 0);
+        let summary_only = bool_attr(&req, "SummaryOnly");
+        let server_time = bool_attr(&req, "SendServerTime");
+        let user = peer.user_name().unwrap_or("").to_string();
+        let request = QueryRequest {
+            selection: Selection {
+                constraint,
+                ..Selection::default()
+            },
+            projection: Vec::new(),
+        };
+        let answer =
+            self.on_schedd(move |s, now, _| s.schedd.query(&user, &request, now).map(|a| (a, now)));
+        let now_t = now();
+        let mut final_ad = ClassAd::new();
+        final_ad.insert_value("Owner", 0);
+        final_ad.insert_value("MyType", "Summary");
+        final_ad.insert_value("ServerTime", now_t);
+        match answer.and_then(|a| a) {
+            Ok((answer, _)) => {
+                final_ad.insert_value("ErrorCode", 0);
+                let mut counts = [0i64; 7];
+                let mut sent = 0usize;
+                let names: Vec<classad::AttrName> = projection
+                    .iter()
+                    .map(|n| classad::AttrName::from(n.as_str()))
+                    .collect();
+                for text in &answer.ads {
+                    let Ok(ad) = ClassAd::parse(text) else {
+                        continue;
+                    };
+                    count_status(&mut counts, &ad);
+                    if summary_only || limit.is_some_and(|l| sent as i64 >= l) {
+                        continue;
+                    }
+                    let opts = PutOptions {
+                        exclude_private: true,
+                        projection: (!projection.is_empty()).then_some(names.as_slice()),
+                        server_time: server_time.then_some(now_t),
+                        ..Default::default()
+                    };
+                    let mut e = sock.encoder();
+                    put_ad(&mut e, &ad, &opts);
+                    sock.send(&e)?;
+                    sent += 1;
+                }
+                for (name, n) in [
+                    "Jobs",
+                    "Idle",
+                    "Running",
+                    "Removed",
+                    "Completed",
+                    "Held",
+                    "Suspended",
+                ]
+                .iter()
+                .zip(counts)
+                {
+                    final_ad.insert_value(name, n);
+                }
+                let t = answer.all_totals;
+                for (name, n) in [
+                    ("AllusersJobs", t.jobs),
+                    ("AllusersIdle", t.idle),
+                    ("AllusersRunning", t.running),
+                    ("AllusersRemoved", t.removed),
+                    ("AllusersCompleted", t.completed),
+                    ("AllusersHeld", t.held),
+                    ("AllusersSuspended", t.suspended),
+                ] {
+                    final_ad.insert_value(name, n as i64);
+                }
+            }
+            Err(e) => {
+                final_ad.insert_value("ErrorCode", 1);
+                final_ad.insert_value("ErrorString", e.message.as_str());
+            }
+        }
+        let mut e = sock.encoder();
+        put_ad(&mut e, &final_ad, &PutOptions::default());
+        sock.send(&e)
+    }
+
+    fn history(&self, sock: &mut Sock, peer: &Peer, msg: &[u8]) -> Result<(), SockError> {
+        let mut d = sock.decoder(msg);
+        let req = get_ad(&mut d)?;
+        d.finish()?;
+        let constraint = req
+            .get("Requirements")
+            .map(classad::unparse::expr_to_string);
+        // The bindings send a list of names, `{ "A","B" }`.
+        let projection: Vec<String> = match req.get("Projection") {
+            Some(classad::Expr::List(items)) => items
+                .iter()
+                .filter_map(|e| match e {
+                    classad::Expr::Lit(Value::Str(s)) => Some(s.to_string()),
+                    _ => None,
+                })
+                .collect(),
+            _ => text(&req, "Projection")
+                .map(|p| split_names(&p))
+                .unwrap_or_default(),
+        };
+        let matches = int(&req, "NumJobMatches").filter(|n| *n >= 0);
+        let user = peer.user_name().unwrap_or("").to_string();
+        let request = HistoryRequest {
+            selection: Selection {
+                constraint,
+                ..Selection::default()
+            },
+            limit: matches.map(|m| m as usize),
+            ..HistoryRequest::default()
+        };
+        let answer = self.on_schedd(move |s, now, _| s.schedd.history(&user, &request, now));
+        let mut e = sock.encoder();
+        let mut final_ad = ClassAd::new();
+        final_ad.insert_value("Owner", 0);
+        match answer.and_then(|a| a) {
+            Ok(answer) => {
+                let names: Vec<classad::AttrName> = projection
+                    .iter()
+                    .map(|n| classad::AttrName::from(n.as_str()))
+                    .collect();
+                let opts = PutOptions {
+                    exclude_private: true,
+                    projection: (!projection.is_empty()).then_some(names.as_slice()),
+                    ..Default::default()
+                };
+                let mut n = 0i64;
+                for text in answer.ads.iter() {
+                    let Ok(ad) = ClassAd::parse(text) else {
+                        continue;
+                    };
+                    put_ad(&mut e, &ad, &opts);
+                    n += 1;
+                }
+                final_ad.insert_value("NumJobMatches", n);
+                final_ad.insert_value("MalformedAds", 0);
+                final_ad.insert_value("AdCount", n);
+            }
+            Err(err) => {
+                final_ad.insert_value("ErrorCode", 1);
+                final_ad.insert_value("ErrorString", err.message.as_str());
+                final_ad.insert_value("NumJobMatches", 0);
+            }
+        }
+        put_ad(&mut e, &final_ad, &PutOptions::default());
+        sock.send(&e)
+    }
+
+    fn act(&self, sock: &mut Sock, peer: &Peer, msg: &[u8]) -> Result<(), SockError> {
+        let mut d = sock.decoder(msg);
+        let req = get_ad(&mut d)?;
+        d.finish()?;
+        let action_code = int(&req, "JobAction").unwrap_or(0);
+        let mut result = ClassAd::new();
+        result.insert_value("JobAction", action_code);
+        result.insert_value(
+            "ActionResultType",
+            int(&req, "ActionResultType").unwrap_or(2),
+        );
+        let (action, reason_attr) = match action_code {
+            1 => (Some(Action::Hold), "HoldReason"),
+            2 => (Some(Action::Release), "ReleaseReason"),
+            3 | 4 => (Some(Action::Remove), "RemoveReason"),
+            _ => (None, ""),
+        };
+        let mut totals = [0i64; 7];
+        let mut total_ads = 0i64;
+        let user = peer.user_name().unwrap_or("").to_string();
+        let outcome: Result<wire::api::ActAnswer, ApiError> = match action {
+            None => Err(ApiError::bad_request(format!(
+                "JobAction {action_code} is not carried out by this schedd (hold 1, release 2, remove 3 are)"
+            ))),
+            Some(action) => {
+                let mut selection = Selection::default();
+                if let Some(ids) = text(&req, "ActionIds") {
+                    selection.ids = ids
+                        .split(',')
+                        .filter_map(|s| JobSpec::parse(s.trim()))
+                        .collect();
+                    if selection.ids.is_empty() {
+                        selection.constraint = Some("false".into());
+                    }
+                } else {
+                    selection.constraint = Some(
+                        req.get("ActionConstraint")
+                            .map(classad::unparse::expr_to_string)
+                            .unwrap_or_else(|| "true".into()),
+                    );
+                }
+                let reason = text(&req, reason_attr);
+                let request = ActRequest {
+                    action,
+                    selection,
+                    reason,
+                };
+                let who = user.clone();
+                self.on_schedd(move |s, now, _| {
+                    let jobs = s.schedd.queue().len() as i64;
+                    s.schedd.act(&who, &request, now).map(|a| (a, jobs))
+                })
+                .and_then(|a| a)
+                .map(|(a, jobs)| {
+                    total_ads = jobs;
+                    a
+                })
+            }
+        };
+        match &outcome {
+            Ok(a) => {
+                totals[1] = a.done.len() as i64;
+                for f in &a.failed {
+                    let code = if f.error.contains("not yours")
+                        || f.error.contains("permission")
+                        || f.error.contains("may not")
+                    {
+                        5
+                    } else if f.error.contains("already") {
+                        4
+                    } else if f.error.contains("no such job")
+                        || f.error.contains("not in the queue")
+                    {
+                        2
+                    } else {
+                        3
+                    };
+                    totals[code] += 1;
+                }
+            }
+            Err(_) => totals[0] = 1,
+        }
+        let ok = totals[1] > 0;
+        result.insert_value("ActionResult", ok as i64);
+        result.insert_value("TotalJobAds", total_ads);
+        result.insert_value("IsQueueSuperUser", false);
+        for (i, n) in totals.iter().enumerate() {
+            result.insert_value(&format!("result_total_{i}"), *n);
+        }
+        if let Err(e) = &outcome {
+            result.insert_value("ErrorString", e.message.as_str());
+        }
+        let mut e = sock.encoder();
+        put_ad(&mut e, &result, &PutOptions::default());
+        sock.send(&e)?;
+        if ok {
+            // The client's "still here", then ours: the change is on disk.
+            let confirm = sock.recv()?;
+            let mut d = sock.decoder(&confirm);
+            let _ = d.get_int()?;
+            let mut e = sock.encoder();
+            e.put_int(1);
+            sock.send(&e)?;
+        }
+        Ok(())
+    }
+}
+
+fn is_update(c: i32) -> bool {
+    matches!(
+        c,
+        cmd::UPDATE_STARTD_AD
+            | cmd::UPDATE_SCHEDD_AD
+            | cmd::UPDATE_MASTER_AD
+            | cmd::UPDATE_SUBMITTOR_AD
+            | cmd::UPDATE_COLLECTOR_AD
+            | cmd::UPDATE_NEGOTIATOR_AD
+            | cmd::UPDATE_AD_GENERIC
+    )
+}
+
+fn is_invalidate(c: i32) -> bool {
+    matches!(
+        c,
+        cmd::INVALIDATE_STARTD_ADS
+            | cmd::INVALIDATE_SCHEDD_ADS
+            | cmd::INVALIDATE_MASTER_ADS
+            | cmd::INVALIDATE_SUBMITTOR_ADS
+            | cmd::INVALIDATE_COLLECTOR_ADS
+            | cmd::INVALIDATE_NEGOTIATOR_ADS
+            | cmd::INVALIDATE_ADS_GENERIC
+    )
+}
+
+fn updated_type(c: i32, ad: &ClassAd) -> AdType {
+    match c {
+        cmd::UPDATE_STARTD_AD => AdType::Startd,
+        cmd::UPDATE_SCHEDD_AD => AdType::Schedd,
+        cmd::UPDATE_MASTER_AD => AdType::Master,
+        cmd::UPDATE_SUBMITTOR_AD => AdType::Submitter,
+        cmd::UPDATE_COLLECTOR_AD => AdType::Collector,
+        cmd::UPDATE_NEGOTIATOR_AD => AdType::Negotiator,
+        _ => AdType::of(ad).unwrap_or_else(|| AdType::Other("Generic".into())),
+    }
+}
+
+fn invalidated_type(c: i32, ad: &ClassAd) -> AdType {
+    match c {
+        cmd::INVALIDATE_STARTD_ADS => AdType::Startd,
+        cmd::INVALIDATE_SCHEDD_ADS => AdType::Schedd,
+        cmd::INVALIDATE_MASTER_ADS => AdType::Master,
+        cmd::INVALIDATE_SUBMITTOR_ADS => AdType::Submitter,
+        cmd::INVALIDATE_COLLECTOR_ADS => AdType::Collector,
+        cmd::INVALIDATE_NEGOTIATOR_ADS => AdType::Negotiator,
+        _ => AdType::from_my_type(&text(ad, "TargetType").unwrap_or_else(|| "Generic".into())),
+    }
+}
+
+fn count_status(counts: &mut [i64; 7], ad: &ClassAd) {
+    counts[0] += 1;
+    let slot = match int(ad, "JobStatus") {
+        Some(1) => 1,
+        Some(2) => 2,
+        Some(3) => 3,
+        Some(4) => 4,
+        Some(5) => 5,
+        Some(7) => 6,
+        _ => return,
+    };
+    counts[slot] += 1;
+}
+
+/// Attribute names of a projection, however the client separated them.
+fn split_names(p: &str) -> Vec<String> {
+    p.split([' ', ',', '\n', '\t', '\r'])
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The projection, with the attributes its expressions name inside the ad
+/// (as HTCondor's collector sends them, so a projected expression still
+/// evaluates).
+fn with_references(projection: &[String], ads: &[ClassAd]) -> Vec<classad::AttrName> {
+    let mut names: Vec<classad::AttrName> = Vec::new();
+    let mut add = |n: &str| {
+        if !names.iter().any(|x| x.as_str().eq_ignore_ascii_case(n)) {
+            names.push(classad::AttrName::from(n));
+        }
+    };
+    for p in projection {
+        add(p);
+    }
+    for ad in ads.iter().take(1) {
+        for p in projection {
+            if let Some(e) = ad.get(p) {
+                let mut refs = Vec::new();
+                negotiator::autocluster::references(e, &mut refs);
+                for r in refs.iter().filter(|r| ad.contains(r.as_str())) {
+                    add(r.as_str());
+                }
+            }
+        }
+    }
+    names
+}
+
+pub(crate) fn text(ad: &ClassAd, name: &str) -> Option<String> {
+    match ad.eval_attr(name, &classad::Env::default()) {
+        Value::Str(s) => Some(s.to_string()),
+        _ => None,
+    }
+}
+
+pub(crate) fn int(ad: &ClassAd, name: &str) -> Option<i64> {
+    match ad.eval_attr(name, &classad::Env::default()) {
+        Value::Int(i) => Some(i),
+        Value::Real(r) => Some(r as i64),
+        Value::Bool(b) => Some(b as i64),
+        _ => None,
+    }
+}
+
+fn bool_attr(ad: &ClassAd, name: &str) -> bool {
+    matches!(
+        ad.eval_attr(name, &classad::Env::default()),
+        Value::Bool(true)
+    )
+}
+
+impl Daemon for PortDaemon {
+    fn level(&self, command: i32) -> Option<Level> {
+        if command == cmd::DC_NOP {
+            return Some(Level::Allow);
+        }
+        let (role, level) = route(command)?;
+        self.here(role).then_some(level)
+    }
+
+    fn commands_at(&self, level: Level) -> Vec<i32> {
+        let all = [
+            cmd::QUERY_STARTD_ADS,
+            cmd::QUERY_SCHEDD_ADS,
+            cmd::QUERY_MASTER_ADS,
+            cmd::QUERY_SUBMITTOR_ADS,
+            cmd::QUERY_COLLECTOR_ADS,
+            cmd::QUERY_ANY_ADS,
+            cmd::QUERY_NEGOTIATOR_ADS,
+            cmd::QUERY_MULTIPLE_ADS,
+            QUERY_GENERIC_ADS,
+            QUERY_ACCOUNTING_ADS,
+            cmd::UPDATE_STARTD_AD,
+            cmd::INVALIDATE_STARTD_ADS,
+            cmd::UPDATE_SCHEDD_AD,
+            cmd::UPDATE_SUBMITTOR_AD,
+            cmd::INVALIDATE_SCHEDD_ADS,
+            cmd::INVALIDATE_SUBMITTOR_ADS,
+            cmd::UPDATE_MASTER_AD,
+            cmd::INVALIDATE_MASTER_ADS,
+            cmd::UPDATE_NEGOTIATOR_AD,
+            cmd::INVALIDATE_NEGOTIATOR_ADS,
+            cmd::UPDATE_AD_GENERIC,
+            cmd::INVALIDATE_ADS_GENERIC,
+            cmd::QUERY_JOB_ADS,
+            cmd::QUERY_SCHEDD_HISTORY,
+            cmd::QUERY_JOB_ADS_WITH_AUTH,
+            cmd::ACT_ON_JOBS,
+            cmd::QMGMT_WRITE_CMD,
+            cmd::RESCHEDULE,
+        ];
+        all.into_iter()
+            .filter(|c| self.level(*c) == Some(level))
+            .collect()
+    }
+
+    fn policy(&self, level: Level) -> Policy {
+        let [authentication, encryption, integrity] = self
+            .config
+            .levels
+            .iter()
+            .find(|(l, _)| *l == level)
+            .map(|(_, r)| *r)
+            .unwrap_or([Requirement::Optional; 3]);
+        Policy {
+            authentication,
+            encryption,
+            integrity,
+            auth_methods: self.config.methods.clone(),
+            crypto_methods: vec!["AES".into()],
+            session_duration: 3600 * 24,
+            session_lease: 3600,
+        }
+    }
+
+    fn policy_for_command(&self, command: i32, level: Level) -> Policy {
+        let mut p = self.policy(level);
+        if forces_authentication(command) {
+            p.authentication = Requirement::Required;
+        }
+        p
+    }
+
+    fn authorize(&self, peer: &Peer, level: Level) -> Result<(), String> {
+        match level {
+            Level::Allow | Level::Read => Ok(()),
+            Level::Write => match &peer.user {
+                Some(_) => Ok(()),
+                None => Err("ALLOW_WRITE takes only authenticated users, and this client did not authenticate".into()),
+            },
+            _ => match peer.user_name() {
+                Some(u) if self.config.operators.iter().any(|o| o == u) => Ok(()),
+                Some(u) => Err(format!(
+                    "ALLOW_{} takes only the pool's own user and root, not {u}",
+                    level.name()
+                )),
+                None => Err(format!(
+                    "ALLOW_{} takes only authenticated users, and this client did not authenticate",
+                    level.name()
+                )),
+            },
+        }
+    }
+
+    fn auth_settings(&self) -> &cedar::auth::Settings {
+        &self.config.auth
+    }
+
+    fn version(&self) -> &str {
+        CONDOR_VERSION
+    }
+}

@@ -1,0 +1,336 @@
+//! The job-queue protocol (HTCondor's QMGMT, command QMGMT_WRITE_CMD) that
+//! `Schedd.submit` and `htcondor job submit` speak: a loop of remote calls
+//! (`int call`, its arguments; most answered `int rval` and, on failure,
+//! `int errno`) inside one transaction, committed at the end.
+//!
+//! A submission arrives as a cluster ad (proc -1) and, per job, a proc ad
+//! holding only what differs from it; a job is its cluster ad overlaid by
+//! its proc ad. At commit the jobs go to the schedd as one cluster, which
+//! sets whose they are (the authenticated user, never the client's
+//! `Owner`), checks them and stores them in one transaction; a connection
+//! that ends before its commit leaves nothing behind.
+//!
+//! Late materialization (SetJobFactory, SendMaterializeData) and editing
+//! committed jobs are refused with a message, for now.
+
+use classad::ClassAd;
+use wire::api::SubmitRequest;
+
+use crate::command_port::PortDaemon;
+use cedar::server::Peer;
+use cedar::{put_ad, PutOptions, Sock, SockError};
+
+const INITIALIZE_CONNECTION: i64 = 10001;
+const NEW_CLUSTER: i64 = 10002;
+const NEW_PROC: i64 = 10003;
+const SET_ATTRIBUTE: i64 = 10006;
+const COMMIT_TRANSACTION_NO_FLAGS: i64 = 10007;
+const INITIALIZE_READ_ONLY_CONNECTION: i64 = 10022;
+const BEGIN_TRANSACTION: i64 = 10023;
+const ABORT_TRANSACTION: i64 = 10024;
+const SET_ATTRIBUTE2: i64 = 10027;
+const CLOSE_SOCKET: i64 = 10028;
+const COMMIT_TRANSACTION: i64 = 10031;
+const SET_ATTRIBUTE_BY_CONSTRAINT: i64 = 10021;
+const SET_ATTRIBUTE_BY_CONSTRAINT2: i64 = 10032;
+const GET_CAPABILITIES: i64 = 10036;
+const SET_JOB_FACTORY: i64 = 10037;
+const SEND_MATERIALIZE_DATA: i64 = 10039;
+
+/// SetAttribute's flag: the client expects no answer.
+const NO_ACK: u8 = 0x02;
+
+const ENOENT: i64 = 2;
+const EACCES: i64 = 13;
+const EINVAL: i64 = 22;
+const ENOSYS: i64 = 38;
+
+/// The most jobs one transaction may hold, and the most bytes of
+/// attribute text: far above any real submission (a cluster's ads are
+/// mostly in its cluster ad), a bound on what one connection can make the
+/// schedd hold.
+const MAX_PROCS: usize = 1_000_000;
+const MAX_BYTES: usize = 256 << 20;
+
+/// Attributes a client may not set (HTCondor's SYSTEM_SECURE_JOB_ATTRS,
+/// and what the schedd itself sets): silently ignored, as HTCondor does.
+const IGNORED: [&str; 4] = ["TotalSubmitProcs", "OsUser", "User", "GlobalJobId"];
+
+#[derive(Default)]
+struct Transaction {
+    cluster: Option<u32>,
+    cluster_ad: ClassAd,
+    procs: Vec<ClassAd>,
+    bytes: usize,
+    /// The first failure of a call that had no answer (NoAck): it fails
+    /// the commit, with its text.
+    error: Option<(i64, String)>,
+}
+
+fn reply_rval(sock: &mut Sock, rval: i64, errno: i64) -> Result<(), SockError> {
+    let mut e = sock.encoder();
+    e.put_int(rval);
+    if rval < 0 {
+        e.put_int(errno);
+    }
+    sock.send(&e)
+}
+
+/// Serves one QMGMT connection until the client closes it.
+pub(crate) fn serve(port: &PortDaemon, sock: &mut Sock, peer: &Peer) -> Result<(), SockError> {
+    // The handshake authenticated (the command forces it); a peer without a
+    // user may still read, never change.
+    let user = peer.user_name().map(str::to_string);
+    let mut t = Transaction::default();
+    loop {
+        let msg = match sock.recv() {
+            Ok(m) => m,
+            // A connection that ends without CloseSocket: its transaction
+            // is dropped, as HTCondor's schedd aborts it.
+            Err(SockError::Closed {
+                inside_message: false,
+            }) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let mut d = sock.decoder(&msg);
+        let call = d.get_int()?;
+        match call {
+            INITIALIZE_CONNECTION | INITIALIZE_READ_ONLY_CONNECTION => {}
+            CLOSE_SOCKET => return Ok(()),
+            BEGIN_TRANSACTION | ABORT_TRANSACTION => {
+                d.finish()?;
+                t = Transaction::default();
+                reply_rval(sock, 0, 0)?;
+            }
+            GET_CAPABILITIES => {
+                let _mask = d.get_int()?;
+                d.finish()?;
+                let mut caps = ClassAd::new();
+                caps.insert_value("LateMaterialize", false);
+                caps.insert_value("UseJobsets", false);
+                let mut e = sock.encoder();
+                put_ad(&mut e, &caps, &PutOptions::default());
+                sock.send(&e)?;
+            }
+            NEW_CLUSTER => {
+                d.finish()?;
+                let Some(user) = user.clone() else {
+                    reply_failure(sock, -1, EACCES, "the connection is not authenticated")?;
+                    continue;
+                };
+                match port.on_schedd(move |s, _, _| s.schedd.new_cluster(&user)) {
+                    Ok(Ok(c)) => {
+                        t = Transaction {
+                            cluster: Some(c.cluster),
+                            ..Transaction::default()
+                        };
+                        let mut e = sock.encoder();
+                        e.put_int(i64::from(c.cluster));
+                        sock.send(&e)?;
+                    }
+                    Ok(Err(err)) | Err(err) => reply_failure(sock, -10, EINVAL, &err.message)?,
+                }
+            }
+            NEW_PROC => {
+                let cluster = d.get_int()?;
+                d.finish()?;
+                if t.cluster.map(i64::from) != Some(cluster) {
+                    reply_rval(sock, -1, EACCES)?;
+                } else if t.procs.len() >= MAX_PROCS {
+                    reply_rval(sock, -4, EINVAL)?;
+                } else {
+                    t.procs.push(ClassAd::new());
+                    let mut e = sock.encoder();
+                    e.put_int(t.procs.len() as i64 - 1);
+                    sock.send(&e)?;
+                }
+            }
+            SET_ATTRIBUTE | SET_ATTRIBUTE2 => {
+                let cluster = d.get_int()?;
+                let proc = d.get_int()?;
+                let value = d.get_str()?;
+                let name = d.get_str()?;
+                let flags = if call == SET_ATTRIBUTE2 {
+                    d.get_char()?
+                } else {
+                    0
+                };
+                d.finish()?;
+                let outcome = set_attribute(&mut t, user.as_deref(), cluster, proc, &name, &value);
+                if flags & NO_ACK != 0 && call == SET_ATTRIBUTE2 {
+                    if let Err(e) = outcome {
+                        t.error.get_or_insert(e);
+                    }
+                } else {
+                    match outcome {
+                        Ok(()) => reply_rval(sock, 0, 0)?,
+                        Err((errno, _)) => reply_rval(sock, -1, errno)?,
+                    }
+                }
+            }
+            SET_ATTRIBUTE_BY_CONSTRAINT | SET_ATTRIBUTE_BY_CONSTRAINT2 => {
+                // Always answered. Editing committed jobs is not here yet.
+                reply_rval(sock, -1, ENOSYS)?;
+                t.error.get_or_insert((
+                    ENOSYS,
+                    "editing jobs in the queue is not supported by this schedd yet".into(),
+                ));
+            }
+            SET_JOB_FACTORY => {
+                reply_rval(sock, -1, ENOSYS)?;
+                t.error.get_or_insert((
+                    ENOSYS,
+                    "late materialization (max_materialize, max_idle) is not supported by this schedd yet"
+                        .into(),
+                ));
+            }
+            SEND_MATERIALIZE_DATA => {
+                let mut e = sock.encoder();
+                e.put_str("").put_int(0).put_int(-1).put_int(ENOSYS);
+                sock.send(&e)?;
+            }
+            COMMIT_TRANSACTION_NO_FLAGS | COMMIT_TRANSACTION => {
+                if call == COMMIT_TRANSACTION {
+                    let _flags = d.get_int()?;
+                }
+                d.finish()?;
+                let done = std::mem::take(&mut t);
+                commit(port, sock, user.as_deref(), done)?;
+            }
+            other => {
+                // A call this schedd does not serve: say so, keep the
+                // connection's framing.
+                reply_rval(sock, -1, ENOSYS)?;
+                t.error.get_or_insert((
+                    ENOSYS,
+                    format!("queue-management call {other} is not supported by this schedd"),
+                ));
+            }
+        }
+    }
+}
+
+/// A failure with its reason, as the client shows it
+/// (`SCHEDD:<ErrorCode>:<ErrorReason>`).
+fn reply_failure(sock: &mut Sock, rval: i64, errno: i64, reason: &str) -> Result<(), SockError> {
+    let mut e = sock.encoder();
+    e.put_int(rval).put_int(errno);
+    let mut ad = ClassAd::new();
+    ad.insert_value("ErrorCode", if rval == -1 { 2 } else { rval });
+    ad.insert_value("ErrorReason", reason);
+    put_ad(&mut e, &ad, &PutOptions::default());
+    sock.send(&e)
+}
+
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn set_attribute(
+    t: &mut Transaction,
+    user: Option<&str>,
+    cluster: i64,
+    proc: i64,
+    name: &str,
+    value: &str,
+) -> Result<(), (i64, String)> {
+    let Some(user) = user else {
+        return Err((EACCES, "the connection is not authenticated".into()));
+    };
+    if t.cluster.map(i64::from) != Some(cluster) {
+        return Err((
+            ENOENT,
+            format!("job {cluster}.{proc} is not being submitted on this connection (editing queued jobs is not supported yet)"),
+        ));
+    }
+    if !valid_name(name) {
+        return Err((EINVAL, format!("{name:?} is not an attribute name")));
+    }
+    let expr = classad::parser::parse_old_value_whole(value)
+        .map_err(|e| (EINVAL, format!("{name} = {value}: {e}")))?;
+    t.bytes += name.len() + value.len();
+    if t.bytes > MAX_BYTES {
+        return Err((EINVAL, format!("the submission is over {MAX_BYTES} bytes")));
+    }
+    if IGNORED.iter().any(|i| i.eq_ignore_ascii_case(name)) {
+        return Ok(());
+    }
+    if name.eq_ignore_ascii_case("Owner") {
+        // `undefined` means "whoever I am"; any other value must be who the
+        // connection authenticated as. The schedd sets it either way.
+        let ok = matches!(expr, classad::Expr::Lit(classad::Value::Undefined))
+            || classad::ClassAd::parse(&format!("[v = {value}]"))
+                .ok()
+                .and_then(|a| crate::command_port::text(&a, "v"))
+                .is_some_and(|v| v == user);
+        return if ok {
+            Ok(())
+        } else {
+            Err((
+                EACCES,
+                format!("Owner = {value}: jobs submitted by {user} are {user}'s"),
+            ))
+        };
+    }
+    let ad = match proc {
+        -1 => &mut t.cluster_ad,
+        p if p >= 0 && (p as usize) < t.procs.len() => &mut t.procs[p as usize],
+        _ => {
+            return Err((
+                ENOENT,
+                format!("job {cluster}.{proc} was not made with NewProc"),
+            ))
+        }
+    };
+    ad.insert(name, expr);
+    Ok(())
+}
+
+fn commit(
+    port: &PortDaemon,
+    sock: &mut Sock,
+    user: Option<&str>,
+    t: Transaction,
+) -> Result<(), SockError> {
+    if let Some((errno, reason)) = t.error {
+        return reply_failure(sock, -1, errno, &reason).map(|_| ());
+    }
+    let (Some(cluster), Some(user)) = (t.cluster, user) else {
+        // Nothing to commit.
+        let mut e = sock.encoder();
+        e.put_int(0);
+        put_ad(&mut e, &ClassAd::new(), &PutOptions::default());
+        return sock.send(&e);
+    };
+    if t.procs.is_empty() {
+        return reply_failure(sock, -1, EINVAL, &format!("cluster {cluster} has no jobs"));
+    }
+    let mut ads = Vec::with_capacity(t.procs.len());
+    for (i, proc_ad) in t.procs.iter().enumerate() {
+        let mut ad = t.cluster_ad.clone();
+        ad.update(proc_ad);
+        ad.insert_value("ClusterId", i64::from(cluster));
+        ad.insert_value("ProcId", i as i64);
+        ads.push(crate::schedd_service::ad_text(&ad));
+    }
+    drop(t);
+    let user = user.to_string();
+    let request = SubmitRequest { cluster, ads };
+    match port.on_schedd(move |s, now, _| s.schedd.submit(&user, request, now)) {
+        Ok(Ok(done)) => {
+            let mut e = sock.encoder();
+            e.put_int(0);
+            let mut ad = ClassAd::new();
+            if let Some(w) = done.warning {
+                ad.insert_value("WarningReason", w.as_str());
+            }
+            put_ad(&mut e, &ad, &PutOptions::default());
+            sock.send(&e)
+        }
+        Ok(Err(err)) | Err(err) => reply_failure(sock, -1, EINVAL, &err.message),
+    }
+}
