@@ -91,6 +91,17 @@ pub struct Settings {
     pub fs_dir: PathBuf,
 }
 
+impl Settings {
+    /// The settings from the configuration (`get` looks a parameter up;
+    /// `hostname` is the default UID_DOMAIN).
+    pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>, hostname: &str) -> Settings {
+        Settings {
+            uid_domain: get("UID_DOMAIN").unwrap_or_else(|| hostname.to_string()),
+            fs_dir: PathBuf::from(get("FS_LOCAL_DIR").unwrap_or_else(|| "/tmp".into())),
+        }
+    }
+}
+
 /// Why a method did not authenticate the client.
 #[derive(Debug)]
 pub enum Failure {

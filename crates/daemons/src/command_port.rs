@@ -108,8 +108,6 @@ impl PortConfig {
                     .unwrap_or_else(|| state_dir.join(".schedd_address")),
             );
         }
-        let uid_domain = get("UID_DOMAIN").unwrap_or_else(|| hostname.clone());
-        let fs_dir = get("FS_LOCAL_DIR").unwrap_or_else(|| "/tmp".into());
         let methods: Vec<String> = get("SEC_DEFAULT_AUTHENTICATION_METHODS")
             .unwrap_or_else(|| "FS".into())
             .split([',', ' '])
@@ -166,11 +164,8 @@ impl PortConfig {
         Ok(PortConfig {
             listen: SocketAddr::new(ip, port),
             address_files,
+            auth: cedar::auth::Settings::from_lookup(&get, &hostname),
             hostname,
-            auth: cedar::auth::Settings {
-                uid_domain,
-                fs_dir: PathBuf::from(fs_dir),
-            },
             methods,
             levels,
             operators,
