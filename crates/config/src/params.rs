@@ -537,6 +537,12 @@ pub static PARAMS: &[Param] = &[
         "Helper: seconds in an hour.",
     ),
     p(
+        "IGNORE_ATTEMPTS_TO_SET_SECURE_JOB_ATTRS",
+        "true",
+        Boolean,
+        "Whether a tool's attempt to set a secure job attribute is quietly ignored (else refused).",
+    ),
+    p(
         "IMMUTABLE_JOB_ATTRS",
         "",
         List,
@@ -1245,6 +1251,12 @@ pub static PARAMS: &[Param] = &[
         "When the dedicated scheduler may preempt a claim.",
     ),
     p(
+        "SECURE_JOB_ATTRS",
+        "",
+        List,
+        "Job attributes only the schedd may set (added to the system list).",
+    ),
+    p(
         "SHUTDOWN_FAST_TIMEOUT",
         "300",
         Duration,
@@ -1597,6 +1609,12 @@ pub static PARAMS: &[Param] = &[
         "",
         List,
         "Job attributes only queue super users may change (system list).",
+    ),
+    p(
+        "SYSTEM_SECURE_JOB_ATTRS",
+        "x509userProxySubject x509UserProxyEmail x509UserProxyVOName x509UserProxyFirstFQAN x509UserProxyFQAN TotalSubmitProcs AuthTokenSubject AuthTokenIssuer AuthTokenGroups AuthTokenId AuthTokenScopes AuthTokenProject OsUser",
+        List,
+        "Job attributes only the schedd may set: tools' attempts are ignored or refused.",
     ),
     p(
         "SYSTEM_STARTD_JOB_ATTRS",

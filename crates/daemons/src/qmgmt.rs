@@ -10,13 +10,24 @@
 //! `Owner`), checks them and stores them in one transaction; a connection
 //! that ends before its commit leaves nothing behind.
 //!
-//! Late materialization (SetJobFactory, SendMaterializeData) and editing
-//! committed jobs are refused with a message, for now.
+//! Editing jobs already in the queue (`Schedd.edit`, `condor_qedit`):
+//! SetAttribute / SetAttribute2 of a job that is not being submitted on
+//! this connection (`C.P`, or `C.-1`, the cluster's ad, meaning every proc
+//! of the cluster), and SetAttributeByConstraint(2), answered with the
+//! number of jobs it matched. The schedd decides with HTCondor's rules
+//! (`schedd::edit`); the changes are made at the commit, all in one
+//! transaction, and none when the connection ends before it. A refused
+//! edit that had no answer (NoAck) fails the commit, with its reason.
+//!
+//! Late materialization (SetJobFactory, SendMaterializeData) is refused
+//! with a message, for now.
 
 use classad::ClassAd;
+use schedd::{EditTarget, JobId};
 use wire::api::SubmitRequest;
 
 use crate::command_port::PortDaemon;
+use crate::schedd_service::{ApiError, EditRequest};
 use cedar::server::Peer;
 use cedar::{put_ad, PutOptions, Sock, SockError};
 
@@ -37,8 +48,11 @@ const GET_CAPABILITIES: i64 = 10036;
 const SET_JOB_FACTORY: i64 = 10037;
 const SEND_MATERIALIZE_DATA: i64 = 10039;
 
-/// SetAttribute's flag: the client expects no answer.
+/// SetAttribute's flags: the client expects no answer; only check, change
+/// nothing; (by constraint) only the caller's jobs.
 const NO_ACK: u8 = 0x02;
+const ONLY_MY_JOBS: u8 = 0x10;
+const QUERY_ONLY: u8 = 0x20;
 
 const ENOENT: i64 = 2;
 const EACCES: i64 = 13;
@@ -62,6 +76,8 @@ struct Transaction {
     cluster_ad: ClassAd,
     procs: Vec<ClassAd>,
     bytes: usize,
+    /// Edits of jobs already in the queue, made at the commit.
+    edits: Vec<EditRequest>,
     /// The first failure of a call that had no answer (NoAck): it fails
     /// the commit, with its text.
     error: Option<(i64, String)>,
@@ -156,8 +172,27 @@ pub(crate) fn serve(port: &PortDaemon, sock: &mut Sock, peer: &Peer) -> Result<(
                     0
                 };
                 d.finish()?;
-                let outcome = set_attribute(&mut t, user.as_deref(), cluster, proc, &name, &value);
-                if flags & NO_ACK != 0 && call == SET_ATTRIBUTE2 {
+                let no_ack = flags & NO_ACK != 0 && call == SET_ATTRIBUTE2;
+                if no_ack && t.error.is_some() {
+                    // The commit fails anyway: later calls are ignored.
+                    continue;
+                }
+                let outcome = if t.cluster.is_some_and(|c| i64::from(c) == cluster) {
+                    set_attribute(&mut t, user.as_deref(), cluster, proc, &name, &value)
+                } else {
+                    edit_job(
+                        port,
+                        &mut t,
+                        user.as_deref(),
+                        JobId::new(cluster, proc),
+                        name,
+                        value,
+                        flags,
+                        !no_ack,
+                    )
+                    .map(|_| ())
+                };
+                if no_ack {
                     if let Err(e) = outcome {
                         t.error.get_or_insert(e);
                     }
@@ -169,12 +204,29 @@ pub(crate) fn serve(port: &PortDaemon, sock: &mut Sock, peer: &Peer) -> Result<(
                 }
             }
             SET_ATTRIBUTE_BY_CONSTRAINT | SET_ATTRIBUTE_BY_CONSTRAINT2 => {
-                // Always answered. Editing committed jobs is not here yet.
-                reply_rval(sock, -1, ENOSYS)?;
-                t.error.get_or_insert((
-                    ENOSYS,
-                    "editing jobs in the queue is not supported by this schedd yet".into(),
-                ));
+                let constraint = d.get_str()?;
+                let value = d.get_str()?;
+                let name = d.get_str()?;
+                let flags = if call == SET_ATTRIBUTE_BY_CONSTRAINT2 {
+                    d.get_char()?
+                } else {
+                    0
+                };
+                d.finish()?;
+                // Always answered: the number of jobs matched, or -1 and
+                // why not (the client then closes without committing).
+                match edit_by_constraint(
+                    port,
+                    &mut t,
+                    user.as_deref(),
+                    &constraint,
+                    name,
+                    value,
+                    flags,
+                ) {
+                    Ok(matched) => reply_rval(sock, matched as i64, 0)?,
+                    Err((errno, _)) => reply_rval(sock, -1, errno)?,
+                }
             }
             SET_JOB_FACTORY => {
                 reply_rval(sock, -1, ENOSYS)?;
@@ -290,6 +342,147 @@ fn set_attribute(
     Ok(())
 }
 
+/// Bounds one connection's pending edits (a by-ids edit sends one call
+/// per job).
+fn take_edit(t: &mut Transaction, req: EditRequest) -> Result<(), (i64, String)> {
+    t.bytes += req.name.len() + req.value.len() + 64;
+    if t.edits.len() >= MAX_PROCS || t.bytes > MAX_BYTES {
+        return Err((
+            EINVAL,
+            format!("the transaction is over {MAX_PROCS} edits or {MAX_BYTES} bytes"),
+        ));
+    }
+    t.edits.push(req);
+    Ok(())
+}
+
+fn api_failure(e: ApiError) -> (i64, String) {
+    (e.errno(), e.message)
+}
+
+/// SetAttribute(2) of a job already in the queue: checked now when the
+/// client waits for the answer (a NoAck call is checked at the commit,
+/// where its refusal fails the commit), made at the commit. Returns the
+/// number of jobs the edit names.
+#[allow(clippy::too_many_arguments)]
+fn edit_job(
+    port: &PortDaemon,
+    t: &mut Transaction,
+    user: Option<&str>,
+    id: JobId,
+    name: String,
+    value: String,
+    flags: u8,
+    check_now: bool,
+) -> Result<usize, (i64, String)> {
+    let Some(user) = user else {
+        return Err((
+            EACCES,
+            "Authentication is required to set attributes".into(),
+        ));
+    };
+    let req = EditRequest {
+        target: EditTarget::Jobs(vec![id]),
+        name,
+        value,
+    };
+    if check_now || flags & QUERY_ONLY != 0 {
+        let (who, r) = (user.to_string(), req.clone());
+        port.on_schedd(move |s, now, _| s.schedd.check_edit(&who, &r, now))
+            .and_then(|r| r)
+            .map_err(api_failure)?;
+    }
+    if flags & QUERY_ONLY != 0 {
+        return Ok(1);
+    }
+    take_edit(t, req)?;
+    Ok(1)
+}
+
+/// SetAttributeByConstraint(2): decided now (the answer is the number of
+/// jobs the constraint matched), made at the commit on those jobs.
+fn edit_by_constraint(
+    port: &PortDaemon,
+    t: &mut Transaction,
+    user: Option<&str>,
+    constraint: &str,
+    name: String,
+    value: String,
+    flags: u8,
+) -> Result<usize, (i64, String)> {
+    let Some(user) = user else {
+        return Err((
+            EACCES,
+            "Authentication is required to set attributes".into(),
+        ));
+    };
+    let mut text = if constraint.trim().is_empty() {
+        "true".to_string()
+    } else {
+        constraint.to_string()
+    };
+    let who = user.to_string();
+    let owner = user.split('@').next().unwrap_or(user).to_string();
+    let only_mine = flags & ONLY_MY_JOBS != 0;
+    classad::parse_expr(&text)
+        .map_err(|e| (EINVAL, format!("can't parse constraint: {text}: {e}")))?;
+    let req_name = name.clone();
+    let req_value = value.clone();
+    let plan = port
+        .on_schedd(move |s, now, _| {
+            // OnlyMyJobs: a queue super user's edit is not narrowed.
+            if only_mine && !s.schedd.is_super_user(&who) {
+                text = format!("(Owner == {}) && ({text})", classad_string(&owner));
+            }
+            let target = classad::parse_expr(&text)
+                .map(EditTarget::Constraint)
+                .map_err(|e| ApiError::bad_request(format!("can't parse constraint: {e}")))?;
+            let req = EditRequest {
+                target,
+                name: req_name,
+                value: req_value,
+            };
+            s.schedd.check_edit(&who, &req, now)
+        })
+        .and_then(|r| r)
+        .map_err(api_failure)?;
+    if flags & QUERY_ONLY == 0 && !plan.jobs.is_empty() {
+        take_edit(
+            t,
+            EditRequest {
+                target: EditTarget::Jobs(plan.jobs.clone()),
+                name,
+                value,
+            },
+        )?;
+    }
+    Ok(plan.matched)
+}
+
+/// `s` as a ClassAd string literal.
+fn classad_string(s: &str) -> String {
+    classad::unparse::expr_to_string(&classad::Expr::Lit(classad::Value::Str(s.into())))
+}
+
+fn reply_ok(sock: &mut Sock, warning: Option<String>) -> Result<(), SockError> {
+    let mut e = sock.encoder();
+    e.put_int(0);
+    let mut ad = ClassAd::new();
+    if let Some(w) = warning {
+        ad.insert_value("WarningReason", w.as_str());
+    }
+    put_ad(&mut e, &ad, &PutOptions::default());
+    sock.send(&e)
+}
+
+/// Why a commit failed: its reply's errno and reason.
+enum Refused {
+    /// An edit (as HTCondor answers a deferred SetAttribute error: the
+    /// negated errno).
+    Edit(ApiError),
+    Submit(ApiError),
+}
+
 fn commit(
     port: &PortDaemon,
     sock: &mut Sock,
@@ -297,40 +490,61 @@ fn commit(
     t: Transaction,
 ) -> Result<(), SockError> {
     if let Some((errno, reason)) = t.error {
-        return reply_failure(sock, -1, errno, &reason).map(|_| ());
+        // As HTCondor's schedd: the negated code of the first error.
+        return reply_failure(sock, -1, -errno, &reason);
     }
-    let (Some(cluster), Some(user)) = (t.cluster, user) else {
-        // Nothing to commit.
-        let mut e = sock.encoder();
-        e.put_int(0);
-        put_ad(&mut e, &ClassAd::new(), &PutOptions::default());
-        return sock.send(&e);
+    let Some(user) = user else {
+        // Nothing can have been taken from an unauthenticated peer.
+        return reply_ok(sock, None);
     };
-    if t.procs.is_empty() {
-        return reply_failure(sock, -1, EINVAL, &format!("cluster {cluster} has no jobs"));
-    }
-    let mut ads = Vec::with_capacity(t.procs.len());
-    for (i, proc_ad) in t.procs.iter().enumerate() {
-        let mut ad = t.cluster_ad.clone();
-        ad.update(proc_ad);
-        ad.insert_value("ClusterId", i64::from(cluster));
-        ad.insert_value("ProcId", i as i64);
-        ads.push(crate::schedd_service::ad_text(&ad));
-    }
-    drop(t);
-    let user = user.to_string();
-    let request = SubmitRequest { cluster, ads };
-    match port.on_schedd(move |s, now, _| s.schedd.submit(&user, request, now)) {
-        Ok(Ok(done)) => {
-            let mut e = sock.encoder();
-            e.put_int(0);
-            let mut ad = ClassAd::new();
-            if let Some(w) = done.warning {
-                ad.insert_value("WarningReason", w.as_str());
-            }
-            put_ad(&mut e, &ad, &PutOptions::default());
-            sock.send(&e)
+    let submission = match t.cluster {
+        None => None,
+        Some(cluster) if t.procs.is_empty() => {
+            return reply_failure(sock, -1, EINVAL, &format!("cluster {cluster} has no jobs"));
         }
-        Ok(Err(err)) | Err(err) => reply_failure(sock, -1, EINVAL, &err.message),
+        Some(cluster) => {
+            let mut ads = Vec::with_capacity(t.procs.len());
+            for (i, proc_ad) in t.procs.iter().enumerate() {
+                let mut ad = t.cluster_ad.clone();
+                ad.update(proc_ad);
+                ad.insert_value("ClusterId", i64::from(cluster));
+                ad.insert_value("ProcId", i as i64);
+                ads.push(crate::schedd_service::ad_text(&ad));
+            }
+            Some(SubmitRequest { cluster, ads })
+        }
+    };
+    let edits = t.edits;
+    if submission.is_none() && edits.is_empty() {
+        return reply_ok(sock, None);
+    }
+    let user = user.to_string();
+    let outcome = port.on_schedd(move |s, now, _| {
+        // Edits of queued jobs are checked again now (the queue may have
+        // changed since each call) and made all together, or none. With
+        // a submission (no client sends both), they must pass before the
+        // jobs are queued.
+        let mut warning = None;
+        if let Some(request) = submission {
+            for r in &edits {
+                s.schedd.check_edit(&user, r, now).map_err(Refused::Edit)?;
+            }
+            warning = s
+                .schedd
+                .submit(&user, request, now)
+                .map_err(Refused::Submit)?
+                .warning;
+        }
+        if !edits.is_empty() {
+            s.schedd
+                .edit_all(&user, &edits, now)
+                .map_err(Refused::Edit)?;
+        }
+        Ok(warning)
+    });
+    match outcome {
+        Ok(Ok(warning)) => reply_ok(sock, warning),
+        Ok(Err(Refused::Edit(e))) => reply_failure(sock, -1, -e.errno(), &e.message),
+        Ok(Err(Refused::Submit(e))) | Err(e) => reply_failure(sock, -1, EINVAL, &e.message),
     }
 }

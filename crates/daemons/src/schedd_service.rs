@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use classad::{ClassAd, Env, Expr, Value};
 use schedd::job::attr;
 use schedd::{
-    Change, JobId, JobQueue, JobStatus, LogFormat, SubmitPolicy, SuperUsers, SystemPolicy,
-    UserAction,
+    Change, EditError, EditPlan, EditRules, EditTarget, JobId, JobQueue, JobStatus, LogFormat,
+    SubmitPolicy, SuperUsers, SystemPolicy, UserAction,
 };
 use store::{HistoryQuery, HistoryRow, Op, Store};
 use wire::api::{
@@ -44,6 +44,9 @@ pub struct PoolConfig {
     pub utc_offset: i32,
     /// UID_DOMAIN: jobs are accounted to `User = "owner@UID_DOMAIN"`.
     pub uid_domain: String,
+    /// Which attributes of a queued job may not be edited, or only by
+    /// queue super users (`[SYSTEM_]IMMUTABLE_JOB_ATTRS`, ...).
+    pub edit_rules: EditRules,
 }
 
 impl Default for PoolConfig {
@@ -56,6 +59,7 @@ impl Default for PoolConfig {
             schedd_name: "localhost".into(),
             utc_offset: 0,
             uid_domain: "localhost".into(),
+            edit_rules: EditRules::default(),
         }
     }
 }
@@ -82,7 +86,9 @@ impl PoolConfig {
             .flatten()
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| schedd_name.clone());
+        let edit_rules = EditRules::from_config(config).map_err(|e| e.to_string())?;
         Ok(PoolConfig {
+            edit_rules,
             uid_domain,
             super_users,
             submit_policy,
@@ -113,6 +119,31 @@ impl ApiError {
         ApiError {
             status: 403,
             message: message.into(),
+        }
+    }
+
+    /// An edit refused by the queue's rules: 400 (EINVAL), 403 (EACCES) or
+    /// 404 (ENOENT), with HTCondor's message.
+    pub fn edit(e: EditError) -> ApiError {
+        let status = match e.errno() {
+            schedd::edit::EACCES => 403,
+            schedd::edit::ENOENT => 404,
+            _ => 400,
+        };
+        ApiError {
+            status,
+            message: e.to_string(),
+        }
+    }
+
+    /// The errno HTCondor's job-queue protocol gives for this refusal.
+    pub fn errno(&self) -> i64 {
+        match self.status {
+            403 => schedd::edit::EACCES,
+            404 => schedd::edit::ENOENT,
+            400 => schedd::edit::EINVAL,
+            // EIO: the schedd could not do it (its store, its thread).
+            _ => 5,
         }
     }
 
@@ -473,6 +504,16 @@ impl ActSelection {
     }
 }
 
+/// An edit of queued jobs: set `name = value` (`value` in old ClassAd
+/// syntax, as HTCondor's tools and protocol carry it) on the jobs
+/// `target` names or selects.
+#[derive(Clone, Debug)]
+pub struct EditRequest {
+    pub target: EditTarget,
+    pub name: String,
+    pub value: String,
+}
+
 /// A submission's job ads, parsed (without the queue's lock: parsing a big
 /// cluster takes a while) and checked to name their cluster and proc.
 #[derive(Debug)]
@@ -768,6 +809,101 @@ impl Schedd {
             done: changes.iter().map(|c| c.job.to_string()).collect(),
             failed,
         })
+    }
+
+    /// Decides an edit of queued jobs as `user` without making it: the
+    /// jobs it would change and how many it matched, or why it is refused
+    /// (HTCondor's rules: `schedd::edit`).
+    pub fn check_edit(
+        &self,
+        user: &str,
+        req: &EditRequest,
+        now: i64,
+    ) -> Result<EditPlan, ApiError> {
+        self.queue
+            .check_edit(
+                &req.target,
+                &req.name,
+                &req.value,
+                user,
+                self.is_super_user(user),
+                &self.config.edit_rules,
+                now,
+            )
+            .map_err(ApiError::edit)
+    }
+
+    /// Edits queued jobs as `user` (`condor_qedit`, `Schedd.edit`): sets
+    /// `req.name = req.value` on the jobs `req.target` names or selects,
+    /// all of them or, when one is refused, none; acknowledged once it is
+    /// on disk. Returns what it decided (the jobs changed, how many it
+    /// matched).
+    pub fn edit(&mut self, user: &str, req: &EditRequest, now: i64) -> Result<EditPlan, ApiError> {
+        let mut plans = self.edit_all(user, std::slice::from_ref(req), now)?;
+        Ok(plans.remove(0))
+    }
+
+    /// Several edits as one transaction (a job-queue connection's edits,
+    /// at its commit): each sees the ones before it; all are stored in one
+    /// transaction of the store, or, when one is refused or the store
+    /// fails, none is made.
+    pub fn edit_all(
+        &mut self,
+        user: &str,
+        reqs: &[EditRequest],
+        now: i64,
+    ) -> Result<Vec<EditPlan>, ApiError> {
+        let super_user = self.is_super_user(user);
+        let mut before: BTreeMap<JobId, ClassAd> = BTreeMap::new();
+        let mut plans = Vec::with_capacity(reqs.len());
+        let mut changes = Vec::new();
+        for req in reqs {
+            let plan = match self.queue.check_edit(
+                &req.target,
+                &req.name,
+                &req.value,
+                user,
+                super_user,
+                &self.config.edit_rules,
+                now,
+            ) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.undo(before);
+                    return Err(ApiError::edit(e));
+                }
+            };
+            for id in &plan.jobs {
+                if !before.contains_key(id) {
+                    if let Some(ad) = self.queue.job(*id) {
+                        before.insert(*id, ad.clone());
+                    }
+                }
+            }
+            changes.extend(self.queue.apply_plan(&plan));
+            plans.push(plan);
+        }
+        let mut ops = Vec::new();
+        for c in &changes {
+            let (Some(id), Some(ad)) = (store_id(c.job), self.queue.job(c.job)) else {
+                continue;
+            };
+            for name in &c.attributes {
+                if let Some(e) = ad.get(name) {
+                    ops.push(Op::set(id, name, e.clone()));
+                }
+            }
+        }
+        if !ops.is_empty() {
+            if let Err(e) = self.store.apply(&ops) {
+                self.undo(before);
+                return Err(ApiError::store(e));
+            }
+        }
+        // What the scheduling reads (Requirements, Rank, Request*,
+        // JobPrio) may have changed: the claim core looks again.
+        self.touched.extend(changes.iter().map(|c| c.job));
+        Ok(plans)
     }
 
     /// Jobs that have left the queue, newest first.
@@ -1430,5 +1566,75 @@ mod tests {
             s.queue().status(JobId::new(i64::from(c), 0)),
             Some(JobStatus::Held)
         );
+    }
+
+    fn edit_req(target: EditTarget, name: &str, value: &str) -> EditRequest {
+        EditRequest {
+            target,
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn edits_are_stored_in_one_transaction_and_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(dir.path());
+        let c = i64::from(submit(&mut s, "alice", 2, None));
+        s.take_touched();
+        let by_id = edit_req(EditTarget::Jobs(vec![JobId::new(c, 0)]), "Foo", "42");
+        let plan = s.edit("alice", &by_id, 1001).unwrap();
+        assert_eq!(plan.matched, 1);
+        // The claim core sees the edited job.
+        assert_eq!(s.take_touched(), vec![JobId::new(c, 0)]);
+        let constraint = classad::parse_expr(&format!("ClusterId == {c}")).unwrap();
+        let by_constraint = edit_req(EditTarget::Constraint(constraint), "Bar", "\"x\"");
+        let plans = s
+            .edit_all(
+                "alice",
+                &[
+                    by_constraint,
+                    edit_req(
+                        EditTarget::Jobs(vec![JobId::new(c, -1)]),
+                        "RequestMemory",
+                        "64",
+                    ),
+                ],
+                1002,
+            )
+            .unwrap();
+        assert_eq!(plans[0].matched, 2);
+        // Refused: not the owner; immutable; nothing changes.
+        let e = s.edit("bob", &by_id, 1003).unwrap_err();
+        assert_eq!((e.status, e.errno()), (403, 13), "{e:?}");
+        let owner = edit_req(
+            EditTarget::Jobs(vec![JobId::new(c, 1)]),
+            "Owner",
+            "\"root\"",
+        );
+        let e = s.edit("root", &owner, 1003).unwrap_err();
+        assert_eq!(e.errno(), 13);
+        // One refusal in a batch undoes the edits before it.
+        let e = s
+            .edit_all(
+                "alice",
+                &[
+                    edit_req(EditTarget::Jobs(vec![JobId::new(c, 0)]), "Foo", "7"),
+                    edit_req(EditTarget::Jobs(vec![JobId::new(c, 9)]), "Foo", "7"),
+                ],
+                1004,
+            )
+            .unwrap_err();
+        assert_eq!((e.status, e.errno()), (404, 2));
+        let foo = literal_int(s.queue().job(JobId::new(c, 0)).unwrap(), "Foo");
+        assert_eq!(foo, Some(42));
+        drop(s);
+        let s = open(dir.path());
+        let ad = |p: i64| s.queue().job(JobId::new(c, p)).unwrap().clone();
+        assert_eq!(literal_int(&ad(0), "Foo"), Some(42));
+        assert_eq!(ad(1).get("Foo").map(|_| ()), None);
+        assert_eq!(literal_str(&ad(1), "Bar").as_deref(), Some("x"));
+        assert_eq!(literal_int(&ad(1), "RequestMemory"), Some(64));
+        assert_eq!(literal_str(&ad(1), "Owner").as_deref(), Some("alice"));
     }
 }

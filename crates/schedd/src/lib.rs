@@ -6,7 +6,8 @@
 //! `on_exit_hold/remove`, `SYSTEM_PERIODIC_*` ([`policy`]) — the schedd's
 //! submit policy — job transforms ([`transform`]) and submit requirements
 //! ([`submit_policy`]) — who may act on which job ([`authz`]), and the job
-//! event log's text ([`userlog`]). Job statuses, hold codes and attribute
+//! event log's text ([`userlog`]), and who may edit which attribute of a
+//! queued job ([`edit`]). Job statuses, hold codes and attribute
 //! names are HTCondor's ([`job`]).
 //!
 //! **Architecture invariant:** this crate decides, never acts. It reads no
@@ -20,6 +21,7 @@
 
 pub mod authz;
 pub mod claims;
+pub mod edit;
 pub mod job;
 pub mod policy;
 pub mod queue;
@@ -28,6 +30,7 @@ pub mod transform;
 pub mod userlog;
 
 pub use authz::{Refusal, SuperUsers};
+pub use edit::{EditError, EditPlan, EditRules, EditTarget};
 pub use job::{attr, HoldCode, JobId, JobStatus};
 pub use policy::{ExitDecision, PolicyAction, SystemPolicy};
 pub use queue::{Change, JobEvent, JobQueue, QueueError, RunReport, Submitted, UserAction};

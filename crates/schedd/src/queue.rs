@@ -357,6 +357,12 @@ impl JobQueue {
         self.jobs.get(&id).map(|ad| &**ad)
     }
 
+    /// Job `id`'s ad, to change (copied first while a snapshot holds it:
+    /// `Arc::make_mut`).
+    pub(crate) fn job_mut(&mut self, id: JobId) -> Option<&mut Arc<ClassAd>> {
+        self.jobs.get_mut(&id)
+    }
+
     /// Job `id`'s ad as the queue shares it: it stays as it is now, whatever
     /// the queue does to the job later.
     pub fn shared_job(&self, id: JobId) -> Option<Arc<ClassAd>> {
