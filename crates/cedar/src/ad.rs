@@ -48,6 +48,9 @@ pub struct PutOptions<'a> {
     /// The stream has a session key but does not encrypt: private
     /// attributes go as `ZKM` + the line encrypted.
     pub secret_capable: bool,
+    /// Leave out the two trailing type strings (HTCondor's
+    /// `PUT_CLASSAD_NO_TYPES`: the negotiator's priority answers).
+    pub no_types: bool,
 }
 
 /// Writes `ad` into `enc`.
@@ -83,7 +86,9 @@ pub fn put_ad(enc: &mut Encoder, ad: &ClassAd, opts: &PutOptions<'_>) {
     if let Some(now) = opts.server_time {
         enc.put_str(&format!("ServerTime = {now}"));
     }
-    enc.put_str("").put_str("");
+    if !opts.no_types {
+        enc.put_str("").put_str("");
+    }
 }
 
 /// Reads an ad from `dec`. A line that is not `Name = expr` is an error

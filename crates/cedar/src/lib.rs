@@ -25,6 +25,7 @@
 
 pub mod ad;
 pub mod auth;
+pub mod authz;
 pub mod codec;
 pub mod commands;
 pub mod crypto;

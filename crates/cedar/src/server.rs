@@ -429,6 +429,18 @@ pub fn accept(
         put_ad(&mut e, &reply, &PutOptions::default());
         sock.send(&e)?;
     }
+    if decision.authentication && decision.auth_required && decision.auth_methods.is_empty() {
+        let offered = text(&info, "AuthMethods").unwrap_or_default();
+        return Err(Refused::Security {
+            command,
+            peer: anonymous,
+            reason: format!(
+                "authentication is required and no method is in common (the client offers {}, this daemon takes {})",
+                if offered.is_empty() { "none" } else { offered.as_str() },
+                policy.auth_methods.join(",")
+            ),
+        });
+    }
     let mut peer = anonymous;
     let mut tried = false;
     if decision.authentication {

@@ -469,12 +469,105 @@ TESTINGMODE_PREEMPTION_RANK=0
 TESTINGMODE_CLAIM_WORKLIFE=1200
 ",
     ),
+    // ---- SECURITY: authentication, encryption, authorization ---------
+    t(
+        "SECURITY",
+        "HOST_BASED",
+        "Authorization by IP addresses and host names.",
+        "
+ALLOW_ADMINISTRATOR=$(CONDOR_HOST)
+ALLOW_READ=*
+ALLOW_WRITE=$(FULL_HOSTNAME) $(IPV4_ADDRESS) $(IPV6_ADDRESS)
+ALLOW_DAEMON=$(FULL_HOSTNAME) $(IPV4_ADDRESS) $(IPV6_ADDRESS)
+ALLOW_NEGOTIATOR=$(CONDOR_HOST)
+",
+    ),
+    t(
+        "SECURITY",
+        "WITH_AUTHENTICATION",
+        "Authentication and integrity required.",
+        "
+SEC_DEFAULT_AUTHENTICATION=required
+SEC_DEFAULT_INTEGRITY=required
+",
+    ),
+    t(
+        "SECURITY",
+        "STRONG",
+        "Authentication, encryption and integrity required.",
+        "
+SEC_DEFAULT_ENCRYPTION=required
+SEC_DEFAULT_INTEGRITY=required
+SEC_DEFAULT_AUTHENTICATION=required
+",
+    ),
+    t(
+        "SECURITY",
+        "recommended_v9_0",
+        "HTCondor 9.0's default security, args: ([service [, admins]]).",
+        "
+SECURITY_MODEL = 9.0
+use security:strong
+SEC_READ_AUTHENTICATION = OPTIONAL
+SEC_READ_ENCRYPTION = OPTIONAL
+SEC_READ_INTEGRITY = OPTIONAL
+ALLOW_ADMINISTRATOR = $(1:condor)@* condor_pool@* $(2:root@*) $(3+)
+ALLOW_DAEMON = $(1:condor)@*  condor_pool@*
+ALLOW_NEGOTIATOR = $(1:condor)@* condor_pool@*
+ALLOW_WRITE = *
+ALLOW_READ = *
+",
+    ),
+    t(
+        "SECURITY",
+        "recommended_v24_0",
+        "HTCondor 24.0's default security, args: ([service [, admins]]).",
+        "
+SECURITY_MODEL = 24.0
+use security:strong
+SEC_READ_AUTHENTICATION = OPTIONAL
+SEC_CLIENT_AUTHENTICATION = OPTIONAL
+ALLOW_ADMINISTRATOR = $(1:condor)@* condor@password $(2:root@*) $(3+)
+ALLOW_DAEMON = $(1:condor)@*  condor@password
+ALLOW_NEGOTIATOR = $(1:condor)@* condor@password
+ALLOW_WRITE = *
+ALLOW_READ = *
+",
+    ),
+    t(
+        "SECURITY",
+        "recommended",
+        "The current default security, args: ([service [, admins]]).",
+        "
+use security:recommended_v24_0($(1+))
+",
+    ),
+    t(
+        "SECURITY",
+        "get_htcondor_idtokens",
+        "Recommended security with IDTOKENS and anonymous reads.",
+        "
+use security:recommended
+SEC_READ_AUTHENTICATION_METHODS = $(SEC_DEFAULT_AUTHENTICATION_METHODS),ANONYMOUS
+SEC_CLIENT_AUTHENTICATION_METHODS = $(SEC_DEFAULT_AUTHENTICATION_METHODS),ANONYMOUS
+TRUST_DOMAIN = $(CONDOR_HOST)
+",
+    ),
+    t(
+        "SECURITY",
+        "FIPS",
+        "FIPS mode: strong security (AES only here).",
+        "
+FIPS = True
+use security:strong
+",
+    ),
 ];
 
 /// Templates HTCondor has that ferrocondor does not implement: `use` of one
 /// is an error that says so (rather than "no such template").
 pub static NOT_IMPLEMENTED: &[(&str, &str)] = &[
-    ("SECURITY", "ferrocondor's daemons do not use HTCondor's security configuration (a personal pool authenticates by the peer's uid)"),
+    ("SECURITY", "USER_BASED"),
     ("ROLE", "get_htcondor_central_manager get_htcondor_execute get_htcondor_submit"),
     ("FEATURE", "AssignAccountingGroup AssignProjectName ChildCollector CommonCloudAttributesAWS CommonCloudAttributesGoogle ContinuousCronHook DefaultCheckpointDestination GANGLIA HPC_ANNEX JobsHaveInstanceIDs OneShotCronHook PelicanCache PelicanRetryPolicy PeriodicCronHook REMOTE_CONFIG REMOTE_RUNTIME_CONFIG ScheddCronContinuous ScheddCronOneShot ScheddCronPeriodic ScheddUsermapFile SetJobAttrFromUsermap StartdCronContinuous StartdCronOneShot StartdCronPeriodic CollectorNode HADFixedPort HADReplication HADSharedPort ADSTASH"),
 ];
@@ -490,9 +583,6 @@ pub fn find(category: &str, name: &str) -> Result<&'static Template, String> {
     let upper = category.to_ascii_uppercase();
     if let Some((_, why)) = NOT_IMPLEMENTED.iter().find(|(c, _)| *c == upper) {
         let listed = why.split_whitespace().any(|n| n.eq_ignore_ascii_case(name));
-        if upper == "SECURITY" {
-            return Err(format!("use SECURITY : {name}: not implemented: {why}"));
-        }
         if listed {
             return Err(format!(
                 "use {upper} : {name}: HTCondor has this template, but ferrocondor does not implement what it configures"
@@ -506,7 +596,7 @@ pub fn find(category: &str, name: &str) -> Result<&'static Template, String> {
         .collect();
     if known.is_empty() {
         Err(format!(
-            "use {category} : {name}: there is no template category `{category}`; the categories are POLICY, ROLE and FEATURE"
+            "use {category} : {name}: there is no template category `{category}`; the categories are POLICY, ROLE, FEATURE and SECURITY"
         ))
     } else {
         Err(format!(
@@ -644,8 +734,9 @@ mod tests {
             e.contains("no such template") && e.contains("Desktop"),
             "{e}"
         );
-        let e = find("SECURITY", "HOST_BASED").unwrap_err();
-        assert!(e.contains("not implemented"), "{e}");
+        assert_eq!(find("security", "recommended").unwrap().name, "recommended");
+        let e = find("SECURITY", "USER_BASED").unwrap_err();
+        assert!(e.contains("does not implement"), "{e}");
         let e = find("FEATURE", "StartdCronPeriodic").unwrap_err();
         assert!(e.contains("does not implement"), "{e}");
         let e = find("COLOUR", "Blue").unwrap_err();

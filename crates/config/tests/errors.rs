@@ -237,13 +237,13 @@ fn templates_that_do_not_exist_or_are_not_implemented() {
         2,
         &["no such template", "Desktop", "Always_Run_Jobs"],
     );
-    let e = error("use SECURITY : HOST_BASED\n");
+    let e = error("use SECURITY : USER_BASED\n");
     check(
         &e,
         ErrorKind::Template,
         "condor_config",
         1,
-        &["not implemented"],
+        &["does not implement"],
     );
     let e = error("use FEATURE : StartdCronPeriodic(a, 5, /bin/true)\n");
     check(

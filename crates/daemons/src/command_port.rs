@@ -29,7 +29,10 @@ use cedar::server::{Accepted, Daemon, Level, Peer, Sessions};
 use cedar::{get_ad, put_ad, PutOptions, Sinful, Sock, SockError};
 use classad::{ClassAd, Value};
 use negotiator::collector::AdType;
-use wire::api::{ActRequest, Action, HistoryRequest, JobSpec, QueryRequest, Selection};
+use wire::api::{
+    ActRequest, Action, DrainHow, HistoryRequest, JobSpec, QueryRequest, Selection, StartdCommand,
+    UserprioRequest,
+};
 
 use crate::roles::{RoleName, Router};
 use crate::schedd_role::ScheddRole;
@@ -57,8 +60,11 @@ pub struct PortConfig {
     /// SEC_<LEVEL>_AUTHENTICATION|ENCRYPTION|INTEGRITY, resolved.
     pub levels: Vec<(Level, [Requirement; 3])>,
     /// The users allowed the daemon-to-daemon and administrative levels
-    /// (the pool's own user and root), `user` names without domain.
+    /// when no ALLOW list says otherwise (the pool's own user and root),
+    /// `user` names without domain.
     pub operators: Vec<String>,
+    /// ALLOW_<LEVEL> and DENY_<LEVEL>.
+    pub authorization: cedar::authz::Authorization,
 }
 
 fn requirement(c: &config::Config, name: &str) -> Result<Option<Requirement>, String> {
@@ -161,7 +167,16 @@ impl PortConfig {
                 operators.push(name);
             }
         }
+        let subsystem = if collector_here {
+            "COLLECTOR"
+        } else if schedd_here {
+            "SCHEDD"
+        } else {
+            "STARTD"
+        };
+        let authorization = cedar::authz::Authorization::from_lookup(&get, subsystem);
         Ok(PortConfig {
+            authorization,
             listen: SocketAddr::new(ip, port),
             address_files,
             auth: cedar::auth::Settings::from_lookup(&get, &hostname),
@@ -263,9 +278,10 @@ fn now() -> i64 {
 /// Which role serves a command, and at which level.
 fn route(command: i32) -> Option<(RoleName, Level)> {
     use Level::{
-        AdvertiseMaster, AdvertiseSchedd, AdvertiseStartd, Daemon, Negotiator, Read, Write,
+        Administrator, AdvertiseMaster, AdvertiseSchedd, AdvertiseStartd, Daemon, Negotiator, Read,
+        Write,
     };
-    use RoleName::{Collector, Schedd};
+    use RoleName::{Collector, Schedd, Startd};
     Some(match command {
         cmd::QUERY_STARTD_ADS
         | cmd::QUERY_SCHEDD_ADS
@@ -291,6 +307,18 @@ fn route(command: i32) -> Option<(RoleName, Level)> {
         cmd::QUERY_JOB_ADS | cmd::QUERY_SCHEDD_HISTORY => (Schedd, Read),
         cmd::QUERY_JOB_ADS_WITH_AUTH => (Schedd, Read),
         cmd::ACT_ON_JOBS | cmd::QMGMT_WRITE_CMD | cmd::RESCHEDULE => (Schedd, Write),
+        cmd::GET_PRIORITY | cmd::GET_PRIORITY_ROLLUP => (RoleName::Negotiator, Read),
+        // Changing the accountant is an administrator's (HTCondor lets any
+        // WRITE user set a factor; a factor decides everyone's share).
+        cmd::SET_PRIORITY | cmd::SET_PRIORITYFACTOR | cmd::RESET_USAGE => {
+            (RoleName::Negotiator, Administrator)
+        }
+        cmd::DRAIN_JOBS
+        | cmd::CANCEL_DRAIN_JOBS
+        | cmd::VACATE_ALL_CLAIMS
+        | cmd::VACATE_ALL_FAST
+        | cmd::VACATE_CLAIM
+        | cmd::VACATE_CLAIM_FAST => (Startd, Administrator),
         _ => return None,
     })
 }
@@ -382,6 +410,36 @@ impl PortDaemon {
                 self.act(sock, &a.peer, &msg)
             }
             cmd::QMGMT_WRITE_CMD => crate::qmgmt::serve(self, sock, &a.peer),
+            cmd::GET_PRIORITY | cmd::GET_PRIORITY_ROLLUP => self.priorities(sock),
+            cmd::SET_PRIORITY | cmd::SET_PRIORITYFACTOR | cmd::RESET_USAGE => {
+                let msg = Self::first_message(sock, &mut a)?;
+                self.change_priorities(sock, a.command, &msg)
+            }
+            cmd::DRAIN_JOBS | cmd::CANCEL_DRAIN_JOBS => {
+                let msg = Self::first_message(sock, &mut a)?;
+                self.drain(sock, a.command, &msg)
+            }
+            cmd::VACATE_ALL_CLAIMS | cmd::VACATE_ALL_FAST => self
+                .startd_command(StartdCommand::Vacate {
+                    slot: None,
+                    fast: a.command == cmd::VACATE_ALL_FAST,
+                })
+                .map(|_| ())
+                .map_err(|e| SockError::Protocol(e.message)),
+            cmd::VACATE_CLAIM | cmd::VACATE_CLAIM_FAST => {
+                let msg = Self::first_message(sock, &mut a)?;
+                let mut d = sock.decoder(&msg);
+                let name = d.get_str()?;
+                d.finish()?;
+                // `slot1@host` names the slot of this machine.
+                let slot = name.split('@').next().unwrap_or(&name).to_string();
+                self.startd_command(StartdCommand::Vacate {
+                    slot: Some(slot),
+                    fast: a.command == cmd::VACATE_CLAIM_FAST,
+                })
+                .map(|_| ())
+                .map_err(|e| SockError::Protocol(e.message))
+            }
             c if is_update(c) || is_invalidate(c) => {
                 let mut msg = Self::first_message(sock, &mut a)?;
                 let mut command = c;
@@ -471,6 +529,17 @@ impl PortDaemon {
             .unwrap_or_default();
         let limit = int(&query, "LimitResults").filter(|l| *l > 0);
         let address = self.address.clone();
+        // Slot ads up to date when the startd runs here (as `status`
+        // answers): the startd's update reaches the collector's inbox
+        // before this query does.
+        if matches!(kind, None | Some(AdType::Startd)) {
+            if let Ok(startd) = self.router.startd() {
+                let _ = startd.call_blocking(|s, now, out| {
+                    s.publish_slots(now);
+                    s.flush(out);
+                });
+            }
+        }
         let collector = self
             .router
             .collector()
@@ -530,6 +599,129 @@ impl PortDaemon {
             });
         }
         Ok(())
+    }
+
+    // ---- the negotiator and the startd ----------------------------------
+
+    fn accountant(&self, req: UserprioRequest) -> Result<wire::api::UserprioAnswer, SockError> {
+        let negotiator = self
+            .router
+            .negotiator()
+            .map_err(|e| SockError::Protocol(e.to_string()))?;
+        negotiator
+            .call_blocking(move |n, now, out| n.userprio(&req, now, out))
+            .map_err(|e| SockError::Protocol(e.to_string()))
+    }
+
+    /// GET_PRIORITY: the accountant's table as HTCondor's negotiator sends
+    /// it, one numbered group of attributes per submitter.
+    fn priorities(&self, sock: &mut Sock) -> Result<(), SockError> {
+        let table = self.accountant(UserprioRequest::default())?;
+        let mut ad = ClassAd::new();
+        ad.insert_value("LastUpdate", table.last_update);
+        ad.insert_value("NumSubmittors", table.rows.len() as i64);
+        for (i, r) in table.rows.iter().enumerate() {
+            let n = i + 1;
+            ad.insert_value(&format!("Name{n}"), r.name.as_str());
+            ad.insert_value(&format!("Priority{n}"), r.effective_priority);
+            ad.insert_value(&format!("PriorityFactor{n}"), r.priority_factor);
+            ad.insert_value(
+                &format!("ResourcesUsed{n}"),
+                r.resources_used.round() as i64,
+            );
+            ad.insert_value(&format!("WeightedResourcesUsed{n}"), r.resources_used);
+            let seconds = r.accumulated_usage_hours * 3600.0;
+            ad.insert_value(&format!("AccumulatedUsage{n}"), seconds);
+            ad.insert_value(&format!("WeightedAccumulatedUsage{n}"), seconds);
+            ad.insert_value(&format!("BeginUsageTime{n}"), r.begin_usage_time);
+            ad.insert_value(&format!("LastUsageTime{n}"), r.last_usage_time);
+            ad.insert_value(&format!("IsAccountingGroup{n}"), r.is_group);
+            ad.insert_value(&format!("AccountingGroup{n}"), r.name.as_str());
+        }
+        let mut e = sock.encoder();
+        let opts = PutOptions {
+            no_types: true,
+            ..Default::default()
+        };
+        put_ad(&mut e, &ad, &opts);
+        sock.send(&e)
+    }
+
+    /// SET_PRIORITY, SET_PRIORITYFACTOR, RESET_USAGE: no answer.
+    fn change_priorities(&self, sock: &Sock, command: i32, msg: &[u8]) -> Result<(), SockError> {
+        let mut d = sock.decoder(msg);
+        let user = d.get_str()?;
+        let mut req = UserprioRequest::default();
+        match command {
+            cmd::SET_PRIORITY => req.set_priority = Some((user, d.get_double()?)),
+            cmd::SET_PRIORITYFACTOR => {
+                let f = d.get_double()?;
+                if !(f.is_finite() && f >= 1.0) {
+                    return Err(SockError::Protocol(format!(
+                        "a priority factor of {f} for {user}: factors are 1 or more"
+                    )));
+                }
+                req.set_factor = Some((user, f));
+            }
+            _ => req.reset_usage = Some(user),
+        }
+        d.finish()?;
+        self.accountant(req).map(|_| ())
+    }
+
+    fn startd_command(&self, c: StartdCommand) -> Result<wire::api::StartdAnswer, ApiError> {
+        let startd = self.router.startd().map_err(|e| ApiError {
+            status: 503,
+            message: e.to_string(),
+        })?;
+        startd
+            .call_blocking(move |s, now, out| {
+                let r = s.startd_command(c, now);
+                s.flush(out);
+                r
+            })
+            .map_err(|e| ApiError {
+                status: 503,
+                message: e.to_string(),
+            })?
+    }
+
+    /// DRAIN_JOBS, CANCEL_DRAIN_JOBS.
+    fn drain(&self, sock: &mut Sock, command: i32, msg: &[u8]) -> Result<(), SockError> {
+        let mut d = sock.decoder(msg);
+        let req = get_ad(&mut d)?;
+        d.finish()?;
+        let c = if command == cmd::CANCEL_DRAIN_JOBS {
+            StartdCommand::CancelDrain
+        } else {
+            StartdCommand::Drain {
+                how: match int(&req, "HowFast").unwrap_or(0) {
+                    n if n >= 20 => DrainHow::Fast,
+                    n if n >= 10 => DrainHow::Quick,
+                    _ => DrainHow::Graceful,
+                },
+                resume_on_completion: int(&req, "ResumeOnCompletion").unwrap_or(0) == 1,
+                start: req.get("StartExpr").map(classad::unparse::expr_to_string),
+                reason: text(&req, "DrainReason"),
+            }
+        };
+        let mut reply = ClassAd::new();
+        match self.startd_command(c) {
+            Ok(_) => {
+                reply.insert_value("Result", true);
+                if command == cmd::DRAIN_JOBS {
+                    reply.insert_value("RequestID", "1");
+                }
+            }
+            Err(e) => {
+                reply.insert_value("Result", false);
+                reply.insert_value("ErrorCode", 1);
+                reply.insert_value("ErrorString", e.message.as_str());
+            }
+        }
+        let mut e = sock.encoder();
+        put_ad(&mut e, &reply, &PutOptions::default());
+        sock.send(&e)
     }
 
     // ---- the schedd ---------------------------------------------------
@@ -963,6 +1155,17 @@ impl Daemon for PortDaemon {
             cmd::ACT_ON_JOBS,
             cmd::QMGMT_WRITE_CMD,
             cmd::RESCHEDULE,
+            cmd::GET_PRIORITY,
+            cmd::GET_PRIORITY_ROLLUP,
+            cmd::SET_PRIORITY,
+            cmd::SET_PRIORITYFACTOR,
+            cmd::RESET_USAGE,
+            cmd::DRAIN_JOBS,
+            cmd::CANCEL_DRAIN_JOBS,
+            cmd::VACATE_ALL_CLAIMS,
+            cmd::VACATE_ALL_FAST,
+            cmd::VACATE_CLAIM,
+            cmd::VACATE_CLAIM_FAST,
         ];
         all.into_iter()
             .filter(|c| self.level(*c) == Some(level))
@@ -997,20 +1200,34 @@ impl Daemon for PortDaemon {
     }
 
     fn authorize(&self, peer: &Peer, level: Level) -> Result<(), String> {
+        if level == Level::Allow {
+            return Ok(());
+        }
+        // The configuration's lists decide where they bear on the level.
+        let configured = self.config.authorization.decide(
+            level,
+            peer.user.as_deref(),
+            peer.addr.ip(),
+            std::slice::from_ref(&self.config.hostname),
+        );
+        if let Some(verdict) = configured {
+            return verdict;
+        }
+        // Otherwise, secure defaults: anyone reads; writing takes an
+        // authenticated user; the rest, the pool's own user or root.
         match level {
             Level::Allow | Level::Read => Ok(()),
             Level::Write => match &peer.user {
                 Some(_) => Ok(()),
-                None => Err("ALLOW_WRITE takes only authenticated users, and this client did not authenticate".into()),
+                None => Err(
+                    "ALLOW_WRITE is not set, and by default only authenticated users may write"
+                        .into(),
+                ),
             },
             _ => match peer.user_name() {
                 Some(u) if self.config.operators.iter().any(|o| o == u) => Ok(()),
-                Some(u) => Err(format!(
-                    "ALLOW_{} takes only the pool's own user and root, not {u}",
-                    level.name()
-                )),
-                None => Err(format!(
-                    "ALLOW_{} takes only authenticated users, and this client did not authenticate",
+                _ => Err(format!(
+                    "ALLOW_{} is not set, and by default only the pool's own user and root have it",
                     level.name()
                 )),
             },

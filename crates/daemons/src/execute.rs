@@ -139,6 +139,8 @@ pub struct StartdRole {
     notes: Vec<String>,
     /// The slot names last sent to the collector (those gone are withdrawn).
     published: BTreeSet<String>,
+    /// The command port's address, for the slot ads' `MyAddress`.
+    address: Option<String>,
     /// Seconds between polls.
     poll_interval: u64,
     /// Mips and KFlops, once measured.
@@ -281,6 +283,7 @@ impl StartdRole {
             messages: Vec::new(),
             notes,
             published: BTreeSet::new(),
+            address: None,
             poll_interval,
             benchmarks: None,
         })
@@ -318,6 +321,11 @@ impl StartdRole {
         Ok(())
     }
 
+    /// Where HTCondor's clients reach this startd (`MyAddress`).
+    pub fn set_address(&mut self, sinful: String) {
+        self.address = Some(sinful);
+    }
+
     /// The startd's update to the collector: every slot's ad now; the ads
     /// of slots that are gone (dynamic slots given back) are withdrawn.
     pub fn publish_slots(&mut self, now: i64) {
@@ -327,6 +335,9 @@ impl StartdRole {
         for ad in &mut ads {
             ad.insert_value("CondorVersion", cedar::CONDOR_VERSION);
             ad.insert_value("CondorPlatform", cedar::CONDOR_PLATFORM);
+            if let Some(a) = &self.address {
+                ad.insert_value("MyAddress", a.as_str());
+            }
         }
         for m in crate::roles::advertise(AdType::Startd, ads, &mut self.published) {
             self.messages.push((RoleName::Collector, m));

@@ -41,9 +41,42 @@ pub struct NegotiatorRole {
     cycles: u64,
     /// A cycle was asked for while one was under way.
     again: bool,
+    /// The negotiator's own ad for the collector (`condor_status
+    /// -negotiator`, `Negotiator()` locating it), with its address once
+    /// the command port has one.
+    name: String,
+    address: Option<String>,
+    started: i64,
 }
 
 impl NegotiatorRole {
+    /// Where HTCondor's clients reach the negotiator.
+    pub fn set_address(&mut self, sinful: String) {
+        self.address = Some(sinful);
+    }
+
+    fn own_ad(&self, now: i64) -> ClassAd {
+        let mut ad = ClassAd::new();
+        ad.insert_value("MyType", "Negotiator");
+        ad.insert_value("Name", self.name.as_str());
+        ad.insert_value("Machine", self.name.as_str());
+        if let Some(a) = &self.address {
+            ad.insert_value("MyAddress", a.as_str());
+        }
+        ad.insert_value("CondorVersion", cedar::CONDOR_VERSION);
+        ad.insert_value("CondorPlatform", cedar::CONDOR_PLATFORM);
+        ad.insert_value("NegotiatorInterval", self.interval as i64);
+        ad.insert_value("DaemonStartTime", self.started);
+        ad.insert_value("LastHeardFrom", now);
+        ad
+    }
+
+    /// The name its ad goes by (the host's).
+    pub fn named(mut self, name: &str) -> NegotiatorRole {
+        self.name = name.to_string();
+        self
+    }
+
     pub fn new(
         accountant: Accountant,
         limits: ConcurrencyLimits,
@@ -62,6 +95,11 @@ impl NegotiatorRole {
             cycle: Cycle::Idle,
             cycles: 0,
             again: false,
+            name: "negotiator".into(),
+            address: None,
+            started: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
         }
     }
 
@@ -231,10 +269,22 @@ impl Role for NegotiatorRole {
     }
 
     fn timers(&self) -> Vec<(u64, bool)> {
-        vec![(self.interval, false)]
+        // The cycle; the negotiator's own ad (at once, then every 5 minutes,
+        // HTCondor's UPDATE_INTERVAL; the collector keeps it 15).
+        vec![(self.interval, false), (300, true)]
     }
 
-    fn timer(&mut self, _which: usize, _now: i64, out: &mut Outbox) {
+    fn timer(&mut self, which: usize, now: i64, out: &mut Outbox) {
+        if which == 1 {
+            out.send(
+                RoleName::Collector,
+                Message::UpdateAds {
+                    kind: negotiator::collector::AdType::Negotiator,
+                    ads: vec![self.own_ad(now)],
+                },
+            );
+            return;
+        }
         // A cycle that lost its answers (a role gone) does not block the
         // next ones for ever.
         if !matches!(self.cycle, Cycle::Idle) {

@@ -162,13 +162,16 @@ fn build_roles(
         if let Some(saved) = crate::accounting::load(state_dir)? {
             accountant = accountant.with_state(saved);
         }
-        roles.negotiator = Some(NegotiatorRole::new(
-            accountant,
-            limits,
-            policy,
-            interval(cm, "NEGOTIATOR_INTERVAL", 60)?,
-            state_dir.to_path_buf(),
-        ));
+        roles.negotiator = Some(
+            NegotiatorRole::new(
+                accountant,
+                limits,
+                policy,
+                interval(cm, "NEGOTIATOR_INTERVAL", 60)?,
+                state_dir.to_path_buf(),
+            )
+            .named(&node.hostname),
+        );
     }
     if wanted.contains(&RoleName::Collector) {
         let collector = CollectorStore::from_config(cm).map_err(|e| format!("collector: {e}"))?;
@@ -285,6 +288,12 @@ impl Pool {
             source,
         })?;
         if let Some(s) = self.roles.schedd.as_mut() {
+            s.set_address(port.address());
+        }
+        if let Some(n) = self.roles.negotiator.as_mut() {
+            n.set_address(port.address());
+        }
+        if let Some(s) = self.roles.startd.as_mut() {
             s.set_address(port.address());
         }
         self.port = Some(port);

@@ -246,6 +246,10 @@ const FILE_SYSTEM_MODULES: &[(&str, &str)] = &[
     ),
     ("crates/daemons/src/server.rs", "the pool's socket"),
     (
+        "crates/daemons/src/command_port.rs",
+        "the address files the configuration names (COLLECTOR_ADDRESS_FILE, SCHEDD_ADDRESS_FILE)",
+    ),
+    (
         "crates/daemons/src/local_transport.rs",
         "the roles' sockets in the state directory",
     ),
