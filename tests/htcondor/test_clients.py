@@ -344,6 +344,31 @@ class ClientsWithoutConfig(unittest.TestCase):
         self.assertTrue(all(set(a) == {"ProcId", "Colour", "ServerTime"} for a in got["blue"]))
         self.assertEqual(got["limited"], 2)
 
+    def test_edit_jobs_in_the_queue(self):
+        got = self.alice.run(
+            """
+            s = schedd()
+            c = s.submit(htcondor.Submit({"executable": "/bin/sleep", "arguments": "600", "hold": "true"}), count=2).cluster()
+            one = s.edit(f"{c}.0", "Colour", '"red"')
+            both = s.edit(f"ClusterId == {c}", "Size", "42")
+            try:
+                s.edit(f"{c}.1", "Owner", '"root"')
+                owner_refused = ""
+            except Exception as e:
+                owner_refused = str(e)
+            q = plain(s.query(f"ClusterId == {c}", ["ProcId", "Colour", "Size", "Owner"]))
+            s.act(htcondor.JobAction.Remove, f"ClusterId == {c}")
+            print(json.dumps({"one": int(one), "both": int(both), "refused": owner_refused, "q": q}))
+            """
+        )
+        self.assertEqual((got["one"], got["both"]), (1, 2))
+        self.assertIn("Owner", got["refused"])
+        by_proc = {a["ProcId"]: a for a in got["q"]}
+        self.assertEqual(by_proc[0]["Colour"], "red")
+        self.assertNotIn("Colour", by_proc[1])
+        self.assertEqual({a["Size"] for a in got["q"]}, {42})
+        self.assertEqual({a["Owner"] for a in got["q"]}, {ALICE})
+
     def test_a_user_may_not_remove_another_user_s_job(self):
         cluster = self.alice.run(
             """
