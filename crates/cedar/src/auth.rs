@@ -10,11 +10,17 @@
 //!   (those that get a name ending in `_`) and those that do not.
 //! - **CLAIMTOBE**: the client says who it is. Taken only where the
 //!   configuration names the method, as HTCondor.
+//! - **TOKEN** (IDTOKENS): a JWT the pool signed; see [`crate::token`].
+//!   Offered only where a signing key is readable.
 //!
-//! The user is `name@UID_DOMAIN` (FS, and CLAIMTOBE without a domain).
+//! The user is `name@UID_DOMAIN` (FS, and CLAIMTOBE without a domain);
+//! a token's `sub` as it is.
+//!
+//! The client's side of FS and CLAIMTOBE is here too ([`client`]), for
+//! ferrocondor's own tools and daemons ([`crate::client`]).
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::sock::{Sock, SockError};
 
@@ -55,6 +61,7 @@ impl Method {
         match crate::policy::canonical_method(name).as_str() {
             "CLAIMTOBE" => Some(Method::ClaimToBe),
             "FS" => Some(Method::Fs),
+            "TOKEN" => Some(Method::Token),
             _ => None,
         }
     }
@@ -89,16 +96,100 @@ pub struct Settings {
     pub uid_domain: String,
     /// FS_LOCAL_DIR (default `/tmp`).
     pub fs_dir: PathBuf,
+    /// TRUST_DOMAIN: the issuer of the tokens this pool takes, and that
+    /// it tells clients choosing one. HTCondor's default is
+    /// `$(UID_DOMAIN)`, so is ours.
+    pub trust_domain: String,
+    /// SEC_TOKEN_POOL_SIGNING_KEY_FILE, as configured (else
+    /// SEC_PASSWORD_FILE, else `<password directory>/POOL`: see
+    /// [`Settings::keys`]).
+    pub pool_signing_key: Option<PathBuf>,
+    /// SEC_PASSWORD_DIRECTORY, as configured; HTCondor's default
+    /// `$(ETC)/passwords.d` is taken only where ETC is set (it would
+    /// otherwise point at `/etc/condor`, which a personal pool does not
+    /// own); else `<state_dir>/passwords.d`.
+    pub password_dir: Option<PathBuf>,
+    /// SEC_TOKEN_POOL_SIGNING_KEY_IS_PASSWORD.
+    pub pool_key_is_password: bool,
+    /// SEC_TOKEN_MAX_AGE: tokens issued longer ago are refused.
+    pub token_max_age: Option<i64>,
+    /// The pool's state directory, where the signing keys live when the
+    /// configuration names no place for them ([`Settings::with_state_dir`]).
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Settings {
     /// The settings from the configuration (`get` looks a parameter up;
     /// `hostname` is the default UID_DOMAIN).
     pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>, hostname: &str) -> Settings {
+        let get = |n: &str| get(n).filter(|v| !v.trim().is_empty());
+        let uid_domain = get("UID_DOMAIN").unwrap_or_else(|| hostname.to_string());
+        let password_dir = get("SEC_PASSWORD_DIRECTORY")
+            .map(PathBuf::from)
+            .or_else(|| get("ETC").map(|e| Path::new(&e).join("passwords.d")));
         Settings {
-            uid_domain: get("UID_DOMAIN").unwrap_or_else(|| hostname.to_string()),
+            trust_domain: get("TRUST_DOMAIN").unwrap_or_else(|| uid_domain.clone()),
+            uid_domain,
             fs_dir: PathBuf::from(get("FS_LOCAL_DIR").unwrap_or_else(|| "/tmp".into())),
+            pool_signing_key: get("SEC_TOKEN_POOL_SIGNING_KEY_FILE")
+                .or_else(|| get("SEC_PASSWORD_FILE"))
+                .map(PathBuf::from),
+            password_dir,
+            pool_key_is_password: get("SEC_TOKEN_POOL_SIGNING_KEY_IS_PASSWORD")
+                .is_some_and(|v| v.trim().to_ascii_lowercase().starts_with('t')),
+            token_max_age: get("SEC_TOKEN_MAX_AGE").and_then(|v| v.trim().parse().ok()),
+            state_dir: None,
         }
+    }
+
+    /// With the pool's state directory, the default home of the signing
+    /// keys (`<state>/passwords.d`, the pool key `<state>/passwords.d/POOL`).
+    pub fn with_state_dir(mut self, state: &Path) -> Settings {
+        self.state_dir = Some(state.to_path_buf());
+        self
+    }
+
+    /// Where the token signing keys are.
+    pub fn keys(&self) -> crate::token::KeyStore {
+        let dir = self
+            .password_dir
+            .clone()
+            .or_else(|| self.state_dir.as_ref().map(|s| s.join("passwords.d")));
+        crate::token::KeyStore {
+            pool_key: self
+                .pool_signing_key
+                .clone()
+                .or_else(|| dir.as_ref().map(|d| d.join(crate::token::POOL))),
+            password_dir: dir,
+            pool_key_is_password: self.pool_key_is_password,
+        }
+    }
+
+    /// Whether this daemon can carry `method` out: TOKEN only with a
+    /// signing key to check tokens with.
+    pub fn can_serve(&self, method: Method) -> bool {
+        match method {
+            Method::Fs | Method::ClaimToBe => true,
+            Method::Token => !self.keys().names().is_empty(),
+            Method::Anonymous | Method::Ssl => false,
+        }
+    }
+}
+
+/// Who a method authenticated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Authenticated {
+    /// `user@domain`.
+    pub user: String,
+    /// The authorization levels the credential is limited to (a token's
+    /// `condor:/LEVEL` scopes), HTCondor's `LimitAuthorization`; `None`:
+    /// no limit beyond the daemon's own.
+    pub limits: Option<Vec<String>>,
+}
+
+impl Authenticated {
+    fn user(user: String) -> Authenticated {
+        Authenticated { user, limits: None }
     }
 }
 
@@ -106,7 +197,11 @@ impl Settings {
 #[derive(Debug)]
 pub enum Failure {
     Sock(SockError),
+    /// The method failed, and both sides know it: the next may be tried.
     Refused(String),
+    /// The method failed where the peer believes it succeeded: the
+    /// connection must be closed (nothing else tells the peer).
+    Fatal(String),
 }
 
 impl From<SockError> for Failure {
@@ -121,11 +216,34 @@ impl From<crate::DecodeError> for Failure {
     }
 }
 
-/// Runs `method`'s server side; the authenticated `user@domain`.
-pub fn server(method: Method, sock: &mut Sock, settings: &Settings) -> Result<String, Failure> {
+/// The name a server gives itself in TOKEN's exchange (HTCondor's 23.9+
+/// servers: the client only checks that there is one).
+const TOKEN_SERVER_NAME: &str = "condor@password";
+
+/// Runs `method`'s server side; who the client is. `now`: epoch seconds,
+/// for a token's expiry.
+pub fn server(
+    method: Method,
+    sock: &mut Sock,
+    settings: &Settings,
+    now: i64,
+) -> Result<Authenticated, Failure> {
     match method {
-        Method::Fs => fs(sock, settings),
-        Method::ClaimToBe => claim_to_be(sock, settings),
+        Method::Fs => fs(sock, settings).map(Authenticated::user),
+        Method::ClaimToBe => claim_to_be(sock, settings).map(Authenticated::user),
+        Method::Token => {
+            let keys = settings.keys();
+            crate::token::server(
+                sock,
+                &crate::token::ServerConfig {
+                    keys: &keys,
+                    trust_domain: &settings.trust_domain,
+                    max_age: settings.token_max_age,
+                    name: TOKEN_SERVER_NAME,
+                    now,
+                },
+            )
+        }
         other => Err(Failure::Refused(format!(
             "{} is not carried out here",
             other.name()
@@ -242,6 +360,122 @@ fn claim_to_be(sock: &mut Sock, settings: &Settings) -> Result<String, Failure> 
     })
 }
 
+/// Where the FS client makes its directory for the name `path` the
+/// server gave, talking to the server at `server` (its address as this
+/// side sees it): the directory and the suffix to report.
+///
+/// - A name ending in `_` (24.x+ servers, channel binding): add the
+///   server's `ip:port` as seen from here and report it, so a name a
+///   third party relayed from another server is refused there.
+/// - Otherwise (older servers): the name must start with
+///   `FS_<server ip>_<server port>_`, and nothing is reported.
+pub fn fs_client_dir(path: &str, server: std::net::SocketAddr) -> Result<(String, String), String> {
+    let base = Path::new(path)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    if !base.starts_with("FS_") || path.contains("/../") || !path.starts_with('/') {
+        return Err(format!(
+            "the server asked for {path:?}, which is not an FS directory name"
+        ));
+    }
+    if path.ends_with('_') {
+        // IPv6 bracketed, as SocketAddr prints it.
+        let ext = server.to_string();
+        Ok((format!("{path}{ext}"), ext))
+    } else {
+        let want = format!("FS_{}_{}_", server.ip(), server.port());
+        if base.starts_with(&want) {
+            Ok((path.to_string(), String::new()))
+        } else {
+            Err(format!(
+                "the server asked for {path:?}, a name meant for another server (this one is {server})"
+            ))
+        }
+    }
+}
+
+/// The client's side of FS: make the directory the server names (mode
+/// 0700, as the calling user), say so, hear the verdict, remove it.
+pub fn fs_client(sock: &mut Sock) -> Result<(), Failure> {
+    use std::os::unix::fs::DirBuilderExt;
+    let msg = sock.recv()?;
+    let mut d = sock.decoder(&msg);
+    let path = d.get_str()?;
+    d.finish()?;
+    let made = if path.is_empty() {
+        Err("the server could not name a directory".to_string())
+    } else {
+        fs_client_dir(&path, sock.peer()).and_then(|(dir, ext)| {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&dir)
+                .map(|()| (dir.clone(), ext))
+                .map_err(|e| format!("could not create {dir}: {e}"))
+        })
+    };
+    let mut e = sock.encoder();
+    match &made {
+        Ok((_, ext)) => {
+            e.put_int(0);
+            if !ext.is_empty() {
+                e.put_str(ext);
+            }
+        }
+        Err(_) => {
+            e.put_int(-1);
+        }
+    }
+    let sent = sock.send(&e);
+    let verdict = sent.and_then(|()| {
+        let msg = sock.recv()?;
+        let mut d = sock.decoder(&msg);
+        let v = d.get_int()?;
+        d.finish()?;
+        Ok(v)
+    });
+    // Removed whatever the verdict: the directory is only a proof.
+    if let Ok((dir, _)) = &made {
+        let _ = std::fs::remove_dir(dir);
+    }
+    let verdict = verdict?;
+    match made {
+        Err(why) => Err(Failure::Refused(why)),
+        Ok(_) if verdict != 0 => Err(Failure::Refused(
+            "the server did not accept the directory (is it on this host?)".into(),
+        )),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// The client's side of CLAIMTOBE: say who we are (`user@domain`).
+pub fn claim_to_be_client(sock: &mut Sock, name: &str) -> Result<(), Failure> {
+    let mut e = sock.encoder();
+    if name.is_empty() {
+        e.put_int(0);
+    } else {
+        e.put_int(1).put_str(name);
+    }
+    sock.send(&e)?;
+    if name.is_empty() {
+        // The server fails the method without answering.
+        return Err(Failure::Refused(
+            "this process has no user name to claim".into(),
+        ));
+    }
+    let msg = sock.recv()?;
+    let mut d = sock.decoder(&msg);
+    let ok = d.get_int()?;
+    d.finish()?;
+    if ok == 1 {
+        Ok(())
+    } else {
+        Err(Failure::Refused(format!(
+            "the server did not take the name {name:?}"
+        )))
+    }
+}
+
 /// Random letters for names no one can guess.
 pub fn random_name(len: usize) -> String {
     const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -259,4 +493,56 @@ pub fn nonce() -> String {
     let mut bytes = [0u8; 33];
     getrandom::fill(&mut bytes).expect("the system's random source");
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fs_names_with_and_without_channel_binding() {
+        let server: std::net::SocketAddr = "127.0.0.1:4000".parse().unwrap();
+        let (dir, ext) = fs_client_dir("/tmp/FS_127.0.0.1_4000_abc_", server).unwrap();
+        assert_eq!(dir, "/tmp/FS_127.0.0.1_4000_abc_127.0.0.1:4000");
+        assert_eq!(ext, "127.0.0.1:4000");
+        let v6: std::net::SocketAddr = "[::1]:4000".parse().unwrap();
+        assert_eq!(fs_client_dir("/tmp/FS_x_", v6).unwrap().1, "[::1]:4000");
+        let (dir, ext) = fs_client_dir("/tmp/FS_127.0.0.1_4000_abc", server).unwrap();
+        assert_eq!(
+            (dir.as_str(), ext.as_str()),
+            ("/tmp/FS_127.0.0.1_4000_abc", "")
+        );
+        let e = fs_client_dir("/tmp/FS_127.0.0.1_4001_abc", server).unwrap_err();
+        assert!(e.contains("another server"), "{e}");
+        assert!(fs_client_dir("/home/me/.ssh", server).is_err());
+        assert!(fs_client_dir("relative/FS_x_", server).is_err());
+    }
+
+    #[test]
+    fn settings_default_as_htcondor() {
+        let cfg = |n: &str| match n {
+            "UID_DOMAIN" => Some("example.org".to_string()),
+            _ => None,
+        };
+        let s = Settings::from_lookup(&cfg, "host1");
+        assert_eq!(s.trust_domain, "example.org");
+        assert!(
+            s.keys().pool_key.is_none(),
+            "no key place without configuration"
+        );
+        let s = s.with_state_dir(Path::new("/var/lib/pool"));
+        assert_eq!(
+            s.keys().pool_key.unwrap(),
+            Path::new("/var/lib/pool/passwords.d/POOL")
+        );
+        let cfg = |n: &str| match n {
+            "TRUST_DOMAIN" => Some("cm.example.org".to_string()),
+            "SEC_PASSWORD_DIRECTORY" => Some("/etc/p".to_string()),
+            _ => None,
+        };
+        let s = Settings::from_lookup(&cfg, "host1");
+        assert_eq!(s.trust_domain, "cm.example.org");
+        assert_eq!(s.uid_domain, "host1");
+        assert_eq!(s.keys().pool_key.unwrap(), Path::new("/etc/p/POOL"));
+    }
 }

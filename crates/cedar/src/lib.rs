@@ -10,7 +10,8 @@
 //! - [`sinful`]: daemon addresses, `<ip:port?params>`;
 //! - [`commands`]: HTCondor's command numbers;
 //! - [`sock`]: the I/O edge, a blocking connection that sends and receives
-//!   whole messages with deadlines.
+//!   whole messages with deadlines;
+//! - [`token`]: IDTOKENS, the pool's signed tokens and the TOKEN method.
 //!
 //! Everything but [`sock`] is pure: bytes and values in, bytes and values
 //! out. The protocol is learned from HTCondor's sources and checked against
@@ -34,6 +35,7 @@ pub mod policy;
 pub mod server;
 pub mod sinful;
 pub mod sock;
+pub mod token;
 
 pub use ad::{get_ad, put_ad, PutOptions};
 

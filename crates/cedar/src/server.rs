@@ -51,6 +51,41 @@ pub enum Level {
 }
 
 impl Level {
+    /// The level HTCondor names so (`READ`, `WRITE`, ...).
+    pub fn from_name(name: &str) -> Option<Level> {
+        Level::ALL
+            .into_iter()
+            .find(|l| l.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    const ALL: [Level; 10] = [
+        Level::Allow,
+        Level::Read,
+        Level::Write,
+        Level::Negotiator,
+        Level::Administrator,
+        Level::Config,
+        Level::Daemon,
+        Level::AdvertiseStartd,
+        Level::AdvertiseSchedd,
+        Level::AdvertiseMaster,
+    ];
+
+    fn bit(self) -> u16 {
+        1 << (self as u16)
+    }
+
+    /// The levels this one implies (DaemonCore's permission hierarchy):
+    /// WRITE implies READ, ADMINISTRATOR and DAEMON imply WRITE and READ,
+    /// the others READ.
+    pub fn implied(self) -> &'static [Level] {
+        match self {
+            Level::Allow | Level::Read => &[],
+            Level::Administrator | Level::Daemon => &[Level::Write, Level::Read],
+            _ => &[Level::Read],
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Level::Allow => "ALLOW",
@@ -67,6 +102,39 @@ impl Level {
     }
 }
 
+/// A set of levels (a credential's limits), small enough to travel in
+/// every [`Peer`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LevelSet(u16);
+
+impl LevelSet {
+    pub fn insert(&mut self, l: Level) {
+        self.0 |= l.bit();
+    }
+
+    pub fn contains(self, l: Level) -> bool {
+        self.0 & l.bit() != 0
+    }
+
+    /// The levels HTCondor names (`READ`, `WRITE`, ...); unknown names
+    /// are left out (HTCondor drops them too).
+    pub fn from_names<S: AsRef<str>>(names: &[S]) -> LevelSet {
+        let mut set = LevelSet::default();
+        for l in names.iter().filter_map(|n| Level::from_name(n.as_ref())) {
+            set.insert(l);
+        }
+        set
+    }
+
+    pub fn names(self) -> Vec<&'static str> {
+        Level::ALL
+            .iter()
+            .filter(|l| self.contains(**l))
+            .map(|l| l.name())
+            .collect()
+    }
+}
+
 /// Who is on the other end, as far as the handshake could tell.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Peer {
@@ -75,6 +143,10 @@ pub struct Peer {
     /// The method that authenticated it (`FS`, `TOKEN`, ...).
     pub method: Option<String>,
     pub addr: std::net::SocketAddr,
+    /// The levels its credential is limited to (a token's scopes,
+    /// HTCondor's `LimitAuthorization`), or `None`. The handshake refuses
+    /// a command outside them before the daemon's own authorization.
+    pub limits: Option<LevelSet>,
 }
 
 impl Peer {
@@ -85,6 +157,18 @@ impl Peer {
             Some(u) => format!("{u} (from {})", self.addr.ip()),
             None => format!("an unauthenticated client at {}", self.addr.ip()),
         }
+    }
+
+    /// Why `level` is outside this peer's limits, if it is: a level is
+    /// inside when a limit is it or implies it (ALLOW always is).
+    pub fn outside_limits(&self, level: Level) -> Option<String> {
+        let limits = self.limits?;
+        let inside = level == Level::Allow
+            || Level::ALL
+                .iter()
+                .filter(|l| limits.contains(**l))
+                .any(|l| *l == level || l.implied().contains(&level));
+        (!inside).then(|| format!("its token is limited to {}", limits.names().join(",")))
     }
 
     /// The user part of `user@domain`.
@@ -116,9 +200,10 @@ pub trait Daemon {
     fn auth_settings(&self) -> &auth::Settings;
     /// `$CondorVersion: ... $`, sent as `RemoteVersion`.
     fn version(&self) -> &str;
-    /// TRUST_DOMAIN, for clients choosing a token.
+    /// TRUST_DOMAIN, for clients choosing a token (the settings' own,
+    /// unless the daemon says otherwise).
     fn trust_domain(&self) -> Option<&str> {
-        None
+        Some(self.auth_settings().trust_domain.as_str())
     }
 }
 
@@ -127,6 +212,7 @@ pub trait Daemon {
 struct Session {
     peer_user: Option<String>,
     method: Option<String>,
+    limits: Option<LevelSet>,
     commands: Vec<i32>,
     key: SessionKey,
     expires: i64,
@@ -330,6 +416,7 @@ pub fn accept(
         user: None,
         method: None,
         addr: sock.peer(),
+        limits: None,
     };
     if cmd != commands::DC_AUTHENTICATE {
         // A bare command: allowed only where the level asks for nothing.
@@ -389,11 +476,17 @@ pub fn accept(
     }
     let level = daemon.level(command);
     let policy = daemon.policy_for_command(command, level.unwrap_or(Level::Read));
-    let decision = policy.decide(&info).map_err(|e| Refused::Security {
+    let mut decision = policy.decide(&info).map_err(|e| Refused::Security {
         command,
         peer: anonymous.clone(),
         reason: e.to_string(),
     })?;
+    // Offer only methods this daemon can carry out now (TOKEN needs a
+    // signing key), so the client never picks one bound to fail.
+    let settings = daemon.auth_settings();
+    decision
+        .auth_methods
+        .retain(|m| Method::from_name(m).is_some_and(|m| settings.can_serve(m)));
     // The key agreement: a 25.x client always offers its ECDH key; with
     // AES in common we answer with ours, and the session is keyed (AES-GCM
     // on for the rest of the connection, whatever Encryption says).
@@ -414,6 +507,14 @@ pub fn accept(
     if enact.eq_ignore_ascii_case("NO") {
         let mut reply = decision.reply_ad(daemon.version(), daemon.trust_domain());
         reply.insert_value("NegotiatedSession", true);
+        if decision.auth_methods.iter().any(|m| m == "TOKEN") {
+            // For the client's choice of token: only those signed with a
+            // key we have.
+            let names = settings.keys().names();
+            if !names.is_empty() {
+                reply.insert_value("IssuerKeys", names.join(",").as_str());
+            }
+        }
         match &exchange {
             Some((kx, _)) => {
                 reply.insert_value("CryptoMethods", "AES");
@@ -445,16 +546,27 @@ pub fn accept(
     let mut tried = false;
     if decision.authentication {
         tried = true;
-        match authenticate(sock, daemon, &decision) {
-            Ok((user, method)) => {
-                peer.user = Some(user);
+        match authenticate(sock, daemon, &decision, now) {
+            Ok((who, method)) => {
+                peer.user = Some(who.user);
                 peer.method = Some(method);
+                peer.limits = who.limits.as_deref().map(LevelSet::from_names);
                 // "No key follows": keys come from the ECDH agreement.
                 let mut e = sock.encoder();
                 e.put_int(0);
                 sock.send(&e)?;
             }
             Err(AuthFailure::Sock(e)) => return Err(e.into()),
+            Err(AuthFailure::Fatal(reason)) => {
+                // Dropping the connection is the only answer the client
+                // gets (it waits for hasKey).
+                sock.close();
+                return Err(Refused::Security {
+                    command,
+                    peer,
+                    reason: format!("authentication failed: {reason}"),
+                });
+            }
             Err(AuthFailure::Failed(reason)) => {
                 if decision.auth_required {
                     return Err(Refused::Security {
@@ -482,7 +594,10 @@ pub fn accept(
     let sid = sessions.new_id(now);
     let (code, outcome) = match level {
         None => ("CMD_NOT_FOUND", None),
-        Some(l) => match daemon.authorize(&peer, l) {
+        Some(l) => match peer
+            .outside_limits(l)
+            .map_or_else(|| daemon.authorize(&peer, l), Err)
+        {
             Ok(()) => ("AUTHORIZED", Some(Ok(l))),
             Err(reason) => ("DENIED", Some(Err((l, reason)))),
         },
@@ -530,6 +645,7 @@ pub fn accept(
                     Session {
                         peer_user: peer.user.clone(),
                         method: peer.method.clone(),
+                        limits: peer.limits,
                         commands: valid,
                         key,
                         expires,
@@ -573,6 +689,7 @@ fn resume(
         user: None,
         method: None,
         addr: sock.peer(),
+        limits: None,
     };
     let session = sessions.resume(&sid, now);
     let Some(session) = session.filter(|s| s.commands.contains(&command)) else {
@@ -593,6 +710,7 @@ fn resume(
         user: session.peer_user.clone(),
         method: session.method.clone(),
         addr: sock.peer(),
+        limits: session.limits,
     };
     let level = daemon.level(command).ok_or(Refused::UnknownCommand {
         command,
@@ -609,6 +727,14 @@ fn resume(
     }
     // The cached key, a fresh IV and counters for this connection.
     sock.start_cipher(Box::new(StreamCipher::new(&session.key)));
+    if let Some(reason) = peer.outside_limits(level) {
+        return Err(Refused::Denied {
+            command,
+            level,
+            peer,
+            reason,
+        });
+    }
     daemon
         .authorize(&peer, level)
         .map_err(|reason| Refused::Denied {
@@ -628,6 +754,8 @@ fn resume(
 enum AuthFailure {
     Sock(SockError),
     Failed(String),
+    /// Failed where the client cannot be told but by closing.
+    Fatal(String),
 }
 
 /// The method negotiation and the chosen method's exchange; a method that
@@ -637,7 +765,8 @@ fn authenticate(
     sock: &mut Sock,
     daemon: &dyn Daemon,
     decision: &Decision,
-) -> Result<(String, String), AuthFailure> {
+    now: i64,
+) -> Result<(auth::Authenticated, String), AuthFailure> {
     let ours: Vec<Method> = decision
         .auth_methods
         .iter()
@@ -675,9 +804,13 @@ fn authenticate(
                 failures.join("; ")
             }));
         };
-        match auth::server(method, sock, daemon.auth_settings()) {
-            Ok(user) => return Ok((user, method.name().to_string())),
+        match auth::server(method, sock, daemon.auth_settings(), now) {
+            Ok(who) => return Ok((who, method.name().to_string())),
             Err(auth::Failure::Sock(e)) => return Err(AuthFailure::Sock(e)),
+            Err(auth::Failure::Fatal(why)) => {
+                failures.push(format!("{}: {why}", method.name()));
+                return Err(AuthFailure::Fatal(failures.join("; ")));
+            }
             Err(auth::Failure::Refused(why)) => {
                 failures.push(format!("{}: {why}", method.name()));
                 client_mask = Some(mask & !method.bit());

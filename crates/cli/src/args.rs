@@ -138,6 +138,10 @@ pub enum Command {
     /// pool's owner, root or a queue super user only).
     #[command(after_help = ADMIN_EXIT_CODES)]
     Userprio(UserprioArgs),
+    /// IDTOKENS: make, list and fetch the tokens clients authenticate
+    /// with, as HTCondor's condor_token_create, condor_token_list and
+    /// condor_token_fetch do (HTCondor's one-dash options are taken).
+    Token(TokenArgs),
     /// Make the pool read its configuration again, as HTCondor's condor_reconfig does.
     ///
     /// A configuration that does not read is refused with the file and
@@ -490,6 +494,9 @@ pub const TOOLS: &[(&str, &str)] = &[
     ("condor_rm", "rm"),
     ("condor_status", "status"),
     ("condor_submit", "submit"),
+    ("condor_token_create", "token create"),
+    ("condor_token_fetch", "token fetch"),
+    ("condor_token_list", "token list"),
     ("condor_userprio", "userprio"),
     ("condor_vacate", "vacate"),
 ];
@@ -512,7 +519,9 @@ pub fn as_tool(args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>,
     }
     match TOOLS.iter().find(|(tool, _)| *tool == name) {
         Some((_, command)) => {
-            let mut out: Vec<std::ffi::OsString> = vec!["ferrocondor".into(), (*command).into()];
+            // A tool may be a command and its subcommand ("token create").
+            let mut out: Vec<std::ffi::OsString> = vec!["ferrocondor".into()];
+            out.extend(command.split(' ').map(std::ffi::OsString::from));
             out.extend(args.into_iter().skip(1));
             Ok(out)
         }
@@ -613,6 +622,14 @@ pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
                 "start",
                 "reason",
                 "cancel",
+            ],
+        );
+    }
+    if command == Some("token") {
+        return single_dash(
+            args,
+            &[
+                "identity", "key", "lifetime", "authz", "token", "file", "dir", "state",
             ],
         );
     }
@@ -762,4 +779,85 @@ fn single_dash(args: Vec<std::ffi::OsString>, long: &[&str]) -> Vec<std::ffi::Os
             },
         )
         .collect()
+}
+
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    #[command(subcommand)]
+    pub command: TokenCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Sign a token with the pool's key (condor_token_create): printed,
+    /// or written to the token directory (--token NAME) or a file (--file).
+    ///
+    /// Only who can read the signing key may (root or the pool's owner).
+    /// The key is SEC_TOKEN_POOL_SIGNING_KEY_FILE, or --key NAME in
+    /// SEC_PASSWORD_DIRECTORY; without configuration, under the pool's
+    /// state directory (<state>/passwords.d/POOL).
+    Create(TokenCreateArgs),
+    /// Make a signing key (64 random bytes, mode 0600): the pool key, or
+    /// --key NAME. HTCondor makes the pool key when it is installed; a
+    /// key already there is never replaced.
+    #[command(name = "create-key")]
+    CreateKey {
+        /// The key's name (default POOL, the pool signing key).
+        #[arg(long, value_name = "NAME")]
+        key: Option<String>,
+        /// The state directory (default: $FERROCONDOR_STATE, else ~/.local/state/ferrocondor).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
+    /// The tokens this user's clients would send, with their claims
+    /// (condor_token_list).
+    List {
+        /// Read this directory instead of SEC_TOKEN_DIRECTORY (else ~/.condor/tokens.d).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Ask a running pool for a token (condor_token_fetch).
+    Fetch(TokenFetchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TokenCreateArgs {
+    /// Who the token says its holder is (user@domain).
+    #[arg(long, value_name = "USER@DOMAIN")]
+    pub identity: String,
+    /// The signing key's name (default POOL).
+    #[arg(long, value_name = "NAME")]
+    pub key: Option<String>,
+    /// Seconds the token is valid; without it, it never expires.
+    #[arg(long, value_name = "SECONDS")]
+    pub lifetime: Option<i64>,
+    /// Limit the token to an authorization level (READ, WRITE, DAEMON,
+    /// ADVERTISE_STARTD, ...); may be given more than once.
+    #[arg(long, value_name = "LEVEL")]
+    pub authz: Vec<String>,
+    /// Write the token to this file name in the token directory.
+    #[arg(long, value_name = "NAME", conflicts_with = "file")]
+    pub token: Option<String>,
+    /// Write the token to this file.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// The state directory (default: $FERROCONDOR_STATE, else ~/.local/state/ferrocondor).
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct TokenFetchArgs {
+    /// Limit the token to an authorization level; may be repeated.
+    #[arg(long, value_name = "LEVEL")]
+    pub authz: Vec<String>,
+    /// Seconds the token is valid.
+    #[arg(long, value_name = "SECONDS")]
+    pub lifetime: Option<i64>,
+    /// Write the token to this file name in the token directory.
+    #[arg(long, value_name = "NAME", conflicts_with = "file")]
+    pub token: Option<String>,
+    /// Write the token to this file.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
 }

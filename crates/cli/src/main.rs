@@ -22,6 +22,7 @@ mod simulate_cmd;
 mod status_cmd;
 mod submit_cmd;
 mod system;
+mod token_cmd;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -141,6 +142,7 @@ fn main() -> ExitCode {
         Command::Vacate(a) => admin_cmd::vacate(a, &mut out),
         Command::Drain(a) => admin_cmd::drain(a, &mut out),
         Command::Userprio(a) => admin_cmd::userprio(a, real_clock(), &mut out),
+        Command::Token(a) => token_cmd::run(&a.command, real_clock(), &mut out),
         Command::Reconfig => admin_cmd::reconfig(&mut out),
         Command::Submit(a) => {
             let host = system::RealHost::detect();

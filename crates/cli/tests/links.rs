@@ -86,12 +86,12 @@ condor_status -af Name | wc -l
 #[test]
 fn a_tool_ferrocondor_does_not_have_says_so() {
     let dir = scratch("links-missing");
-    let link = dir.join("condor_token_create");
+    let link = dir.join("condor_store_cred");
     std::os::unix::fs::symlink(bin(), &link).unwrap();
     let out = Command::new(&link).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        err(&out).contains("condor_token_create is not a ferrocondor tool yet"),
+        err(&out).contains("condor_store_cred is not a ferrocondor tool yet"),
         "{}",
         err(&out)
     );
