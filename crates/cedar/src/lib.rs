@@ -11,7 +11,8 @@
 //! - [`commands`]: HTCondor's command numbers;
 //! - [`sock`]: the I/O edge, a blocking connection that sends and receives
 //!   whole messages with deadlines;
-//! - [`token`]: IDTOKENS, the pool's signed tokens and the TOKEN method.
+//! - [`token`]: IDTOKENS, the pool's signed tokens and the TOKEN method;
+//! - [`server`] and [`client`]: the two sides of the security handshake.
 //!
 //! Everything but [`sock`] is pure: bytes and values in, bytes and values
 //! out. The protocol is learned from HTCondor's sources and checked against
@@ -27,6 +28,7 @@
 pub mod ad;
 pub mod auth;
 pub mod authz;
+pub mod client;
 pub mod codec;
 pub mod commands;
 pub mod crypto;
