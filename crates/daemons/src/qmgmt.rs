@@ -24,10 +24,9 @@
 
 use classad::ClassAd;
 use schedd::{EditTarget, JobId};
-use wire::api::SubmitRequest;
 
 use crate::command_port::PortDaemon;
-use crate::schedd_service::{ApiError, EditRequest};
+use crate::schedd_service::{ApiError, EditRequest, ParsedSubmission};
 use cedar::server::Peer;
 use cedar::{put_ad, PutOptions, Sock, SockError};
 
@@ -509,9 +508,9 @@ fn commit(
                 ad.update(proc_ad);
                 ad.insert_value("ClusterId", i64::from(cluster));
                 ad.insert_value("ProcId", i as i64);
-                ads.push(crate::schedd_service::ad_text(&ad));
+                ads.push(ad);
             }
-            Some(SubmitRequest { cluster, ads })
+            Some(ParsedSubmission::from_ads(cluster, ads))
         }
     };
     let edits = t.edits;
@@ -531,7 +530,7 @@ fn commit(
             }
             warning = s
                 .schedd
-                .submit(&user, request, now)
+                .submit_parsed(&user, request, now)
                 .map_err(Refused::Submit)?
                 .warning;
         }

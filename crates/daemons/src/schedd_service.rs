@@ -523,6 +523,12 @@ pub struct ParsedSubmission {
 }
 
 impl ParsedSubmission {
+    /// A cluster's ads already built (the job-queue protocol builds them
+    /// from the client's cluster and proc ads): ids set by the caller.
+    pub fn from_ads(cluster: u32, ads: Vec<ClassAd>) -> ParsedSubmission {
+        ParsedSubmission { cluster, ads }
+    }
+
     pub fn parse(req: SubmitRequest) -> Result<ParsedSubmission, ApiError> {
         let cluster = req.cluster;
         if req.ads.is_empty() {
