@@ -519,6 +519,119 @@ class ClientsWithoutConfig(unittest.TestCase):
             self.assertEqual(f.read(), "from the tool\n")
 
 
+class ClientsWithRecommendedSecurity(unittest.TestCase):
+    """`use SECURITY : recommended` on both sides (authentication,
+    encryption and integrity required), IDTOKENS tokens signed by the
+    pool's key, over TCP on loopback."""
+
+    POOL_CONFIG = """
+        use SECURITY : recommended
+        SEC_DEFAULT_AUTHENTICATION_METHODS = TOKEN
+        """
+    CLIENT_CONFIG = """
+        use SECURITY : recommended
+        SEC_CLIENT_AUTHENTICATION_METHODS = TOKEN
+        SEC_TOKEN_DIRECTORY = $ENV(HOME)/tokens.d
+        """
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pool = Pool(cls.POOL_CONFIG)
+        env = dict(os.environ, CONDOR_CONFIG=cls.pool.config)
+        subprocess.run([BINARY, "token", "create-key", "--state", cls.pool.state], check=True, env=env,
+                       capture_output=True)
+        cls.alice = cls.with_token(ALICE)
+        cls.bob = cls.with_token(BOB)
+
+    @classmethod
+    def with_token(cls, user, key_state=None, name="pool"):
+        client = Client(cls.pool, user, cls.CLIENT_CONFIG)
+        tokens = os.path.join(client.home, "tokens.d")
+        os.makedirs(tokens, exist_ok=True)
+        env = dict(os.environ, CONDOR_CONFIG=cls.pool.config)
+        domain = socket.gethostname()
+        made = subprocess.run(
+            [BINARY, "token", "create", "--identity", f"{user}@{domain}", "--state", key_state or cls.pool.state,
+             "--file", os.path.join(tokens, name)],
+            env=env, capture_output=True, text=True,
+        )
+        if made.returncode != 0:
+            raise AssertionError(f"token create: {made.stdout}{made.stderr}")
+        for root, dirs, files in os.walk(tokens):
+            os.chown(root, client.user.pw_uid, client.user.pw_gid)
+            for f in files:
+                os.chown(os.path.join(root, f), client.user.pw_uid, client.user.pw_gid)
+        return client
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pool.stop()
+
+    def test_the_session_is_authenticated_by_the_token_and_encrypted(self):
+        got = self.alice.run(
+            """
+            slots = collector.query(htcondor.AdTypes.Startd, projection=["Name"])
+            s = schedd()
+            r = s.submit(htcondor.Submit({"executable": "/bin/echo", "arguments": "secret", "output": "tok.out"}), count=2)
+            print(json.dumps({"slots": len(slots), "cluster": r.cluster()}))
+            """
+        )
+        self.assertGreaterEqual(got["slots"], 1)
+        self.assertEqual(wait_for_jobs_to_leave(self.alice, got["cluster"]), 0)
+        with open(os.path.join(self.alice.home, "tok.out")) as f:
+            self.assertEqual(f.read(), "secret\n")
+        hist = self.alice.run(
+            f"""
+            print(json.dumps(plain(schedd().history("ClusterId == {got['cluster']}", ["Owner", "ExitCode"], 5))))
+            """
+        )
+        # The token is the only credential the client offers: the jobs are
+        # the token's user's.
+        self.assertEqual([(a["Owner"], a["ExitCode"]) for a in hist], [(ALICE, 0), (ALICE, 0)])
+
+    def test_act_and_a_user_removing_another_user_s_job(self):
+        cluster = self.alice.run(
+            """
+            r = schedd().submit(htcondor.Submit({"executable": "/bin/sleep", "arguments": "600", "hold": "true"}))
+            print(json.dumps(r.cluster()))
+            """
+        )
+        got = self.bob.run(f'print(json.dumps(dict(schedd().act(htcondor.JobAction.Remove, "{cluster}.0"))))')
+        self.assertEqual((got["TotalSuccess"], got["TotalPermissionDenied"]), (0, 1))
+        mine = self.alice.run(f'print(json.dumps(dict(schedd().act(htcondor.JobAction.Remove, "{cluster}.0"))))')
+        self.assertEqual(mine["TotalSuccess"], 1)
+
+    def test_a_token_signed_by_another_key_is_refused_and_the_daemon_serves_on(self):
+        other = tempfile.mkdtemp(prefix="fc-otherkey-", dir=self.pool.dir)
+        env = dict(os.environ, CONDOR_CONFIG=self.pool.config)
+        subprocess.run([BINARY, "token", "create-key", "--state", other], check=True, env=env, capture_output=True)
+        forger = self.with_token(BOB, key_state=other, name="forged")
+        p = forger.run(
+            """
+            r = schedd().submit(htcondor.Submit({"executable": "/bin/true"}))
+            print(json.dumps(r.cluster()))
+            """,
+            check=False,
+        )
+        self.assertNotEqual(p.returncode, 0, "a forged token was accepted")
+        self.assertIn("signed by a key this pool does not have", self.pool.output())
+        self.assertTrue(self.pool.alive())
+        ok = self.alice.run("print(json.dumps(len(collector.query(htcondor.AdTypes.Schedd))))")
+        self.assertEqual(ok, 1)
+
+    def test_a_client_without_a_token_may_not_write(self):
+        nobody = Client(self.pool, BOB, self.CLIENT_CONFIG)
+        p = nobody.run(
+            """
+            r = schedd().submit(htcondor.Submit({"executable": "/bin/true"}))
+            print(json.dumps(r.cluster()))
+            """,
+            check=False,
+        )
+        self.assertNotEqual(p.returncode, 0, "a write without a token was accepted")
+        self.assertTrue(self.pool.alive())
+
+
 class TamperingProxy:
     """A TCP proxy, in a process of its own, that flips one byte of the
     client's first encrypted message (its second message: the first is

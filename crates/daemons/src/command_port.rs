@@ -115,7 +115,7 @@ impl PortConfig {
             );
         }
         let methods: Vec<String> = get("SEC_DEFAULT_AUTHENTICATION_METHODS")
-            .unwrap_or_else(|| "FS".into())
+            .unwrap_or_else(|| "FS,TOKEN".into())
             .split([',', ' '])
             .filter(|m| !m.is_empty())
             .map(cedar::policy::canonical_method)
@@ -179,7 +179,7 @@ impl PortConfig {
             authorization,
             listen: SocketAddr::new(ip, port),
             address_files,
-            auth: cedar::auth::Settings::from_lookup(&get, &hostname),
+            auth: cedar::auth::Settings::from_lookup(&get, &hostname).with_state_dir(state_dir),
             hostname,
             methods,
             levels,
