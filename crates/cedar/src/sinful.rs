@@ -60,6 +60,11 @@ impl Sinful {
         if host.is_empty() {
             return Err(bad("no host"));
         }
+        // Brackets belong around an IPv6 address only: a host with a stray
+        // one would print as an address that does not read back.
+        if host.contains(['[', ']']) {
+            return Err(bad("a [ or ] in the host"));
+        }
         let port = match port {
             Some(p) => p
                 .parse::<u16>()
@@ -194,6 +199,10 @@ mod tests {
             "<:9618>",
             "<1.2.3.4:99999>",
             "<[::1>",
+            // A stray bracket: this printed as `<[x:1]]:1234>` (fuzzing).
+            "<x:1]:1234>",
+            "a]:1",
+            "<[a[b]:1>",
         ] {
             let e = Sinful::parse(bad, 9618).unwrap_err();
             assert!(e.contains("not a daemon address"), "{bad}: {e}");

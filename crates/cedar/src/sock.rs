@@ -1,6 +1,9 @@
 //! The I/O edge: a TCP connection that sends and receives whole messages
 //! (HTCondor's ReliSock), with a deadline on every read and write.
 //!
+//! A [`Sock`] may also run over any other byte stream ([`Sock::over`]):
+//! tests and fuzzing drive the handshake through memory.
+//!
 //! Until a session key is switched on, both directions keep a SHA-256
 //! digest of every byte on the wire (headers and payloads): HTCondor binds
 //! its first encrypted packet to those bytes, so a man in the middle who
@@ -134,9 +137,67 @@ impl Transcript {
     }
 }
 
+/// What a [`Sock`] runs over: the byte stream and the few socket
+/// operations it asks for.
+trait Conn: Read + Write + Send {
+    fn local_addr(&self) -> io::Result<SocketAddr>;
+    fn set_timeout(&self, t: Duration) -> io::Result<()>;
+    fn shutdown(&self);
+}
+
+impl Conn for TcpStream {
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        TcpStream::local_addr(self)
+    }
+
+    fn set_timeout(&self, t: Duration) -> io::Result<()> {
+        self.set_read_timeout(Some(t))?;
+        self.set_write_timeout(Some(t))
+    }
+
+    fn shutdown(&self) {
+        let _ = TcpStream::shutdown(self, Shutdown::Both);
+    }
+}
+
+/// Any other stream, with the local address it claims; it has no
+/// deadlines (its reads must end on their own) and nothing to shut down.
+struct AnyStream<S> {
+    stream: S,
+    local: SocketAddr,
+}
+
+impl<S: Read> Read for AnyStream<S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.read(buf)
+    }
+}
+
+impl<S: Write> Write for AnyStream<S> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stream.flush()
+    }
+}
+
+impl<S: Read + Write + Send> Conn for AnyStream<S> {
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(self.local)
+    }
+
+    fn set_timeout(&self, _: Duration) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn shutdown(&self) {}
+}
+
 /// A connection carrying CEDAR messages.
 pub struct Sock {
-    stream: TcpStream,
+    stream: Box<dyn Conn>,
     peer: SocketAddr,
     max_message: usize,
     sent: Transcript,
@@ -153,7 +214,24 @@ impl Sock {
     pub fn new(stream: TcpStream) -> io::Result<Sock> {
         let peer = stream.peer_addr()?;
         stream.set_nodelay(true)?;
-        let s = Sock {
+        let s = Sock::with_conn(Box::new(stream), peer);
+        s.set_timeout(DEFAULT_TIMEOUT)?;
+        Ok(s)
+    }
+
+    /// A connection over any byte stream (an in-memory one, for tests and
+    /// fuzzing): `local` and `peer` are the addresses it reports. Such a
+    /// stream has no deadlines: a read at its end must return 0 (closed),
+    /// not wait.
+    pub fn over<S>(stream: S, local: SocketAddr, peer: SocketAddr) -> Sock
+    where
+        S: Read + Write + Send + 'static,
+    {
+        Sock::with_conn(Box::new(AnyStream { stream, local }), peer)
+    }
+
+    fn with_conn(stream: Box<dyn Conn>, peer: SocketAddr) -> Sock {
+        Sock {
             stream,
             peer,
             max_message: DEFAULT_MAX_MESSAGE,
@@ -163,9 +241,7 @@ impl Sock {
             hashes: None,
             first_send: false,
             first_recv: false,
-        };
-        s.set_timeout(DEFAULT_TIMEOUT)?;
-        Ok(s)
+        }
     }
 
     pub fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<Sock> {
@@ -182,8 +258,7 @@ impl Sock {
     }
 
     pub fn set_timeout(&self, t: Duration) -> io::Result<()> {
-        self.stream.set_read_timeout(Some(t))?;
-        self.stream.set_write_timeout(Some(t))
+        self.stream.set_timeout(t)
     }
 
     pub fn set_max_message(&mut self, bytes: usize) {
@@ -252,7 +327,7 @@ impl Sock {
         let mut first = true;
         loop {
             let mut h = [0u8; HEADER];
-            read_exact(&mut self.stream, &mut h, !first, "reading a packet header")?;
+            read_exact(&mut *self.stream, &mut h, !first, "reading a packet header")?;
             let header = Header::parse(&h).map_err(SockError::BadPacket)?;
             if payload.len() + header.len > self.max_message {
                 return Err(SockError::TooBig {
@@ -260,7 +335,7 @@ impl Sock {
                 });
             }
             let mut body = vec![0u8; header.len];
-            read_exact(&mut self.stream, &mut body, true, "reading a packet")?;
+            read_exact(&mut *self.stream, &mut body, true, "reading a packet")?;
             match &mut self.cipher {
                 None => {
                     self.received.add(&h);
@@ -284,7 +359,7 @@ impl Sock {
 
     /// Closes the connection both ways.
     pub fn close(&self) {
-        let _ = self.stream.shutdown(Shutdown::Both);
+        self.stream.shutdown();
     }
 }
 
@@ -302,7 +377,7 @@ fn io_error(e: io::Error, doing: &'static str) -> SockError {
 }
 
 fn read_exact(
-    s: &mut TcpStream,
+    s: &mut dyn Conn,
     buf: &mut [u8],
     inside_message: bool,
     doing: &'static str,
@@ -321,4 +396,71 @@ fn read_exact(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// Reads from a buffer, throws writes away.
+    struct Memory(io::Cursor<Vec<u8>>);
+
+    impl Read for Memory {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.0.read(buf)
+        }
+    }
+
+    impl Write for Memory {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_sock_over_memory_reads_messages_then_finds_it_closed() {
+        let mut bytes = frame::packets(b"hello");
+        bytes.extend_from_slice(&[1, 0, 0, 0, 9, b'x']);
+        let local: SocketAddr = "10.0.0.1:9618".parse().unwrap();
+        let peer: SocketAddr = "10.0.0.2:4000".parse().unwrap();
+        let mut s = Sock::over(Memory(io::Cursor::new(bytes)), local, peer);
+        assert_eq!(s.local().unwrap(), local);
+        assert_eq!(s.peer(), peer);
+        s.set_timeout(Duration::from_secs(1)).unwrap();
+        s.send_bytes(b"discarded").unwrap();
+        assert_eq!(s.recv().unwrap(), b"hello");
+        assert!(matches!(
+            s.recv(),
+            Err(SockError::Closed {
+                inside_message: true
+            })
+        ));
+        assert!(matches!(
+            s.recv(),
+            Err(SockError::Closed {
+                inside_message: false
+            })
+        ));
+        s.close();
+    }
+
+    #[test]
+    fn a_tcp_sock_knows_both_ends() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut client = Sock::connect(addr, Duration::from_secs(5)).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let mut server = Sock::new(server).unwrap();
+        // FS authentication names the server's own address.
+        assert_eq!(server.local().unwrap(), addr);
+        assert_eq!(server.peer(), client.local().unwrap());
+        client.send_bytes(b"ping").unwrap();
+        assert_eq!(server.recv().unwrap(), b"ping");
+        client.close();
+        assert!(matches!(server.recv(), Err(SockError::Closed { .. })));
+    }
 }
