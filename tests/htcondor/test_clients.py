@@ -527,6 +527,7 @@ class ClientsWithRecommendedSecurity(unittest.TestCase):
     POOL_CONFIG = """
         use SECURITY : recommended
         SEC_DEFAULT_AUTHENTICATION_METHODS = TOKEN
+        SEC_READ_AUTHENTICATION_METHODS = TOKEN, ANONYMOUS
         """
     CLIENT_CONFIG = """
         use SECURITY : recommended
@@ -620,7 +621,11 @@ class ClientsWithRecommendedSecurity(unittest.TestCase):
         self.assertEqual(ok, 1)
 
     def test_a_client_without_a_token_may_not_write(self):
-        nobody = Client(self.pool, BOB, self.CLIENT_CONFIG)
+        nobody = Client(self.pool, BOB, self.CLIENT_CONFIG,
+                        env={"_CONDOR_SEC_CLIENT_AUTHENTICATION_METHODS": "TOKEN, ANONYMOUS"})
+        # Reads are open to the anonymous, where the pool says so.
+        seen = nobody.run("print(json.dumps(len(collector.query(htcondor.AdTypes.Schedd))))")
+        self.assertEqual(seen, 1)
         p = nobody.run(
             """
             r = schedd().submit(htcondor.Submit({"executable": "/bin/true"}))

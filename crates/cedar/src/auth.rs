@@ -62,6 +62,7 @@ impl Method {
             "CLAIMTOBE" => Some(Method::ClaimToBe),
             "FS" => Some(Method::Fs),
             "TOKEN" => Some(Method::Token),
+            "ANONYMOUS" => Some(Method::Anonymous),
             _ => None,
         }
     }
@@ -88,6 +89,9 @@ impl Method {
             .collect()
     }
 }
+
+/// Who an ANONYMOUS peer is (HTCondor's name, with no real domain).
+pub const ANONYMOUS_USER: &str = "CONDOR_ANONYMOUS_USER@unmapped";
 
 /// How methods authenticate on this daemon.
 #[derive(Clone, Debug)]
@@ -169,9 +173,9 @@ impl Settings {
     /// signing key to check tokens with.
     pub fn can_serve(&self, method: Method) -> bool {
         match method {
-            Method::Fs | Method::ClaimToBe => true,
+            Method::Fs | Method::ClaimToBe | Method::Anonymous => true,
             Method::Token => !self.keys().names().is_empty(),
-            Method::Anonymous | Method::Ssl => false,
+            Method::Ssl => false,
         }
     }
 }
@@ -231,6 +235,15 @@ pub fn server(
     match method {
         Method::Fs => fs(sock, settings).map(Authenticated::user),
         Method::ClaimToBe => claim_to_be(sock, settings).map(Authenticated::user),
+        Method::Anonymous => {
+            // Nothing to prove: the server says yes, and the peer is
+            // HTCondor's anonymous user (offered only where configured,
+            // for reads).
+            let mut e = sock.encoder();
+            e.put_int(1);
+            sock.send(&e)?;
+            Ok(Authenticated::user(ANONYMOUS_USER.to_string()))
+        }
         Method::Token => {
             let keys = settings.keys();
             crate::token::server(

@@ -684,6 +684,18 @@ fn authenticate(
                 let chosen = token::choose(&opts.tokens, td.as_deref(), keys.as_deref());
                 token::client(sock, chosen).map(|_| ())
             }
+            Method::Anonymous => {
+                // The server says yes; there is nothing to send.
+                let reply = sock.recv().map_err(Failure::Sock);
+                reply.and_then(|m| {
+                    let mut d = sock.decoder(&m);
+                    match d.get_int() {
+                        Ok(1) => Ok(()),
+                        Ok(_) => Err(Failure::Refused("the server refused".into())),
+                        Err(e) => Err(Failure::Sock(SockError::Decode(e))),
+                    }
+                })
+            }
             other => Err(Failure::Refused(format!(
                 "{} is not carried out here",
                 other.name()

@@ -55,8 +55,10 @@ pub struct PortConfig {
     pub address_files: Vec<PathBuf>,
     pub hostname: String,
     pub auth: cedar::auth::Settings,
-    /// Authentication methods in order (SEC_DEFAULT_AUTHENTICATION_METHODS).
-    pub methods: Vec<String>,
+    /// Authentication methods in order, per level
+    /// (SEC_<LEVEL>_AUTHENTICATION_METHODS, else
+    /// SEC_DEFAULT_AUTHENTICATION_METHODS, else FS and TOKEN).
+    pub methods: Vec<(Level, Vec<String>)>,
     /// SEC_<LEVEL>_AUTHENTICATION|ENCRYPTION|INTEGRITY, resolved.
     pub levels: Vec<(Level, [Requirement; 3])>,
     /// The users allowed the daemon-to-daemon and administrative levels
@@ -114,12 +116,23 @@ impl PortConfig {
                     .unwrap_or_else(|| state_dir.join(".schedd_address")),
             );
         }
-        let methods: Vec<String> = get("SEC_DEFAULT_AUTHENTICATION_METHODS")
-            .unwrap_or_else(|| "FS,TOKEN".into())
-            .split([',', ' '])
-            .filter(|m| !m.is_empty())
-            .map(cedar::policy::canonical_method)
-            .filter(|m| cedar::auth::Method::from_name(m).is_some())
+        let default_methods =
+            get("SEC_DEFAULT_AUTHENTICATION_METHODS").unwrap_or_else(|| "FS,TOKEN".into());
+        let methods_of = |list: &str| -> Vec<String> {
+            // Methods this daemon cannot carry out (KERBEROS, SSL, ...) are
+            // left out: a client is never offered what would fail.
+            list.split([',', ' '])
+                .filter(|m| !m.is_empty())
+                .map(cedar::policy::canonical_method)
+                .filter(|m| cedar::auth::Method::from_name(m).is_some())
+                .collect()
+        };
+        let methods = cedar::authz::LEVELS
+            .iter()
+            .map(|&l| {
+                let own = get(&format!("SEC_{}_AUTHENTICATION_METHODS", l.name()));
+                (l, methods_of(own.as_deref().unwrap_or(&default_methods)))
+            })
             .collect();
         // Secure by default, as HTCondor 9+: reads need nothing, anything
         // that changes the pool needs an authenticated user; encryption
@@ -1184,7 +1197,13 @@ impl Daemon for PortDaemon {
             authentication,
             encryption,
             integrity,
-            auth_methods: self.config.methods.clone(),
+            auth_methods: self
+                .config
+                .methods
+                .iter()
+                .find(|(l, _)| *l == level)
+                .map(|(_, m)| m.clone())
+                .unwrap_or_default(),
             crypto_methods: vec!["AES".into()],
             session_duration: 3600 * 24,
             session_lease: 3600,
