@@ -620,6 +620,34 @@ class ClientsWithRecommendedSecurity(unittest.TestCase):
         ok = self.alice.run("print(json.dumps(len(collector.query(htcondor.AdTypes.Schedd))))")
         self.assertEqual(ok, 1)
 
+    def test_a_fetched_token_is_the_user_s_limited_to_the_levels_asked(self):
+        out = os.path.join(self.alice.home, "read-only")
+        fetched = subprocess.run(
+            [BINARY, "token", "fetch", "--authz", "READ", "--file", out],
+            capture_output=True, text=True, env=dict(self.alice.env, FERROCONDOR_STATE=self.pool.state),
+            cwd=self.alice.home, user=self.alice.user.pw_uid, group=self.alice.user.pw_gid,
+            extra_groups=[], timeout=CLIENT_TIMEOUT,
+        )
+        self.assertEqual(fetched.returncode, 0, fetched.stdout + fetched.stderr + self.pool.output()[-2000:])
+        reader = Client(self.pool, ALICE, self.CLIENT_CONFIG)
+        tokens = os.path.join(reader.home, "tokens.d")
+        os.makedirs(tokens)
+        shutil.copy(out, os.path.join(tokens, "read-only"))
+        for root, _, files in os.walk(tokens):
+            os.chown(root, reader.user.pw_uid, reader.user.pw_gid)
+            for f in files:
+                os.chown(os.path.join(root, f), reader.user.pw_uid, reader.user.pw_gid)
+        seen = reader.run("print(json.dumps(len(collector.query(htcondor.AdTypes.Schedd))))")
+        self.assertEqual(seen, 1)
+        p = reader.run(
+            """
+            r = schedd().submit(htcondor.Submit({"executable": "/bin/true"}))
+            print(json.dumps(r.cluster()))
+            """,
+            check=False,
+        )
+        self.assertNotEqual(p.returncode, 0, "a READ-only token was allowed to submit")
+
     def test_a_client_without_a_token_may_not_write(self):
         nobody = Client(self.pool, BOB, self.CLIENT_CONFIG,
                         env={"_CONDOR_SEC_CLIENT_AUTHENTICATION_METHODS": "TOKEN, ANONYMOUS"})

@@ -85,6 +85,7 @@ commands! {
     DC_NOP_READ = 60020,
     DC_NOP_WRITE = 60021,
     DC_SEC_QUERY = 60040,
+    DC_GET_SESSION_TOKEN = 60046,
 }
 
 /// A command's name for a person: HTCondor's, or the number.

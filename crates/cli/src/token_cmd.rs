@@ -17,7 +17,7 @@ use base64::Engine;
 use cedar::auth::Settings;
 use cedar::token::{self, NewToken};
 
-use crate::args::{TokenCommand, TokenCreateArgs};
+use crate::args::{TokenCommand, TokenCreateArgs, TokenFetchArgs};
 use crate::errors::{Error, Outcome};
 
 /// What the commands read from the configuration.
@@ -25,6 +25,11 @@ struct Context {
     settings: Settings,
     /// SEC_TOKEN_DIRECTORY, else ~/.condor/tokens.d.
     token_dir: PathBuf,
+    /// How `fetch` talks to the pool (the client's security settings),
+    /// and where: COLLECTOR_HOST, else the pool's address file.
+    client: cedar::client::ClientOptions,
+    collector: Option<String>,
+    state: PathBuf,
 }
 
 fn context(state: Option<&Path>) -> Result<Context, Error> {
@@ -39,14 +44,19 @@ fn context(state: Option<&Path>) -> Result<Context, Error> {
             .filter(|v| !v.trim().is_empty())
     };
     let hostname = get("FULL_HOSTNAME").unwrap_or_else(|| "localhost".into());
-    let settings =
-        Settings::from_lookup(&get, &hostname).with_state_dir(&crate::jobview::state_dir(state));
+    let state = crate::jobview::state_dir(state);
+    let settings = Settings::from_lookup(&get, &hostname).with_state_dir(&state);
+    let client = cedar::client::ClientOptions::from_lookup(&get, &hostname);
+    let collector = get("COLLECTOR_HOST");
     let token_dir = get("SEC_TOKEN_DIRECTORY")
         .map(PathBuf::from)
         .unwrap_or_else(|| home().join(".condor/tokens.d"));
     Ok(Context {
         settings,
         token_dir,
+        client,
+        collector,
+        state,
     })
 }
 
@@ -61,12 +71,7 @@ pub fn run(command: &TokenCommand, now: i64, out: &mut dyn Write) -> Result<Outc
         TokenCommand::Create(a) => create(a, now, out),
         TokenCommand::CreateKey { key, state } => create_key(key.as_deref(), state.as_deref(), out),
         TokenCommand::List { dir } => list(dir.as_deref(), out),
-        TokenCommand::Fetch(_) => Err(Error::Input(
-            "token fetch: ferrocondor's daemons do not hand out tokens over the network yet \
-             (HTCondor's DC_GET_SESSION_TOKEN); on the pool's host, its owner or root can make \
-             one with `ferrocondor token create -identity USER@DOMAIN -token NAME`"
-                .into(),
-        )),
+        TokenCommand::Fetch(a) => fetch(a, out),
     }
 }
 
@@ -265,6 +270,100 @@ fn list(dir: Option<&Path>, out: &mut dyn Write) -> Result<Outcome, Error> {
     }
     if bad {
         return Err(Error::Input("some tokens could not be read (above)".into()));
+    }
+    Ok(Outcome::Success)
+}
+
+/// `token fetch` (condor_token_fetch): the pool signs a token for whoever
+/// this user authenticates as (FS on the pool's host, or a token it has),
+/// limited to the levels asked for.
+fn fetch(a: &TokenFetchArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
+    let ctx = context(None)?;
+    for level in &a.authz {
+        if cedar::server::Level::from_name(level).is_none() {
+            return Err(Error::Usage(format!(
+                "-authz {level:?} is not an authorization level (READ, WRITE, ADMINISTRATOR, DAEMON, ...)"
+            )));
+        }
+    }
+    // COLLECTOR_HOST when it names a port; a personal pool's port is in
+    // its address file.
+    let named = ctx
+        .collector
+        .as_deref()
+        .and_then(|c| cedar::Sinful::parse(c, 0).ok())
+        .filter(|s| s.port != 0);
+    let addr = match named {
+        Some(a) => a,
+        None => {
+            let file = ctx.state.join(".collector_address");
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                Error::Input(format!(
+                    "no pool to ask: COLLECTOR_HOST names no port and {} cannot be read ({e}); \
+                     is the pool up?",
+                    file.display()
+                ))
+            })?;
+            cedar::Sinful::parse(text.lines().next().unwrap_or(""), 0)
+                .map_err(|e| Error::Input(format!("{}: {e}", file.display())))?
+        }
+    };
+    let (mut sock, _) = cedar::client::connect(
+        &addr,
+        cedar::commands::DC_GET_SESSION_TOKEN,
+        &ctx.client,
+        None,
+    )
+    .map_err(|e| Error::Input(format!("token fetch from {addr}: {e}")))?;
+    let mut req = classad::ClassAd::new();
+    if !a.authz.is_empty() {
+        let levels: Vec<String> = a.authz.iter().map(|l| l.to_ascii_uppercase()).collect();
+        req.insert_value("LimitAuthorization", levels.join(",").as_str());
+    }
+    if let Some(l) = a.lifetime {
+        req.insert_value("TokenLifetime", l);
+    }
+    let mut e = sock.encoder();
+    cedar::put_ad(&mut e, &req, &cedar::PutOptions::default());
+    let reply = sock
+        .send(&e)
+        .and_then(|()| sock.recv())
+        .map_err(|e| Error::Input(format!("token fetch from {addr}: {e}")))?;
+    let mut d = sock.decoder(&reply);
+    let ad = cedar::get_ad(&mut d).map_err(|e| Error::Input(format!("token fetch: {e}")))?;
+    let env = classad::Env::default();
+    let Some(jwt) = ad.eval_attr("Token", &env).as_str().map(str::to_string) else {
+        let why = ad
+            .eval_attr("ErrorString", &env)
+            .as_str()
+            .unwrap_or("no reason given")
+            .to_string();
+        return Err(Error::Input(format!(
+            "token fetch: the pool refused: {why}"
+        )));
+    };
+    let target = match (&a.token, &a.file) {
+        (Some(name), _) => {
+            if name.contains('/') {
+                return Err(Error::Usage(
+                    "-token takes a file name in the token directory, not a path (use -file PATH)"
+                        .into(),
+                ));
+            }
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&ctx.token_dir)
+                .map_err(|e| Error::Input(format!("{}: {e}", ctx.token_dir.display())))?;
+            Some(ctx.token_dir.join(name))
+        }
+        (None, Some(f)) => Some(f.clone()),
+        (None, None) => None,
+    };
+    match target {
+        None => writeln!(out, "{jwt}").map_err(Error::Write)?,
+        Some(path) => write_private(&path, format!("{jwt}\n").as_bytes())
+            .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?,
     }
     Ok(Outcome::Success)
 }

@@ -341,7 +341,10 @@ fn route(command: i32) -> Option<(RoleName, Level)> {
 fn forces_authentication(command: i32) -> bool {
     matches!(
         command,
-        cmd::ACT_ON_JOBS | cmd::QMGMT_WRITE_CMD | cmd::QUERY_JOB_ADS_WITH_AUTH
+        cmd::ACT_ON_JOBS
+            | cmd::QMGMT_WRITE_CMD
+            | cmd::QUERY_JOB_ADS_WITH_AUTH
+            | cmd::DC_GET_SESSION_TOKEN
     )
 }
 
@@ -403,6 +406,10 @@ impl PortDaemon {
     fn serve(&self, sock: &mut Sock, mut a: Accepted) -> Result<(), SockError> {
         match a.command {
             cmd::DC_NOP => Ok(()),
+            cmd::DC_GET_SESSION_TOKEN => {
+                let msg = Self::first_message(sock, &mut a)?;
+                self.session_token(sock, &a.peer, &msg)
+            }
             cmd::RESCHEDULE => {
                 let _ = self.on_schedd(|s, _, out| {
                     out.send(RoleName::Negotiator, crate::roles::Message::Reschedule);
@@ -612,6 +619,87 @@ impl PortDaemon {
             });
         }
         Ok(())
+    }
+
+    // ---- tokens ---------------------------------------------------------
+
+    /// DC_GET_SESSION_TOKEN (`condor_token_fetch`): a token for the user
+    /// this session authenticated, signed by the pool's key, limited to
+    /// the levels asked for (and to the session's own limits).
+    fn session_token(&self, sock: &mut Sock, peer: &Peer, msg: &[u8]) -> Result<(), SockError> {
+        let mut d = sock.decoder(msg);
+        let req = get_ad(&mut d)?;
+        d.finish()?;
+        let mut reply = ClassAd::new();
+        let refuse = |reply: &mut ClassAd, code: i64, why: &str| {
+            reply.insert_value("ErrorCode", code);
+            reply.insert_value("ErrorString", why);
+        };
+        let asked: Vec<String> = text(&req, "LimitAuthorization")
+            .map(|l| {
+                split_names(&l)
+                    .iter()
+                    .map(|s| s.to_ascii_uppercase())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut authz = asked.clone();
+        if let Some(limits) = &peer.limits {
+            let names: Vec<&str> = limits.names();
+            authz = if asked.is_empty() {
+                names.iter().map(|n| n.to_string()).collect()
+            } else {
+                asked
+                    .into_iter()
+                    .filter(|a| names.contains(&a.as_str()))
+                    .collect()
+            };
+        }
+        let user = peer
+            .user
+            .as_deref()
+            .filter(|u| *u != cedar::auth::ANONYMOUS_USER);
+        match (user, text(&req, "RequestedKey")) {
+            (None, _) => refuse(
+                &mut reply,
+                2,
+                "Server did not successfully authenticate session.",
+            ),
+            (Some(_), Some(k)) if k != cedar::token::POOL => {
+                refuse(&mut reply, 3, "Server will not sign with requested key.")
+            }
+            (Some(_), _) if peer.limits.is_some() && authz.is_empty() => refuse(
+                &mut reply,
+                4,
+                "Session doesn't allow requested authorization levels.",
+            ),
+            (Some(user), _) => {
+                let keys = self.config.auth.keys();
+                let signed = keys
+                    .load(cedar::token::POOL)
+                    .map_err(|e| e.to_string())
+                    .and_then(|key| {
+                        cedar::token::create(
+                            &cedar::token::NewToken {
+                                subject: user,
+                                issuer: &self.config.auth.trust_domain,
+                                kid: cedar::token::POOL,
+                                now: now(),
+                                lifetime: int(&req, "TokenLifetime").filter(|l| *l >= 0),
+                                authz: &authz,
+                            },
+                            &key,
+                        )
+                    });
+                match signed {
+                    Ok(t) => reply.insert_value("Token", t.as_str()),
+                    Err(e) => refuse(&mut reply, 1, &e),
+                }
+            }
+        }
+        let mut e = sock.encoder();
+        put_ad(&mut e, &reply, &PutOptions::default());
+        sock.send(&e)
     }
 
     // ---- the negotiator and the startd ----------------------------------
@@ -1134,6 +1222,13 @@ impl Daemon for PortDaemon {
         if command == cmd::DC_NOP {
             return Some(Level::Allow);
         }
+        if command == cmd::DC_GET_SESSION_TOKEN {
+            // Any user this daemon authenticated may have a token for
+            // themselves (HTCondor registers it at DAEMON with every
+            // level as an alternative); only where a key can sign it.
+            let keys = self.config.auth.keys();
+            return keys.load(cedar::token::POOL).is_ok().then_some(Level::Read);
+        }
         let (role, level) = route(command)?;
         self.here(role).then_some(level)
     }
@@ -1179,6 +1274,7 @@ impl Daemon for PortDaemon {
             cmd::VACATE_ALL_FAST,
             cmd::VACATE_CLAIM,
             cmd::VACATE_CLAIM_FAST,
+            cmd::DC_GET_SESSION_TOKEN,
         ];
         all.into_iter()
             .filter(|c| self.level(*c) == Some(level))
