@@ -187,6 +187,14 @@ class Client:
         )
 
 
+def give_to(path, client):
+    """Makes `path` (a file or a tree) the client's user's."""
+    for root, _, files in os.walk(path):
+        os.chown(root, client.user.pw_uid, client.user.pw_gid)
+        for f in files:
+            os.chown(os.path.join(root, f), client.user.pw_uid, client.user.pw_gid)
+
+
 def wait_for_jobs_to_leave(client, cluster, timeout=60):
     """Polls the queue (as `client`) until cluster `cluster` has left it."""
     return client.run(
@@ -558,10 +566,7 @@ class ClientsWithRecommendedSecurity(unittest.TestCase):
         )
         if made.returncode != 0:
             raise AssertionError(f"token create: {made.stdout}{made.stderr}")
-        for root, dirs, files in os.walk(tokens):
-            os.chown(root, client.user.pw_uid, client.user.pw_gid)
-            for f in files:
-                os.chown(os.path.join(root, f), client.user.pw_uid, client.user.pw_gid)
+        give_to(tokens, client)
         return client
 
     @classmethod
@@ -633,10 +638,7 @@ class ClientsWithRecommendedSecurity(unittest.TestCase):
         tokens = os.path.join(reader.home, "tokens.d")
         os.makedirs(tokens)
         shutil.copy(out, os.path.join(tokens, "read-only"))
-        for root, _, files in os.walk(tokens):
-            os.chown(root, reader.user.pw_uid, reader.user.pw_gid)
-            for f in files:
-                os.chown(os.path.join(root, f), reader.user.pw_uid, reader.user.pw_gid)
+        give_to(tokens, reader)
         seen = reader.run("print(json.dumps(len(collector.query(htcondor.AdTypes.Schedd))))")
         self.assertEqual(seen, 1)
         p = reader.run(

@@ -91,6 +91,37 @@ pub fn put_ad(enc: &mut Encoder, ad: &ClassAd, opts: &PutOptions<'_>) {
     }
 }
 
+/// An attribute's string value (evaluated alone), as peers' ads carry
+/// their words (`Authentication = "YES"`, `Sid = "..."`).
+pub fn string_attr(ad: &ClassAd, name: &str) -> Option<String> {
+    match ad.eval_attr(name, &classad::Env::default()) {
+        classad::Value::Str(s) => Some(s.to_string()),
+        _ => None,
+    }
+}
+
+/// An attribute's integer value; HTCondor's security ads also write some
+/// numbers as strings (`SessionDuration = "60"`), and a real or a boolean
+/// counts as its integer.
+pub fn int_attr(ad: &ClassAd, name: &str) -> Option<i64> {
+    match ad.eval_attr(name, &classad::Env::default()) {
+        classad::Value::Int(i) => Some(i),
+        classad::Value::Real(r) if r.is_finite() => Some(r as i64),
+        classad::Value::Bool(b) => Some(b as i64),
+        classad::Value::Str(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Whether an attribute says yes: `true`, or the string `"YES"`.
+pub fn flag_attr(ad: &ClassAd, name: &str) -> bool {
+    match ad.eval_attr(name, &classad::Env::default()) {
+        classad::Value::Bool(b) => b,
+        classad::Value::Str(s) => s.eq_ignore_ascii_case("YES"),
+        _ => false,
+    }
+}
+
 /// Reads an ad from `dec`. A line that is not `Name = expr` is an error
 /// naming the line, as is an attribute count out of bounds.
 pub fn get_ad(dec: &mut Decoder<'_>) -> Result<ClassAd, DecodeError> {

@@ -325,28 +325,35 @@ fn check_fs_dir(name: &str) -> Result<String, String> {
     user_name(m.uid()).ok_or_else(|| format!("uid {} has no user name", m.uid()))
 }
 
-/// The name of the user with this uid.
+/// The name of the user with this uid in the user database (getpwuid_r, so NSS sources
+/// such as LDAP count too).
 pub fn user_name(uid: u32) -> Option<String> {
-    let mut buf = vec![0u8; 16384];
-    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut result: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: getpwuid_r writes into `pwd` and `buf` (whose sizes we pass)
-    // and sets `result` to `&pwd` or null; `pw_name` then points into `buf`.
-    let rc = unsafe {
-        libc::getpwuid_r(
-            uid,
-            &mut pwd,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &mut result,
-        )
-    };
-    if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
-        return None;
+    let mut buf = vec![0u8; 4096];
+    loop {
+        // SAFETY: `pwd` and `buf` outlive the call; getpwuid_r writes only
+        // into them and sets `result` to null or to `&pwd`.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        let rc = unsafe {
+            libc::getpwuid_r(
+                uid,
+                &mut pwd,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut result,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 2, 0);
+            continue;
+        }
+        if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
+            return None;
+        }
+        // SAFETY: pw_name points into `buf`, NUL-terminated by getpwuid_r.
+        let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+        return name.to_str().ok().map(str::to_string);
     }
-    // SAFETY: pw_name is a NUL-terminated string inside `buf`.
-    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
-    Some(name.to_string_lossy().into_owned())
 }
 
 fn claim_to_be(sock: &mut Sock, settings: &Settings) -> Result<String, Failure> {

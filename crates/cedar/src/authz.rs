@@ -174,25 +174,13 @@ fn entries(text: &str) -> Vec<Entry> {
         .collect()
 }
 
-pub const LEVELS: [Level; 9] = [
-    Level::Read,
-    Level::Write,
-    Level::Negotiator,
-    Level::Administrator,
-    Level::Config,
-    Level::Daemon,
-    Level::AdvertiseStartd,
-    Level::AdvertiseSchedd,
-    Level::AdvertiseMaster,
-];
-
 impl Authorization {
     /// The lists from the configuration (`get`: a parameter's value, set
     /// and not empty). `subsystem` adds HTCondor's per-daemon lists
     /// (`ALLOW_WRITE_SCHEDD`).
     pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>, subsystem: &str) -> Authorization {
         let mut a = Authorization::default();
-        for level in LEVELS {
+        for &level in Level::CONFIGURED {
             for (prefix, out) in [("ALLOW", &mut a.allow), ("DENY", &mut a.deny)] {
                 let mut list = Vec::new();
                 let mut any = false;

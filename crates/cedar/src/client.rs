@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use classad::{ClassAd, Value};
 
-use crate::ad::{get_ad, put_ad, PutOptions};
+use crate::ad::{get_ad, int_attr as int, put_ad, string_attr as text, PutOptions};
 use crate::auth::{self, Failure, Method};
 use crate::commands;
 use crate::crypto::{KeyExchange, SessionKey, StreamCipher};
@@ -297,21 +297,6 @@ impl From<SockError> for ClientError {
 impl From<crate::DecodeError> for ClientError {
     fn from(e: crate::DecodeError) -> Self {
         ClientError::Sock(SockError::Decode(e))
-    }
-}
-
-fn text(ad: &ClassAd, name: &str) -> Option<String> {
-    match ad.eval_attr(name, &classad::Env::default()) {
-        Value::Str(s) => Some(s.to_string()),
-        _ => None,
-    }
-}
-
-fn int(ad: &ClassAd, name: &str) -> Option<i64> {
-    match ad.eval_attr(name, &classad::Env::default()) {
-        Value::Int(i) => Some(i),
-        Value::Str(s) => s.trim().parse().ok(),
-        _ => None,
     }
 }
 

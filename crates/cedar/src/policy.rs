@@ -17,7 +17,8 @@
 //! of the two. With authentication and AES chosen, encryption and integrity
 //! are YES whatever was negotiated (AES-GCM always does both).
 
-use classad::{ClassAd, Value};
+use crate::ad::{int_attr, string_attr};
+use classad::ClassAd;
 
 /// What one side asks of a feature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -142,21 +143,6 @@ impl std::fmt::Display for Disagreement {
             self.client.as_str(),
             self.server.as_str()
         )
-    }
-}
-
-fn string_attr(ad: &ClassAd, name: &str) -> Option<String> {
-    match ad.eval_attr(name, &classad::Env::default()) {
-        Value::Str(s) => Some(s.to_string()),
-        _ => None,
-    }
-}
-
-fn int_attr(ad: &ClassAd, name: &str) -> Option<i64> {
-    match ad.eval_attr(name, &classad::Env::default()) {
-        Value::Int(i) => Some(i),
-        Value::Str(s) => s.trim().parse().ok(),
-        _ => None,
     }
 }
 

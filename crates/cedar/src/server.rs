@@ -27,7 +27,9 @@ use std::sync::Mutex;
 
 use classad::{ClassAd, Value};
 
-use crate::ad::{get_ad, put_ad, PutOptions};
+use crate::ad::{
+    flag_attr as yes, get_ad, int_attr as int, put_ad, string_attr as text, PutOptions,
+};
 use crate::auth::{self, Method};
 use crate::commands;
 use crate::crypto::{KeyExchange, SessionKey, StreamCipher};
@@ -58,7 +60,9 @@ impl Level {
             .find(|l| l.name().eq_ignore_ascii_case(name.trim()))
     }
 
-    const ALL: [Level; 10] = [
+    /// Every level, ALLOW first (the ones a configuration sets are the
+    /// others: [`Level::CONFIGURED`]).
+    pub const ALL: [Level; 10] = [
         Level::Allow,
         Level::Read,
         Level::Write,
@@ -70,6 +74,13 @@ impl Level {
         Level::AdvertiseSchedd,
         Level::AdvertiseMaster,
     ];
+
+    /// The levels a configuration speaks of (`SEC_<LEVEL>_*`,
+    /// `ALLOW_<LEVEL>`): all but ALLOW.
+    pub const CONFIGURED: &'static [Level] = {
+        let (_, rest) = Level::ALL.split_at(1);
+        rest
+    };
 
     fn bit(self) -> u16 {
         1 << (self as u16)
@@ -376,29 +387,6 @@ impl From<SockError> for Refused {
 impl From<crate::DecodeError> for Refused {
     fn from(e: crate::DecodeError) -> Self {
         Refused::Sock(SockError::Decode(e))
-    }
-}
-
-fn text(ad: &ClassAd, name: &str) -> Option<String> {
-    match ad.eval_attr(name, &classad::Env::default()) {
-        Value::Str(s) => Some(s.to_string()),
-        _ => None,
-    }
-}
-
-fn yes(ad: &ClassAd, name: &str) -> bool {
-    match ad.eval_attr(name, &classad::Env::default()) {
-        Value::Str(s) => s.eq_ignore_ascii_case("YES"),
-        Value::Bool(b) => b,
-        _ => false,
-    }
-}
-
-fn int(ad: &ClassAd, name: &str) -> Option<i64> {
-    match ad.eval_attr(name, &classad::Env::default()) {
-        Value::Int(i) => Some(i),
-        Value::Str(s) => s.trim().parse().ok(),
-        _ => None,
     }
 }
 

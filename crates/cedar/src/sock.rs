@@ -321,6 +321,18 @@ impl Sock {
             .map_err(|e| io_error(e, "sending a message"))
     }
 
+    /// The next message, or `None` when the peer closed the connection
+    /// between messages (how a client ends a conversation of many).
+    pub fn recv_next(&mut self) -> Result<Option<Vec<u8>>, SockError> {
+        match self.recv() {
+            Ok(m) => Ok(Some(m)),
+            Err(SockError::Closed {
+                inside_message: false,
+            }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Receives one message's payload.
     pub fn recv(&mut self) -> Result<Vec<u8>, SockError> {
         let mut payload = Vec::new();

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+pub(crate) use cedar::ad::{flag_attr as bool_attr, int_attr as int, string_attr as text};
 use cedar::commands as cmd;
 use cedar::policy::{Policy, Requirement};
 use cedar::server::{Accepted, Daemon, Level, Peer, Sessions};
@@ -127,7 +128,7 @@ impl PortConfig {
                 .filter(|m| cedar::auth::Method::from_name(m).is_some())
                 .collect()
         };
-        let methods = cedar::authz::LEVELS
+        let methods = Level::CONFIGURED
             .iter()
             .map(|&l| {
                 let own = get(&format!("SEC_{}_AUTHENTICATION_METHODS", l.name()));
@@ -146,17 +147,7 @@ impl PortConfig {
             [auth, Requirement::Optional, Requirement::Optional]
         };
         let mut levels = Vec::new();
-        for level in [
-            Level::Read,
-            Level::Write,
-            Level::Negotiator,
-            Level::Administrator,
-            Level::Config,
-            Level::Daemon,
-            Level::AdvertiseStartd,
-            Level::AdvertiseSchedd,
-            Level::AdvertiseMaster,
-        ] {
+        for &level in Level::CONFIGURED {
             let mut r = defaults(level);
             for (i, what) in ["AUTHENTICATION", "ENCRYPTION", "INTEGRITY"]
                 .iter()
@@ -467,13 +458,10 @@ impl PortDaemon {
                     self.update(sock, command, &a.peer, &msg)?;
                     // Over TCP a client may send more: `[int cmd][ad]`
                     // each, and DC_NOP at the end.
-                    msg = match sock.recv() {
-                        Ok(m) => m,
-                        Err(SockError::Closed {
-                            inside_message: false,
-                        }) => return Ok(()),
-                        Err(e) => return Err(e),
+                    let Some(next) = sock.recv_next()? else {
+                        return Ok(());
                     };
+                    msg = next;
                     let mut d = sock.decoder(&msg);
                     command = d.get_i32()?;
                     if command == cmd::DC_NOP {
@@ -527,9 +515,7 @@ impl PortDaemon {
     // ---- the collector ------------------------------------------------
 
     fn collector_query(&self, sock: &mut Sock, command: i32, msg: &[u8]) -> Result<(), SockError> {
-        let mut d = sock.decoder(msg);
-        let query = get_ad(&mut d)?;
-        d.finish()?;
+        let query = request_ad(sock, msg)?;
         let target = text(&query, "TargetType").unwrap_or_default();
         let kind = match command {
             cmd::QUERY_STARTD_ADS | cmd::QUERY_MULTIPLE_ADS => Some(AdType::Startd),
@@ -544,9 +530,7 @@ impl PortDaemon {
             _ => Some(AdType::from_my_type(&target)),
         };
         let constraint = query.get("Requirements").cloned();
-        let projection: Vec<String> = text(&query, "Projection")
-            .map(|p| split_names(&p))
-            .unwrap_or_default();
+        let projection = projection_of(&query);
         let limit = int(&query, "LimitResults").filter(|l| *l > 0);
         let address = self.address.clone();
         // Slot ads up to date when the startd runs here (as `status`
@@ -627,9 +611,7 @@ impl PortDaemon {
     /// this session authenticated, signed by the pool's key, limited to
     /// the levels asked for (and to the session's own limits).
     fn session_token(&self, sock: &mut Sock, peer: &Peer, msg: &[u8]) -> Result<(), SockError> {
-        let mut d = sock.decoder(msg);
-        let req = get_ad(&mut d)?;
-        d.finish()?;
+        let req = request_ad(sock, msg)?;
         let mut reply = ClassAd::new();
         let refuse = |reply: &mut ClassAd, code: i64, why: &str| {
             reply.insert_value("ErrorCode", code);
@@ -789,9 +771,7 @@ impl PortDaemon {
 
     /// DRAIN_JOBS, CANCEL_DRAIN_JOBS.
     fn drain(&self, sock: &mut Sock, command: i32, msg: &[u8]) -> Result<(), SockError> {
-        let mut d = sock.decoder(msg);
-        let req = get_ad(&mut d)?;
-        d.finish()?;
+        let req = request_ad(sock, msg)?;
         let c = if command == cmd::CANCEL_DRAIN_JOBS {
             StartdCommand::CancelDrain
         } else {
@@ -828,15 +808,8 @@ impl PortDaemon {
     // ---- the schedd ---------------------------------------------------
 
     fn query_jobs(&self, sock: &mut Sock, peer: &Peer, msg: &[u8]) -> Result<(), SockError> {
-        let mut d = sock.decoder(msg);
-        let req = get_ad(&mut d)?;
-        d.finish()?;
-        let constraint = req
-            .get("Requirements")
-            .map(classad::unparse::expr_to_string);
-        let projection = text(&req, "Projection")
-            .map(|p| split_names(&p))
-            .unwrap_or_default();
+        let req = request_ad(sock, msg)?;
+        let (constraint, projection) = (constraint_of(&req), projection_of(&req));
         let limit = int(&req, "LimitResults").filter(|l| *l >= 0);
         let summary_only = bool_attr(&req, "SummaryOnly");
         let server_time = bool_attr(&req, "SendServerTime");
@@ -921,25 +894,8 @@ impl PortDaemon {
     }
 
     fn history(&self, sock: &mut Sock, peer: &Peer, msg: &[u8]) -> Result<(), SockError> {
-        let mut d = sock.decoder(msg);
-        let req = get_ad(&mut d)?;
-        d.finish()?;
-        let constraint = req
-            .get("Requirements")
-            .map(classad::unparse::expr_to_string);
-        // The bindings send a list of names, `{ "A","B" }`.
-        let projection: Vec<String> = match req.get("Projection") {
-            Some(classad::Expr::List(items)) => items
-                .iter()
-                .filter_map(|e| match e {
-                    classad::Expr::Lit(Value::Str(s)) => Some(s.to_string()),
-                    _ => None,
-                })
-                .collect(),
-            _ => text(&req, "Projection")
-                .map(|p| split_names(&p))
-                .unwrap_or_default(),
-        };
+        let req = request_ad(sock, msg)?;
+        let (constraint, projection) = (constraint_of(&req), projection_of(&req));
         let matches = int(&req, "NumJobMatches").filter(|n| *n >= 0);
         let user = peer.user_name().unwrap_or("").to_string();
         let request = HistoryRequest {
@@ -988,9 +944,7 @@ impl PortDaemon {
     }
 
     fn act(&self, sock: &mut Sock, peer: &Peer, msg: &[u8]) -> Result<(), SockError> {
-        let mut d = sock.decoder(msg);
-        let req = get_ad(&mut d)?;
-        d.finish()?;
+        let req = request_ad(sock, msg)?;
         let action_code = int(&req, "JobAction").unwrap_or(0);
         let mut result = ClassAd::new();
         result.insert_value("JobAction", action_code);
@@ -1159,6 +1113,37 @@ fn count_status(counts: &mut [i64; 7], ad: &ClassAd) {
     counts[slot] += 1;
 }
 
+/// A request's one ad, the whole of its message.
+fn request_ad(sock: &Sock, msg: &[u8]) -> Result<ClassAd, SockError> {
+    let mut d = sock.decoder(msg);
+    let ad = get_ad(&mut d)?;
+    d.finish()?;
+    Ok(ad)
+}
+
+/// A request's `Requirements`, as text for the schedd's query.
+fn constraint_of(req: &ClassAd) -> Option<String> {
+    req.get("Requirements")
+        .map(classad::unparse::expr_to_string)
+}
+
+/// A request's `Projection`: a string of names (spaces for the collector,
+/// newlines for job queries) or, from history queries, a list of them.
+fn projection_of(req: &ClassAd) -> Vec<String> {
+    match req.get("Projection") {
+        Some(classad::Expr::List(items)) => items
+            .iter()
+            .filter_map(|e| match e {
+                classad::Expr::Lit(Value::Str(s)) => Some(s.to_string()),
+                _ => None,
+            })
+            .collect(),
+        _ => text(req, "Projection")
+            .map(|p| split_names(&p))
+            .unwrap_or_default(),
+    }
+}
+
 /// Attribute names of a projection, however the client separated them.
 fn split_names(p: &str) -> Vec<String> {
     p.split([' ', ',', '\n', '\t', '\r'])
@@ -1192,29 +1177,6 @@ fn with_references(projection: &[String], ads: &[ClassAd]) -> Vec<classad::AttrN
         }
     }
     names
-}
-
-pub(crate) fn text(ad: &ClassAd, name: &str) -> Option<String> {
-    match ad.eval_attr(name, &classad::Env::default()) {
-        Value::Str(s) => Some(s.to_string()),
-        _ => None,
-    }
-}
-
-pub(crate) fn int(ad: &ClassAd, name: &str) -> Option<i64> {
-    match ad.eval_attr(name, &classad::Env::default()) {
-        Value::Int(i) => Some(i),
-        Value::Real(r) => Some(r as i64),
-        Value::Bool(b) => Some(b as i64),
-        _ => None,
-    }
-}
-
-fn bool_attr(ad: &ClassAd, name: &str) -> bool {
-    matches!(
-        ad.eval_attr(name, &classad::Env::default()),
-        Value::Bool(true)
-    )
 }
 
 impl Daemon for PortDaemon {

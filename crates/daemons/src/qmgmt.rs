@@ -98,14 +98,10 @@ pub(crate) fn serve(port: &PortDaemon, sock: &mut Sock, peer: &Peer) -> Result<(
     let user = peer.user_name().map(str::to_string);
     let mut t = Transaction::default();
     loop {
-        let msg = match sock.recv() {
-            Ok(m) => m,
-            // A connection that ends without CloseSocket: its transaction
-            // is dropped, as HTCondor's schedd aborts it.
-            Err(SockError::Closed {
-                inside_message: false,
-            }) => return Ok(()),
-            Err(e) => return Err(e),
+        // A connection that ends without CloseSocket: its transaction is
+        // dropped, as HTCondor's schedd aborts it.
+        let Some(msg) = sock.recv_next()? else {
+            return Ok(());
         };
         let mut d = sock.decoder(&msg);
         let call = d.get_int()?;
