@@ -11,7 +11,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
@@ -208,13 +208,21 @@ pub struct Sock {
     hashes: Option<HandshakeHashes>,
     first_send: bool,
     first_recv: bool,
+    /// How long one read or write may wait; a whole message, however it
+    /// trickles in or out, gets twice that ([`MESSAGE_TIME_FACTOR`]).
+    timeout: Duration,
 }
+
+/// A message must be read (or written) whole within this many times the
+/// connection's timeout: a peer that sends a byte now and then, or reads
+/// our answer a byte at a time, does not hold a thread for ever.
+const MESSAGE_TIME_FACTOR: u32 = 2;
 
 impl Sock {
     pub fn new(stream: TcpStream) -> io::Result<Sock> {
         let peer = stream.peer_addr()?;
         stream.set_nodelay(true)?;
-        let s = Sock::with_conn(Box::new(stream), peer);
+        let mut s = Sock::with_conn(Box::new(stream), peer);
         s.set_timeout(DEFAULT_TIMEOUT)?;
         Ok(s)
     }
@@ -241,6 +249,7 @@ impl Sock {
             hashes: None,
             first_send: false,
             first_recv: false,
+            timeout: DEFAULT_TIMEOUT,
         }
     }
 
@@ -257,8 +266,13 @@ impl Sock {
         self.stream.local_addr()
     }
 
-    pub fn set_timeout(&self, t: Duration) -> io::Result<()> {
+    pub fn set_timeout(&mut self, t: Duration) -> io::Result<()> {
+        self.timeout = t;
         self.stream.set_timeout(t)
+    }
+
+    fn message_deadline(&self) -> Instant {
+        Instant::now() + self.timeout * MESSAGE_TIME_FACTOR
     }
 
     pub fn set_max_message(&mut self, bytes: usize) {
@@ -316,9 +330,26 @@ impl Sock {
         if self.cipher.is_none() {
             self.sent.add(&bytes);
         }
-        self.stream
-            .write_all(&bytes)
-            .map_err(|e| io_error(e, "sending a message"))
+        let deadline = self.message_deadline();
+        let mut sent = 0;
+        while sent < bytes.len() {
+            if Instant::now() >= deadline {
+                return Err(SockError::TimedOut {
+                    doing: "sending a message (the peer reads too slowly)",
+                });
+            }
+            match self.stream.write(&bytes[sent..]) {
+                Ok(0) => {
+                    return Err(SockError::Closed {
+                        inside_message: true,
+                    })
+                }
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_error(e, "sending a message")),
+            }
+        }
+        Ok(())
     }
 
     /// The next message, or `None` when the peer closed the connection
@@ -337,9 +368,16 @@ impl Sock {
     pub fn recv(&mut self) -> Result<Vec<u8>, SockError> {
         let mut payload = Vec::new();
         let mut first = true;
+        let deadline = self.message_deadline();
         loop {
             let mut h = [0u8; HEADER];
-            read_exact(&mut *self.stream, &mut h, !first, "reading a packet header")?;
+            read_exact(
+                &mut *self.stream,
+                &mut h,
+                !first,
+                deadline,
+                "reading a packet header",
+            )?;
             let header = Header::parse(&h).map_err(SockError::BadPacket)?;
             if payload.len() + header.len > self.max_message {
                 return Err(SockError::TooBig {
@@ -347,7 +385,13 @@ impl Sock {
                 });
             }
             let mut body = vec![0u8; header.len];
-            read_exact(&mut *self.stream, &mut body, true, "reading a packet")?;
+            read_exact(
+                &mut *self.stream,
+                &mut body,
+                true,
+                deadline,
+                "reading a packet",
+            )?;
             match &mut self.cipher {
                 None => {
                     self.received.add(&h);
@@ -392,10 +436,16 @@ fn read_exact(
     s: &mut dyn Conn,
     buf: &mut [u8],
     inside_message: bool,
+    deadline: Instant,
     doing: &'static str,
 ) -> Result<(), SockError> {
     let mut got = 0;
     while got < buf.len() {
+        if Instant::now() >= deadline {
+            return Err(SockError::TimedOut {
+                doing: "reading a message (it came too slowly)",
+            });
+        }
         match s.read(&mut buf[got..]) {
             Ok(0) => {
                 return Err(SockError::Closed {
@@ -474,5 +524,36 @@ mod tests {
         assert_eq!(server.recv().unwrap(), b"ping");
         client.close();
         assert!(matches!(server.recv(), Err(SockError::Closed { .. })));
+    }
+
+    #[test]
+    fn a_message_that_trickles_in_is_cut_off_at_its_deadline() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sender = std::thread::spawn(move || {
+            let mut c = TcpStream::connect(addr).unwrap();
+            // A packet of 100 bytes, one byte every 50 ms: every read
+            // succeeds well within the timeout, the message never ends.
+            let _ = c.write_all(&[1, 0, 0, 0, 100]);
+            for _ in 0..100 {
+                if c.write_all(&[0]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let (stream, _) = listener.accept().unwrap();
+        let mut s = Sock::new(stream).unwrap();
+        s.set_timeout(Duration::from_millis(200)).unwrap();
+        let started = Instant::now();
+        let e = s.recv().unwrap_err();
+        assert!(matches!(e, SockError::TimedOut { .. }), "{e}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        s.close();
+        sender.join().unwrap();
     }
 }
