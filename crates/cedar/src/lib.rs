@@ -34,6 +34,7 @@ pub mod commands;
 pub mod crypto;
 pub mod frame;
 pub mod policy;
+pub mod qmgmt;
 pub mod server;
 pub mod sinful;
 pub mod sock;

@@ -263,6 +263,16 @@ pub struct ThroughputArgs {
     /// How many job slots the pool gets (NUM_CPUS; one slot per CPU).
     #[arg(long, default_value_t = 16)]
     pub slots: u32,
+    /// Submit through the pool's command port with HTCondor's job-queue
+    /// protocol (QMGMT over an FS-authenticated, AES-GCM session), as
+    /// HTCondor's clients do, instead of the pool's local socket.
+    #[arg(long)]
+    pub cedar: bool,
+    /// Time the submission alone: the pool runs with `START = False`, the
+    /// N jobs are submitted in one cluster, and the last line is
+    /// `submitted_jobs_per_second=X`.
+    #[arg(long)]
+    pub submit_only: bool,
     /// Internal: the benchmark re-run as `nobody` when started by root.
     #[arg(long, hide = true)]
     pub as_nobody: bool,

@@ -5,7 +5,9 @@
 //!
 //! The pool is the real one (`pool up`, a child process on a scratch
 //! state directory); the jobs are built by the real submit code and sent
-//! over the real socket; completion is read back from the queue.
+//! over the real socket (with `--cedar`, to the command port by HTCondor's
+//! job-queue protocol, [`cedar::qmgmt`], as HTCondor's clients send them);
+//! completion is read back from the queue.
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -82,7 +84,7 @@ pub fn run(
     let state = std::env::temp_dir().join(format!("ferrocondor-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&state);
     std::fs::create_dir_all(&state).map_err(|e| Error::read(state.display().to_string(), e))?;
-    let pool = start_pool(&state, a.slots)?;
+    let pool = start_pool(&state, a.slots, a.submit_only)?;
     writeln!(
         diag,
         "bench: pool up in {} with {} slots",
@@ -99,13 +101,16 @@ pub fn run(
     .map_err(Error::Config)?;
     let owner = host.env("USER").unwrap_or_else(|| "nobody".into());
     let iwd = state.display().to_string();
-    let build = |cluster: u32, count: u64| -> Result<Vec<String>, Error> {
+    let build_ads = |cluster: u32, count: u64| -> Result<Vec<classad::ClassAd>, Error> {
         let text = format!("executable = /bin/true\ntransfer_executable = false\nqueue {count}\n");
         let mut opts = submit::SubmitOptions::new(i64::from(cluster), &owner, now, &iwd);
         opts.submit_file = "<bench>".into();
         let s = submit::submit(&text, &opts, &config, &crate::submit_cmd::SubmitFiles)
             .map_err(Error::Submit)?;
-        Ok(s.jobs
+        Ok(s.jobs)
+    };
+    let build = |cluster: u32, count: u64| -> Result<Vec<String>, Error> {
+        Ok(build_ads(cluster, count)?
             .iter()
             .map(|ad| {
                 let mut t = String::new();
@@ -114,7 +119,38 @@ pub fn run(
             })
             .collect())
     };
+    // With --cedar: the command port, as HTCondor's clients reach it.
+    let command_port = if a.cedar {
+        let addr = command_port_address(&state)?;
+        writeln!(
+            diag,
+            "bench: submitting by QMGMT to {addr} (FS authentication)"
+        )?;
+        Some(addr)
+    } else {
+        None
+    };
+    let sessions = cedar::client::SessionCache::new();
+    let client_options = cedar::client::ClientOptions::default();
     let submit_cluster = |count: u64| -> Result<u32, Error> {
+        if let Some(addr) = &command_port {
+            // The cluster id comes from the schedd (NewCluster); the ads'
+            // own ClusterId is not sent.
+            let jobs = build_ads(0, count)?;
+            let (cluster_ad, procs) = cedar::qmgmt::split_jobs(&jobs);
+            let (mut sock, _) = cedar::client::connect(
+                addr,
+                cedar::commands::QMGMT_WRITE_CMD,
+                &client_options,
+                Some(&sessions),
+            )
+            .map_err(|e| Error::Daemon(format!("bench: {addr}: {e}")))?;
+            let submitted = cedar::qmgmt::submit_cluster(&mut sock, &cluster_ad, &procs);
+            let _ = cedar::qmgmt::close(&mut sock);
+            let (cluster, _) =
+                submitted.map_err(|e| Error::Daemon(format!("bench: {addr}: {e}")))?;
+            return Ok(cluster as u32);
+        }
         let c: api::NewCluster = pool.client.call(api::PATH_NEW_CLUSTER, &api::Empty {})?;
         let ads = build(c.cluster, count)?;
         let _: api::Submitted = pool.client.call(
@@ -140,6 +176,27 @@ pub fn run(
         )?;
         Ok(a.all_totals.jobs)
     };
+
+    if a.submit_only {
+        // Submission alone: N jobs in one cluster into a pool that runs
+        // nothing, timed from building the ads to the schedd's commit.
+        let t0 = Instant::now();
+        submit_cluster(jobs)?;
+        let elapsed = t0.elapsed().as_secs_f64();
+        let queued = left()?;
+        if queued != jobs {
+            return Err(Error::Daemon(format!(
+                "bench: {queued} of {jobs} jobs are in the queue after the submission"
+            )));
+        }
+        drop(pool);
+        writeln!(
+            out,
+            "jobs={jobs} seconds={elapsed:.3}\nsubmitted_jobs_per_second={:.1}",
+            jobs as f64 / elapsed
+        )?;
+        return Ok(Outcome::Success);
+    }
 
     // Latency: a lone job, submit to completion, 20 times.
     let mut latencies = Vec::new();
@@ -220,6 +277,28 @@ pub fn run(
     Ok(Outcome::Success)
 }
 
+/// The pool's command port: the first line of `<state>/.collector_address`
+/// (`<ip:port?noUDP>`), which the pool writes once it listens.
+fn command_port_address(state: &Path) -> Result<cedar::Sinful, Error> {
+    let file = state.join(".collector_address");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            if let Some(line) = text.lines().next().filter(|l| !l.trim().is_empty()) {
+                return cedar::Sinful::parse(line, 0)
+                    .map_err(|e| Error::Daemon(format!("bench: {}: {e}", file.display())));
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(Error::Daemon(format!(
+                "bench: the pool wrote no command-port address to {}",
+                file.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn wait_until_empty(
     left: &dyn Fn() -> Result<u64, Error>,
     every: Duration,
@@ -235,15 +314,20 @@ fn wait_until_empty(
     Ok(())
 }
 
-fn start_pool(state: &Path, slots: u32) -> Result<BenchPool, Error> {
+/// Starts the pool; `no_start`: with `START = False`, so nothing runs.
+fn start_pool(state: &Path, slots: u32, no_start: bool) -> Result<BenchPool, Error> {
     let exe = std::env::current_exe().map_err(|e| Error::read("<this program>", e))?;
     let log = std::fs::File::create(state.with_extension("log"))
         .map_err(|e| Error::read(state.display().to_string(), e))?;
-    let child = Command::new(exe)
-        .args(["pool", "up", "--state"])
+    let mut cmd = Command::new(exe);
+    cmd.args(["pool", "up", "--state"])
         .arg(state)
         .env("CONDOR_CONFIG", "ONLY_ENV")
-        .env("_CONDOR_NUM_CPUS", slots.to_string())
+        .env("_CONDOR_NUM_CPUS", slots.to_string());
+    if no_start {
+        cmd.env("_CONDOR_START", "False");
+    }
+    let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)
