@@ -509,6 +509,39 @@ class ClientsWithoutConfig(unittest.TestCase):
         back = root.run(code.format(action="st.cancelDrainJobs()"))
         self.assertTrue(all(s["State"] != "Drained" for s in back), back)
 
+    def test_ping_says_who_may_do_what_and_reconfig_is_an_administrator_s(self):
+        code = """
+            ad = collector.locate(htcondor.DaemonTypes.Schedd)
+            out = {}
+            for authz in ["READ", "WRITE", "ADMINISTRATOR"]:
+                try:
+                    r = htcondor.ping(ad, authz)
+                    out[authz] = [r.get("AuthorizationSucceeded"), r.get("MyRemoteUserName")]
+                except Exception as e:
+                    out[authz] = ["refused", str(e)]
+            try:
+                full = collector.query(htcondor.AdTypes.Schedd)[0]
+                htcondor.send_command(full, htcondor.DaemonCommand.Reconfig)
+                out["reconfig"] = "sent"
+            except Exception as e:
+                out["reconfig"] = str(e)
+            print(json.dumps(out))
+            """
+        got = self.alice.run(code)
+        self.assertEqual(got["READ"][0], True)
+        self.assertEqual(got["WRITE"], [True, f"{ALICE}@{socket.gethostname()}"])
+        self.assertEqual(got["ADMINISTRATOR"][0], "refused")
+        self.assertIn("ALLOW_ADMINISTRATOR", self.pool.output())
+        root = Client(self.pool, "root").run(code)
+        self.assertEqual(root["ADMINISTRATOR"][0], True)
+        self.assertEqual(root["reconfig"], "sent")
+        # The pool read its configuration again, and serves on.
+        deadline = time.time() + 10
+        while "configuration" not in self.pool.output().split("ALLOW_ADMINISTRATOR")[-1]:
+            self.assertLess(time.time(), deadline, self.pool.output()[-2000:])
+            time.sleep(0.2)
+        self.assertTrue(self.pool.alive())
+
     def test_the_htcondor_tool_submits_and_reports_a_job(self):
         submit_file = os.path.join(self.alice.home, "job.sub")
         with open(submit_file, "w") as f:

@@ -310,6 +310,9 @@ pub struct Accepted {
     /// For a bare command (no handshake), the rest of its first message:
     /// the command's payload begins there.
     pub bare_payload: Option<Vec<u8>>,
+    /// DC_SEC_QUERY (`condor_ping`): the client asks whether it may run
+    /// `command`, and the daemon answers that without running it.
+    pub sec_query: bool,
 }
 
 /// Why a connection ended in the handshake. Every refusal names who,
@@ -443,6 +446,7 @@ pub fn accept(
             level,
             peer: anonymous,
             bare_payload: Some(rest),
+            sec_query: false,
         });
     }
     let info = get_ad(&mut d)?;
@@ -459,8 +463,10 @@ pub fn accept(
     } else {
         real
     };
+    let sec_query = real == commands::DC_SEC_QUERY;
     if yes(&info, "UseSession") {
-        return resume(sock, daemon, sessions, &info, command, now);
+        return resume(sock, daemon, sessions, &info, command, now)
+            .map(|a| Accepted { sec_query, ..a });
     }
     let level = daemon.level(command);
     let policy = daemon.policy_for_command(command, level.unwrap_or(Level::Read));
@@ -650,6 +656,7 @@ pub fn accept(
                 level,
                 peer,
                 bare_payload: None,
+                sec_query,
             })
         }
     }
@@ -736,6 +743,7 @@ fn resume(
         level,
         peer,
         bare_payload: None,
+        sec_query: false,
     })
 }
 

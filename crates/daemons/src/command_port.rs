@@ -395,8 +395,27 @@ impl PortDaemon {
     }
 
     fn serve(&self, sock: &mut Sock, mut a: Accepted) -> Result<(), SockError> {
+        if a.sec_query {
+            // `condor_ping`: the handshake authorized the command; say so,
+            // run nothing.
+            let mut reply = ClassAd::new();
+            reply.insert_value("AuthorizationSucceeded", true);
+            let mut e = sock.encoder();
+            put_ad(&mut e, &reply, &PutOptions::default());
+            return sock.send(&e);
+        }
         match a.command {
-            cmd::DC_NOP => Ok(()),
+            // DC_NOP and the DC_NOP_<LEVEL> that `condor_ping -authz`
+            // sends: the handshake was the point.
+            c if nop_level(c).is_some() => Ok(()),
+            cmd::DC_RECONFIG | cmd::DC_RECONFIG_FULL => {
+                // condor_reconfig sent to a daemon: this process reads its
+                // configuration again, as on SIGHUP (and says how it went
+                // in its log).
+                // SAFETY: kill with our own pid and a valid signal.
+                unsafe { libc::kill(libc::getpid(), libc::SIGHUP) };
+                Ok(())
+            }
             cmd::DC_GET_SESSION_TOKEN => {
                 let msg = Self::first_message(sock, &mut a)?;
                 self.session_token(sock, &a.peer, &msg)
@@ -1049,6 +1068,24 @@ impl PortDaemon {
     }
 }
 
+/// DC_NOP (anyone) and DC_NOP_<LEVEL> (who may run commands of the
+/// level): commands that do nothing, to test a session.
+fn nop_level(command: i32) -> Option<Level> {
+    Some(match command {
+        cmd::DC_NOP => Level::Allow,
+        cmd::DC_NOP_READ => Level::Read,
+        cmd::DC_NOP_WRITE => Level::Write,
+        cmd::DC_NOP_NEGOTIATOR => Level::Negotiator,
+        cmd::DC_NOP_ADMINISTRATOR => Level::Administrator,
+        cmd::DC_NOP_CONFIG => Level::Config,
+        cmd::DC_NOP_DAEMON => Level::Daemon,
+        cmd::DC_NOP_ADVERTISE_STARTD => Level::AdvertiseStartd,
+        cmd::DC_NOP_ADVERTISE_SCHEDD => Level::AdvertiseSchedd,
+        cmd::DC_NOP_ADVERTISE_MASTER => Level::AdvertiseMaster,
+        _ => return None,
+    })
+}
+
 fn is_update(c: i32) -> bool {
     matches!(
         c,
@@ -1181,8 +1218,11 @@ fn with_references(projection: &[String], ads: &[ClassAd]) -> Vec<classad::AttrN
 
 impl Daemon for PortDaemon {
     fn level(&self, command: i32) -> Option<Level> {
-        if command == cmd::DC_NOP {
-            return Some(Level::Allow);
+        if let Some(level) = nop_level(command) {
+            return Some(level);
+        }
+        if matches!(command, cmd::DC_RECONFIG | cmd::DC_RECONFIG_FULL) {
+            return Some(Level::Administrator);
         }
         if command == cmd::DC_GET_SESSION_TOKEN {
             // Any user this daemon authenticated may have a token for
@@ -1237,6 +1277,17 @@ impl Daemon for PortDaemon {
             cmd::VACATE_CLAIM,
             cmd::VACATE_CLAIM_FAST,
             cmd::DC_GET_SESSION_TOKEN,
+            cmd::DC_NOP_READ,
+            cmd::DC_NOP_WRITE,
+            cmd::DC_NOP_NEGOTIATOR,
+            cmd::DC_NOP_ADMINISTRATOR,
+            cmd::DC_NOP_CONFIG,
+            cmd::DC_NOP_DAEMON,
+            cmd::DC_NOP_ADVERTISE_STARTD,
+            cmd::DC_NOP_ADVERTISE_SCHEDD,
+            cmd::DC_NOP_ADVERTISE_MASTER,
+            cmd::DC_RECONFIG,
+            cmd::DC_RECONFIG_FULL,
         ];
         all.into_iter()
             .filter(|c| self.level(*c) == Some(level))
