@@ -37,7 +37,8 @@ use wire::api::{
 
 use crate::roles::{RoleName, Router};
 use crate::schedd_role::ScheddRole;
-use crate::schedd_service::ApiError;
+use crate::schedd_service::{ApiError, Budget};
+use crate::server::QUERY_TIME_LIMIT;
 
 pub use cedar::{CONDOR_PLATFORM, CONDOR_VERSION};
 
@@ -826,6 +827,38 @@ impl PortDaemon {
 
     // ---- the schedd ---------------------------------------------------
 
+    /// A history query: read page by page on the schedd's thread,
+    /// evaluated here within the query time limit.
+    fn history_answer(
+        &self,
+        user: String,
+        request: HistoryRequest,
+    ) -> Result<Result<wire::api::HistoryAnswer, ApiError>, ApiError> {
+        let mut scan =
+            self.on_schedd(move |s, now, _| s.schedd.history_scan(&user, request, now))?;
+        let schedd = self.router.schedd().map_err(|e| ApiError {
+            status: 503,
+            message: e.to_string(),
+        })?;
+        let budget = Budget::new(QUERY_TIME_LIMIT);
+        while scan.wants_more() {
+            let (back, rows) = schedd
+                .call_blocking(move |s, _, _| {
+                    let rows = s.schedd.history_page(&scan);
+                    (scan, rows)
+                })
+                .map_err(|e| ApiError {
+                    status: 503,
+                    message: e.to_string(),
+                })?;
+            scan = back;
+            if let Err(e) = rows.and_then(|rows| scan.take(rows, &budget)) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(scan.answer()))
+    }
+
     fn query_jobs(&self, sock: &mut Sock, peer: &Peer, msg: &[u8]) -> Result<(), SockError> {
         let req = request_ad(sock, msg)?;
         let (constraint, projection) = (constraint_of(&req), projection_of(&req));
@@ -840,8 +873,12 @@ impl PortDaemon {
             },
             projection: Vec::new(),
         };
-        let answer =
-            self.on_schedd(move |s, now, _| s.schedd.query(&user, &request, now).map(|a| (a, now)));
+        // The queue's snapshot on the schedd's thread; the constraint
+        // evaluated here, within the query time limit, so no user's query
+        // holds up the schedd.
+        let answer = self
+            .on_schedd(move |s, now, _| s.schedd.query_snapshot(&user, request, now))
+            .map(|q| q.run(&Budget::new(QUERY_TIME_LIMIT)).map(|a| (a, 0)));
         let now_t = now();
         let mut final_ad = ClassAd::new();
         final_ad.insert_value("Owner", 0);
@@ -925,7 +962,7 @@ impl PortDaemon {
             limit: matches.map(|m| m as usize),
             ..HistoryRequest::default()
         };
-        let answer = self.on_schedd(move |s, now, _| s.schedd.history(&user, &request, now));
+        let answer = self.history_answer(user, request);
         let mut e = sock.encoder();
         let mut final_ad = ClassAd::new();
         final_ad.insert_value("Owner", 0);
@@ -1008,11 +1045,18 @@ impl PortDaemon {
                     reason,
                 };
                 let who = user.clone();
-                self.on_schedd(move |s, now, _| {
-                    let jobs = s.schedd.queue().len() as i64;
-                    s.schedd.act(&who, &request, now).map(|a| (a, jobs))
-                })
-                .and_then(|a| a)
+                // Which jobs: chosen on a snapshot off the schedd's thread
+                // (within the query time limit), acted on on it.
+                let (selecting, asked) = (request.clone(), who.clone());
+                self.on_schedd(move |s, now, _| s.schedd.act_snapshot(&asked, &selecting, now))
+                    .and_then(|sel| sel.select(&Budget::new(QUERY_TIME_LIMIT)))
+                    .and_then(|targets| {
+                        self.on_schedd(move |s, now, _| {
+                            let jobs = s.schedd.queue().len() as i64;
+                            s.schedd.act_on(&who, &request, targets, now).map(|a| (a, jobs))
+                        })
+                    })
+                    .and_then(|a| a)
                 .map(|(a, jobs)| {
                     total_ads = jobs;
                     a

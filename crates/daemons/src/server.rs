@@ -567,7 +567,7 @@ const CONNECTIONS_PER_USER: usize = 32;
 /// next; an ad whose evaluation alone takes longer (classad's own cost
 /// limit bounds that) is answered at the limit, and its thread ends when
 /// the ad is done.
-const QUERY_TIME_LIMIT: Duration = Duration::from_secs(10);
+pub(crate) const QUERY_TIME_LIMIT: Duration = Duration::from_secs(10);
 
 /// The most query threads at once: far more than the users of a machine
 /// have queries at once ([`QUERIES_PER_USER`] each); past it, a query
