@@ -24,15 +24,10 @@ impl CollectorRole {
         }
     }
 
-    /// A client's query: the live ads of a type (any for `None`) for which
-    /// `constraint` holds.
-    pub fn query(
-        &self,
-        kind: Option<&AdType>,
-        constraint: Option<&classad::Expr>,
-        now: i64,
-    ) -> Vec<ClassAd> {
-        self.store.query(kind, constraint, &[], now)
+    /// A copy of the live ads of a type (every type for `None`), for a
+    /// client's query to evaluate off this role's thread.
+    pub fn snapshot(&self, kind: Option<&AdType>, now: i64) -> Vec<ClassAd> {
+        self.store.ads(kind, now).cloned().collect()
     }
 
     /// An ad a client advertised (UPDATE_*_AD).

@@ -568,17 +568,37 @@ impl PortDaemon {
             .router
             .collector()
             .map_err(|e| SockError::Protocol(e.to_string()))?;
-        let mut ads = collector
+        let (all, at) = collector
             .call_blocking(move |c, now, _| {
-                let mut ads = c.query(kind.as_ref(), constraint.as_ref(), now);
+                let mut ads = c.snapshot(kind.as_ref(), now);
                 if kind.is_none() || kind == Some(AdType::Collector) {
                     ads.push(c.own_ad(&address, now));
                 }
-                ads
+                (ads, now)
             })
             .map_err(|e| SockError::Protocol(e.to_string()))?;
-        if let Some(l) = limit {
-            ads.truncate(l as usize);
+        // The constraint evaluated here, not on the collector's thread,
+        // within the query time limit.
+        let env = classad::Env::at(at);
+        let budget = Budget::new(QUERY_TIME_LIMIT);
+        let total = all.len();
+        let mut ads = Vec::new();
+        for (i, ad) in all.into_iter().enumerate() {
+            if limit.is_some_and(|l| ads.len() as i64 >= l) {
+                break;
+            }
+            if let Err(e) = budget.check(i, Some(total)) {
+                // HTCondor's collector protocol has no error answer: the
+                // client sees the connection end, and fails the query
+                // rather than take part of an answer for all of it.
+                return Err(SockError::Protocol(e.message));
+            }
+            if constraint
+                .as_ref()
+                .is_none_or(|c| negotiator::collector::constraint_holds(c, &ad, &env))
+            {
+                ads.push(ad);
+            }
         }
         let names: Vec<classad::AttrName> = with_references(&projection, &ads);
         let opts = PutOptions {
