@@ -311,6 +311,23 @@ impl Sock {
     }
 
     pub fn send_bytes(&mut self, payload: &[u8]) -> Result<(), SockError> {
+        let bytes = self.framed(payload)?;
+        self.write_out(&bytes)
+    }
+
+    /// Sends several messages in one write (a query's answer of one ad a
+    /// message): each is still framed, and sealed, as its own message.
+    pub fn send_all(&mut self, msgs: &[Encoder]) -> Result<(), SockError> {
+        let mut bytes = Vec::new();
+        for m in msgs {
+            bytes.extend_from_slice(&self.framed(m.as_bytes())?);
+        }
+        self.write_out(&bytes)
+    }
+
+    /// A message's packets as they go on the wire (sealed once a key is
+    /// on; counted in the handshake digest before).
+    fn framed(&mut self, payload: &[u8]) -> Result<Vec<u8>, SockError> {
         let bytes = match &mut self.cipher {
             None => frame::packets(payload),
             Some(c) => {
@@ -330,6 +347,10 @@ impl Sock {
         if self.cipher.is_none() {
             self.sent.add(&bytes);
         }
+        Ok(bytes)
+    }
+
+    fn write_out(&mut self, bytes: &[u8]) -> Result<(), SockError> {
         let deadline = self.message_deadline();
         let mut sent = 0;
         while sent < bytes.len() {

@@ -898,40 +898,44 @@ impl PortDaemon {
         // holds up the schedd.
         let answer = self
             .on_schedd(move |s, now, _| s.schedd.query_snapshot(&user, request, now))
-            .map(|q| q.run(&Budget::new(QUERY_TIME_LIMIT)).map(|a| (a, 0)));
+            .and_then(|q| q.select(&Budget::new(QUERY_TIME_LIMIT)));
         let now_t = now();
         let mut final_ad = ClassAd::new();
         final_ad.insert_value("Owner", 0);
         final_ad.insert_value("MyType", "Summary");
         final_ad.insert_value("ServerTime", now_t);
-        match answer.and_then(|a| a) {
-            Ok((answer, _)) => {
+        match answer {
+            Ok((selected, _, all)) => {
                 final_ad.insert_value("ErrorCode", 0);
                 let mut counts = [0i64; 7];
-                let mut sent = 0usize;
                 let names: Vec<classad::AttrName> = projection
                     .iter()
                     .map(|n| classad::AttrName::from(n.as_str()))
                     .collect();
-                for text in &answer.ads {
-                    let Ok(ad) = ClassAd::parse(text) else {
-                        continue;
-                    };
-                    count_status(&mut counts, &ad);
-                    if summary_only || limit.is_some_and(|l| sent as i64 >= l) {
+                let opts = PutOptions {
+                    exclude_private: true,
+                    projection: (!projection.is_empty()).then_some(names.as_slice()),
+                    server_time: server_time.then_some(now_t),
+                    ..Default::default()
+                };
+                // One ad a message, written a batch at a time.
+                let mut batch = Vec::new();
+                let mut sent = 0i64;
+                for ad in &selected {
+                    count_status(&mut counts, ad);
+                    if summary_only || limit.is_some_and(|l| sent >= l) {
                         continue;
                     }
-                    let opts = PutOptions {
-                        exclude_private: true,
-                        projection: (!projection.is_empty()).then_some(names.as_slice()),
-                        server_time: server_time.then_some(now_t),
-                        ..Default::default()
-                    };
                     let mut e = sock.encoder();
-                    put_ad(&mut e, &ad, &opts);
-                    sock.send(&e)?;
+                    put_ad(&mut e, ad, &opts);
+                    batch.push(e);
                     sent += 1;
+                    if batch.len() == 256 {
+                        sock.send_all(&batch)?;
+                        batch.clear();
+                    }
                 }
+                sock.send_all(&batch)?;
                 for (name, n) in [
                     "Jobs",
                     "Idle",
@@ -946,15 +950,14 @@ impl PortDaemon {
                 {
                     final_ad.insert_value(name, n);
                 }
-                let t = answer.all_totals;
                 for (name, n) in [
-                    ("AllusersJobs", t.jobs),
-                    ("AllusersIdle", t.idle),
-                    ("AllusersRunning", t.running),
-                    ("AllusersRemoved", t.removed),
-                    ("AllusersCompleted", t.completed),
-                    ("AllusersHeld", t.held),
-                    ("AllusersSuspended", t.suspended),
+                    ("AllusersJobs", all.jobs),
+                    ("AllusersIdle", all.idle),
+                    ("AllusersRunning", all.running),
+                    ("AllusersRemoved", all.removed),
+                    ("AllusersCompleted", all.completed),
+                    ("AllusersHeld", all.held),
+                    ("AllusersSuspended", all.suspended),
                 ] {
                     final_ad.insert_value(name, n as i64);
                 }

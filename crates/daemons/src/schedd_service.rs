@@ -383,27 +383,40 @@ impl JobsQuery {
     /// The jobs the query selects, with the caller's and the queue's
     /// totals; refused once `budget` runs out.
     pub fn run(self, budget: &Budget) -> Result<QueryAnswer, ApiError> {
-        let selector = Selector::new(&self.req.selection, &self.user, self.super_user)?;
-        let mut ads = Vec::new();
-        let mut user_totals = Totals::default();
-        let mut all_totals = Totals::default();
-        let of = Some(self.jobs.len());
-        for (i, (id, ad)) in self.jobs.iter().enumerate() {
-            budget.check(i, of)?;
-            count(&mut all_totals, ad);
-            if literal_str(ad, attr::OWNER).as_deref() == Some(self.user.as_str()) {
-                count(&mut user_totals, ad);
-            }
-            if selector.selects((id.cluster, id.proc), ad, &self.env) {
-                ads.push(ad_text(&project(ad, &self.req.projection)));
-            }
-        }
+        let projection = self.req.projection.clone();
+        let hello = self.hello.clone();
+        let (selected, user_totals, all_totals) = self.select(budget)?;
         Ok(QueryAnswer {
-            hello: self.hello,
-            ads,
+            hello,
+            ads: selected
+                .iter()
+                .map(|ad| ad_text(&project(ad, &projection)))
+                .collect(),
             user_totals,
             all_totals,
         })
+    }
+
+    /// The selected jobs' ads as the queue holds them (shared, not
+    /// copied), with the caller's and the queue's totals: for answers that
+    /// put ads on the wire themselves.
+    pub fn select(self, budget: &Budget) -> Result<(Vec<Arc<ClassAd>>, Totals, Totals), ApiError> {
+        let selector = Selector::new(&self.req.selection, &self.user, self.super_user)?;
+        let mut selected = Vec::new();
+        let mut user_totals = Totals::default();
+        let mut all_totals = Totals::default();
+        let of = Some(self.jobs.len());
+        for (i, (id, ad)) in self.jobs.into_iter().enumerate() {
+            budget.check(i, of)?;
+            count(&mut all_totals, &ad);
+            if literal_str(&ad, attr::OWNER).as_deref() == Some(self.user.as_str()) {
+                count(&mut user_totals, &ad);
+            }
+            if selector.selects((id.cluster, id.proc), &ad, &self.env) {
+                selected.push(ad);
+            }
+        }
+        Ok((selected, user_totals, all_totals))
     }
 }
 
