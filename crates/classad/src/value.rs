@@ -42,11 +42,26 @@ pub struct ListValue(Arc<ListData>);
 pub struct ListData {
     pub items: Arc<[Expr]>,
     pub(crate) scope: Scope,
+    /// Built by a function that owns what it made (`split`, `splitUserName`,
+    /// `splitSlotName`, `argsToList`, `evalInEachContext`): HTCondor gives
+    /// such a list a value type of its own (`SLIST_VALUE`, a counted
+    /// pointer) apart from a list found in an expression (`LIST_VALUE`), and
+    /// its meta-comparisons (`=?=`, `is`) see two different types.
+    pub(crate) built: bool,
 }
 
 impl ListValue {
     pub(crate) fn new(items: Arc<[Expr]>, scope: Scope) -> ListValue {
-        ListValue(Arc::new(ListData { items, scope }))
+        ListValue(Arc::new(ListData {
+            items,
+            scope,
+            built: false,
+        }))
+    }
+
+    /// Whether a function built this list (see [`ListData::built`]).
+    pub fn is_built(&self) -> bool {
+        self.0.built
     }
 }
 
@@ -130,6 +145,17 @@ impl Value {
     pub fn list_of(values: Vec<Value>) -> Value {
         let items: Vec<Expr> = values.into_iter().map(Expr::from_value).collect();
         Value::List(ListValue::new(items.into(), Scope::None))
+    }
+
+    /// As [`Value::list_of`], for a list a built-in function makes and hands
+    /// over as its own (HTCondor's `SLIST_VALUE`; see [`ListData::built`]).
+    pub fn built_list_of(values: Vec<Value>) -> Value {
+        let items: Vec<Expr> = values.into_iter().map(Expr::from_value).collect();
+        Value::List(ListValue(Arc::new(ListData {
+            items: items.into(),
+            scope: Scope::None,
+            built: true,
+        })))
     }
 
     /// A nested-ad value with no enclosing scope.

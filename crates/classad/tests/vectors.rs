@@ -2,6 +2,8 @@
 //!
 //! Every case runs; a failure lists each case that differs and how.
 //! `FERROCONDOR_VECTORS` may point at another vectors directory.
+//! `tests/data/` holds this crate's own vectors, made by the scripts beside
+//! them with the same oracle (`tests/data/gen_meta_compare.py`).
 
 use std::path::PathBuf;
 
@@ -26,12 +28,13 @@ fn env() -> Env {
 }
 
 fn check(mode: &str, file: &str) {
-    let path = vectors_dir().join(file);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {}: {e} (is ../shared beside the repository?)",
-            path.display()
-        )
+    check_path(mode, &vectors_dir().join(file));
+}
+
+fn check_path(mode: &str, path: &std::path::Path) {
+    let file = path.display();
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!("cannot read {file}: {e} (is ../shared beside the repository?)")
     });
     let env = env();
     let mut failures = Vec::new();
@@ -78,4 +81,12 @@ fn classad_ads_vectors() {
 #[test]
 fn classad_match_vectors() {
     check("match", "classad_match.jsonl");
+}
+
+/// `=?=`, `=!=`, `is`, `isnt` over every kind of value (lists and nested ads
+/// literal, built by functions, selected, referred to), HTCondor's answers.
+#[test]
+fn meta_comparison_vectors() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/meta_compare.jsonl");
+    check_path("expr", &path);
 }

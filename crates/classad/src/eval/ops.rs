@@ -297,17 +297,30 @@ pub fn compare(op: BinOp, a: &Value, b: &Value) -> Value {
 }
 
 /// `=?=`: same type and same value; strings compare case-sensitively.
+///
+/// HTCondor's rule (`Operation::doComparison`): values of different types
+/// are not identical (`false`, never ERROR), and two undefined or two error
+/// values are. Two lists, or two nested ads, are not compared at all: the
+/// answer is ERROR. A list a function built (`split(...)`) is a type apart
+/// from a list written in an expression (see `ListData::built`), so those
+/// two are simply different (`false`). Absolute times are identical only if
+/// they name the same instant in the same zone offset.
 pub fn identical(a: &Value, b: &Value) -> Value {
     Value::Bool(match (a, b) {
-        (Value::List(_) | Value::Ad(_), _) | (_, Value::List(_) | Value::Ad(_)) => {
-            return Value::Error
+        (Value::List(x), Value::List(y)) => {
+            if x.is_built() != y.is_built() {
+                false
+            } else {
+                return Value::Error;
+            }
         }
+        (Value::Ad(_), Value::Ad(_)) => return Value::Error,
         (Value::Undefined, Value::Undefined) | (Value::Error, Value::Error) => true,
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::Int(x), Value::Int(y)) => x == y,
         (Value::Real(x), Value::Real(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => x == y,
-        (Value::AbsTime(x), Value::AbsTime(y)) => x.secs == y.secs,
+        (Value::AbsTime(x), Value::AbsTime(y)) => x == y,
         (Value::RelTime(x), Value::RelTime(y)) => x == y,
         _ => false,
     })

@@ -266,7 +266,7 @@ pub fn eval_in_each_context(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope
                 .iter()
                 .map(|it| eval_in_context(ev, expr, it, &s))
                 .collect();
-            Value::list_of(vals)
+            Value::built_list_of(vals)
         }
         (_, Contexts::Undefined) => Value::Undefined,
         _ => Value::Error,

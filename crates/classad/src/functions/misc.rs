@@ -241,7 +241,7 @@ pub fn args_to_list(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Val
     if !ev.charge_items(words.len(), s.len()) {
         return Value::Error;
     }
-    Value::list_of(words.into_iter().map(Value::from).collect())
+    Value::built_list_of(words.into_iter().map(Value::from).collect())
 }
 
 /// `listToArgs(list [, version])`: a list of strings as an argument string.

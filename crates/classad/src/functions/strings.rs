@@ -346,7 +346,7 @@ fn split_at(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope, slot: bool) ->
         None if slot => ("", &*s),
         None => (&*s, ""),
     };
-    Value::list_of(vec![Value::str(a), Value::str(b)])
+    Value::built_list_of(vec![Value::str(a), Value::str(b)])
 }
 
 pub fn split_user_name(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
@@ -380,7 +380,7 @@ pub fn split(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     if !ev.charge_items(count, s.len()) {
         return Value::Error;
     }
-    Value::list_of(
+    Value::built_list_of(
         split_items(&s, seps.as_bytes())
             .into_iter()
             .map(Value::from)
