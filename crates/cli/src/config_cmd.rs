@@ -124,6 +124,11 @@ fn verbose(name: &str, value: &str, config: &Config, out: &mut dyn Write) -> Res
     Ok(())
 }
 
+/// `--json`: one object, `{NAME: value}`, the value a string, `null` when
+/// the parameter is not defined, or `{"error": MESSAGE}` when it cannot be
+/// expanded (a macro loop). Any such failure makes the command fail (exit 2,
+/// every message on stderr) after the object is printed, as a lookup that
+/// fails does without `--json`.
 fn json(
     a: &ConfigValArgs,
     config: &Config,
@@ -131,6 +136,7 @@ fn json(
     diag: &mut dyn Write,
 ) -> Result<Outcome, Error> {
     let mut map = serde_json::Map::new();
+    let mut failed = Vec::new();
     for name in &a.names {
         let value = if a.raw {
             Ok(config.raw(name).map(str::to_string))
@@ -138,19 +144,25 @@ fn json(
             config.get(name)
         };
         let value = match value {
-            Ok(v) => v,
+            Ok(v) => v.map_or(serde_json::Value::Null, serde_json::Value::String),
             Err(e) => {
-                writeln!(diag, "{e}")?;
-                None
+                let what = serde_json::json!({ "error": e.to_string() });
+                failed.push(e);
+                what
             }
         };
-        map.insert(
-            name.clone(),
-            value.map_or(serde_json::Value::Null, serde_json::Value::String),
-        );
+        map.insert(name.clone(), value);
     }
     writeln!(out, "{}", serde_json::Value::Object(map))?;
-    Ok(Outcome::Success)
+    // The last failure is the command's error (reported by `main`); any
+    // before it are reported here, in the order they were asked for.
+    let Some(last) = failed.pop() else {
+        return Ok(Outcome::Success);
+    };
+    for e in failed {
+        writeln!(diag, "{}", Error::Lookup(e))?;
+    }
+    Err(Error::Lookup(last))
 }
 
 fn dump(a: &ConfigValArgs, config: &Config, out: &mut dyn Write) -> Result<Outcome, Error> {

@@ -99,6 +99,44 @@ fn raw_subsystem_and_json() {
     );
 }
 
+/// A macro loop (HTCondor expands it forever; shared/oracle/vectors/config/
+/// m03b-macro-loop) fails the command with or without `--json`; the JSON
+/// object is still printed, the names that failed carrying their error.
+#[test]
+fn a_macro_loop_fails_the_lookup_also_in_json() {
+    let dir = root().join("crates/cli/tests/data/config");
+    let o = config_val(&dir, "loop.conf", &["OK", "LOOP1"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "fine\n");
+    assert!(text(&o.stderr).contains("LOOP1"), "{}", text(&o.stderr));
+
+    let o = config_val(&dir, "loop.conf", &["--json", "OK", "LOOP1", "NOPE"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let got: serde_json::Map<String, Json> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(got["OK"], "fine");
+    assert_eq!(got["NOPE"], Json::Null);
+    let error = got["LOOP1"]["error"].as_str().expect("an error message");
+    assert!(error.starts_with("LOOP1"), "{error}");
+    let stderr = text(&o.stderr);
+    assert_eq!(stderr, format!("configuration error: {error}\n"));
+
+    // Every failure is reported, each once; the values that worked are kept.
+    let o = config_val(&dir, "loop.conf", &["--json", "LOOP1", "OK", "LOOP2"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let got: serde_json::Map<String, Json> = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(got["LOOP1"]["error"].is_string() && got["LOOP2"]["error"].is_string());
+    assert_eq!(got["OK"], "fine");
+    let stderr = text(&o.stderr);
+    assert_eq!(stderr.lines().count(), 2, "{stderr}");
+    assert!(stderr.lines().next().unwrap().contains("LOOP1"), "{stderr}");
+    assert!(stderr.lines().nth(1).unwrap().contains("LOOP2"), "{stderr}");
+
+    // -raw does not expand, so nothing loops.
+    let o = config_val(&dir, "loop.conf", &["--json", "-raw", "LOOP1"], &[]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(text(&o.stdout), "{\"LOOP1\":\"$(LOOP2)\"}\n");
+}
+
 #[test]
 fn dump_lists_matching_definitions_so_they_read_back() {
     let o = site(&["-dump", "notes", "uid_"]);
