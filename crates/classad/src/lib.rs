@@ -68,7 +68,7 @@ pub use ad::ClassAd;
 pub use error::ParseError;
 pub use eval::{
     eval_expr, eval_expr_metered, try_eval_expr, Env, EvalCost, EvalFailed, EvalLimits, Evaluator,
-    Scope,
+    Scope, UserHomeLookup,
 };
 pub use expr::Expr;
 pub use name::AttrName;

@@ -3,7 +3,7 @@
 //! Every case runs; a failure lists each case that differs and how.
 //! `FERROCONDOR_VECTORS` may point at another vectors directory.
 //! `tests/data/` holds this crate's own vectors, made by the scripts beside
-//! them with the same oracle (`tests/data/gen_meta_compare.py`).
+//! them with the same oracle (`tests/data/gen_*.py`).
 
 use std::path::PathBuf;
 
@@ -88,5 +88,13 @@ fn classad_match_vectors() {
 #[test]
 fn meta_comparison_vectors() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/meta_compare.jsonl");
+    check_path("expr", &path);
+}
+
+/// `userHome()` with every kind of argument, HTCondor's answers (its
+/// password lookup found `nobody` at `/nonexistent`, as [`env`]'s does).
+#[test]
+fn user_home_vectors() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/user_home.jsonl");
     check_path("expr", &path);
 }

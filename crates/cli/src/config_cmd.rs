@@ -91,7 +91,16 @@ fn evaluate(
         return Err(Error::Usage("the configuration lays out no slot".into()));
     }
     let ad = machine.slot_ad(0, now);
-    let env = classad::Env::at(now);
+    let mut env = classad::Env::at(now);
+    // userHome() as HTCondor resolves it: the password database, unless the
+    // configuration turns that off.
+    if config
+        .boolean("CLASSAD_ENABLE_USER_HOME")
+        .map_err(|e| Error::Input(format!("configuration error: {e}")))?
+        .unwrap_or(true)
+    {
+        env.user_home = Some(starter::user_home_lookup());
+    }
     let mut outcome = Outcome::Success;
     for name in &a.names {
         let Some(text) = config.get(name).map_err(Error::Lookup)? else {

@@ -72,7 +72,10 @@ fn main() -> ExitCode {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = match &cli.command {
         Command::Classad(a) => {
-            let env = classad::Env::at(a.now.unwrap_or_else(real_clock));
+            // userHome() finds users as HTCondor's tools do by default
+            // (CLASSAD_ENABLE_USER_HOME is true): in the password database.
+            let env = classad::Env::at(a.now.unwrap_or_else(real_clock))
+                .with_user_home(starter::user_home_lookup());
             classad_cmd::run(&a.command, &env, &mut out)
         }
         Command::ConfigVal(a) => {

@@ -86,6 +86,27 @@ fn eval_against_the_example_ads() {
     assert_eq!(stdout(&o), "\"coltrane\"\n");
 }
 
+/// `classad eval` resolves `userHome()` as HTCondor's tools do by default:
+/// through the password database.
+#[test]
+fn eval_finds_home_directories_in_the_password_database() {
+    let root_home = std::fs::read_to_string("/etc/passwd")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("root:"))
+        .and_then(|rest| rest.split(':').nth(4))
+        .unwrap()
+        .to_string();
+    let o = run(&["classad", "eval", r#"userHome("root", "/d")"#]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("\"{root_home}\"\n"));
+    let o = run(&["classad", "eval", r#"userHome("no_such_user_fc17")"#]);
+    assert_eq!(stdout(&o), "undefined\n");
+    // HTCondor abandons the evaluation of a call with no argument.
+    let o = run(&["classad", "eval", "userHome()"]);
+    assert_eq!(stdout(&o), "error\n");
+}
+
 #[test]
 fn now_pins_the_clock() {
     let o = run(&["classad", "eval", "--now", "1800000000", "time()"]);

@@ -290,3 +290,33 @@ fn evaluate_reads_values_as_expressions_against_the_machine_ad() {
     // START reads the job (TARGET), which there is none of.
     assert_eq!(lines[2], "undefined");
 }
+
+/// root's home directory as the password database has it.
+fn root_home() -> String {
+    std::fs::read_to_string("/etc/passwd")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("root:"))
+        .and_then(|rest| rest.split(':').nth(4))
+        .unwrap()
+        .to_string()
+}
+
+/// `userHome()` in `-evaluate` finds users in the password database, as
+/// HTCondor does by default, and finds nobody with
+/// `CLASSAD_ENABLE_USER_HOME = false` (HTCondor 25.14.1's answers:
+/// `userHome("root")` is undefined then, `userHome("root", "/d")` "/d").
+#[test]
+fn evaluate_resolves_user_home_unless_turned_off() {
+    let dir = root().join("crates/cli/tests/data/config");
+    let names = ["-evaluate", "ROOT_HOME", "NOBODY_ELSE", "UNKNOWN"];
+    let o = config_val(&dir, "userhome.conf", &names, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        format!("\"{}\"\n\"/fallback\"\nundefined\n", root_home())
+    );
+    let o = config_val(&dir, "userhome-off.conf", &names, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "undefined\n\"/fallback\"\nundefined\n");
+}

@@ -189,6 +189,12 @@ pub static PARAMS: &[Param] = &[
         "Seconds after which a claim accepts no new job (-1: forever).",
     ),
     p(
+        "CLASSAD_ENABLE_USER_HOME",
+        "true",
+        Boolean,
+        "Whether the ClassAd function userHome() looks users up in the password database (off: it gives its default or UNDEFINED).",
+    ),
+    p(
         "CLASSAD_LIFETIME",
         "",
         Duration,

@@ -88,5 +88,7 @@ pub use job::{
     ExitKind, ExitReport, ExitStatus, KillMechanism, Mechanisms, Probe, RunningJob, Starter,
     SuspendMechanism, Usage,
 };
-pub use procs::{all_pids, lookup_user, stat as process_stat, ProcStat, User};
+pub use procs::{
+    all_pids, home_dir, lookup_user, stat as process_stat, user_home_lookup, ProcStat, User,
+};
 pub use spec::{signal_number, CgroupPolicy, Hooks, JobSpec, RunAs, StarterSettings};

@@ -115,8 +115,9 @@ pub struct User {
     pub groups: Vec<u32>,
 }
 
-/// Looks `name` up in the password and group databases.
-pub fn lookup_user(name: &str) -> Result<User, String> {
+/// Calls `f` with `name`'s entry in the password database (`getpwnam_r`,
+/// so through the system's name services, as HTCondor's `getpwnam`).
+fn with_passwd<T>(name: &str, f: impl FnOnce(&libc::passwd) -> T) -> Result<T, String> {
     let cname = CString::new(name).map_err(|_| "the name holds a NUL byte".to_string())?;
     let mut buf = vec![0u8; 16384];
     // SAFETY: an all-zero passwd is a valid value to be filled in.
@@ -141,7 +142,37 @@ pub fn lookup_user(name: &str) -> Result<User, String> {
     if result.is_null() {
         return Err("no such user in the password database".into());
     }
-    let (uid, gid) = (pwd.pw_uid, pwd.pw_gid);
+    Ok(f(&pwd))
+}
+
+/// `name`'s home directory from the password database, as HTCondor's
+/// `userHome()` finds it; `None` for an unknown user, one without a home
+/// directory, or a failed lookup (HTCondor answers all three alike).
+pub fn home_dir(name: &str) -> Option<String> {
+    with_passwd(name, |pwd| {
+        if pwd.pw_dir.is_null() {
+            return None;
+        }
+        // SAFETY: getpwnam_r filled pw_dir with a NUL-terminated string in buf,
+        // which lives until with_passwd returns.
+        let dir = unsafe { std::ffi::CStr::from_ptr(pwd.pw_dir) };
+        Some(String::from_utf8_lossy(dir.to_bytes()).into_owned())
+    })
+    .ok()
+    .flatten()
+}
+
+/// The lookup `classad::Env::user_home` takes, for `userHome()`: the
+/// password database ([`home_dir`]). A caller that reads the configuration
+/// gives it only when `CLASSAD_ENABLE_USER_HOME` is true (the default).
+pub fn user_home_lookup() -> classad::UserHomeLookup {
+    std::sync::Arc::new(home_dir)
+}
+
+/// Looks `name` up in the password and group databases.
+pub fn lookup_user(name: &str) -> Result<User, String> {
+    let (uid, gid) = with_passwd(name, |pwd| (pwd.pw_uid, pwd.pw_gid))?;
+    let cname = CString::new(name).map_err(|_| "the name holds a NUL byte".to_string())?;
     let mut groups = vec![0 as libc::gid_t; 256];
     let mut n = groups.len() as libc::c_int;
     // SAFETY: groups has room for n entries; getgrouplist writes at most n.
@@ -166,4 +197,27 @@ pub fn effective_uid() -> u32 {
 
 pub fn cstring(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The home directories HTCondor's userHome() would find: root's as
+    /// /etc/passwd has it, nothing for users that are not there.
+    #[test]
+    fn home_dirs_come_from_the_password_database() {
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+        let root_home = passwd
+            .lines()
+            .find_map(|l| l.strip_prefix("root:"))
+            .and_then(|rest| rest.split(':').nth(4))
+            .unwrap();
+        assert_eq!(home_dir("root").as_deref(), Some(root_home));
+        assert_eq!(home_dir("no_such_user_fc17"), None);
+        assert_eq!(home_dir(""), None);
+        assert_eq!(home_dir("ro\0ot"), None);
+        let lookup = user_home_lookup();
+        assert_eq!(lookup("root").as_deref(), Some(root_home));
+    }
 }

@@ -55,7 +55,10 @@ pub struct Env {
     pub utc_offset: i32,
     /// Seed for `random()`.
     pub seed: u64,
-    /// Looks up a user's home directory, for `userHome()`; `None` means unknown.
+    /// Looks up a user's home directory, for `userHome()`, as HTCondor's
+    /// `getpwnam` does: the lookup answers `None` for a user it does not know
+    /// (or one without a home directory). No lookup at all is HTCondor with
+    /// `CLASSAD_ENABLE_USER_HOME = false`: every user is unknown.
     pub user_home: Option<UserHomeLookup>,
     /// How much each evaluation may spend before it gives up with ERROR.
     pub limits: EvalLimits,
@@ -85,6 +88,16 @@ impl Env {
     /// This environment with other evaluation limits.
     pub fn with_limits(self, limits: EvalLimits) -> Env {
         Env { limits, ..self }
+    }
+
+    /// This environment with a way to find users' home directories, for
+    /// `userHome()` (the caller's password database; see
+    /// [`Env::user_home`]).
+    pub fn with_user_home(self, lookup: UserHomeLookup) -> Env {
+        Env {
+            user_home: Some(lookup),
+            ..self
+        }
     }
 }
 
@@ -553,8 +566,10 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// Abandons the whole evaluation (HTCondor's evaluation returning
+    /// false): its result is ERROR, and a failure for [`try_eval_expr`].
     #[cold]
-    fn fail(&mut self) -> Value {
+    pub(crate) fn fail(&mut self) -> Value {
         self.failed = true;
         Value::Error
     }

@@ -274,12 +274,16 @@ pub fn list_to_args(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Val
 }
 
 /// `userHome(user [, default])`: the user's home directory, found through the
-/// environment's lookup. When it is unknown (or there is no lookup, as when
-/// HTCondor has `CLASSAD_ENABLE_USER_HOME` off) the result is a non-empty
-/// `default`, else UNDEFINED; a user that is not a string is ERROR.
+/// environment's lookup (HTCondor's `userHome_func`). The default counts
+/// only if it is a non-empty string. A user the lookup does not know (or no
+/// lookup, as when HTCondor has `CLASSAD_ENABLE_USER_HOME` off) gives the
+/// default, else UNDEFINED; an UNDEFINED user likewise; a user that is not a
+/// string (ERROR, a number, a list) gives the default, else ERROR. A home
+/// that is found wins over the default. Called with no argument or more
+/// than two, HTCondor abandons the whole evaluation, and so do we.
 pub fn user_home(ev: &mut Evaluator<'_>, args: &[Expr], scope: &Scope) -> Value {
     if !(1..=2).contains(&args.len()) {
-        return Value::Error;
+        return ev.fail();
     }
     let default = match args.get(1).map(|a| ev.eval_arg(a, scope)) {
         Some(Value::Str(s)) if !s.is_empty() => Some(s),
