@@ -134,8 +134,8 @@ pub fn history(a: &HistoryArgs, now: i64, out: &mut dyn Write) -> Result<Outcome
         jobview::json(&ads)
     } else if a.long {
         jobview::long(&ads)
-    } else if !a.af.is_empty() {
-        jobview::autoformat(&ads, &a.af, &env)?
+    } else if !a.print.is_empty() {
+        crate::printmask::PrintMask::parse(&a.print)?.render(&ads, &env)
     } else {
         jobview::history_table(&ads, &env, offset)
     };

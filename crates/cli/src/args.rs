@@ -164,9 +164,20 @@ pub struct StatusArgs {
     /// Print whole slot ads (`Name = expr` lines, a blank line between).
     #[arg(short = 'l', long = "long")]
     pub long: bool,
-    /// Print these expressions' values, space separated, one line per slot.
+    /// Print these expressions' values, space separated, one line per slot
+    /// (`-af:jlhVrTY,tng` qualifiers as HTCondor's: j the job id first,
+    /// l labels, h headings, V strings quoted, r unevaluated, T durations,
+    /// Y dates, `,` commas, t tabs, n a newline after each, g a blank line
+    /// between ads).
     #[arg(long = "af", alias = "autoformat", value_name = "ATTR", num_args = 1.., allow_hyphen_values = false)]
     pub af: Vec<String>,
+    /// printf-style output: FMT (one conversion: %d %f %s %v %V %r %T %Y
+    /// ...) applied to ATTR for each slot; repeat it for more columns.
+    #[arg(long, num_args = 2, value_names = ["FMT", "ATTR"], allow_hyphen_values = true)]
+    pub format: Vec<String>,
+    /// -af and -format in command-line order (filled in after parsing).
+    #[arg(skip)]
+    pub print: Vec<crate::printmask::PrintItem>,
     /// Print the slot ads as JSON.
     #[arg(long)]
     pub json: bool,
@@ -182,6 +193,25 @@ pub struct StatusArgs {
     /// One ad per user with jobs (Name Machine RunningJobs IdleJobs HeldJobs).
     #[arg(long)]
     pub submitters: bool,
+    /// Only the slots that can take a job now (State == "Unclaimed" && Cpus > 0 && Memory > 0).
+    #[arg(long, conflicts_with_all = ["claimed", "state", "run"])]
+    pub avail: bool,
+    /// Only claimed slots, with who claimed them (Name OpSys Arch LoadAv RemoteUser ClientMachine).
+    #[arg(long, conflicts_with_all = ["state", "run"])]
+    pub claimed: bool,
+    /// The slots' state and activity and how long they have been in them
+    /// (Name Cpu Mem LoadAv KbdIdle State StateTime Activ ActvtyTime).
+    #[arg(long, conflicts_with = "run")]
+    pub state: bool,
+    /// The access points running jobs (Name TotalJobs Shadows ActiveDAGs
+    /// IdleDAGs RcntDone RcntStart), as condor_status -run prints since
+    /// HTCondor 8.5.7; `-claimed` shows the slots running jobs.
+    #[arg(long)]
+    pub run: bool,
+    /// Do not cut long values to the terminal's width (ferrocondor never
+    /// cuts them, so this changes nothing).
+    #[arg(long)]
+    pub wide: bool,
 }
 
 #[derive(Debug, Args)]
@@ -333,9 +363,20 @@ pub struct HistoryArgs {
     /// Print whole job ads (`Name = expr` lines).
     #[arg(short = 'l', long = "long")]
     pub long: bool,
-    /// Print these expressions' values, space separated, one line per job.
+    /// Print these expressions' values, space separated, one line per job
+    /// (`-af:jlhVrTY,tng` qualifiers as HTCondor's: j the job id first,
+    /// l labels, h headings, V strings quoted, r unevaluated, T durations,
+    /// Y dates, `,` commas, t tabs, n a newline after each, g a blank line
+    /// between ads).
     #[arg(long = "af", alias = "autoformat", value_name = "ATTR", num_args = 1.., allow_hyphen_values = false)]
     pub af: Vec<String>,
+    /// printf-style output: FMT (one conversion: %d %f %s %v %V %r %T %Y
+    /// ...) applied to ATTR for each job; repeat it for more columns.
+    #[arg(long, num_args = 2, value_names = ["FMT", "ATTR"], allow_hyphen_values = true)]
+    pub format: Vec<String>,
+    /// -af and -format in command-line order (filled in after parsing).
+    #[arg(skip)]
+    pub print: Vec<crate::printmask::PrintItem>,
     /// Print the job ads as JSON.
     #[arg(long)]
     pub json: bool,
@@ -369,15 +410,30 @@ pub struct QArgs {
     /// Print whole job ads (`Name = expr` lines).
     #[arg(short = 'l', long = "long")]
     pub long: bool,
-    /// Print these expressions' values, space separated, one line per job.
+    /// Print these expressions' values, space separated, one line per job
+    /// (`-af:jlhVrTY,tng` qualifiers as HTCondor's: j the job id first,
+    /// l labels, h headings, V strings quoted, r unevaluated, T durations,
+    /// Y dates, `,` commas, t tabs, n a newline after each, g a blank line
+    /// between ads).
     #[arg(long = "af", alias = "autoformat", value_name = "ATTR", num_args = 1.., allow_hyphen_values = false)]
     pub af: Vec<String>,
+    /// printf-style output: FMT (one conversion: %d %f %s %v %V %r %T %Y
+    /// ...) applied to ATTR for each job; repeat it for more columns.
+    #[arg(long, num_args = 2, value_names = ["FMT", "ATTR"], allow_hyphen_values = true)]
+    pub format: Vec<String>,
+    /// -af and -format in command-line order (filled in after parsing).
+    #[arg(skip)]
+    pub print: Vec<crate::printmask::PrintItem>,
     /// Print the job ads as JSON.
     #[arg(long)]
     pub json: bool,
     /// Print only the totals lines.
     #[arg(long)]
     pub totals: bool,
+    /// Do not cut long values to the terminal's width (ferrocondor never
+    /// cuts them, so this changes nothing).
+    #[arg(long)]
+    pub wide: bool,
     /// Analyse why the jobs do (not) match the slots.
     #[arg(long = "better-analyze", alias = "analyze")]
     pub better_analyze: bool,
@@ -427,6 +483,17 @@ pub struct SubmitArgs {
         allow_hyphen_values = true
     )]
     pub append: Vec<String>,
+    /// Queue the jobs as the statement `queue ARGS` would (condor_submit's
+    /// -queue), for a description without a queue statement: `-queue 3`,
+    /// `-queue input in a, b, c`, `-queue name matching *.dat`. The
+    /// arguments end at the next word that starts with `-`.
+    #[arg(long, value_name = "ARGS", num_args = 1..)]
+    pub queue: Vec<String>,
+    /// Queue nothing; write the job ads to FILE (`-` for standard output)
+    /// and say how many jobs a real submission would queue
+    /// (condor_submit's `-dry-run FILE`).
+    #[arg(long = "dry-run-to", value_name = "FILE")]
+    pub dry_run_to: Option<PathBuf>,
     /// The jobs' batch name (JobBatchName), as `batch_name = NAME` would.
     #[arg(long = "batch-name", value_name = "NAME")]
     pub batch_name: Option<String>,
@@ -559,6 +626,12 @@ pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
         "expand",
     ];
     let command = args.get(1).and_then(|a| a.to_str());
+    let args = if matches!(command, Some("q" | "status" | "history")) {
+        split_af_qualifiers(args)
+    } else {
+        args
+    };
+    let command = args.get(1).and_then(|a| a.to_str());
     if command == Some("q") {
         return single_dash(
             args,
@@ -578,11 +651,25 @@ pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
                 "autoformat",
                 "json",
                 "totals",
+                "format",
+                "wide",
             ],
         );
     }
     if command == Some("submit") {
-        return single_dash(args, &["batch-name", "append", "json"]);
+        // condor_submit's -dry-run takes a file; ferrocondor's --dry-run does not.
+        let args = args
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| {
+                if i > 1 && a.to_str() == Some("-dry-run") {
+                    "--dry-run-to".into()
+                } else {
+                    a
+                }
+            })
+            .collect();
+        return single_dash(args, &["batch-name", "append", "json", "queue"]);
     }
     if matches!(command, Some("rm" | "hold" | "release")) {
         return single_dash(args, &["constraint", "all", "reason"]);
@@ -598,6 +685,7 @@ pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
                 "af",
                 "autoformat",
                 "json",
+                "format",
             ],
         );
     }
@@ -615,6 +703,12 @@ pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
                 "totals",
                 "schedd",
                 "submitters",
+                "format",
+                "avail",
+                "claimed",
+                "state",
+                "run",
+                "wide",
             ],
         );
     }
@@ -774,6 +868,69 @@ impl VectorMode {
             VectorMode::Match => "match",
         }
     }
+}
+
+/// `-af:lh` (or `-autoformat:lh`, `--af:lh`) as `--af :lh`: the
+/// qualifiers become the option's first value, which no attribute name or
+/// expression can be (see [`print_items`]).
+fn split_af_qualifiers(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::with_capacity(args.len() + 1);
+    for (i, a) in args.into_iter().enumerate() {
+        let text = a.to_str().map(str::to_string);
+        let split = text.as_deref().filter(|_| i > 1).and_then(|t| {
+            let rest = t.strip_prefix("--").or_else(|| t.strip_prefix('-'))?;
+            let (name, quals) = rest.split_once(':')?;
+            matches!(name, "af" | "autoformat").then(|| quals.to_string())
+        });
+        match split {
+            Some(quals) => {
+                out.push("--af".into());
+                out.push(format!(":{quals}").into());
+            }
+            None => out.push(a),
+        }
+    }
+    out
+}
+
+/// The `-af` and `-format` options of a parsed `q`, `status` or
+/// `history`, in the order they were given.
+pub fn print_items(m: &clap::ArgMatches) -> Vec<crate::printmask::PrintItem> {
+    use crate::printmask::PrintItem;
+    let mut items: Vec<(usize, PrintItem)> = Vec::new();
+    let ids =
+        |name: &str| -> Vec<usize> { m.indices_of(name).map(|i| i.collect()).unwrap_or_default() };
+    if let Ok(Some(occurrences)) = m.try_get_occurrences::<String>("af") {
+        let indices = ids("af");
+        let mut k = 0;
+        for occ in occurrences {
+            let values: Vec<String> = occ.cloned().collect();
+            let at = indices.get(k).copied().unwrap_or(usize::MAX);
+            k += values.len();
+            let (qualifiers, attrs) = match values.split_first() {
+                Some((q, rest)) if q.starts_with(':') => (q[1..].to_string(), rest.to_vec()),
+                _ => (String::new(), values),
+            };
+            items.push((at, PrintItem::Af { qualifiers, attrs }));
+        }
+    }
+    if let Ok(Some(occurrences)) = m.try_get_occurrences::<String>("format") {
+        let indices = ids("format");
+        for (n, occ) in occurrences.enumerate() {
+            let values: Vec<String> = occ.cloned().collect();
+            if let [format, attr] = values.as_slice() {
+                items.push((
+                    indices.get(2 * n).copied().unwrap_or(usize::MAX),
+                    PrintItem::Format {
+                        format: format.clone(),
+                        attr: attr.clone(),
+                    },
+                ));
+            }
+        }
+    }
+    items.sort_by_key(|(at, _)| *at);
+    items.into_iter().map(|(_, item)| item).collect()
 }
 
 /// HTCondor's single-dash long options (`-jobads`) as clap's `--jobads`.

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use classad::{ClassAd, Env, Expr, Value};
+use classad::{ClassAd, Env, Value};
 use wire::api::{Hello, JobSpec, Selection, Totals};
 
 use crate::errors::Error;
@@ -382,28 +382,6 @@ pub fn history_table(ads: &[ClassAd], env: &Env, utc_offset: i32) -> String {
         ));
     }
     s
-}
-
-/// `-af EXPR...`: each expression's value, space separated; strings bare,
-/// as HTCondor's autoformat prints them.
-pub fn autoformat(ads: &[ClassAd], exprs: &[String], env: &Env) -> Result<String, Error> {
-    let parsed: Vec<Expr> = exprs
-        .iter()
-        .map(|e| classad::parse_expr(e).map_err(|err| Error::parse("<expression>", err)))
-        .collect::<Result<_, _>>()?;
-    let mut s = String::new();
-    for ad in ads {
-        let cells: Vec<String> = parsed
-            .iter()
-            .map(|e| match ad.eval(e, env) {
-                Value::Str(v) => v.to_string(),
-                v => classad::unparse::value_to_string(&v),
-            })
-            .collect();
-        s.push_str(&cells.join(" "));
-        s.push('\n');
-    }
-    Ok(s)
 }
 
 /// `-l`: each ad in old syntax, followed by a blank line.

@@ -17,6 +17,7 @@ mod errors;
 mod jobview;
 mod links_cmd;
 mod pool_cmd;
+mod printmask;
 mod q_cmd;
 mod simulate_cmd;
 mod status_cmd;
@@ -28,7 +29,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use args::{Cli, Command};
 
@@ -64,10 +65,23 @@ fn main() -> ExitCode {
         }
     };
     let argv = args::normalize_config_val(argv);
-    let cli = match Cli::try_parse_from(&argv) {
+    let matches = match Cli::command().try_get_matches_from(&argv) {
+        Ok(m) => m,
+        Err(e) => return usage_error(e, &argv),
+    };
+    let mut cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => return usage_error(e, &argv),
     };
+    // -af and -format keep their order, which clap's fields do not say.
+    if let Some((_, sub)) = matches.subcommand() {
+        match &mut cli.command {
+            Command::Q(a) => a.print = args::print_items(sub),
+            Command::Status(a) => a.print = args::print_items(sub),
+            Command::History(a) => a.print = args::print_items(sub),
+            _ => {}
+        }
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = match &cli.command {

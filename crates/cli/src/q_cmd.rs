@@ -11,6 +11,7 @@ use classad::{ClassAd, Env, Value};
 use crate::args::QArgs;
 use crate::errors::{Error, Outcome};
 use crate::jobview;
+use crate::printmask::PrintMask;
 
 pub fn run(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     if a.better_analyze || a.jobads.is_some() || a.slotads.is_some() {
@@ -41,12 +42,18 @@ fn selection(a: &QArgs) -> wire::api::Selection {
 
 /// Asks the running pool and prints its answer in condor_q's formats.
 fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
+    // A bad -af or -format is said before the pool is asked.
+    let mask = if a.print.is_empty() {
+        None
+    } else {
+        Some(PrintMask::parse(&a.print)?)
+    };
     let answer: wire::api::QueryAnswer = jobview::client().call(
         wire::api::PATH_QUERY,
         &wire::api::QueryRequest {
             selection: selection(a),
             // The totals need only each job's status.
-            projection: if a.totals {
+            projection: if a.totals && mask.is_none() {
                 vec!["JobStatus".into()]
             } else {
                 Vec::new()
@@ -67,8 +74,8 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
         out.write_all(jobview::long(&ads).as_bytes())?;
         return Ok(Outcome::Success);
     }
-    if !a.af.is_empty() {
-        out.write_all(jobview::autoformat(&ads, &a.af, &env)?.as_bytes())?;
+    if let Some(mask) = mask {
+        out.write_all(mask.render(&ads, &env).as_bytes())?;
         return Ok(Outcome::Success);
     }
     let mut text = jobview::banner(&answer.hello, now, offset);

@@ -17,17 +17,46 @@ use crate::jobview;
 use crate::jobview::{duration, real as num, string as text};
 
 pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
+    if a.compact && (a.claimed || a.state || a.run) {
+        let which = if a.claimed {
+            "-claimed"
+        } else if a.state {
+            "-state"
+        } else {
+            "-run"
+        };
+        return Err(Error::Usage(format!(
+            "{which} with -compact is not supported by ferrocondor yet"
+        )));
+    }
+    // A bad -af or -format is said before the pool is asked.
+    let mask = if a.print.is_empty() {
+        None
+    } else {
+        Some(crate::printmask::PrintMask::parse(&a.print)?)
+    };
+    // -run shows the access points (condor_status' SDO_Schedd_Run).
+    let schedd = a.schedd || a.run;
+    let mut wanted = constraint(&a.targets, a.constraint.as_deref());
+    if !schedd && !a.submitters {
+        if let Some(mode) = mode_constraint(a) {
+            wanted = Some(match wanted {
+                Some(w) => format!("{w} && ({mode})"),
+                None => format!("({mode})"),
+            });
+        }
+    }
     let answer: SlotsAnswer = jobview::client().call(
         PATH_SLOTS,
         &SlotsRequest {
-            ad_type: if a.schedd {
+            ad_type: if schedd {
                 Some("Scheduler".into())
             } else if a.submitters {
                 Some("Submitter".into())
             } else {
                 None
             },
-            constraint: constraint(&a.targets, a.constraint.as_deref()),
+            constraint: wanted,
             projection: Vec::new(),
         },
     )?;
@@ -37,10 +66,25 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
         ..Env::at(now)
     };
     sort_slots(&mut ads, &env);
+    let plain = !a.json && !a.long && mask.is_none() && !a.total;
+    if a.run && plain {
+        out.write_all(schedd_run_table(&ads, &env).as_bytes())?;
+        return Ok(Outcome::Success);
+    }
+    if plain && !a.compact && !schedd && !a.submitters {
+        if a.claimed {
+            out.write_all(claimed_table(&ads, &env).as_bytes())?;
+            return Ok(Outcome::Success);
+        }
+        if a.state {
+            out.write_all(state_table(&ads, &env).as_bytes())?;
+            return Ok(Outcome::Success);
+        }
+    }
     let jobs_table = (a.schedd || a.submitters)
         && !a.json
         && !a.long
-        && a.af.is_empty()
+        && mask.is_none()
         && !a.total
         && !a.compact;
     let text = if jobs_table {
@@ -49,8 +93,8 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
         jobview::json(&ads)
     } else if a.long {
         jobview::long(&ads)
-    } else if !a.af.is_empty() {
-        jobview::autoformat(&ads, &a.af, &env)?
+    } else if let Some(mask) = mask {
+        mask.render(&ads, &env)
     } else if a.total {
         if ads.is_empty() {
             String::new()
@@ -64,6 +108,17 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
     };
     out.write_all(text.as_bytes())?;
     Ok(Outcome::Success)
+}
+
+/// What -avail and -claimed select (HTCondor's PMODE_*_CONSTRAINT).
+fn mode_constraint(a: &StatusArgs) -> Option<&'static str> {
+    if a.avail {
+        Some("State == \"Unclaimed\" && Cpus > 0 && Memory > 0")
+    } else if a.claimed {
+        Some("State == \"Claimed\"")
+    } else {
+        None
+    }
 }
 
 /// The constraint the command line asks for: `-constraint`, and the slot
@@ -665,6 +720,269 @@ fn job_counts_table(ads: &[ClassAd], env: &Env) -> String {
         ));
     }
     out
+}
+
+// ---- -claimed, -state, -run ----------------------------------------------
+
+/// Lines with the spaces at their ends cut (the last columns are padded).
+fn trimmed(text: String) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The Name column's width, as the default table makes it.
+fn name_width(ads: &[ClassAd], env: &Env) -> usize {
+    ads.iter()
+        .map(|ad| text(ad, "Name", env).map_or(6, |n| n.len()))
+        .max()
+        .unwrap_or(0)
+        .max(19)
+}
+
+fn load_avg(ad: &ClassAd, env: &Env) -> String {
+    num(ad, "CondorLoadAvg", env).map_or_else(|| "[???]".into(), |l| format!("{l:.3}"))
+}
+
+/// The ad's own clock, as the default table measures times from it.
+fn ad_clock(ad: &ClassAd, env: &Env) -> i64 {
+    num(ad, "MyCurrentTime", env)
+        .or_else(|| num(ad, "LastHeardFrom", env))
+        .map_or(env.now, |t| t as i64)
+}
+
+/// HTCondor's format_time: `%3d+%02d:%02d:%02d`.
+fn elapsed(secs: i64) -> String {
+    let s = secs.max(0);
+    format!(
+        "{:>3}+{:02}:{:02}:{:02}",
+        s / 86400,
+        s % 86400 / 3600,
+        s % 3600 / 60,
+        s % 60
+    )
+}
+
+/// `-claimed`: the claimed slots and who claimed them (condor_status'
+/// PP_SLOTS_RUN: the default columns without State, Activity, Mem and
+/// ActvtyTime, with RemoteUser and ClientMachine), then the machines,
+/// MIPS, KFLOPS and mean load average by platform.
+pub fn claimed_table(ads: &[ClassAd], env: &Env) -> String {
+    if ads.is_empty() {
+        return String::new();
+    }
+    let nw = name_width(ads, env);
+    let mut s = format!(
+        "{:<nw$} {:<10} {:<6} {:<6} {:<20} {:<16}\n\n",
+        "Name", "OpSys", "Arch", "LoadAv", "RemoteUser", "ClientMachine"
+    );
+    let field = |ad: &ClassAd, name: &str| text(ad, name, env).unwrap_or_else(|| "[??]".into());
+    for ad in ads {
+        s.push_str(&format!(
+            "{:<nw$} {} {} {:>6} {:<20} {:<16}\n",
+            text(ad, "Name", env).unwrap_or_else(|| "[????]".into()),
+            left(&field(ad, "OpSys"), 10),
+            left(&field(ad, "Arch"), 6),
+            load_avg(ad, env),
+            field(ad, "RemoteUser"),
+            field(ad, "ClientMachine"),
+        ));
+    }
+    s.push('\n');
+    #[derive(Default)]
+    struct Run {
+        machines: u64,
+        mips: i64,
+        kflops: i64,
+        load: f64,
+    }
+    let mut by_key: BTreeMap<String, Run> = BTreeMap::new();
+    let mut all = Run::default();
+    for ad in ads {
+        let (Some(arch), Some(os)) = (text(ad, "Arch", env), text(ad, "OpSys", env)) else {
+            continue;
+        };
+        for r in [by_key.entry(format!("{arch}/{os}")).or_default(), &mut all] {
+            r.machines += 1;
+            r.mips += num(ad, "Mips", env).unwrap_or(0.0) as i64;
+            r.kflops += num(ad, "KFlops", env).unwrap_or(0.0) as i64;
+            r.load += num(ad, "LoadAvg", env).unwrap_or(0.0);
+        }
+    }
+    let line = |r: &Run| {
+        format!(
+            "{:>9}  {:>11}  {:>11}   {:.3}\n",
+            r.machines,
+            r.mips,
+            r.kflops,
+            if r.machines > 0 {
+                r.load / r.machines as f64
+            } else {
+                0.0
+            }
+        )
+    };
+    let w = by_key.keys().map(String::len).max().unwrap_or(0).max(14);
+    s.push_str(&format!(
+        "{:>w$}{:>9}  {:>11}  {:>11}  {:>11}\n\n",
+        "", "Machines", "MIPS", "KFLOPS", "AvgLoadAvg"
+    ));
+    for (key, r) in &by_key {
+        s.push_str(&format!("{key:>w$}{}", line(r)));
+    }
+    s.push('\n');
+    s.push_str(&format!("{:>w$}{}", "Total", line(&all)));
+    trimmed(s)
+}
+
+/// `-state`: each slot's state and activity and how long it has been in
+/// them (condor_status' PP_SLOTS_STATE), then the slots counted by state
+/// for each activity. (HTCondor's Total column there stays 0, a slip in
+/// its StartdStateTotal; here it counts the slots.)
+pub fn state_table(ads: &[ClassAd], env: &Env) -> String {
+    if ads.is_empty() {
+        return String::new();
+    }
+    let nw = name_width(ads, env);
+    let cpus: Vec<String> = ads
+        .iter()
+        .map(|ad| num(ad, "Cpus", env).map_or_else(|| "??".into(), |c| format!("{}", c as i64)))
+        .collect();
+    let activities: Vec<String> = ads
+        .iter()
+        .map(|ad| text(ad, "Activity", env).unwrap_or_else(|| "??".into()))
+        .collect();
+    let cw = cpus.iter().map(String::len).max().unwrap_or(0).max(3);
+    let aw = activities.iter().map(String::len).max().unwrap_or(0).max(5);
+    let mut s = format!(
+        "{:<nw$} {:<cw$} {:<5} {:<6} {:<12} {:<7} {:<12} {:<aw$} {:<12}\n\n",
+        "Name",
+        "Cpu",
+        " Mem",
+        "LoadAv",
+        "  KbdIdle",
+        "State",
+        "  StateTime",
+        "Activ",
+        "  ActvtyTime"
+    );
+    for (i, ad) in ads.iter().enumerate() {
+        let clock = ad_clock(ad, env);
+        let since = |attr: &str| {
+            num(ad, attr, env).map_or_else(|| "??".into(), |t| elapsed(clock - t as i64))
+        };
+        s.push_str(&format!(
+            "{:<nw$} {:<cw$} {:>5} {:>6} {:>12} {:<7} {:>12} {:<aw$} {:>12}\n",
+            text(ad, "Name", env).unwrap_or_else(|| "??".into()),
+            cpus[i],
+            num(ad, "Memory", env).map_or_else(|| "??".into(), |m| format!("{}", m as i64)),
+            load_avg(ad, env),
+            num(ad, "KeyboardIdle", env).map_or_else(|| "??".into(), |k| elapsed(k as i64)),
+            text(ad, "State", env).unwrap_or_else(|| "??".into()),
+            since("EnteredCurrentState"),
+            activities[i],
+            num(ad, "EnteredCurrentActivity", env)
+                .map_or_else(|| "-".into(), |t| elapsed(clock - t as i64)),
+        ));
+    }
+    s.push('\n');
+    let mut by_key: BTreeMap<String, Counts> = BTreeMap::new();
+    let mut all = Counts::default();
+    for ad in ads {
+        let (Some(state), Some(activity)) = (text(ad, "State", env), text(ad, "Activity", env))
+        else {
+            continue;
+        };
+        let backfill = flag(ad, "SlotBackfill", env);
+        by_key.entry(activity).or_default().add(&state, backfill);
+        all.add(&state, backfill);
+    }
+    let w = by_key.keys().map(String::len).max().unwrap_or(0).max(14);
+    s.push_str(&format!(
+        "{:>w$}{:>6} {:>5} {:>9} {:>7} {:>10} {:>7} {:>6} {:>8} {:>6}\n\n",
+        "",
+        "Total",
+        "Owner",
+        "Unclaimed",
+        "Claimed",
+        "Preempting",
+        "Matched",
+        "Drain",
+        "Backfill",
+        "BkIdle"
+    ));
+    let line = |c: &Counts| {
+        format!(
+            "{:>6} {:>5} {:>9} {:>7} {:>10} {:>7} {:>6} {:>8} {:>6}\n",
+            c.total,
+            c.owner,
+            c.unclaimed,
+            c.claimed,
+            c.preempting,
+            c.matched,
+            c.drained,
+            c.backfill,
+            c.backfill_idle
+        )
+    };
+    for (key, c) in &by_key {
+        s.push_str(&format!("{key:>w$}{}", line(c)));
+    }
+    s.push('\n');
+    s.push_str(&format!("{:>w$}{}", "Total", line(&all)));
+    trimmed(s)
+}
+
+/// `-run`: the access points running jobs (condor_status' PP_SCHEDD_RUN:
+/// Name TotalJobs Shadows ActiveDAGs IdleDAGs RcntDone RcntStart, those
+/// with a shadow or a scheduler-universe job running; no totals). The
+/// pool's schedd ad has no ShadowsRunning or TotalJobAds yet, so its
+/// running and queued jobs stand for them (each running job has one
+/// shadow); what it does not publish prints blank, as HTCondor prints a
+/// missing value.
+pub fn schedd_run_table(ads: &[ClassAd], env: &Env) -> String {
+    let int = |ad: &ClassAd, a: &str| num(ad, a, env).map(|v| v as i64);
+    let shadows = |ad: &ClassAd| int(ad, "ShadowsRunning").or_else(|| int(ad, "TotalRunningJobs"));
+    let total_jobs = |ad: &ClassAd| {
+        int(ad, "TotalJobAds").or_else(|| {
+            Some(
+                int(ad, "TotalIdleJobs")?
+                    + int(ad, "TotalRunningJobs")?
+                    + int(ad, "TotalHeldJobs")?,
+            )
+        })
+    };
+    let rows: Vec<&ClassAd> = ads
+        .iter()
+        .filter(|ad| {
+            shadows(ad).unwrap_or(0) + int(ad, "TotalSchedulerJobsRunning").unwrap_or(0) > 0
+        })
+        .collect();
+    let names: Vec<String> = rows
+        .iter()
+        .map(|ad| text(ad, "Name", env).unwrap_or_default())
+        .collect();
+    let nw = names.iter().map(String::len).max().unwrap_or(0).max(4);
+    let cell = |v: Option<i64>, w: usize| v.map_or_else(|| " ".repeat(w), |v| format!("{v:>w$}"));
+    let mut s = format!(
+        "{:<nw$} TotalJobs Shadows ActiveDAGs IdleDAGs RcntDone RcntStart\n\n",
+        "Name"
+    );
+    for (ad, name) in rows.iter().zip(&names) {
+        s.push_str(&format!(
+            "{name:<nw$} {} {} {} {} {} {}\n",
+            cell(total_jobs(ad), 9),
+            cell(shadows(ad), 7),
+            cell(int(ad, "TotalSchedulerJobsRunning"), 10),
+            cell(int(ad, "TotalSchedulerJobsIdle"), 8),
+            cell(int(ad, "RecentJobsCompleted"), 8),
+            cell(int(ad, "RecentJobsStarted"), 9),
+        ));
+    }
+    trimmed(s)
 }
 
 #[cfg(test)]

@@ -42,7 +42,8 @@ pub fn run(
     // condor_submit's own rule: root does not submit jobs (a dry run
     // queues nothing, so it may).
     // SAFETY: getuid and getgid cannot fail.
-    if !a.dry_run && unsafe { libc::getuid() == 0 || libc::getgid() == 0 } {
+    let dry_run = a.dry_run || a.dry_run_to.is_some();
+    if !dry_run && unsafe { libc::getuid() == 0 || libc::getgid() == 0 } {
         return Err(Error::Refused(
             "Submitting jobs as user/group 0 (root) is not allowed for security reasons.".into(),
         ));
@@ -50,7 +51,7 @@ pub fn run(
     // For real, the pool hands out the cluster id first (the ads name it:
     // `$(Cluster)`), as condor_submit asks the schedd for a new cluster.
     let client = jobview::client();
-    let cluster = if a.dry_run {
+    let cluster = if dry_run {
         a.cluster
     } else {
         let c: wire::api::NewCluster =
@@ -58,12 +59,17 @@ pub fn run(
         i64::from(c.cluster)
     };
     let mut opts = submit::SubmitOptions::new(cluster, &owner, a.qdate.unwrap_or(now), &cwd);
-    opts.first_proc = if a.dry_run { a.proc } else { 0 };
+    opts.first_proc = if dry_run { a.proc } else { 0 };
     opts.submit_file = name;
     opts.append = a.append.clone();
     // condor_submit -batch-name NAME: as the submit command would say it.
     if let Some(name) = &a.batch_name {
         opts.append.push(format!("batch_name = {name}"));
+    }
+    // condor_submit -queue ARGS: the queue statement, as `-a` would give it
+    // (condor_submit turns `-a "queue ..."` into -queue too).
+    if !a.queue.is_empty() {
+        opts.append.push(format!("queue {}", a.queue.join(" ")));
     }
     opts.environment = host.env_vars();
     opts.random_seed = host.random_seed();
@@ -72,7 +78,7 @@ pub fn run(
     for w in &submission.warnings {
         writeln!(diag, "{w}")?;
     }
-    if !a.dry_run {
+    if !dry_run {
         check_executables(&submission.jobs, Path::new(&cwd))?;
         return queue(&client, cluster, &submission.jobs, out, diag);
     }
@@ -104,6 +110,9 @@ pub fn run(
             Err(refused) => return Err(Error::Refused(refused.to_string())),
         }
     }
+    if let Some(file) = &a.dry_run_to {
+        return dry_run_to(file, cluster, &submission.jobs, out);
+    }
     if a.json {
         let list: Vec<serde_json::Value> = submission
             .jobs
@@ -127,6 +136,40 @@ pub fn run(
             }
             write!(out, "{}", classad::unparse::ad_to_old_syntax(ad))?;
         }
+    }
+    Ok(Outcome::Success)
+}
+
+/// condor_submit's `-dry-run FILE`: what it would have said on standard
+/// output, and the job ads (old syntax, a blank line between jobs, as
+/// `--dry-run` prints them; condor_submit writes its attribute-by-attribute
+/// transcript of the queue protocol there instead) in FILE, or after the
+/// summary for `-`.
+fn dry_run_to(
+    file: &Path,
+    cluster: i64,
+    jobs: &[classad::ClassAd],
+    out: &mut dyn Write,
+) -> Result<Outcome, Error> {
+    let mut ads = String::new();
+    for (i, ad) in jobs.iter().enumerate() {
+        if i > 0 {
+            ads.push('\n');
+        }
+        ads.push_str(&classad::unparse::ad_to_old_syntax(ad));
+    }
+    writeln!(out, "Dry-Run job(s){}", ".".repeat(jobs.len()))?;
+    writeln!(out, "{} job(s) dry-run to cluster {cluster}.", jobs.len())?;
+    if file == Path::new("-") {
+        writeln!(out)?;
+        out.write_all(ads.as_bytes())?;
+    } else {
+        std::fs::write(file, ads).map_err(|e| {
+            Error::Input(format!(
+                "ERROR: Failed to open file -dry-run output file {}: {e}",
+                file.display()
+            ))
+        })?;
     }
     Ok(Outcome::Success)
 }

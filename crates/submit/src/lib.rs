@@ -132,6 +132,7 @@ pub fn submit(
         jobs: Vec::new(),
         queued: false,
         appended: false,
+        append_queued: false,
         queue_texts: Vec::new(),
     };
     let file = if options.submit_file.is_empty() {
@@ -174,6 +175,8 @@ struct Run<'a> {
     jobs: Vec<ClassAd>,
     queued: bool,
     appended: bool,
+    /// Whether an `-a` command (condor_submit's -queue) was a queue statement.
+    append_queued: bool,
     /// The text of every queue statement (their macros count as used).
     queue_texts: Vec<String>,
 }
@@ -245,6 +248,13 @@ impl Run<'_> {
                 Statement::Queue(args) => {
                     if !self.appended {
                         self.append()?;
+                    }
+                    // condor_submit: a queue statement given with -queue (or
+                    // `-a "queue ..."`) stands for the description's own.
+                    if self.append_queued {
+                        return Err(at(
+                            "-queue argument conflicts with queue statement in submit file".into(),
+                        ));
                     }
                     let block = if queue::opens_block(&args) {
                         Some(item_block(&mut reader).ok_or_else(|| {
@@ -350,6 +360,7 @@ impl Run<'_> {
                                 .into(),
                         ));
                     }
+                    self.append_queued = true;
                     self.queue(&args, None).map_err(|e| {
                         e.command("queue")
                             .at(i as u32 + 1)
