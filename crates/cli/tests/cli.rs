@@ -359,15 +359,15 @@ fn arguments_that_are_not_utf8_are_a_usage_error_not_a_crash() {
 }
 
 /// An option ferrocondor does not have yet is named whole, in HTCondor's
-/// spelling, and said to be missing (clap alone named only `-w` of
-/// `-wide` and suggested `-- -w`).
+/// spelling, and said to be missing (clap alone named only `-g` of
+/// `-global` and suggested `-- -g`).
 #[test]
 fn an_option_not_supported_yet_is_named_whole() {
     for (args, option) in [
-        (&["q", "-wide"][..], "-wide"),
-        (&["status", "-avail"][..], "-avail"),
+        (&["q", "-global"][..], "-global"),
+        (&["status", "-server"][..], "-server"),
         (&["submit", "-spool", "job.sub"][..], "-spool"),
-        (&["q", "-af:j", "ClusterId"][..], "-af:j"),
+        (&["q", "-aaf:V", "ClusterId"][..], "-aaf:V"),
     ] {
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_ferrocondor"))
             .args(args)

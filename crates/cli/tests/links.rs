@@ -247,6 +247,14 @@ echo "== dry-run"
 printf 'executable = /bin/echo\narguments = $(x)\n' > items.sub
 condor_submit items.sub -queue x in a, b -dry-run ads.txt
 grep -c '^Args = ' ads.txt
+echo "== q -run"
+condor_q -run
+echo "== q -l"
+condor_q 2 -l | grep -c '^JobStatus = 5$'
+echo "== q -batch"
+condor_q -batch -allusers | grep -c later
+echo "== history"
+condor_history -match 1 -json | grep -c '"ClusterId"' || true
 echo "== unsupported"
 condor_q -autocluster 2>&1 || echo "rc=$?"
 condor_rm 1 2
@@ -300,6 +308,18 @@ condor_rm 1 2
         section(&out, "dry-run"),
         "Dry-Run job(s)..\n2 job(s) dry-run to cluster 1.\n2\n",
         "{out}"
+    );
+    let qrun = section(&out, "q -run");
+    assert!(
+        qrun.contains("HOST(S)") && qrun.contains("   1.0 "),
+        "{out}"
+    );
+    assert_eq!(section(&out, "q -l"), "1\n", "{out}");
+    assert_eq!(section(&out, "q -batch"), "1\n", "{out}");
+    assert_eq!(
+        section(&out, "history"),
+        "0\n",
+        "nothing has left the queue: {out}"
     );
     let unsupported = section(&out, "unsupported");
     assert!(
