@@ -234,7 +234,7 @@ condor_q 2 -af:ln JobStatus ProcId
 echo "== format"
 condor_q -format "%d." ClusterId -format "%-3d|" ProcId -format "%s\n" JobBatchName -wide
 echo "== avail"
-condor_status -avail -af Name State
+condor_status -avail -wide -af Name State
 echo "== claimed"
 condor_status -claimed
 echo "== state"
