@@ -700,6 +700,98 @@ class ClientsWithRecommendedSecurity(unittest.TestCase):
         self.assertTrue(self.pool.alive())
 
 
+class ThePoolKeepsItsBounds(unittest.TestCase):
+    """What a client may not make the pool do: write as the anonymous,
+    submit past MAX_JOBS_PER_SUBMISSION, send a huge first message, take
+    every connection."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pool = Pool("""
+            SEC_DEFAULT_AUTHENTICATION_METHODS = FS, ANONYMOUS
+            MAX_JOBS_PER_SUBMISSION = 20
+            """)
+        cls.alice = Client(cls.pool, ALICE)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pool.stop()
+
+    def test_the_anonymous_may_read_but_not_write(self):
+        anon = Client(self.pool, BOB, env={"_CONDOR_SEC_CLIENT_AUTHENTICATION_METHODS": "ANONYMOUS"})
+        seen = anon.run("print(json.dumps(len(collector.query(htcondor.AdTypes.Schedd))))")
+        self.assertEqual(seen, 1)
+        p = anon.run(
+            """
+            r = schedd().submit(htcondor.Submit({"executable": "/bin/true"}))
+            print(json.dumps(r.cluster()))
+            """,
+            check=False,
+        )
+        self.assertNotEqual(p.returncode, 0, "an anonymous client submitted")
+
+    def test_a_submission_past_max_jobs_per_submission_is_refused(self):
+        p = self.alice.run(
+            """
+            r = schedd().submit(htcondor.Submit({"executable": "/bin/sleep", "arguments": "60", "hold": "true"}), count=30)
+            print(json.dumps(r.cluster()))
+            """,
+            check=False,
+        )
+        self.assertNotEqual(p.returncode, 0, "30 jobs were accepted past MAX_JOBS_PER_SUBMISSION = 20")
+        got = self.alice.run(
+            """
+            s = schedd()
+            r = s.submit(htcondor.Submit({"executable": "/bin/sleep", "arguments": "60", "hold": "true"}), count=20)
+            n = len(s.query(f"ClusterId == {r.cluster()}", ["ProcId"]))
+            s.act(htcondor.JobAction.Remove, f"ClusterId == {r.cluster()}")
+            print(json.dumps(n))
+            """
+        )
+        self.assertEqual(got, 20)
+
+    def test_a_huge_first_message_is_cut_off_and_the_daemon_serves_on(self):
+        host, port = self.pool.host_port().rsplit(":", 1)
+        s = socket.create_connection((host, int(port)))
+        try:
+            s.sendall(b"\x01" + (1 << 20).to_bytes(4, "big") + b"\0" * 65536)
+            s.settimeout(10)
+            try:
+                closed = s.recv(1) == b""
+            except ConnectionResetError:
+                closed = True
+            self.assertTrue(closed, "the pool read on into a 1 MiB handshake message")
+        finally:
+            s.close()
+        self.assertTrue(self.pool.alive())
+        self.assertEqual(self.alice.run("print(json.dumps(len(collector.query(htcondor.AdTypes.Schedd))))"), 1)
+
+    def test_one_host_cannot_take_every_connection(self):
+        host, port = self.pool.host_port().rsplit(":", 1)
+        idle = []
+        try:
+            for _ in range(70):
+                idle.append(socket.create_connection((host, int(port))))
+            time.sleep(0.5)
+            closed = 0
+            for c in idle:
+                c.settimeout(0.2)
+                try:
+                    if c.recv(1) == b"":
+                        closed += 1
+                except socket.timeout:
+                    pass
+                except ConnectionResetError:
+                    closed += 1
+            # Past 64 from one address, the pool closes new connections.
+            self.assertGreaterEqual(closed, 6)
+        finally:
+            for c in idle:
+                c.close()
+        time.sleep(0.5)
+        self.assertEqual(self.alice.run("print(json.dumps(len(collector.query(htcondor.AdTypes.Schedd))))"), 1)
+
+
 class TamperingProxy:
     """A TCP proxy, in a process of its own, that flips one byte of the
     client's first encrypted message (its second message: the first is

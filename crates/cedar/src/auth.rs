@@ -278,12 +278,20 @@ fn fs(sock: &mut Sock, settings: &Settings) -> Result<String, Failure> {
     } else {
         dir
     };
-    let name = format!(
-        "{dir}/FS_{}_{}_{}",
-        local.ip(),
-        local.port(),
-        random_name(12)
-    );
+    // The directory must be one only root (or this daemon's user) owns,
+    // and sticky if others may write it: else someone could make the
+    // client's directory look like another user's. An empty name tells the
+    // client the server cannot do FS.
+    let safe = safe_rendezvous(&dir);
+    let name = match &safe {
+        Ok(()) => format!(
+            "{dir}/FS_{}_{}_{}",
+            local.ip(),
+            local.port(),
+            random_name(12)
+        ),
+        Err(_) => String::new(),
+    };
     let mut e = sock.encoder();
     e.put_str(&name);
     sock.send(&e)?;
@@ -298,7 +306,9 @@ fn fs(sock: &mut Sock, settings: &Settings) -> Result<String, Failure> {
         String::new()
     };
     d.finish()?;
-    let verdict = if !ext.is_empty() {
+    let verdict = if let Err(why) = safe {
+        Err(why)
+    } else if !ext.is_empty() {
         Err("the client added to a directory name that needs nothing added".to_string())
     } else if client_result == -1 {
         Err(format!("the client could not create {name}"))
@@ -310,6 +320,28 @@ fn fs(sock: &mut Sock, settings: &Settings) -> Result<String, Failure> {
     sock.send(&e)?;
     let user = verdict.map_err(Failure::Refused)?;
     Ok(format!("{user}@{}", settings.uid_domain))
+}
+
+/// Whether FS_LOCAL_DIR is fit to meet clients in: a real directory
+/// owned by root or this daemon's user, and, if others may write it, with
+/// the sticky bit (as /tmp), so no one can remove or replace another's
+/// directory there.
+fn safe_rendezvous(dir: &str) -> Result<(), String> {
+    let m = std::fs::symlink_metadata(dir).map_err(|e| format!("FS_LOCAL_DIR {dir}: {e}"))?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let mode = m.permissions().mode();
+    if !m.file_type().is_dir() || (m.uid() != 0 && m.uid() != me) {
+        return Err(format!(
+            "FS_LOCAL_DIR {dir} is not a directory owned by root or this daemon's user"
+        ));
+    }
+    if mode & 0o002 != 0 && mode & 0o1000 == 0 {
+        return Err(format!(
+            "FS_LOCAL_DIR {dir} may be written by anyone but has no sticky bit"
+        ));
+    }
+    Ok(())
 }
 
 /// The owner of the directory the client made, if it is one it made: a

@@ -226,6 +226,8 @@ struct Session {
     limits: Option<LevelSet>,
     commands: Vec<i32>,
     key: SessionKey,
+    /// Where the session was made: it is resumed only from there.
+    peer_ip: std::net::IpAddr,
     expires: i64,
     lease: Option<i64>,
     last_used: i64,
@@ -234,7 +236,6 @@ struct Session {
 /// The session cache: bounded, expired sessions dropped as they are met.
 pub struct Sessions {
     map: Mutex<HashMap<String, Session>>,
-    next: std::sync::atomic::AtomicU64,
     prefix: String,
 }
 
@@ -249,14 +250,19 @@ impl Sessions {
     pub fn new(hostname: &str) -> Sessions {
         Sessions {
             map: Mutex::new(HashMap::new()),
-            next: std::sync::atomic::AtomicU64::new(1),
             prefix: format!("{hostname}:{}", std::process::id()),
         }
     }
 
-    fn new_id(&self, now: i64) -> String {
-        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        format!("{}:{now}:{n}", self.prefix)
+    /// A new session's id: the host and process (for people reading
+    /// logs), then 128 random bits, so that no one can name a session
+    /// they were not given. (A counter or a time would let a peer guess
+    /// another's session and resume it.)
+    fn new_id(&self) -> String {
+        let mut r = [0u8; 16];
+        getrandom::fill(&mut r).expect("the system's random source");
+        let hex: String = r.iter().map(|b| format!("{b:02x}")).collect();
+        format!("{}:{hex}", self.prefix)
     }
 
     fn insert(&self, id: String, s: Session) {
@@ -585,7 +591,7 @@ pub fn accept(
         None => None,
     };
     // The post-authentication ad, and the session.
-    let sid = sessions.new_id(now);
+    let sid = sessions.new_id();
     let (code, outcome) = match level {
         None => ("CMD_NOT_FOUND", None),
         Some(l) => match peer
@@ -642,6 +648,7 @@ pub fn accept(
                         limits: peer.limits,
                         commands: valid,
                         key,
+                        peer_ip: peer.addr.ip(),
                         expires,
                         lease: decision
                             .session_lease
@@ -687,7 +694,11 @@ fn resume(
         limits: None,
     };
     let session = sessions.resume(&sid, now);
-    let Some(session) = session.filter(|s| s.commands.contains(&command)) else {
+    // The session must be for this command and resumed from the address
+    // it was made from: an id alone does not prove who holds it.
+    let from = sock.peer().ip();
+    let Some(session) = session.filter(|s| s.commands.contains(&command) && s.peer_ip == from)
+    else {
         if want_response {
             let mut ad = ClassAd::new();
             ad.insert_value("ReturnCode", "SID_NOT_FOUND");

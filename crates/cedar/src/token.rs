@@ -128,7 +128,7 @@ impl std::fmt::Display for TokenError {
                 "the token was signed by a key this pool does not have (its signature is not the one this pool's key {kid} makes)"
             ),
             TokenError::Expired { exp, now } => {
-                write!(f, "the token expired {} s ago (exp {exp})", now - exp)
+                write!(f, "the token expired {} s ago (exp {exp})", now.saturating_sub(*exp))
             }
             TokenError::TooOld { iat, max_age } => write!(
                 f,
@@ -414,7 +414,7 @@ impl Token {
             }
         }
         if let (Some(iat), Some(max_age)) = (self.claims.iat, max_age) {
-            if max_age >= 0 && now - iat > max_age {
+            if max_age >= 0 && now.saturating_sub(iat) > max_age {
                 return Err(TokenError::TooOld { iat, max_age });
             }
         }
@@ -620,11 +620,19 @@ fn readable(p: &Path) -> bool {
 }
 
 /// A file's bytes, if it is a regular file owned by us or root that only
-/// its owner can write (HTCondor's `read_secure_file`).
+/// its owner can read or write, not reached through a symbolic link
+/// (HTCondor's `read_secure_file`).
 pub fn read_secure(path: &Path, max: u64) -> Result<Vec<u8>, String> {
     use std::io::Read;
     use std::os::unix::fs::MetadataExt;
-    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Not through a symbolic link: a link in a directory others could
+    // write would make any readable file a key.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let m = f
         .metadata()
         .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -640,9 +648,10 @@ pub fn read_secure(path: &Path, max: u64) -> Result<Vec<u8>, String> {
             m.uid()
         ));
     }
-    if m.mode() & 0o022 != 0 {
+    // A key others may read is anyone's key (HTCondor refuses it too).
+    if m.mode() & 0o077 != 0 {
         return Err(format!(
-            "{} may be written by others than its owner (mode {:o})",
+            "{} may be read or written by others than its owner (mode {:o}; make it 0600)",
             path.display(),
             m.mode() & 0o7777
         ));
@@ -1142,5 +1151,24 @@ mod tests {
         assert_eq!(choose(&a, Some("vm"), None).unwrap().token.claims.iss, "vm");
         assert!(choose(&a, Some("vm"), Some(&["SECOND".to_string()])).is_none());
         assert_eq!(choose(&a, None, None).unwrap().token.claims.iss, "other");
+    }
+
+    #[test]
+    fn a_key_file_others_may_read_or_a_link_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("fc-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = dir.join("POOL");
+        std::fs::write(&key, [7u8; 64]).unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = read_secure(&key, 1024).unwrap_err();
+        assert!(e.contains("make it 0600"), "{e}");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_secure(&key, 1024).unwrap().len(), 64);
+        let link = dir.join("LINK");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&key, &link).unwrap();
+        assert!(read_secure(&link, 1024).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -46,6 +46,19 @@ pub use cedar::{CONDOR_PLATFORM, CONDOR_VERSION};
 /// once (its client retries), so a flood cannot take every thread.
 const MAX_CONNECTIONS: usize = 256;
 
+/// The most from one address (every local user shares 127.0.0.1, so it
+/// is generous): one host cannot take every slot.
+const MAX_CONNECTIONS_PER_HOST: usize = 64;
+
+/// A connection's handshake: its messages are small (a policy ad, a
+/// token), and each must come within this (twice it for a whole message).
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+const HANDSHAKE_MAX_MESSAGE: usize = 64 << 10;
+
+/// After the handshake: a request's message (an ad, a queue-management
+/// call; a job's attributes travel one a message) is far smaller.
+const REQUEST_MAX_MESSAGE: usize = 1 << 20;
+
 /// What the command port needs from the configuration.
 #[derive(Clone, Debug)]
 pub struct PortConfig {
@@ -69,6 +82,8 @@ pub struct PortConfig {
     pub operators: Vec<String>,
     /// ALLOW_<LEVEL> and DENY_<LEVEL>.
     pub authorization: cedar::authz::Authorization,
+    /// MAX_JOBS_PER_SUBMISSION: the most jobs one QMGMT submission makes.
+    pub max_jobs_per_submission: usize,
 }
 
 fn requirement(c: &config::Config, name: &str) -> Result<Option<Requirement>, String> {
@@ -180,7 +195,12 @@ impl PortConfig {
             "STARTD"
         };
         let authorization = cedar::authz::Authorization::from_lookup(&get, subsystem);
+        let max_jobs_per_submission = c
+            .integer_or("MAX_JOBS_PER_SUBMISSION", 20_000)
+            .map_err(|e| e.to_string())?
+            .clamp(1, 1_000_000) as usize;
         Ok(PortConfig {
+            max_jobs_per_submission,
             authorization,
             listen: SocketAddr::new(ip, port),
             address_files,
@@ -239,30 +259,79 @@ impl CommandPort {
             config: self.config,
             address: self.sinful.to_string(),
         });
-        let live = Arc::new(AtomicUsize::new(0));
+        let live = Arc::new(Slots::default());
         let listener = self.listener;
         std::thread::Builder::new()
             .name("command-port".into())
             .spawn(move || {
                 for conn in listener.incoming() {
                     let Ok(stream) = conn else { continue };
-                    if live.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                        live.fetch_sub(1, Ordering::SeqCst);
+                    let Ok(peer) = stream.peer_addr() else {
                         continue;
-                    }
-                    let (d, l) = (daemon.clone(), live.clone());
-                    let spawned =
-                        std::thread::Builder::new()
-                            .name("command".into())
-                            .spawn(move || {
-                                d.connection(stream);
-                                l.fetch_sub(1, Ordering::SeqCst);
-                            });
-                    if spawned.is_err() {
-                        live.fetch_sub(1, Ordering::SeqCst);
-                    }
+                    };
+                    // Past the limits the connection is closed at once (its
+                    // client retries); one host cannot take every slot.
+                    let Some(slot) = Slots::take(&live, peer.ip()) else {
+                        continue;
+                    };
+                    let d = daemon.clone();
+                    let _ = std::thread::Builder::new()
+                        .name("command".into())
+                        .spawn(move || {
+                            // The slot is given back when the thread ends,
+                            // however it ends.
+                            let _slot = slot;
+                            d.connection(stream);
+                        });
                 }
             })
+    }
+}
+
+/// The connections being served: in all, and from each address.
+#[derive(Default)]
+struct Slots {
+    total: AtomicUsize,
+    by_ip: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+}
+
+/// One connection's place in [`Slots`], given back when dropped.
+struct Slot {
+    slots: Arc<Slots>,
+    ip: std::net::IpAddr,
+}
+
+impl Slots {
+    fn take(slots: &Arc<Slots>, ip: std::net::IpAddr) -> Option<Slot> {
+        let mut by_ip = slots.by_ip.lock().unwrap_or_else(|e| e.into_inner());
+        let mine = by_ip.entry(ip).or_insert(0);
+        if *mine >= MAX_CONNECTIONS_PER_HOST
+            || slots.total.load(Ordering::SeqCst) >= MAX_CONNECTIONS
+        {
+            if *mine == 0 {
+                by_ip.remove(&ip);
+            }
+            return None;
+        }
+        *mine += 1;
+        slots.total.fetch_add(1, Ordering::SeqCst);
+        Some(Slot {
+            slots: slots.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut by_ip = self.slots.by_ip.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = by_ip.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                by_ip.remove(&self.ip);
+            }
+        }
+        self.slots.total.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -357,6 +426,11 @@ impl PortDaemon {
         let Ok(mut sock) = Sock::new(stream) else {
             return;
         };
+        // Before anyone is known, little time and little memory.
+        sock.set_max_message(HANDSHAKE_MAX_MESSAGE);
+        if sock.set_timeout(HANDSHAKE_TIMEOUT).is_err() {
+            return;
+        }
         let accepted = match cedar::server::accept(&mut sock, self, &self.sessions, now()) {
             Ok(a) => a,
             Err(e) => {
@@ -370,6 +444,10 @@ impl PortDaemon {
             }
         };
         let (command, peer) = (accepted.command, accepted.peer.describe());
+        sock.set_max_message(REQUEST_MAX_MESSAGE);
+        if sock.set_timeout(cedar::sock::DEFAULT_TIMEOUT).is_err() {
+            return;
+        }
         if let Err(e) = self.serve(&mut sock, accepted) {
             if !matches!(
                 e,
@@ -630,9 +708,17 @@ impl PortDaemon {
         let who = peer.describe();
         if is_invalidate(command) {
             let kind = invalidated_type(command, &ad);
-            let constraint = ad.get("Requirements").cloned();
+            // An invalidation names what it removes; one that names
+            // nothing would remove every ad of the type.
+            let Some(constraint) = ad.get("Requirements").cloned() else {
+                return Err(SockError::Protocol(format!(
+                    "{who} sent {} without Requirements (it would remove every {} ad)",
+                    cmd::describe(command),
+                    kind.my_type()
+                )));
+            };
             let _ = collector.call_blocking(move |c, now, _| {
-                c.invalidate_matching(&kind, constraint.as_ref(), now)
+                c.invalidate_matching(&kind, Some(&constraint), now)
             });
         } else {
             let kind = updated_type(command, &ad);
@@ -643,6 +729,22 @@ impl PortDaemon {
             });
         }
         Ok(())
+    }
+
+    pub(crate) fn max_jobs_per_submission(&self) -> usize {
+        self.config.max_jobs_per_submission
+    }
+
+    /// The local user a peer is, for what is done in a user's name (jobs,
+    /// operators): an authenticated `user@domain` of this pool's domain
+    /// (UID_DOMAIN, or the TRUST_DOMAIN its tokens name). An anonymous
+    /// peer, or one of another domain, is no local user.
+    pub(crate) fn local_user<'p>(&self, peer: &'p Peer) -> Option<&'p str> {
+        let full = peer.user.as_deref()?;
+        let (user, domain) = full.rsplit_once('@')?;
+        let ours = domain.eq_ignore_ascii_case(&self.config.auth.uid_domain)
+            || domain.eq_ignore_ascii_case(&self.config.auth.trust_domain);
+        (ours && !user.is_empty() && full != cedar::auth::ANONYMOUS_USER).then_some(user)
     }
 
     // ---- tokens ---------------------------------------------------------
@@ -677,10 +779,13 @@ impl PortDaemon {
                     .collect()
             };
         }
+        // A token for a proven user of this pool; never for a name a
+        // client only claimed (CLAIMTOBE).
         let user = peer
             .user
             .as_deref()
-            .filter(|u| *u != cedar::auth::ANONYMOUS_USER);
+            .filter(|_| self.local_user(peer).is_some())
+            .filter(|_| peer.method.as_deref() != Some("CLAIMTOBE"));
         match (user, text(&req, "RequestedKey")) {
             (None, _) => refuse(
                 &mut reply,
@@ -885,7 +990,7 @@ impl PortDaemon {
         let limit = int(&req, "LimitResults").filter(|l| *l >= 0);
         let summary_only = bool_attr(&req, "SummaryOnly");
         let server_time = bool_attr(&req, "SendServerTime");
-        let user = peer.user_name().unwrap_or("").to_string();
+        let user = self.local_user(peer).unwrap_or("").to_string();
         let request = QueryRequest {
             selection: Selection {
                 constraint,
@@ -976,7 +1081,7 @@ impl PortDaemon {
         let req = request_ad(sock, msg)?;
         let (constraint, projection) = (constraint_of(&req), projection_of(&req));
         let matches = int(&req, "NumJobMatches").filter(|n| *n >= 0);
-        let user = peer.user_name().unwrap_or("").to_string();
+        let user = self.local_user(peer).unwrap_or("").to_string();
         let request = HistoryRequest {
             selection: Selection {
                 constraint,
@@ -1039,7 +1144,7 @@ impl PortDaemon {
         };
         let mut totals = [0i64; 7];
         let mut total_ads = 0i64;
-        let user = peer.user_name().unwrap_or("").to_string();
+        let user = self.local_user(peer).unwrap_or("").to_string();
         let outcome: Result<wire::api::ActAnswer, ApiError> = match action {
             None => Err(ApiError::bad_request(format!(
                 "JobAction {action_code} is not carried out by this schedd (hold 1, release 2, remove 3 are)"
@@ -1403,7 +1508,15 @@ impl Daemon for PortDaemon {
             level,
             peer.user.as_deref(),
             peer.addr.ip(),
-            std::slice::from_ref(&self.config.hostname),
+            // Host names in the lists match a peer by its name only where
+            // we know it: a peer on this host (loopback, or our own
+            // address) is this host; any other matches by address alone
+            // (no name lookup yet).
+            if peer.addr.ip().is_loopback() || peer.addr.ip() == self.config.listen.ip() {
+                std::slice::from_ref(&self.config.hostname)
+            } else {
+                &[]
+            },
         );
         if let Some(verdict) = configured {
             return verdict;
@@ -1412,14 +1525,14 @@ impl Daemon for PortDaemon {
         // authenticated user; the rest, the pool's own user or root.
         match level {
             Level::Allow | Level::Read => Ok(()),
-            Level::Write => match &peer.user {
+            Level::Write => match self.local_user(peer) {
                 Some(_) => Ok(()),
                 None => Err(
                     "ALLOW_WRITE is not set, and by default only authenticated users may write"
                         .into(),
                 ),
             },
-            _ => match peer.user_name() {
+            _ => match self.local_user(peer) {
                 Some(u) if self.config.operators.iter().any(|o| o == u) => Ok(()),
                 _ => Err(format!(
                     "ALLOW_{} is not set, and by default only the pool's own user and root have it",

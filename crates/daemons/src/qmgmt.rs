@@ -58,12 +58,14 @@ const EACCES: i64 = 13;
 const EINVAL: i64 = 22;
 const ENOSYS: i64 = 38;
 
-/// The most jobs one transaction may hold, and the most bytes of
-/// attribute text: far above any real submission (a cluster's ads are
-/// mostly in its cluster ad), a bound on what one connection can make the
-/// schedd hold.
+/// The most edits one transaction may hold, and the most bytes of
+/// attribute text, counting the cluster ad once for every job it makes (at
+/// commit each job is the cluster ad and its own): far above any real
+/// submission (a job of a few KiB, 20,000 of them by default), a bound on
+/// what one connection can make the schedd hold. The number of jobs is
+/// MAX_JOBS_PER_SUBMISSION's.
 const MAX_PROCS: usize = 1_000_000;
-const MAX_BYTES: usize = 256 << 20;
+const MAX_BYTES: usize = 128 << 20;
 
 /// Attributes a client may not set (HTCondor's SYSTEM_SECURE_JOB_ATTRS,
 /// and what the schedd itself sets): silently ignored, as HTCondor does.
@@ -75,6 +77,8 @@ struct Transaction {
     cluster_ad: ClassAd,
     procs: Vec<ClassAd>,
     bytes: usize,
+    /// The cluster ad's own bytes (it is copied into every job).
+    cluster_bytes: usize,
     /// Edits of jobs already in the queue, made at the commit.
     edits: Vec<EditRequest>,
     /// The first failure of a call that had no answer (NoAck): it fails
@@ -95,7 +99,7 @@ fn reply_rval(sock: &mut Sock, rval: i64, errno: i64) -> Result<(), SockError> {
 pub(crate) fn serve(port: &PortDaemon, sock: &mut Sock, peer: &Peer) -> Result<(), SockError> {
     // The handshake authenticated (the command forces it); a peer without a
     // user may still read, never change.
-    let user = peer.user_name().map(str::to_string);
+    let user = port.local_user(peer).map(str::to_string);
     let mut t = Transaction::default();
     loop {
         // A connection that ends without CloseSocket: its transaction is
@@ -147,7 +151,17 @@ pub(crate) fn serve(port: &PortDaemon, sock: &mut Sock, peer: &Peer) -> Result<(
                 d.finish()?;
                 if t.cluster.map(i64::from) != Some(cluster) {
                     reply_rval(sock, -1, EACCES)?;
-                } else if t.procs.len() >= MAX_PROCS {
+                } else if t.procs.len() >= port.max_jobs_per_submission() {
+                    // HTCondor's answer for MAX_JOBS_PER_SUBMISSION.
+                    t.error.get_or_insert((
+                        EINVAL,
+                        format!(
+                            "a submission may create at most {} jobs (MAX_JOBS_PER_SUBMISSION)",
+                            port.max_jobs_per_submission()
+                        ),
+                    ));
+                    reply_rval(sock, -4, EINVAL)?;
+                } else if t.bytes + t.cluster_bytes * (t.procs.len() + 1) > MAX_BYTES {
                     reply_rval(sock, -4, EINVAL)?;
                 } else {
                     t.procs.push(ClassAd::new());
@@ -299,9 +313,16 @@ fn set_attribute(
     }
     let expr = classad::parser::parse_old_value_whole(value)
         .map_err(|e| (EINVAL, format!("{name} = {value}: {e}")))?;
-    t.bytes += name.len() + value.len();
-    if t.bytes > MAX_BYTES {
-        return Err((EINVAL, format!("the submission is over {MAX_BYTES} bytes")));
+    let bytes = name.len() + value.len();
+    t.bytes += bytes;
+    if proc == -1 {
+        t.cluster_bytes += bytes;
+    }
+    if t.bytes + t.cluster_bytes * t.procs.len() > MAX_BYTES {
+        return Err((
+            EINVAL,
+            format!("the submission's jobs together are over {MAX_BYTES} bytes"),
+        ));
     }
     if IGNORED.iter().any(|i| i.eq_ignore_ascii_case(name)) {
         return Ok(());
