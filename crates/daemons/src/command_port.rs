@@ -255,6 +255,7 @@ impl CommandPort {
     pub fn serve(self, router: Router) -> std::io::Result<std::thread::JoinHandle<()>> {
         let daemon = Arc::new(PortDaemon {
             sessions: Sessions::new(&self.config.hostname),
+            signing_key: std::sync::atomic::AtomicBool::new(false),
             router,
             config: self.config,
             address: self.sinful.to_string(),
@@ -337,6 +338,8 @@ impl Drop for Slot {
 
 pub(crate) struct PortDaemon {
     sessions: Sessions,
+    /// The pool's signing key was found (tokens can be handed out).
+    signing_key: std::sync::atomic::AtomicBool,
     router: Router,
     config: PortConfig,
     address: String,
@@ -1013,10 +1016,7 @@ impl PortDaemon {
             Ok((selected, _, all)) => {
                 final_ad.insert_value("ErrorCode", 0);
                 let mut counts = [0i64; 7];
-                let names: Vec<classad::AttrName> = projection
-                    .iter()
-                    .map(|n| classad::AttrName::from(n.as_str()))
-                    .collect();
+                let names = attr_names(&projection);
                 let opts = PutOptions {
                     exclude_private: true,
                     projection: (!projection.is_empty()).then_some(names.as_slice()),
@@ -1096,10 +1096,7 @@ impl PortDaemon {
         final_ad.insert_value("Owner", 0);
         match answer.and_then(|a| a) {
             Ok(answer) => {
-                let names: Vec<classad::AttrName> = projection
-                    .iter()
-                    .map(|n| classad::AttrName::from(n.as_str()))
-                    .collect();
+                let names = attr_names(&projection);
                 let opts = PutOptions {
                     exclude_private: true,
                     projection: (!projection.is_empty()).then_some(names.as_slice()),
@@ -1364,6 +1361,13 @@ fn split_names(p: &str) -> Vec<String> {
 /// The projection, with the attributes its expressions name inside the ad
 /// (as HTCondor's collector sends them, so a projected expression still
 /// evaluates).
+fn attr_names(projection: &[String]) -> Vec<classad::AttrName> {
+    projection
+        .iter()
+        .map(|n| classad::AttrName::from(n.as_str()))
+        .collect()
+}
+
 fn with_references(projection: &[String], ads: &[ClassAd]) -> Vec<classad::AttrName> {
     let mut names: Vec<classad::AttrName> = Vec::new();
     let mut add = |n: &str| {
@@ -1400,8 +1404,16 @@ impl Daemon for PortDaemon {
             // Any user this daemon authenticated may have a token for
             // themselves (HTCondor registers it at DAEMON with every
             // level as an alternative); only where a key can sign it.
-            let keys = self.config.auth.keys();
-            return keys.load(cedar::token::POOL).is_ok().then_some(Level::Read);
+            // Looked for (a read of the key file) until found, then
+            // remembered: every handshake asks, through `commands_at`.
+            if !self.signing_key.load(Ordering::Relaxed) {
+                let keys = self.config.auth.keys();
+                if keys.load(cedar::token::POOL).is_err() {
+                    return None;
+                }
+                self.signing_key.store(true, Ordering::Relaxed);
+            }
+            return Some(Level::Read);
         }
         let (role, level) = route(command)?;
         self.here(role).then_some(level)
