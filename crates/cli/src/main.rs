@@ -13,6 +13,7 @@ mod args;
 mod bench_cmd;
 mod classad_cmd;
 mod config_cmd;
+mod daemon_client;
 mod errors;
 mod jobview;
 mod links_cmd;
