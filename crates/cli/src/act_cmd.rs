@@ -4,9 +4,10 @@
 use std::io::Write;
 
 use classad::Env;
-use wire::api::{self, ActAnswer, Action, JobSpec, Selection};
+use wire::api::{Action, JobSpec};
 
 use crate::args::{ActArgs, HistoryArgs};
+use crate::daemon_client::Daemons;
 use crate::errors::{Error, Outcome};
 use crate::jobview;
 
@@ -24,85 +25,127 @@ fn words(action: Action) -> (&'static str, &'static str, &'static str) {
     }
 }
 
+/// HTCondor's JobAction number for `action`.
+fn job_action(action: Action) -> i64 {
+    match action {
+        Action::Hold => 1,
+        Action::Release => 2,
+        Action::Remove => 3,
+    }
+}
+
+/// HTCondor's message for one job's result (`AR_*`), as condor_rm,
+/// condor_hold and condor_release print it.
+fn job_result(action: Action, job: &str, code: i64) -> String {
+    let (one, _, verb) = words(action);
+    match code {
+        1 => format!("Job {job} {one}"),
+        2 => format!("Job {job} not found"),
+        3 if action == Action::Release => format!("Job {job} not held to be released"),
+        4 if action == Action::Hold => format!("Job {job} already held"),
+        4 if action == Action::Remove => format!("Job {job} already marked for removal"),
+        5 => format!("Permission denied to {verb} job {job}"),
+        _ => format!("Invalid result for job {job}"),
+    }
+}
+
 pub fn run(
     a: &ActArgs,
     action: Action,
     out: &mut dyn Write,
     diag: &mut dyn Write,
 ) -> Result<Outcome, Error> {
-    let (one, all, verb) = words(action);
+    let (_, all, verb) = words(action);
     let tool = match action {
         Action::Remove => "rm",
         Action::Hold => "hold",
         Action::Release => "release",
     };
-    // Each target is asked for on its own, so each gets its own message.
-    let mut requests: Vec<(String, Selection)> = Vec::new();
+    // Each target is asked for on its own, so each gets its own message:
+    // a job by id (its own result), else a constraint (totals).
+    enum Target {
+        Job(String),
+        Jobs { whose: String, constraint: String },
+    }
+    let mut requests: Vec<Target> = Vec::new();
     for t in &a.targets {
-        let sel = jobview::selection(std::slice::from_ref(t), None);
-        let what = match JobSpec::parse(t) {
-            Some(JobSpec { proc: Some(_), .. }) => format!("job {t}"),
-            Some(JobSpec { cluster, .. }) => format!("cluster {cluster}"),
-            None => format!("user {t}"),
-        };
-        requests.push((what, sel));
+        let constraint = jobview::job_constraint(std::slice::from_ref(t), None, None);
+        requests.push(match JobSpec::parse(t) {
+            Some(JobSpec { proc: Some(_), .. }) => Target::Job(t.clone()),
+            Some(JobSpec { cluster, .. }) => Target::Jobs {
+                whose: format!("All jobs in cluster {cluster}"),
+                constraint: constraint.unwrap_or_default(),
+            },
+            None => Target::Jobs {
+                whose: format!("All jobs of user \"{t}\""),
+                constraint: constraint.unwrap_or_default(),
+            },
+        });
     }
     if let Some(c) = &a.constraint {
-        requests.push((
-            format!("constraint ({c})"),
-            jobview::selection(&[], Some(c)),
-        ));
+        requests.push(Target::Jobs {
+            whose: format!("All jobs matching constraint ({c})"),
+            constraint: c.clone(),
+        });
     }
     if a.all {
-        let sel = Selection {
-            mine: true,
-            ..Selection::default()
-        };
-        requests.push(("all".into(), sel));
+        requests.push(Target::Jobs {
+            whose: "All jobs".into(),
+            constraint: format!(
+                "Owner == {}",
+                crate::daemon_client::classad_string(&jobview::my_name())
+            ),
+        });
     }
     if requests.is_empty() {
         return Err(Error::Usage(format!(
             "{tool} needs jobs to act on: JOB (CLUSTER or CLUSTER.PROC), OWNER, -constraint EXPR or -all"
         )));
     }
-    let client = jobview::client();
+    let daemons = Daemons::new(None)?;
     let mut refused = false;
-    for (what, selection) in requests {
-        let answer: ActAnswer = client.call(
-            api::PATH_ACT,
-            &api::ActRequest {
-                action,
-                selection,
-                reason: a.reason.clone(),
-            },
-        )?;
-        for f in &answer.failed {
-            writeln!(diag, "{}", f.error)?;
-        }
-        refused |= !answer.failed.is_empty() || answer.done.is_empty();
-        let complete = answer.failed.is_empty() && !answer.done.is_empty();
-        if let Some(job) = what.strip_prefix("job ") {
-            if complete {
-                writeln!(out, "Job {job} {one}")?;
-            } else if answer.done.is_empty() && answer.failed.is_empty() {
-                writeln!(diag, "Job {job} not found")?;
-            }
-        } else {
-            let whose = match what.as_str() {
-                "all" => "All jobs".to_string(),
-                w if w.starts_with("cluster ") => format!("All jobs in {w}"),
-                w if w.starts_with("user ") => {
-                    format!("All jobs of user \"{}\"", &w["user ".len()..])
+    for target in requests {
+        match target {
+            Target::Job(job) => {
+                let result = daemons.act_on_jobs(
+                    job_action(action),
+                    std::slice::from_ref(&job),
+                    None,
+                    a.reason.as_deref(),
+                )?;
+                let key = format!("job_{}", job.replace('.', "_"));
+                let code = cedar::ad::int_attr(&result, &key).unwrap_or(0);
+                if code == 1 {
+                    writeln!(out, "{}", job_result(action, &job, code))?;
+                } else {
+                    refused = true;
+                    match cedar::ad::string_attr(&result, "ErrorString") {
+                        Some(why) if code == 0 => writeln!(diag, "{why}")?,
+                        _ => writeln!(diag, "{}", job_result(action, &job, code))?,
+                    }
                 }
-                w => format!("All jobs matching {w}"),
-            };
-            if complete {
-                writeln!(out, "{whose} {all}")?;
-            } else {
-                let lower = whose.replacen("All jobs", "all jobs", 1);
-                writeln!(diag, "Couldn't find/{verb} {lower}")?;
-                if !answer.done.is_empty() {
-                    writeln!(out, "Jobs {}: {one}", answer.done.join(", "))?;
+            }
+            Target::Jobs { whose, constraint } => {
+                let result = daemons.act_on_jobs(
+                    job_action(action),
+                    &[],
+                    Some(&constraint),
+                    a.reason.as_deref(),
+                )?;
+                let total = |code: i64| {
+                    cedar::ad::int_attr(&result, &format!("result_total_{code}")).unwrap_or(0)
+                };
+                let done = total(1);
+                let failed: i64 = [0, 2, 3, 4, 5, 6].iter().map(|c| total(*c)).sum();
+                if done > 0 && failed == 0 {
+                    writeln!(out, "{whose} {all}")?;
+                } else {
+                    refused = true;
+                    if let Some(why) = cedar::ad::string_attr(&result, "ErrorString") {
+                        writeln!(diag, "{why}")?;
+                    }
+                    let lower = whose.replacen("All jobs", "all jobs", 1);
+                    writeln!(diag, "Couldn't find/{verb} {lower}")?;
                 }
             }
         }
@@ -115,16 +158,8 @@ pub fn run(
 }
 
 pub fn history(a: &HistoryArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
-    let client = jobview::client();
-    let answer: api::HistoryAnswer = client.call(
-        api::PATH_HISTORY,
-        &api::HistoryRequest {
-            selection: jobview::selection(&a.targets, a.constraint.as_deref()),
-            limit: a.limit,
-            projection: Vec::new(),
-        },
-    )?;
-    let ads = jobview::parse_ads(&answer.ads)?;
+    let constraint = jobview::job_constraint(&a.targets, a.constraint.as_deref(), None);
+    let ads = Daemons::new(None)?.query_history(constraint.as_deref(), &[], a.limit)?;
     let offset = crate::system::utc_offset(now);
     let env = Env {
         utc_offset: offset,

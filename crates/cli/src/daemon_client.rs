@@ -113,6 +113,11 @@ impl Daemons {
         &self.state
     }
 
+    /// Where the local schedd writes its address (SCHEDD_ADDRESS_FILE).
+    pub fn schedd_address_file(&self) -> &Path {
+        &self.schedd_file
+    }
+
     /// The local schedd's name (SCHEDD_NAME, else the host's name).
     pub fn schedd_name(&self) -> &str {
         &self.schedd_name
@@ -343,6 +348,126 @@ impl Daemons {
         let msg = sock.recv().map_err(fail)?;
         let mut d = sock.decoder(&msg);
         get_ad(&mut d).map_err(|e| fail(SockError::Decode(e)))
+    }
+}
+
+impl Daemons {
+    /// The schedd's jobs that make `constraint` true (QUERY_JOB_ADS_WITH_AUTH,
+    /// as condor_q asks), with only `projection`'s attributes when given;
+    /// and the schedd's summary ad (the counts condor_q's totals show).
+    pub fn query_jobs(
+        &self,
+        constraint: Option<&str>,
+        projection: &[&str],
+    ) -> Result<(Vec<ClassAd>, ClassAd), Error> {
+        let addr = self.schedd()?.clone();
+        let mut req = ClassAd::new();
+        set_expr(&mut req, "Requirements", constraint.unwrap_or("true"))?;
+        if !projection.is_empty() {
+            req.insert_value("Projection", projection.join("\n").as_str());
+        }
+        let (ads, summary) = self.query(Kind::Schedd, &addr, cmd::QUERY_JOB_ADS_WITH_AUTH, &req)?;
+        refused_in(&summary)?;
+        Ok((ads, summary))
+    }
+
+    /// Jobs that have left the queue (QUERY_SCHEDD_HISTORY, as
+    /// condor_history asks the schedd), newest first, at most `limit`.
+    pub fn query_history(
+        &self,
+        constraint: Option<&str>,
+        projection: &[&str],
+        limit: Option<usize>,
+    ) -> Result<Vec<ClassAd>, Error> {
+        let addr = self.schedd()?.clone();
+        let mut req = ClassAd::new();
+        set_expr(&mut req, "Requirements", constraint.unwrap_or("true"))?;
+        if !projection.is_empty() {
+            req.insert_value("Projection", projection.join(",").as_str());
+        }
+        req.insert_value("NumJobMatches", limit.map_or(-1, |l| l as i64));
+        let (ads, summary) = self.query(Kind::Schedd, &addr, cmd::QUERY_SCHEDD_HISTORY, &req)?;
+        refused_in(&summary)?;
+        Ok(ads)
+    }
+
+    /// ACT_ON_JOBS: `action` (HTCondor's JobAction: hold 1, release 2,
+    /// remove 3) on the jobs `ids` name (each job's result comes back,
+    /// AR_LONG), or else on those `constraint` selects (totals only),
+    /// recording `reason`. The schedd's result ad; when it acted on any
+    /// job, the change is on disk.
+    pub fn act_on_jobs(
+        &self,
+        action: i64,
+        ids: &[String],
+        constraint: Option<&str>,
+        reason: Option<&str>,
+    ) -> Result<ClassAd, Error> {
+        let addr = self.schedd()?.clone();
+        let command = cmd::ACT_ON_JOBS;
+        let fail = |e: SockError| self.broken(Kind::Schedd, &addr, command, e);
+        let mut req = ClassAd::new();
+        req.insert_value("JobAction", action);
+        if ids.is_empty() {
+            req.insert_value("ActionResultType", 1i64);
+            set_expr(&mut req, "ActionConstraint", constraint.unwrap_or("true"))?;
+        } else {
+            req.insert_value("ActionResultType", 2i64);
+            req.insert_value("ActionIds", ids.join(",").as_str());
+        }
+        if let Some(r) = reason {
+            let attr = match action {
+                1 => "HoldReason",
+                2 => "ReleaseReason",
+                _ => "RemoveReason",
+            };
+            req.insert_value(attr, r);
+        }
+        let mut sock = self.connect(Kind::Schedd, &addr, command)?;
+        let mut e = sock.encoder();
+        put_ad(&mut e, &req, &PutOptions::default());
+        sock.send(&e).map_err(fail)?;
+        let msg = sock.recv().map_err(fail)?;
+        let mut d = sock.decoder(&msg);
+        let result = get_ad(&mut d).map_err(|e| fail(SockError::Decode(e)))?;
+        if cedar::ad::int_attr(&result, "ActionResult") == Some(1) {
+            // The client's "go ahead", then the schedd's: the change is
+            // committed.
+            let mut e = sock.encoder();
+            e.put_int(1);
+            sock.send(&e).map_err(fail)?;
+            let msg = sock.recv().map_err(fail)?;
+            let mut d = sock.decoder(&msg);
+            let ok = d.get_int().map_err(|e| fail(SockError::Decode(e)))?;
+            if ok != 1 {
+                return Err(self.refused(
+                    Kind::Schedd,
+                    &addr,
+                    command,
+                    "the schedd did not commit the change",
+                ));
+            }
+        }
+        Ok(result)
+    }
+
+    /// Sends `command` with no payload (DC_OFF_GRACEFUL, DC_RECONFIG_FULL,
+    /// as condor_off and condor_reconfig do).
+    pub fn send_command(&self, kind: Kind, addr: &Sinful, command: i32) -> Result<(), Error> {
+        let sock = self.connect(kind, addr, command)?;
+        sock.close();
+        Ok(())
+    }
+}
+
+/// A summary ad's refusal (`ErrorCode` not 0): its `ErrorString`.
+fn refused_in(summary: &ClassAd) -> Result<(), Error> {
+    match cedar::ad::int_attr(summary, "ErrorCode") {
+        Some(code) if code != 0 => Err(Error::Daemon(
+            cedar::ad::string_attr(summary, "ErrorString")
+                .unwrap_or_else(|| format!("the schedd refused the query (error {code})")),
+        )),
+        _ => Ok(()),
     }
 }
 

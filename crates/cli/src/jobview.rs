@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use classad::{ClassAd, Env, Value};
-use wire::api::{Hello, JobSpec, Selection, Totals};
+use wire::api::{JobSpec, Selection, Totals};
 
 use crate::errors::Error;
 
@@ -45,6 +45,56 @@ pub fn selection(targets: &[String], constraint: Option<&str>) -> Selection {
         }
     }
     sel
+}
+
+/// The ClassAd constraint that selects the jobs a command line names, as
+/// HTCondor's tools build it: any of the ids (`ClusterId == 3`, or with
+/// `ProcId`), any of the owners, `constraint`, and, for condor_q's
+/// default, only `mine`'s jobs. `None` selects every job.
+pub fn job_constraint(
+    targets: &[String],
+    constraint: Option<&str>,
+    mine: Option<&str>,
+) -> Option<String> {
+    let quote = crate::daemon_client::classad_string;
+    let mut ids = Vec::new();
+    let mut owners = Vec::new();
+    for t in targets {
+        match JobSpec::parse(t) {
+            Some(JobSpec {
+                cluster,
+                proc: Some(p),
+            }) => ids.push(format!("(ClusterId == {cluster} && ProcId == {p})")),
+            Some(JobSpec { cluster, .. }) => ids.push(format!("ClusterId == {cluster}")),
+            None => owners.push(format!("Owner == {}", quote(t))),
+        }
+    }
+    let mut parts = Vec::new();
+    for any in [ids, owners] {
+        match any.len() {
+            0 => {}
+            1 => parts.push(any.into_iter().next().unwrap_or_default()),
+            _ => parts.push(format!("({})", any.join(" || "))),
+        }
+    }
+    if let Some(me) = mine {
+        parts.push(format!("Owner == {}", quote(me)));
+    }
+    if let Some(c) = constraint {
+        parts.push(format!("({c})"));
+    }
+    match parts.len() {
+        0 => None,
+        1 => parts.pop(),
+        _ => Some(parts.join(" && ")),
+    }
+}
+
+/// The name of the user running this tool (condor_q's "my jobs").
+pub fn my_name() -> String {
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    cedar::auth::user_name(uid).unwrap_or_else(|| uid.to_string())
 }
 
 /// Ads as the pool sent them (new syntax text).
@@ -165,11 +215,9 @@ fn owner(ad: &ClassAd, env: &Env) -> String {
 }
 
 /// `-- Schedd: NAME : ADDRESS @ DATE`, after a blank line, as condor_q starts.
-pub fn banner(hello: &Hello, now: i64, utc_offset: i32) -> String {
+pub fn banner(schedd: &str, address: &str, now: i64, utc_offset: i32) -> String {
     format!(
-        "\n\n-- Schedd: {} : {} @ {}\n",
-        hello.schedd,
-        hello.address,
+        "\n\n-- Schedd: {schedd} : {address} @ {}\n",
         banner_date(now, utc_offset)
     )
 }

@@ -61,15 +61,23 @@ pub fn run(
         }
         PoolCommand::Down { state } => {
             let dir = state_dir(state.as_deref());
-            let client = wire::Client::for_state_dir(&dir);
-            let _: wire::api::Empty =
-                client.call(wire::api::PATH_SHUTDOWN, &wire::api::Empty {})?;
-            // Down means the socket is gone: the queue is closed by then.
+            // condor_off: DC_OFF_GRACEFUL to the pool's schedd (the pool's
+            // own process; under a master, the master stops them all).
+            let daemons = crate::daemon_client::Daemons::new(Some(&dir))?;
+            let schedd = daemons.schedd()?.clone();
+            daemons.send_command(
+                crate::daemon_client::Kind::Schedd,
+                &schedd,
+                cedar::commands::DC_OFF_GRACEFUL,
+            )?;
+            // Down means its address file is gone: the queue is closed by
+            // then.
+            let file = daemons.schedd_address_file().to_path_buf();
             let deadline = Instant::now() + Duration::from_secs(30);
-            while client.socket().exists() && Instant::now() < deadline {
+            while file.exists() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
             }
-            if client.socket().exists() {
+            if file.exists() {
                 return Err(Error::Daemon(format!(
                     "the pool at {} was asked to stop but is still there after 30 seconds",
                     dir.display()

@@ -9,9 +9,11 @@ use classad::reader::{read_ads, Stop, Syntax};
 use classad::{ClassAd, Env, Value};
 
 use crate::args::QArgs;
+use crate::daemon_client::Daemons;
 use crate::errors::{Error, Outcome};
 use crate::jobview;
 use crate::printmask::PrintMask;
+use wire::api::Totals;
 
 pub fn run(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     if a.better_analyze || a.jobads.is_some() || a.slotads.is_some() {
@@ -20,10 +22,10 @@ pub fn run(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     live(a, now, out)
 }
 
-/// The selection the command line asks for: ids and owners, -constraint,
-/// -hold and -run; only the caller's jobs unless ids, owners or -allusers
-/// say otherwise (condor_q's default since HTCondor 8.5.2).
-fn selection(a: &QArgs) -> wire::api::Selection {
+/// The constraint the command line asks for: ids and owners,
+/// -constraint, -hold and -run; only the caller's jobs unless ids, owners
+/// or -allusers say otherwise (condor_q's default since HTCondor 8.5.2).
+fn constraint(a: &QArgs) -> Option<String> {
     let mut parts = Vec::new();
     if let Some(c) = &a.constraint {
         parts.push(format!("({c})"));
@@ -35,9 +37,25 @@ fn selection(a: &QArgs) -> wire::api::Selection {
         parts.push("(JobStatus == 2)".into());
     }
     let constraint = (!parts.is_empty()).then(|| parts.join(" && "));
-    let mut sel = jobview::selection(&a.targets, constraint.as_deref());
-    sel.mine = a.targets.is_empty() && !a.allusers;
-    sel
+    let me = (a.targets.is_empty() && !a.allusers).then(jobview::my_name);
+    jobview::job_constraint(&a.targets, constraint.as_deref(), me.as_deref())
+}
+
+/// Counts of a summary ad: `prefix` `Jobs`, `Idle`, ... (HTCondor's
+/// `Allusers*`, `My*`).
+fn totals_of(summary: &ClassAd, prefix: &str) -> Totals {
+    let n = |name: &str| {
+        cedar::ad::int_attr(summary, &format!("{prefix}{name}")).map_or(0, |v| v.max(0) as u64)
+    };
+    Totals {
+        jobs: n("Jobs"),
+        completed: n("Completed"),
+        removed: n("Removed"),
+        idle: n("Idle"),
+        running: n("Running"),
+        held: n("Held"),
+        suspended: n("Suspended"),
+    }
 }
 
 /// Asks the running pool and prints its answer in condor_q's formats.
@@ -48,19 +66,14 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     } else {
         Some(PrintMask::parse(&a.print)?)
     };
-    let answer: wire::api::QueryAnswer = jobview::client().call(
-        wire::api::PATH_QUERY,
-        &wire::api::QueryRequest {
-            selection: selection(a),
-            // The totals need only each job's status.
-            projection: if a.totals && mask.is_none() {
-                vec!["JobStatus".into()]
-            } else {
-                Vec::new()
-            },
-        },
-    )?;
-    let ads = jobview::parse_ads(&answer.ads)?;
+    let daemons = Daemons::new(None)?;
+    // The totals need only each job's status.
+    let projection: &[&str] = if a.totals && mask.is_none() {
+        &["JobStatus"]
+    } else {
+        &[]
+    };
+    let (ads, summary) = daemons.query_jobs(constraint(a).as_deref(), projection)?;
     let offset = crate::system::utc_offset(now);
     let env = Env {
         utc_offset: offset,
@@ -78,7 +91,9 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
         out.write_all(mask.render(&ads, &env).as_bytes())?;
         return Ok(Outcome::Success);
     }
-    let mut text = jobview::banner(&answer.hello, now, offset);
+    let user = cedar::ad::string_attr(&summary, "MyName").unwrap_or_else(jobview::my_name);
+    let schedd = daemons.schedd()?.to_string();
+    let mut text = jobview::banner(daemons.schedd_name(), &schedd, now, offset);
     text.push_str(&if a.totals {
         String::new()
     } else if a.hold {
@@ -92,9 +107,9 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     });
     text.push_str(&jobview::totals(
         &ads,
-        &answer.hello.user,
-        &answer.user_totals,
-        &answer.all_totals,
+        &user,
+        &totals_of(&summary, "My"),
+        &totals_of(&summary, "Allusers"),
         &env,
     ));
     out.write_all(text.as_bytes())?;
@@ -115,26 +130,19 @@ fn analyze(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     let (jobs, origin) = match &a.jobads {
         Some(path) => (read_file(path)?, path.display().to_string()),
         None => {
-            let mut sel = jobview::selection(&a.targets, a.constraint.as_deref());
-            sel.mine = a.targets.is_empty() && !a.allusers;
-            let answer: wire::api::QueryAnswer = jobview::client().call(
-                wire::api::PATH_QUERY,
-                &wire::api::QueryRequest {
-                    selection: sel,
-                    projection: Vec::new(),
-                },
-            )?;
-            (jobview::parse_ads(&answer.ads)?, "the pool".to_string())
+            let me = (a.targets.is_empty() && !a.allusers).then(jobview::my_name);
+            let constraint =
+                jobview::job_constraint(&a.targets, a.constraint.as_deref(), me.as_deref());
+            let (ads, _) = Daemons::new(None)?.query_jobs(constraint.as_deref(), &[])?;
+            (ads, "the pool".to_string())
         }
     };
     let env = Env::at(now);
-    // The slot ads from -slotads, else from the pool's execute point.
+    // The slot ads from -slotads, else from the pool's collector.
     let slots = match &a.slotads {
         Some(path) => read_file(path)?,
         None => {
-            let answer: wire::api::SlotsAnswer = jobview::client()
-                .call(wire::api::PATH_SLOTS, &wire::api::SlotsRequest::default())?;
-            jobview::parse_ads(&answer.ads)?
+            Daemons::new(None)?.query_collector(cedar::commands::QUERY_STARTD_ADS, None, &[])?
         }
     };
     let wanted = match job_arg {

@@ -251,6 +251,11 @@ impl CommandPort {
         Ok(())
     }
 
+    /// The address files written (removed when the pool stops).
+    pub fn address_files(&self) -> &[PathBuf] {
+        &self.config.address_files
+    }
+
     /// Serves until the process ends, on a thread of its own.
     pub fn serve(self, router: Router) -> std::io::Result<std::thread::JoinHandle<()>> {
         let daemon = Arc::new(PortDaemon {
@@ -496,6 +501,22 @@ impl PortDaemon {
                 // in its log).
                 // SAFETY: kill with our own pid and a valid signal.
                 unsafe { libc::kill(libc::getpid(), libc::SIGHUP) };
+                Ok(())
+            }
+            cmd::DC_OFF_GRACEFUL | cmd::DC_OFF_FAST | cmd::DC_OFF_PEACEFUL => {
+                // condor_off (`pool down`): this process stops as on
+                // SIGTERM (running jobs are killed and run again at the
+                // next start); under a master the whole pool goes down,
+                // the master stopping every daemon.
+                if let Some(pid) = std::env::var(crate::master::MASTER_PID_ENV)
+                    .ok()
+                    .and_then(|p| p.parse::<libc::pid_t>().ok())
+                {
+                    // SAFETY: kill with a pid and a valid signal.
+                    unsafe { libc::kill(pid, libc::SIGTERM) };
+                }
+                // SAFETY: kill with our own pid and a valid signal.
+                unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
                 Ok(())
             }
             cmd::DC_GET_SESSION_TOKEN => {
@@ -994,6 +1015,7 @@ impl PortDaemon {
         let summary_only = bool_attr(&req, "SummaryOnly");
         let server_time = bool_attr(&req, "SendServerTime");
         let user = self.local_user(peer).unwrap_or("").to_string();
+        let asker = user.clone();
         let request = QueryRequest {
             selection: Selection {
                 constraint,
@@ -1005,7 +1027,7 @@ impl PortDaemon {
         // evaluated here, within the query time limit, so no user's query
         // holds up the schedd.
         let answer = self
-            .on_schedd(move |s, now, _| s.schedd.query_snapshot(&user, request, now))
+            .on_schedd(move |s, now, _| s.schedd.query_snapshot(&asker, request, now))
             .and_then(|q| q.select(&Budget::new(QUERY_TIME_LIMIT)));
         let now_t = now();
         let mut final_ad = ClassAd::new();
@@ -1013,7 +1035,7 @@ impl PortDaemon {
         final_ad.insert_value("MyType", "Summary");
         final_ad.insert_value("ServerTime", now_t);
         match answer {
-            Ok((selected, _, all)) => {
+            Ok((selected, mine, all)) => {
                 final_ad.insert_value("ErrorCode", 0);
                 let mut counts = [0i64; 7];
                 let names = attr_names(&projection);
@@ -1055,16 +1077,25 @@ impl PortDaemon {
                 {
                     final_ad.insert_value(name, n);
                 }
-                for (name, n) in [
-                    ("AllusersJobs", all.jobs),
-                    ("AllusersIdle", all.idle),
-                    ("AllusersRunning", all.running),
-                    ("AllusersRemoved", all.removed),
-                    ("AllusersCompleted", all.completed),
-                    ("AllusersHeld", all.held),
-                    ("AllusersSuspended", all.suspended),
-                ] {
-                    final_ad.insert_value(name, n as i64);
+                // The whole queue's counts, and the asker's own (HTCondor's
+                // `Allusers*` and `My*`, condor_q's last two totals lines).
+                let mut prefixes = vec![("Allusers", all)];
+                if !user.is_empty() {
+                    final_ad.insert_value("MyName", user.as_str());
+                    prefixes.push(("My", mine));
+                }
+                for (prefix, t) in prefixes {
+                    for (name, n) in [
+                        ("Jobs", t.jobs),
+                        ("Idle", t.idle),
+                        ("Running", t.running),
+                        ("Removed", t.removed),
+                        ("Completed", t.completed),
+                        ("Held", t.held),
+                        ("Suspended", t.suspended),
+                    ] {
+                        final_ad.insert_value(&format!("{prefix}{name}"), n as i64);
+                    }
                 }
             }
             Err(e) => {
@@ -1142,17 +1173,21 @@ impl PortDaemon {
         let mut totals = [0i64; 7];
         let mut total_ads = 0i64;
         let user = self.local_user(peer).unwrap_or("").to_string();
+        let asked: Vec<JobSpec> = text(&req, "ActionIds")
+            .map(|ids| {
+                ids.split(',')
+                    .filter_map(|s| JobSpec::parse(s.trim()))
+                    .collect()
+            })
+            .unwrap_or_default();
         let outcome: Result<wire::api::ActAnswer, ApiError> = match action {
             None => Err(ApiError::bad_request(format!(
                 "JobAction {action_code} is not carried out by this schedd (hold 1, release 2, remove 3 are)"
             ))),
             Some(action) => {
                 let mut selection = Selection::default();
-                if let Some(ids) = text(&req, "ActionIds") {
-                    selection.ids = ids
-                        .split(',')
-                        .filter_map(|s| JobSpec::parse(s.trim()))
-                        .collect();
+                if req.get("ActionIds").is_some() {
+                    selection.ids = asked.clone();
                     if selection.ids.is_empty() {
                         selection.constraint = Some("false".into());
                     }
@@ -1188,25 +1223,32 @@ impl PortDaemon {
                 })
             }
         };
+        // AR_LONG (2): each job's result as `job_<cluster>_<proc>`, as
+        // HTCondor's schedd answers; totals always.
+        let long = int(&req, "ActionResultType") == Some(2);
         match &outcome {
             Ok(a) => {
                 totals[1] = a.done.len() as i64;
                 for f in &a.failed {
-                    let code = if f.error.contains("not yours")
-                        || f.error.contains("permission")
-                        || f.error.contains("may not")
-                    {
-                        5
-                    } else if f.error.contains("already") {
-                        4
-                    } else if f.error.contains("no such job")
-                        || f.error.contains("not in the queue")
-                    {
-                        2
-                    } else {
-                        3
-                    };
-                    totals[code] += 1;
+                    totals[f.code.clamp(0, 6) as usize] += 1;
+                }
+                // Jobs asked for by id that are not in the queue.
+                let missing: Vec<String> = asked
+                    .iter()
+                    .filter(|j| j.proc.is_some())
+                    .map(|j| j.to_string())
+                    .filter(|j| !a.done.contains(j) && !a.failed.iter().any(|f| &f.job == j))
+                    .collect();
+                totals[2] += missing.len() as i64;
+                if long {
+                    let done = a.done.iter().map(|j| (j.as_str(), 1));
+                    let failed = a.failed.iter().map(|f| (f.job.as_str(), f.code));
+                    let missing = missing.iter().map(|j| (j.as_str(), 2));
+                    for (job, code) in done.chain(failed).chain(missing) {
+                        if let Some((c, p)) = job.split_once('.') {
+                            result.insert_value(&format!("job_{c}_{p}"), code);
+                        }
+                    }
                 }
             }
             Err(_) => totals[0] = 1,
@@ -1397,7 +1439,14 @@ impl Daemon for PortDaemon {
         if let Some(level) = nop_level(command) {
             return Some(level);
         }
-        if matches!(command, cmd::DC_RECONFIG | cmd::DC_RECONFIG_FULL) {
+        if matches!(
+            command,
+            cmd::DC_RECONFIG
+                | cmd::DC_RECONFIG_FULL
+                | cmd::DC_OFF_GRACEFUL
+                | cmd::DC_OFF_FAST
+                | cmd::DC_OFF_PEACEFUL
+        ) {
             return Some(Level::Administrator);
         }
         if command == cmd::DC_GET_SESSION_TOKEN {
@@ -1472,6 +1521,9 @@ impl Daemon for PortDaemon {
             cmd::DC_NOP_ADVERTISE_MASTER,
             cmd::DC_RECONFIG,
             cmd::DC_RECONFIG_FULL,
+            cmd::DC_OFF_GRACEFUL,
+            cmd::DC_OFF_FAST,
+            cmd::DC_OFF_PEACEFUL,
         ];
         all.into_iter()
             .filter(|c| self.level(*c) == Some(level))

@@ -817,6 +817,7 @@ impl Schedd {
                 Err(e) => failed.push(Failure {
                     job: id.to_string(),
                     error: e.to_string(),
+                    code: action_result(&e, req.action),
                 }),
             }
         }
@@ -1162,6 +1163,21 @@ impl Schedd {
 fn write_logs(entries: Vec<(String, PathBuf, String)>) {
     for problem in crate::event_logs::write(entries) {
         eprintln!("ferrocondor: {problem}");
+    }
+}
+
+/// HTCondor's action result (`action_result_t`) for a job an action was
+/// refused on: what condor_rm, condor_hold and condor_release word their
+/// messages by.
+fn action_result(e: &schedd::queue::QueueError, action: Action) -> i64 {
+    use schedd::queue::QueueError;
+    match e {
+        QueueError::NoSuchJob(_) => 2,
+        QueueError::WrongStatus { status, .. } => match (action, status) {
+            (Action::Hold, JobStatus::Held) | (Action::Remove, JobStatus::Removed) => 4,
+            _ => 3,
+        },
+        QueueError::NotPermitted(_) => 5,
     }
 }
 

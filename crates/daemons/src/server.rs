@@ -380,6 +380,11 @@ impl Pool {
         .filter_map(|(r, here)| here.then_some(r))
         .collect();
         let (router, inboxes) = crate::roles::router(&self.roles, remote);
+        let address_files = self
+            .port
+            .as_ref()
+            .map(|p| p.address_files().to_vec())
+            .unwrap_or_default();
         if let Some(port) = self.port {
             port.serve(router.clone()).map_err(|source| Error::Io {
                 path: socket.clone(),
@@ -518,6 +523,11 @@ impl Pool {
             }
         })
         .await;
+        // Down, the queue closed: the tools find no address to try (`pool
+        // down` waits for this).
+        for f in address_files {
+            let _ = std::fs::remove_file(f);
+        }
         Ok(())
     }
 }

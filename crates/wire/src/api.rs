@@ -236,6 +236,10 @@ pub struct ActRequest {
 pub struct Failure {
     pub job: String,
     pub error: String,
+    /// HTCondor's action result for the job (`AR_NOT_FOUND` 2,
+    /// `AR_BAD_STATUS` 3, `AR_ALREADY_DONE` 4, `AR_PERMISSION_DENIED` 5).
+    #[serde(default)]
+    pub code: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
