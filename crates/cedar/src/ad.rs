@@ -125,6 +125,17 @@ pub fn flag_attr(ad: &ClassAd, name: &str) -> bool {
 /// Reads an ad from `dec`. A line that is not `Name = expr` is an error
 /// naming the line, as is an attribute count out of bounds.
 pub fn get_ad(dec: &mut Decoder<'_>) -> Result<ClassAd, DecodeError> {
+    get_ad_with(dec, true)
+}
+
+/// An ad sent without MyType and TargetType (HTCondor's
+/// `getClassAdNoTypes`, the form of `PutOptions::no_types`): the
+/// negotiator's priority table, for one.
+pub fn get_ad_no_types(dec: &mut Decoder<'_>) -> Result<ClassAd, DecodeError> {
+    get_ad_with(dec, false)
+}
+
+fn get_ad_with(dec: &mut Decoder<'_>, types: bool) -> Result<ClassAd, DecodeError> {
     let at = dec.position();
     let n = dec.get_int()?;
     if !(0..=MAX_ATTRIBUTES).contains(&n) {
@@ -151,6 +162,9 @@ pub fn get_ad(dec: &mut Decoder<'_>) -> Result<ClassAd, DecodeError> {
                 detail: format!("{line:?} is not `Name = expression`: {e}"),
             })?;
         ad.insert(name.as_str(), expr);
+    }
+    if !types {
+        return Ok(ad);
     }
     // MyType and TargetType: modern senders leave them empty, and the
     // attributes of those names (if any) are among the N.
@@ -183,6 +197,23 @@ mod tests {
             classad::unparse::ad_to_old_syntax(&back),
             classad::unparse::ad_to_old_syntax(&ad)
         );
+    }
+
+    #[test]
+    fn an_ad_without_types_reads_back_only_in_that_form() {
+        let ad = ClassAd::parse("[ NumSubmittors = 1; Name1 = \"a@h\" ]").unwrap();
+        let mut e = Encoder::new();
+        let opts = PutOptions {
+            no_types: true,
+            ..Default::default()
+        };
+        put_ad(&mut e, &ad, &opts);
+        let mut d = Decoder::new(e.as_bytes());
+        let back = get_ad_no_types(&mut d).unwrap();
+        d.finish().unwrap();
+        assert_eq!(back.len(), 2);
+        // Read as an ad with types, the two type strings are missing.
+        assert!(get_ad(&mut Decoder::new(e.as_bytes())).is_err());
     }
 
     #[test]

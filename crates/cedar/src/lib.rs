@@ -40,7 +40,7 @@ pub mod sinful;
 pub mod sock;
 pub mod token;
 
-pub use ad::{get_ad, put_ad, PutOptions};
+pub use ad::{get_ad, get_ad_no_types, put_ad, PutOptions};
 
 /// The version ferrocondor's daemons and tools announce (`CondorVersion`,
 /// `RemoteVersion`): the protocol they speak is HTCondor 25.14.1's, and

@@ -18,7 +18,9 @@
 //! - [`submit_cluster`]: one cluster as HTCondor's client sends it: NewCluster,
 //!   NewProc 0, the cluster ad as proc -1 (ClusterId first), proc 0's own
 //!   attributes (ProcId, JobStatus, what differs), NewProc 1, ..., every
-//!   SetAttribute2 with NoAck, and one commit.
+//!   SetAttribute2 with NoAck, and one commit; [`send_cluster`] is the
+//!   same after a [`new_cluster`] of the caller's (who needs the id to
+//!   build the ads: `$(Cluster)`), and gives back the commit's warning.
 //!
 //! Every request is built by a pure encoder ([`Request::encode`]) and every
 //! answer read by a pure decoder, so the bytes are checked against those the
@@ -418,6 +420,28 @@ pub fn submit_cluster(
     }
     get_capabilities(sock)?;
     let cluster = new_cluster(sock)?;
+    send_cluster(sock, cluster, cluster_ad, procs)?;
+    Ok((cluster, procs.len()))
+}
+
+/// [`submit_cluster`] after its NewCluster: sends the jobs of `cluster`
+/// (a cluster id the schedd handed out on this connection) as HTCondor's
+/// client does, and commits them. Returns the schedd's warning, if it
+/// gave one (`WarningReason`). A failure before the commit leaves the
+/// transaction uncommitted: [`close`] the connection and nothing of it
+/// stays.
+pub fn send_cluster(
+    sock: &mut Sock,
+    cluster: i32,
+    cluster_ad: &ClassAd,
+    procs: &[ClassAd],
+) -> Result<Option<String>, QmgmtError> {
+    if procs.is_empty() {
+        return Err(QmgmtError::Protocol {
+            call: "NewProc",
+            detail: "a cluster needs at least one proc".into(),
+        });
+    }
     let default_status = cluster_ad
         .get("JobStatus")
         .map(classad::unparse::expr_to_old_syntax)
@@ -469,8 +493,7 @@ pub fn submit_cluster(
     while !awaited.is_empty() {
         check_proc(sock, &mut awaited)?;
     }
-    let _warning = commit(sock)?;
-    Ok((cluster, procs.len()))
+    commit(sock)
 }
 
 /// How many NewProc answers [`submit_cluster`] may leave unread: far

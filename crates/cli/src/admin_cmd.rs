@@ -6,60 +6,195 @@
 
 use std::io::Write;
 
+use cedar::client::{ClientError, ClientOptions, SessionCache};
+use cedar::commands as cmd;
+use cedar::sock::{Sock, SockError};
+use cedar::{get_ad, get_ad_no_types, put_ad, PutOptions, Sinful};
 use classad::{ClassAd, Env, Value};
-use wire::api::{
-    self, DrainHow, Empty, ReconfigAnswer, SlotsAnswer, SlotsRequest, StartdAnswer, StartdCommand,
-    UserprioAnswer, UserprioRequest, UserprioRow,
-};
 
 use crate::args::{DrainArgs, UserprioArgs, VacateArgs};
+use crate::daemon_client::{classad_string, Daemons, Kind};
 use crate::errors::{Error, Outcome};
-use crate::jobview;
 
-/// Each slot's Name and Machine, in the pool's order.
-fn slot_names(client: &wire::Client) -> Result<Vec<(String, String)>, Error> {
-    let answer: SlotsAnswer = client.call(
-        api::PATH_SLOTS,
-        &SlotsRequest {
-            ad_type: None,
-            constraint: None,
-            projection: vec!["Name".into(), "Machine".into()],
-        },
-    )?;
-    let env = Env::at(0);
-    let ads = jobview::parse_ads(&answer.ads)?;
-    let get = |ad: &ClassAd, n: &str| match ad.eval_attr(n, &env) {
+/// The pool's daemons as the administrative tools reach them: as every
+/// tool does ([`Daemons`]), and with a refusal by a daemon's
+/// authorization said as one ("permission denied").
+struct Admin {
+    daemons: Daemons,
+    options: ClientOptions,
+    sessions: SessionCache,
+    /// FULL_HOSTNAME: which daemons are this host's.
+    hostname: String,
+}
+
+impl Admin {
+    /// The pool the configuration (read as the TOOL subsystem) and the
+    /// state directory name, as [`Daemons::new`] finds it.
+    fn new() -> Result<Admin, Error> {
+        let host = crate::system::RealHost::detect();
+        let (config, _) = crate::system::load_or_builtin("TOOL", &crate::system::DiskFiles, &host)
+            .map_err(Error::Config)?;
+        let get = |n: &str| {
+            config
+                .get(n)
+                .ok()
+                .flatten()
+                .filter(|v| !v.trim().is_empty())
+        };
+        let hostname = get("FULL_HOSTNAME").unwrap_or_else(|| "localhost".into());
+        Ok(Admin {
+            daemons: Daemons::from_lookup(&get, &crate::jobview::state_dir(None)),
+            options: ClientOptions::from_lookup(&get, &hostname),
+            sessions: SessionCache::new(),
+            hostname,
+        })
+    }
+
+    /// A connection to the `kind` daemon at `addr` for `command`, its
+    /// handshake done. A daemon that authenticated us and refused the
+    /// command says "permission denied"; any other failure reads as every
+    /// tool says it (a pool that is not running, ...).
+    fn connect(&self, kind: Kind, addr: &Sinful, command: i32) -> Result<Sock, Error> {
+        match cedar::client::connect(addr, command, &self.options, Some(&self.sessions)) {
+            Ok((sock, _)) => Ok(sock),
+            Err(e @ ClientError::Denied { .. }) => {
+                Err(self
+                    .daemons
+                    .refused(kind, addr, command, &format!("permission denied ({e})")))
+            }
+            Err(ClientError::Connect { .. }) => self.daemons.connect(kind, addr, command),
+            Err(e) => Err(self.daemons.refused(kind, addr, command, &e.to_string())),
+        }
+    }
+
+    /// Sends `payload` (nothing when empty) as the command's message, then
+    /// waits for the daemon's answer: an ad, or the end of the connection
+    /// once the daemon has done it (commands HTCondor answers with
+    /// nothing). An answer that says the command failed is an error.
+    fn send(
+        &self,
+        kind: Kind,
+        addr: &Sinful,
+        command: i32,
+        payload: impl FnOnce(&mut cedar::Encoder),
+    ) -> Result<Option<ClassAd>, Error> {
+        let fail = |e: SockError| self.daemons.broken(kind, addr, command, e);
+        let mut sock = self.connect(kind, addr, command)?;
+        let mut e = sock.encoder();
+        payload(&mut e);
+        if !e.is_empty() {
+            sock.send(&e).map_err(fail)?;
+        }
+        let answer = match sock.recv_next().map_err(fail)? {
+            None => None,
+            Some(msg) => {
+                let mut d = sock.decoder(&msg);
+                // The negotiator sends its priority table without types,
+                // as HTCondor's does; every other answer is a whole ad.
+                let ad = if command == cmd::GET_PRIORITY {
+                    get_ad_no_types(&mut d)
+                } else {
+                    get_ad(&mut d)
+                };
+                Some(ad.map_err(|e| fail(SockError::Decode(e)))?)
+            }
+        };
+        sock.close();
+        match answer.as_ref().and_then(failure) {
+            Some(why) => Err(self.daemons.refused(kind, addr, command, &why)),
+            None => Ok(answer),
+        }
+    }
+
+    /// The startds' slots, from their ads at the collector.
+    fn slots(&self) -> Result<Vec<Slot>, Error> {
+        let ads = self.daemons.query_collector(
+            cmd::QUERY_STARTD_ADS,
+            None,
+            &["Name", "Machine", "MyAddress"],
+        )?;
+        ads.iter()
+            .map(|ad| {
+                Ok(Slot {
+                    name: string_attr(ad, "Name"),
+                    machine: string_attr(ad, "Machine"),
+                    address: self.daemons.my_address(Kind::Startd, Some(ad))?,
+                })
+            })
+            .collect()
+    }
+
+    /// The local startd: the one whose slots are this host's (else the
+    /// pool's only one).
+    fn local_startd<'s>(&self, slots: &'s [Slot]) -> Result<&'s Slot, Error> {
+        let here = slots.iter().find(|s| s.machine == self.hostname);
+        let only = match slots.first() {
+            Some(first) if slots.iter().all(|s| s.address == first.address) => Some(first),
+            _ => None,
+        };
+        here.or(only).ok_or_else(|| {
+            Error::Input(match slots.is_empty() {
+                true => "the collector knows no startd in this pool".to_string(),
+                false => format!(
+                    "no startd of this host ({}) is known to the collector: name a machine (see `ferrocondor status`)",
+                    self.hostname
+                ),
+            })
+        })
+    }
+}
+
+/// Why an answer ad says its command failed (`Result = false`, or a
+/// nonzero `ErrorCode`), or `None`.
+fn failure(ad: &ClassAd) -> Option<String> {
+    let env = Env::default();
+    let failed = matches!(ad.eval_attr("Result", &env), Value::Bool(false))
+        || matches!(ad.eval_attr("ErrorCode", &env), Value::Int(c) if c != 0);
+    failed.then(|| {
+        let why = string_attr(ad, "ErrorString");
+        if why.is_empty() {
+            match ad.eval_attr("ErrorCode", &env) {
+                Value::Int(c) => format!("failed with error code {c}"),
+                _ => "failed".to_string(),
+            }
+        } else {
+            why
+        }
+    })
+}
+
+fn string_attr(ad: &ClassAd, name: &str) -> String {
+    match ad.eval_attr(name, &Env::default()) {
         Value::Str(s) => s.to_string(),
         _ => String::new(),
-    };
-    Ok(ads
-        .iter()
-        .map(|ad| (get(ad, "Name"), get(ad, "Machine")))
-        .collect())
+    }
+}
+
+/// One slot ad at the collector: its name, its machine, its startd.
+#[derive(Clone, Debug, PartialEq)]
+struct Slot {
+    name: String,
+    machine: String,
+    address: Sinful,
 }
 
 /// What a target on the command line names: the whole machine, or one
-/// slot (by its startd-local name, `slot1`, and its full name).
-enum Target {
-    Machine(String),
-    Slot { local: String, full: String },
+/// slot (by its startd-local name, `slot1`, or its full name).
+#[derive(Debug, PartialEq)]
+enum Target<'s> {
+    Machine(&'s Slot),
+    Slot(&'s Slot),
 }
 
-fn resolve(target: &str, slots: &[(String, String)]) -> Result<Target, Error> {
-    if let Some((_, m)) = slots.iter().find(|(_, m)| m == target) {
-        return Ok(Target::Machine(m.clone()));
+fn resolve<'s>(target: &str, slots: &'s [Slot]) -> Result<Target<'s>, Error> {
+    if let Some(s) = slots.iter().find(|s| s.machine == target) {
+        return Ok(Target::Machine(s));
     }
-    let found = slots.iter().find(|(name, _)| {
-        name == target || name.split_once('@').map(|(local, _)| local) == Some(target)
+    let found = slots.iter().find(|s| {
+        s.name == target || s.name.split_once('@').map(|(local, _)| local) == Some(target)
     });
     match found {
-        Some((name, _)) => Ok(Target::Slot {
-            local: name
-                .split_once('@')
-                .map_or(name.as_str(), |(l, _)| l)
-                .to_string(),
-            full: name.clone(),
-        }),
+        Some(s) => Ok(Target::Slot(s)),
         None => Err(Error::Input(format!(
             "there is no slot or machine named {target} in this pool (see `ferrocondor status`)"
         ))),
@@ -67,107 +202,301 @@ fn resolve(target: &str, slots: &[(String, String)]) -> Result<Target, Error> {
 }
 
 /// `condor_vacate [-fast] [MACHINE|SLOT...]`: evicts the jobs of the
-/// slots named (every slot when none is), which go back to idle in the
-/// queue.
+/// slots named (every slot of the local startd when none is), which go
+/// back to idle in the queue. A slot gets VACATE_CLAIM(_FAST) with its
+/// name, a machine VACATE_ALL_CLAIMS (VACATE_ALL_FAST), at its startd.
 pub fn vacate(a: &VacateArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
-    let client = jobview::client();
-    let mut plan: Vec<(Option<String>, String, &str)> = Vec::new();
+    let admin = Admin::new()?;
     let (all, one) = if a.fast {
-        ("Vacate-All-Claims-Fast", "Vacate-Claim-Fast")
+        (cmd::VACATE_ALL_FAST, cmd::VACATE_CLAIM_FAST)
     } else {
-        ("Vacate-All-Claims", "Vacate-Claim")
+        (cmd::VACATE_ALL_CLAIMS, cmd::VACATE_CLAIM)
     };
+    let said = |c: i32| {
+        if c == all {
+            all_name(a.fast)
+        } else {
+            one_name(a.fast)
+        }
+    };
+    let slots = admin.slots()?;
+    // (command, the slot's name for VACATE_CLAIM, where, whom).
+    let mut plan: Vec<(i32, Option<String>, Sinful, String)> = Vec::new();
     if a.targets.is_empty() {
-        plan.push((None, "local startd".into(), all));
+        let s = admin.local_startd(&slots)?;
+        plan.push((all, None, s.address.clone(), "local startd".into()));
     } else {
-        let slots = slot_names(&client)?;
         for t in &a.targets {
             match resolve(t, &slots)? {
-                Target::Machine(m) => plan.push((None, format!("startd {m}"), all)),
-                Target::Slot { local, full } => {
-                    plan.push((Some(local), format!("startd {full}"), one))
-                }
+                Target::Machine(s) => plan.push((
+                    all,
+                    None,
+                    s.address.clone(),
+                    format!("startd {}", s.machine),
+                )),
+                Target::Slot(s) => plan.push((
+                    one,
+                    Some(s.name.clone()),
+                    s.address.clone(),
+                    format!("startd {}", s.name),
+                )),
             }
         }
     }
-    for (slot, whom, command) in plan {
-        let _: StartdAnswer = client.call(
-            api::PATH_STARTD,
-            &StartdCommand::Vacate { slot, fast: a.fast },
-        )?;
-        writeln!(out, "Sent \"{command}\" command to {whom}")?;
+    for (command, slot, addr, whom) in plan {
+        admin.send(Kind::Startd, &addr, command, |e| {
+            if let Some(name) = &slot {
+                e.put_str(name);
+            }
+        })?;
+        writeln!(out, "Sent \"{}\" command to {whom}", said(command))?;
     }
     Ok(Outcome::Success)
+}
+
+/// HTCondor's names for the vacate commands, as condor_vacate says them.
+fn all_name(fast: bool) -> &'static str {
+    if fast {
+        "Vacate-All-Claims-Fast"
+    } else {
+        "Vacate-All-Claims"
+    }
+}
+
+fn one_name(fast: bool) -> &'static str {
+    if fast {
+        "Vacate-Claim-Fast"
+    } else {
+        "Vacate-Claim"
+    }
+}
+
+/// HTCondor's DRAIN_GRACEFUL, DRAIN_QUICK, DRAIN_FAST.
+fn how_fast(a: &DrainArgs) -> i64 {
+    if a.fast {
+        20
+    } else if a.quick {
+        10
+    } else {
+        0
+    }
+}
+
+/// condor_drain's request ad (DCStartd::drainJobs): DrainReason (else
+/// `by USER`), HowFast, ResumeOnCompletion, StartExpr.
+fn drain_request(a: &DrainArgs, user: &str) -> Result<ClassAd, Error> {
+    let mut req = ClassAd::new();
+    let reason = a.reason.clone().unwrap_or_else(|| format!("by {user}"));
+    req.insert_value("DrainReason", reason.as_str());
+    req.insert_value("HowFast", how_fast(a));
+    req.insert_value("ResumeOnCompletion", i64::from(a.resume_on_completion));
+    if let Some(start) = &a.start {
+        let parsed = classad::parse_expr(start).map_err(|e| {
+            Error::Input(format!(
+                "the start expression does not parse: {}",
+                e.display_with_source("<start>")
+            ))
+        })?;
+        req.insert("StartExpr", parsed);
+    }
+    Ok(req)
 }
 
 /// `condor_drain [-graceful|-quick|-fast] [-resume-on-completion]
-/// [-start EXPR] [-reason TEXT] [MACHINE]`, and `-cancel`.
+/// [-start EXPR] [-reason TEXT] [MACHINE]`, and `-cancel`: DRAIN_JOBS or
+/// CANCEL_DRAIN_JOBS with a request ad to the machine's startd (the local
+/// one when none is named), which answers with `Result`.
 pub fn drain(a: &DrainArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
-    let client = jobview::client();
-    if let Some(m) = &a.machine {
-        let slots = slot_names(&client)?;
-        if !slots.iter().any(|(_, machine)| machine == m) {
-            return Err(Error::Input(format!(
+    let admin = Admin::new()?;
+    let req = if a.cancel {
+        ClassAd::new()
+    } else {
+        drain_request(a, &crate::jobview::my_name())?
+    };
+    let slots = admin.slots()?;
+    let startd = match &a.machine {
+        Some(m) => slots.iter().find(|s| &s.machine == m).ok_or_else(|| {
+            Error::Input(format!(
                 "there is no machine named {m} in this pool (see `ferrocondor status`)"
-            )));
-        }
+            ))
+        })?,
+        None => admin.local_startd(&slots)?,
+    };
+    let command = if a.cancel {
+        cmd::CANCEL_DRAIN_JOBS
+    } else {
+        cmd::DRAIN_JOBS
+    };
+    let answer = admin.send(Kind::Startd, &startd.address, command, |e| {
+        put_ad(e, &req, &PutOptions::default());
+    })?;
+    if answer.is_none() {
+        return Err(admin.daemons.refused(
+            Kind::Startd,
+            &startd.address,
+            command,
+            "the startd closed the connection without an answer",
+        ));
     }
     if a.cancel {
-        let answer: StartdAnswer = client.call(api::PATH_STARTD, &StartdCommand::CancelDrain)?;
-        writeln!(
-            out,
-            "Sent request to cancel draining on {}",
-            machine(&answer, a.machine.as_deref())
-        )?;
-        return Ok(Outcome::Success);
-    }
-    let how = if a.fast {
-        DrainHow::Fast
-    } else if a.quick {
-        DrainHow::Quick
+        writeln!(out, "Sent request to cancel draining on {}", startd.machine)?;
     } else {
-        DrainHow::Graceful
-    };
-    let answer: StartdAnswer = client.call(
-        api::PATH_STARTD,
-        &StartdCommand::Drain {
-            how,
-            resume_on_completion: a.resume_on_completion,
-            start: a.start.clone(),
-            reason: a.reason.clone(),
-        },
-    )?;
-    writeln!(
-        out,
-        "Sent request to drain {}",
-        machine(&answer, a.machine.as_deref())
-    )?;
+        writeln!(out, "Sent request to drain {}", startd.machine)?;
+    }
     Ok(Outcome::Success)
 }
 
-/// The machine's name as the pool gave it (older pools: its message's
-/// `host: ...` prefix, or the name given).
-fn machine(answer: &StartdAnswer, given: Option<&str>) -> String {
-    if !answer.machine.is_empty() {
-        return answer.machine.clone();
-    }
-    given
-        .map(str::to_string)
-        .or_else(|| answer.message.split_once(": ").map(|(m, _)| m.to_string()))
-        .unwrap_or_else(|| "the local startd".into())
-}
-
-/// `condor_reconfig`: the pool reads its configuration again; a broken
-/// one is refused (the message names the file and line) and the pool
-/// keeps the one in force.
+/// `condor_reconfig`: DC_RECONFIG_FULL to each of this host's daemons
+/// (one process serves every role of `pool up`; `ferrocondor master` runs
+/// one per role, each with its own port), found from their ads at the
+/// collector; each reads its configuration again.
 pub fn reconfig(out: &mut dyn Write) -> Result<Outcome, Error> {
-    let _: ReconfigAnswer = jobview::client().call(api::PATH_RECONFIG, &Empty {})?;
+    let admin = Admin::new()?;
+    let constraint = format!(
+        "Machine == {} && MyAddress isnt undefined",
+        classad_string(&admin.hostname)
+    );
+    let ads = admin.daemons.query_collector(
+        cmd::QUERY_ANY_ADS,
+        Some(&constraint),
+        &["MyType", "Machine", "MyAddress"],
+    )?;
+    let mut found = Vec::new();
+    for ad in &ads {
+        let kind = kind_of(&string_attr(ad, "MyType"));
+        found.push((kind, admin.daemons.my_address(kind, Some(ad))?));
+    }
+    let targets = daemons_to_tell(found);
+    if targets.is_empty() {
+        return Err(Error::Daemon(format!(
+            "the collector at {} knows no daemon of this host ({})",
+            admin.daemons.collector()?,
+            admin.hostname
+        )));
+    }
+    for (kind, addr) in &targets {
+        admin.send(*kind, addr, cmd::DC_RECONFIG_FULL, |_| {})?;
+    }
     writeln!(out, "Sent \"Reconfig\" command to local master")?;
     Ok(Outcome::Success)
 }
 
+/// Which daemon an ad's MyType is, for messages.
+fn kind_of(my_type: &str) -> Kind {
+    match my_type.to_ascii_lowercase().as_str() {
+        "collector" => Kind::Collector,
+        "negotiator" => Kind::Negotiator,
+        "scheduler" | "submitter" => Kind::Schedd,
+        "machine" => Kind::Startd,
+        _ => Kind::Master,
+    }
+}
+
+/// Each address once (a process that serves several roles is told once),
+/// the collector first (it answers the others' updates), in the order
+/// found otherwise.
+fn daemons_to_tell(found: Vec<(Kind, Sinful)>) -> Vec<(Kind, Sinful)> {
+    let mut out: Vec<(Kind, Sinful)> = Vec::new();
+    let (first, rest): (Vec<_>, Vec<_>) =
+        found.into_iter().partition(|(k, _)| *k == Kind::Collector);
+    for (kind, addr) in first.into_iter().chain(rest) {
+        let same = |a: &Sinful| a.host == addr.host && a.port == addr.port;
+        if !out.iter().any(|(_, a)| same(a)) {
+            out.push((kind, addr));
+        }
+    }
+    out
+}
+
+/// The accountant's table as GET_PRIORITY gives it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Priorities {
+    /// `LastUpdate`: when the accountant last updated the priorities.
+    pub last_update: i64,
+    pub rows: Vec<PrioRow>,
+}
+
+/// One submitter (or accounting group) of the table.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PrioRow {
+    pub name: String,
+    pub effective_priority: f64,
+    /// 0 when the ad gives no factor (HTCondor shows no factor then).
+    pub priority_factor: f64,
+    /// WeightedResourcesUsed, else ResourcesUsed.
+    pub resources_used: f64,
+    pub accumulated_usage_hours: f64,
+    pub begin_usage_time: i64,
+    pub last_usage_time: i64,
+    pub is_group: bool,
+}
+
+impl PrioRow {
+    /// The real priority: the effective one over the factor.
+    fn real_priority(&self) -> f64 {
+        if self.priority_factor > 0.0 {
+            self.effective_priority / self.priority_factor
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The table in the negotiator's priority ad, read as condor_userprio
+/// reads it (`CollectInfo`): `NumSubmittors`, then for each N `NameN` and
+/// `PriorityN` (a record without both is left out), `PriorityFactorN`,
+/// `WeightedResourcesUsedN` (else `ResourcesUsedN`),
+/// `WeightedAccumulatedUsageN` (seconds), `BeginUsageTimeN`,
+/// `LastUsageTimeN`, `IsAccountingGroupN`; `LastUpdate`.
+pub fn priorities(ad: &ClassAd) -> Priorities {
+    let env = Env::default();
+    let int = |n: &str| match ad.eval_attr(n, &env) {
+        Value::Int(i) => Some(i),
+        Value::Real(r) => Some(r as i64),
+        _ => None,
+    };
+    let real = |n: &str| match ad.eval_attr(n, &env) {
+        Value::Int(i) => Some(i as f64),
+        Value::Real(r) => Some(r),
+        _ => None,
+    };
+    let count = int("NumSubmittors").unwrap_or(0).max(0);
+    let mut rows = Vec::new();
+    for i in 1..=count {
+        let (Value::Str(name), Some(priority)) = (
+            ad.eval_attr(&format!("Name{i}"), &env),
+            real(&format!("Priority{i}")),
+        ) else {
+            continue;
+        };
+        let resources = real(&format!("WeightedResourcesUsed{i}"))
+            .or_else(|| real(&format!("ResourcesUsed{i}")))
+            .unwrap_or(0.0);
+        rows.push(PrioRow {
+            name: name.to_string(),
+            effective_priority: priority,
+            priority_factor: real(&format!("PriorityFactor{i}")).unwrap_or(0.0),
+            resources_used: resources,
+            accumulated_usage_hours: real(&format!("WeightedAccumulatedUsage{i}")).unwrap_or(0.0)
+                / 3600.0,
+            begin_usage_time: int(&format!("BeginUsageTime{i}")).unwrap_or(0),
+            last_usage_time: int(&format!("LastUsageTime{i}")).unwrap_or(0),
+            is_group: matches!(
+                ad.eval_attr(&format!("IsAccountingGroup{i}"), &env),
+                Value::Bool(true)
+            ),
+        });
+    }
+    Priorities {
+        last_update: int("LastUpdate").unwrap_or(0),
+        rows,
+    }
+}
+
 /// `condor_userprio`: with -setfactor, -setprio or -resetusage, the
-/// change and HTCondor's sentence about it; otherwise the table.
+/// change (SET_PRIORITYFACTOR, SET_PRIORITY, RESET_USAGE to the
+/// negotiator) and HTCondor's sentence about it; otherwise the table
+/// (GET_PRIORITY). The negotiator is found by its ad at the collector.
 pub fn userprio(a: &UserprioArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     let number = |what: &str, v: &str| {
         v.parse::<f64>()
@@ -191,33 +520,55 @@ pub fn userprio(a: &UserprioArgs, now: i64, out: &mut dyn Write) -> Result<Outco
         [user, p] => Some((user.clone(), number("-setprio", p)?)),
         _ => None,
     };
-    let req = UserprioRequest {
-        set_factor,
-        set_priority,
-        reset_usage: a.resetusage.clone(),
+    let admin = Admin::new()?;
+    let negotiators =
+        admin
+            .daemons
+            .query_collector(cmd::QUERY_NEGOTIATOR_ADS, None, &["Name", "MyAddress"])?;
+    let negotiator = admin
+        .daemons
+        .my_address(Kind::Negotiator, negotiators.first())?;
+    let to_negotiator = |command: i32, payload: &dyn Fn(&mut cedar::Encoder)| {
+        admin.send(Kind::Negotiator, &negotiator, command, payload)
     };
-    let answer: UserprioAnswer = jobview::client().call(api::PATH_USERPRIO, &req)?;
-    let changed =
-        req.set_factor.is_some() || req.set_priority.is_some() || req.reset_usage.is_some();
-    if let Some((user, p)) = &req.set_priority {
+    let changed = set_factor.is_some() || set_priority.is_some() || a.resetusage.is_some();
+    if let Some((user, p)) = &set_priority {
+        to_negotiator(cmd::SET_PRIORITY, &|e| {
+            e.put_str(user).put_double(*p);
+        })?;
         writeln!(out, "The priority of {user} was set to {p:.6}")?;
     }
-    if let Some((user, f)) = &req.set_factor {
+    if let Some((user, f)) = &set_factor {
+        to_negotiator(cmd::SET_PRIORITYFACTOR, &|e| {
+            e.put_str(user).put_double(*f);
+        })?;
         writeln!(out, "The priority factor of {user} was set to {f:.6}")?;
     }
-    if let Some(user) = &req.reset_usage {
+    if let Some(user) = &a.resetusage {
+        to_negotiator(cmd::RESET_USAGE, &|e| {
+            e.put_str(user);
+        })?;
         writeln!(out, "The accumulated usage of {user} was reset")?;
     }
     if changed {
         return Ok(Outcome::Success);
     }
+    let ad = to_negotiator(cmd::GET_PRIORITY, &|_| {})?.ok_or_else(|| {
+        admin.daemons.refused(
+            Kind::Negotiator,
+            &negotiator,
+            cmd::GET_PRIORITY,
+            "the negotiator closed the connection without the priorities",
+        )
+    })?;
+    let table = priorities(&ad);
     let offset = crate::system::utc_offset(now);
     let view = View {
         all: a.all,
         min_last_usage: if a.allusers { -1 } else { now - 86_400 },
         utc_offset: offset,
     };
-    out.write_all(userprio_table(&answer, &view).as_bytes())?;
+    out.write_all(userprio_table(&table, &view).as_bytes())?;
     Ok(Outcome::Success)
 }
 
@@ -339,7 +690,7 @@ fn delta(secs: i64) -> String {
 /// dashes, a row per submitter used in the last day (every one with
 /// -allusers), by effective priority, dashes, and `Number of users:`
 /// with the totals. The root group's own record (`<none>`) is not shown.
-pub fn userprio_table(answer: &UserprioAnswer, view: &View) -> String {
+pub fn userprio_table(answer: &Priorities, view: &View) -> String {
     if answer.rows.is_empty() {
         return String::new();
     }
@@ -366,7 +717,7 @@ pub fn userprio_table(answer: &UserprioAnswer, view: &View) -> String {
     // A submitter with slots in use uses the pool now, even before the
     // accountant's next update charges it; one never charged counts as
     // used before any day (HTCondor's -1).
-    let last_usage = |r: &UserprioRow| {
+    let last_usage = |r: &PrioRow| {
         if r.resources_used > 0.0 {
             r.last_usage_time.max(answer.last_update)
         } else if r.last_usage_time == 0 {
@@ -375,7 +726,7 @@ pub fn userprio_table(answer: &UserprioAnswer, view: &View) -> String {
             r.last_usage_time
         }
     };
-    let mut shown: Vec<&UserprioRow> = answer
+    let mut shown: Vec<&PrioRow> = answer
         .rows
         .iter()
         .filter(|r| last_usage(r) >= view.min_last_usage)
@@ -427,7 +778,7 @@ pub fn userprio_table(answer: &UserprioAnswer, view: &View) -> String {
             let w = c.width();
             match c {
                 Col::Priority => float_cell(r.effective_priority, w, 2),
-                Col::RealPrio => float_cell(r.real_priority, w, 2),
+                Col::RealPrio => float_cell(r.real_priority(), w, 2),
                 Col::Factor if r.priority_factor > 0.0 => float_cell(r.priority_factor, w, 2),
                 Col::Factor => " ".repeat(w),
                 Col::ResUsed => float_cell(r.resources_used, w, 0),
@@ -469,11 +820,10 @@ pub fn userprio_table(answer: &UserprioAnswer, view: &View) -> String {
 mod tests {
     use super::*;
 
-    fn row(name: &str, prio: f64, used: f64, last: i64) -> UserprioRow {
-        UserprioRow {
+    fn row(name: &str, prio: f64, used: f64, last: i64) -> PrioRow {
+        PrioRow {
             name: name.into(),
             effective_priority: prio,
-            real_priority: prio / 1000.0,
             priority_factor: 1000.0,
             resources_used: used,
             accumulated_usage_hours: 0.5,
@@ -486,13 +836,13 @@ mod tests {
     #[test]
     fn the_userprio_table_is_htcondors() {
         let now = 1_700_000_000;
-        let answer = UserprioAnswer {
+        let answer = Priorities {
             last_update: now,
             rows: vec![
                 row("bob@host", 2000.0, 0.0, now - 3700),
                 row("alice@host", 500.5, 1.0, now),
                 row("old@host", 500.0, 0.0, now - 90_000),
-                UserprioRow {
+                PrioRow {
                     is_group: true,
                     ..row("<none>", 500.0, 1.0, now)
                 },
@@ -526,5 +876,159 @@ mod tests {
         assert_eq!(general(0.0001, 3), "0.0001");
         assert_eq!(general(1234.0, 3), "1.23e+03");
         assert_eq!(float_cell(1e20, 9, 2), "    1e+20");
+    }
+
+    /// The ad as HTCondor's negotiator (and ours) sends it.
+    fn priority_ad(text: &str) -> ClassAd {
+        ClassAd::parse(text).unwrap()
+    }
+
+    #[test]
+    fn the_priority_ad_is_read_as_condor_userprio_reads_it() {
+        let ad = priority_ad(
+            r#"[ LastUpdate = 1700000000; NumSubmittors = 3;
+                Name1 = "alice@host"; Priority1 = 1000.0; PriorityFactor1 = 2000.0;
+                ResourcesUsed1 = 2; WeightedResourcesUsed1 = 1.5;
+                WeightedAccumulatedUsage1 = 5400.0; AccumulatedUsage1 = 5400.0;
+                BeginUsageTime1 = 1699990000; LastUsageTime1 = 1699999000;
+                IsAccountingGroup1 = false; AccountingGroup1 = "alice@host";
+                Name2 = "broken@host";
+                Name3 = "<none>"; Priority3 = 500; ResourcesUsed3 = 1;
+                IsAccountingGroup3 = true ]"#,
+        );
+        let t = priorities(&ad);
+        assert_eq!(t.last_update, 1_700_000_000);
+        assert_eq!(t.rows.len(), 2, "a record without Priority is left out");
+        let a = &t.rows[0];
+        assert_eq!(
+            a,
+            &PrioRow {
+                name: "alice@host".into(),
+                effective_priority: 1000.0,
+                priority_factor: 2000.0,
+                resources_used: 1.5,
+                accumulated_usage_hours: 1.5,
+                begin_usage_time: 1_699_990_000,
+                last_usage_time: 1_699_999_000,
+                is_group: false,
+            }
+        );
+        assert_eq!(a.real_priority(), 0.5);
+        let g = &t.rows[1];
+        assert!(g.is_group);
+        assert_eq!(g.effective_priority, 500.0, "an integer priority reads");
+        assert_eq!(
+            g.resources_used, 1.0,
+            "ResourcesUsed without the weighted one"
+        );
+        assert_eq!((g.priority_factor, g.real_priority()), (0.0, 0.0));
+        assert_eq!(priorities(&ClassAd::new()), Priorities::default());
+    }
+
+    #[test]
+    fn an_answer_that_says_failed_is_an_error() {
+        let ad = |t: &str| priority_ad(t);
+        assert_eq!(failure(&ad("[ Result = true; RequestID = \"1\" ]")), None);
+        assert_eq!(failure(&ad("[ ErrorCode = 0 ]")), None);
+        assert_eq!(
+            failure(&ad(
+                "[ Result = false; ErrorCode = 1; ErrorString = \"already draining\" ]"
+            )),
+            Some("already draining".into())
+        );
+        assert_eq!(
+            failure(&ad("[ ErrorCode = 4 ]")),
+            Some("failed with error code 4".into())
+        );
+    }
+
+    fn slot(name: &str, machine: &str, port: u16) -> Slot {
+        Slot {
+            name: name.into(),
+            machine: machine.into(),
+            address: Sinful::parse(&format!("<127.0.0.1:{port}>"), 0).unwrap(),
+        }
+    }
+
+    #[test]
+    fn targets_name_a_machine_or_a_slot() {
+        let slots = [
+            slot("slot1@a.example", "a.example", 1),
+            slot("slot2@a.example", "a.example", 1),
+            slot("slot1@b.example", "b.example", 2),
+        ];
+        assert_eq!(
+            resolve("b.example", &slots).unwrap(),
+            Target::Machine(&slots[2])
+        );
+        assert_eq!(
+            resolve("slot2@a.example", &slots).unwrap(),
+            Target::Slot(&slots[1])
+        );
+        assert_eq!(resolve("slot1", &slots).unwrap(), Target::Slot(&slots[0]));
+        let e = resolve("slot9", &slots).unwrap_err().to_string();
+        assert!(e.contains("no slot or machine named slot9"), "{e}");
+    }
+
+    #[test]
+    fn each_daemon_is_told_once_the_collector_first() {
+        let at = |p: u16| Sinful::parse(&format!("<127.0.0.1:{p}?noUDP>"), 0).unwrap();
+        // `pool up`: every role at one address.
+        let one = daemons_to_tell(vec![
+            (Kind::Startd, at(9)),
+            (Kind::Schedd, at(9)),
+            (Kind::Collector, at(9)),
+            (Kind::Negotiator, at(9)),
+        ]);
+        assert_eq!(one, [(Kind::Collector, at(9))]);
+        // `master`: one process per role; the slots share their startd's.
+        let four = daemons_to_tell(vec![
+            (Kind::Startd, at(4)),
+            (Kind::Startd, at(4)),
+            (Kind::Schedd, at(3)),
+            (Kind::Negotiator, at(2)),
+            (Kind::Collector, at(1)),
+        ]);
+        let kinds: Vec<Kind> = four.iter().map(|(k, _)| *k).collect();
+        assert_eq!(
+            kinds,
+            [
+                Kind::Collector,
+                Kind::Startd,
+                Kind::Schedd,
+                Kind::Negotiator
+            ]
+        );
+        assert_eq!(kind_of("Machine"), Kind::Startd);
+        assert_eq!(kind_of("Scheduler"), Kind::Schedd);
+    }
+
+    #[test]
+    fn the_drain_request_is_condor_drains() {
+        let a = DrainArgs {
+            machine: None,
+            graceful: false,
+            quick: true,
+            fast: false,
+            resume_on_completion: true,
+            start: Some("Owner == \"x\"".into()),
+            reason: None,
+            cancel: false,
+        };
+        let req = drain_request(&a, "alice").unwrap();
+        let env = Env::default();
+        assert!(matches!(req.eval_attr("HowFast", &env), Value::Int(10)));
+        assert!(matches!(
+            req.eval_attr("ResumeOnCompletion", &env),
+            Value::Int(1)
+        ));
+        assert_eq!(string_attr(&req, "DrainReason"), "by alice");
+        assert!(req.get("StartExpr").is_some());
+        let bad = DrainArgs {
+            start: Some("1 +".into()),
+            ..a
+        };
+        let e = drain_request(&bad, "alice").unwrap_err().to_string();
+        assert!(e.contains("the start expression does not parse"), "{e}");
     }
 }

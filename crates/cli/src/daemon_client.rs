@@ -109,10 +109,6 @@ impl Daemons {
         }
     }
 
-    pub fn state(&self) -> &Path {
-        &self.state
-    }
-
     /// Where the local schedd writes its address (SCHEDD_ADDRESS_FILE).
     pub fn schedd_address_file(&self) -> &Path {
         &self.schedd_file
@@ -322,7 +318,7 @@ impl Daemons {
         loop {
             let msg = sock.recv().map_err(fail)?;
             let mut d = sock.decoder(&msg);
-            while !(d.remaining() == 0) {
+            while d.remaining() != 0 {
                 let more = d.get_int().map_err(|e| fail(SockError::Decode(e)))?;
                 if more == 0 {
                     return Ok(ads);
@@ -330,24 +326,6 @@ impl Daemons {
                 ads.push(get_ad(&mut d).map_err(|e| fail(SockError::Decode(e)))?);
             }
         }
-    }
-
-    /// Sends `request` to `addr` and reads one ad back.
-    pub fn ask(
-        &self,
-        kind: Kind,
-        addr: &Sinful,
-        command: i32,
-        request: &ClassAd,
-    ) -> Result<ClassAd, Error> {
-        let fail = |e: SockError| self.broken(kind, addr, command, e);
-        let mut sock = self.connect(kind, addr, command)?;
-        let mut e = sock.encoder();
-        put_ad(&mut e, request, &PutOptions::default());
-        sock.send(&e).map_err(fail)?;
-        let msg = sock.recv().map_err(fail)?;
-        let mut d = sock.decoder(&msg);
-        get_ad(&mut d).map_err(|e| fail(SockError::Decode(e)))
     }
 }
 

@@ -6,9 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use classad::{ClassAd, Env, Value};
-use wire::api::{JobSpec, Selection, Totals};
-
-use crate::errors::Error;
+use wire::api::{JobSpec, Totals};
 
 /// The pool's state directory: `explicit`, else $FERROCONDOR_STATE, else
 /// $XDG_STATE_HOME/ferrocondor, else ~/.local/state/ferrocondor.
@@ -25,26 +23,6 @@ pub fn state_dir(explicit: Option<&std::path::Path>) -> PathBuf {
     }
     let home = var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
     home.join(".local/state/ferrocondor")
-}
-
-/// The client of the pool in the default state directory.
-pub fn client() -> wire::Client {
-    wire::Client::for_state_dir(&state_dir(None))
-}
-
-/// Job ids and owners from the command line, as a selection.
-pub fn selection(targets: &[String], constraint: Option<&str>) -> Selection {
-    let mut sel = Selection {
-        constraint: constraint.map(str::to_string),
-        ..Selection::default()
-    };
-    for t in targets {
-        match JobSpec::parse(t) {
-            Some(id) => sel.ids.push(id),
-            None => sel.owners.push(t.clone()),
-        }
-    }
-    sel
 }
 
 /// The ClassAd constraint that selects the jobs a command line names, as
@@ -95,21 +73,6 @@ pub fn my_name() -> String {
     // SAFETY: geteuid cannot fail.
     let uid = unsafe { libc::geteuid() };
     cedar::auth::user_name(uid).unwrap_or_else(|| uid.to_string())
-}
-
-/// Ads as the pool sent them (new syntax text).
-pub fn parse_ads(texts: &[String]) -> Result<Vec<ClassAd>, Error> {
-    texts
-        .iter()
-        .map(|t| {
-            ClassAd::parse(t).map_err(|e| {
-                Error::Input(format!(
-                    "the pool sent an ad that does not parse: {}",
-                    e.display_with_source("<job ad>")
-                ))
-            })
-        })
-        .collect()
 }
 
 fn int(ad: &ClassAd, name: &str, env: &Env) -> Option<i64> {

@@ -8,10 +8,11 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use cedar::commands as cmd;
 use classad::{ClassAd, Env, Value};
-use wire::api::{SlotsAnswer, SlotsRequest, PATH_SLOTS};
 
 use crate::args::StatusArgs;
+use crate::daemon_client::Daemons;
 use crate::errors::{Error, Outcome};
 use crate::jobview;
 use crate::jobview::{duration, real as num, string as text};
@@ -46,21 +47,17 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
             });
         }
     }
-    let answer: SlotsAnswer = jobview::client().call(
-        PATH_SLOTS,
-        &SlotsRequest {
-            ad_type: if schedd {
-                Some("Scheduler".into())
-            } else if a.submitters {
-                Some("Submitter".into())
-            } else {
-                None
-            },
-            constraint: wanted,
-            projection: Vec::new(),
-        },
-    )?;
-    let mut ads = jobview::parse_ads(&answer.ads)?;
+    // condor_status asks the collector: the kind of ad as the command,
+    // the constraint as the query's Requirements.
+    let command = if schedd {
+        cmd::QUERY_SCHEDD_ADS
+    } else if a.submitters {
+        cmd::QUERY_SUBMITTOR_ADS
+    } else {
+        cmd::QUERY_STARTD_ADS
+    };
+    let wanted = wanted.map(|w| checked_constraint(&w)).transpose()?;
+    let mut ads = Daemons::new(None)?.query_collector(command, wanted.as_deref(), &[])?;
     let env = Env {
         utc_offset: crate::system::utc_offset(now),
         ..Env::at(now)
@@ -140,6 +137,18 @@ fn constraint(targets: &[String], constraint: Option<&str>) -> Option<String> {
         parts.push(format!("({})", names.join(" || ")));
     }
     (!parts.is_empty()).then(|| parts.join(" && "))
+}
+
+/// `text` if it is an expression; else the user's error, said as the pool
+/// says it, before anyone is asked.
+fn checked_constraint(text: &str) -> Result<String, Error> {
+    classad::parse_expr(text).map_err(|e| {
+        Error::Input(format!(
+            "the constraint does not parse: {}",
+            e.display_with_source("<constraint>")
+        ))
+    })?;
+    Ok(text.to_string())
 }
 
 /// A ClassAd string literal.

@@ -7,8 +7,8 @@ use std::path::Path;
 use config::Host;
 
 use crate::args::SubmitArgs;
+use crate::daemon_client::{Daemons, Kind};
 use crate::errors::{Error, Outcome};
-use crate::jobview;
 
 pub fn run(
     a: &SubmitArgs,
@@ -48,40 +48,37 @@ pub fn run(
             "Submitting jobs as user/group 0 (root) is not allowed for security reasons.".into(),
         ));
     }
-    // For real, the pool hands out the cluster id first (the ads name it:
-    // `$(Cluster)`), as condor_submit asks the schedd for a new cluster.
-    let client = jobview::client();
-    let cluster = if dry_run {
-        a.cluster
-    } else {
-        let c: wire::api::NewCluster =
-            client.call(wire::api::PATH_NEW_CLUSTER, &wire::api::Empty {})?;
-        i64::from(c.cluster)
+    // The jobs of cluster `cluster`, their first proc `first_proc`.
+    let build = |cluster: i64, first_proc: i64, diag: &mut dyn Write| {
+        let mut opts = submit::SubmitOptions::new(cluster, &owner, a.qdate.unwrap_or(now), &cwd);
+        opts.first_proc = first_proc;
+        opts.submit_file = name.clone();
+        opts.append = a.append.clone();
+        // condor_submit -batch-name NAME: as the submit command would say it.
+        if let Some(name) = &a.batch_name {
+            opts.append.push(format!("batch_name = {name}"));
+        }
+        // condor_submit -queue ARGS: the queue statement, as `-a` would give
+        // it (condor_submit turns `-a "queue ..."` into -queue too).
+        if !a.queue.is_empty() {
+            opts.append.push(format!("queue {}", a.queue.join(" ")));
+        }
+        opts.environment = host.env_vars();
+        opts.random_seed = host.random_seed();
+        let submission =
+            submit::submit(&text, &opts, &config, &SubmitFiles).map_err(Error::Submit)?;
+        for w in &submission.warnings {
+            writeln!(diag, "{w}")?;
+        }
+        Ok::<_, Error>(submission)
     };
-    let mut opts = submit::SubmitOptions::new(cluster, &owner, a.qdate.unwrap_or(now), &cwd);
-    opts.first_proc = if dry_run { a.proc } else { 0 };
-    opts.submit_file = name;
-    opts.append = a.append.clone();
-    // condor_submit -batch-name NAME: as the submit command would say it.
-    if let Some(name) = &a.batch_name {
-        opts.append.push(format!("batch_name = {name}"));
-    }
-    // condor_submit -queue ARGS: the queue statement, as `-a` would give it
-    // (condor_submit turns `-a "queue ..."` into -queue too).
-    if !a.queue.is_empty() {
-        opts.append.push(format!("queue {}", a.queue.join(" ")));
-    }
-    opts.environment = host.env_vars();
-    opts.random_seed = host.random_seed();
-    let mut submission =
-        submit::submit(&text, &opts, &config, &SubmitFiles).map_err(Error::Submit)?;
-    for w in &submission.warnings {
-        writeln!(diag, "{w}")?;
-    }
     if !dry_run {
-        check_executables(&submission.jobs, Path::new(&cwd))?;
-        return queue(&client, cluster, &submission.jobs, out, diag);
+        // For real, the schedd hands out the cluster id first (the ads name
+        // it: `$(Cluster)`), as condor_submit asks it for a new cluster.
+        return queue(Path::new(&cwd), &build, out, diag);
     }
+    let mut submission = build(a.cluster, a.proc, diag)?;
+    let cluster = a.cluster;
     // What the schedd would do to them before queueing: its job transforms,
     // then its submit requirements (a failed one refuses the submission).
     // The schedd also sets Owner; a dry run leaves it as submit made it,
@@ -211,50 +208,146 @@ fn check_executables(jobs: &[classad::ClassAd], cwd: &Path) -> Result<(), Error>
     Ok(())
 }
 
-/// Sends the cluster to the pool, which sets Owner, applies its transforms
-/// and submit requirements, and answers once the jobs are on disk.
+/// Makes the jobs of cluster `cluster`, its first proc `first_proc`,
+/// its warnings said on the writer given.
+type Build<'a> = dyn Fn(i64, i64, &mut dyn Write) -> Result<submit::Submission, Error> + 'a;
+
+/// Queues the jobs in the running pool as condor_submit does, over
+/// HTCondor's job-queue protocol (QMGMT) on one connection to the schedd:
+/// NewCluster, the jobs `build` makes with that id, sent as a cluster ad
+/// and proc ads of what differs, one commit. The schedd sets Owner (from
+/// the authentication: the ads send none), applies its transforms and
+/// submit requirements at the commit, and answers once the jobs are on
+/// disk. Any failure before the commit closes the connection without
+/// one, and the schedd keeps nothing of it.
 fn queue(
-    client: &wire::Client,
-    cluster: i64,
-    jobs: &[classad::ClassAd],
+    cwd: &Path,
+    build: &Build<'_>,
     out: &mut dyn Write,
     diag: &mut dyn Write,
 ) -> Result<Outcome, Error> {
-    if jobs.is_empty() {
-        writeln!(out, "0 job(s) submitted.")?;
-        return Ok(Outcome::Success);
-    }
-    let ads = jobs
-        .iter()
-        .map(|ad| {
-            let mut s = String::new();
-            classad::unparse::ad_into(&mut s, ad);
-            s
-        })
-        .collect();
-    writeln!(out, "Submitting job(s)...")?;
-    let done: wire::api::Submitted = client
-        .call(
-            wire::api::PATH_SUBMIT,
-            &wire::api::SubmitRequest {
-                cluster: cluster as u32,
-                ads,
-            },
-        )
-        .map_err(|e| match e {
-            wire::Error::Refused { message, .. } => Error::Daemon(message),
-            e => Error::Pool(e),
-        })?;
-    if let Some(w) = &done.warning {
+    let daemons = Daemons::new(None)?;
+    let addr = daemons.schedd()?.clone();
+    let command = cedar::commands::QMGMT_WRITE_CMD;
+    let mut sock = daemons.connect(Kind::Schedd, &addr, command)?;
+    let queued = send(&mut sock, cwd, build, out, diag);
+    // CloseSocket: after a commit, the end of the conversation; before
+    // one (a failure), the schedd drops what the connection sent.
+    let _ = cedar::qmgmt::close(&mut sock);
+    let (cluster, procs, warning) = match queued? {
+        Sent::Nothing => {
+            writeln!(out, "0 job(s) submitted.")?;
+            return Ok(Outcome::Success);
+        }
+        Sent::Cluster(c, n, w) => (c, n, w),
+        Sent::Failed(e) => return Err(refusal(&daemons, &addr, e)),
+    };
+    if let Some(w) = &warning {
         writeln!(diag, "WARNING: {w}")?;
     }
-    writeln!(
-        out,
-        "{} job(s) submitted to cluster {}.",
-        done.procs, done.cluster
-    )?;
+    writeln!(out, "{procs} job(s) submitted to cluster {cluster}.")?;
     Ok(Outcome::Success)
 }
+
+/// What one QMGMT conversation came to.
+enum Sent {
+    /// The description queues no job: nothing committed.
+    Nothing,
+    /// Committed: the cluster, its number of jobs, the schedd's warning.
+    Cluster(i32, usize, Option<String>),
+    /// The schedd refused a call, or the connection failed.
+    Failed(Failed),
+}
+
+/// A failed call, with how many jobs were being sent.
+struct Failed {
+    error: cedar::qmgmt::QmgmtError,
+    jobs: usize,
+}
+
+/// The conversation up to and including the commit (not the close).
+/// `Err` is a failure of ours (the description, its executables, our
+/// output); `Ok(Sent::Failed)` one of the schedd's or the connection's.
+fn send(
+    sock: &mut cedar::Sock,
+    cwd: &Path,
+    build: &Build<'_>,
+    out: &mut dyn Write,
+    diag: &mut dyn Write,
+) -> Result<Sent, Error> {
+    let failed = |error, jobs| Ok(Sent::Failed(Failed { error, jobs }));
+    // condor_submit asks first what the schedd can do (late
+    // materialization, ...); a plain submission needs none of it.
+    if let Err(e) = cedar::qmgmt::get_capabilities(sock) {
+        return failed(e, 0);
+    }
+    let cluster = match cedar::qmgmt::new_cluster(sock) {
+        Ok(c) => c,
+        Err(e) => return failed(e, 0),
+    };
+    let submission = build(i64::from(cluster), 0, diag)?;
+    check_executables(&submission.jobs, cwd)?;
+    if submission.jobs.is_empty() {
+        return Ok(Sent::Nothing);
+    }
+    let (mut cluster_ad, mut procs) = cedar::qmgmt::split_jobs(&submission.jobs);
+    drop(submission);
+    // Whose the jobs are is the schedd's to say, from the authentication
+    // (`Owner = undefined` goes instead); User and the like it sets too.
+    cluster_ad.remove("Owner");
+    for p in &mut procs {
+        p.remove("Owner");
+    }
+    writeln!(out, "Submitting job(s)...")?;
+    match cedar::qmgmt::send_cluster(sock, cluster, &cluster_ad, &procs) {
+        Ok(warning) => Ok(Sent::Cluster(cluster, procs.len(), warning)),
+        Err(e) => failed(e, procs.len()),
+    }
+}
+
+/// The schedd's refusal as the person should read it: its own reason
+/// where it gave one (a submit requirement's, a user it takes no jobs
+/// from), HTCondor's meaning of NewProc's codes, else which call failed.
+fn refusal(daemons: &Daemons, addr: &cedar::Sinful, f: Failed) -> Error {
+    use cedar::qmgmt::QmgmtError;
+    match &f.error {
+        QmgmtError::Refused {
+            reason: Some(r), ..
+        } if !r.is_empty() => Error::Daemon(r.clone()),
+        QmgmtError::Refused {
+            call: "NewProc",
+            rval,
+            errno,
+            ..
+        } => {
+            let why = if *rval == NEWJOB_ERR_MAX_JOBS_PER_SUBMISSION {
+                "more jobs than the schedd takes in one submission (MAX_JOBS_PER_SUBMISSION)"
+                    .to_string()
+            } else if *errno == EFBIG {
+                "more bytes of job ads than the schedd takes in one submission".to_string()
+            } else {
+                format!("refused by the schedd at {addr}: {}", f.error)
+            };
+            Error::Daemon(format!(
+                "submission refused: its {} jobs are {why}; none was queued",
+                f.jobs
+            ))
+        }
+        e => daemons.refused(
+            Kind::Schedd,
+            addr,
+            cedar::commands::QMGMT_WRITE_CMD,
+            &e.to_string(),
+        ),
+    }
+}
+
+/// NewProc's answer when the submission would be over
+/// MAX_JOBS_PER_SUBMISSION (HTCondor's NEWJOB_ERR_MAX_JOBS_PER_SUBMISSION).
+const NEWJOB_ERR_MAX_JOBS_PER_SUBMISSION: i64 = -4;
+/// NewProc's errno when the submission's ads are over the schedd's bound
+/// on bytes.
+const EFBIG: i64 = 27;
 
 /// The submitter's files on the real disk.
 pub(crate) struct SubmitFiles;

@@ -257,11 +257,16 @@ impl CommandPort {
     }
 
     /// Serves until the process ends, on a thread of its own.
-    pub fn serve(self, router: Router) -> std::io::Result<std::thread::JoinHandle<()>> {
+    pub fn serve(
+        self,
+        router: Router,
+        reconfig: Reconfigure,
+    ) -> std::io::Result<std::thread::JoinHandle<()>> {
         let daemon = Arc::new(PortDaemon {
             sessions: Sessions::new(&self.config.hostname),
             signing_key: std::sync::atomic::AtomicBool::new(false),
             router,
+            reconfig,
             config: self.config,
             address: self.sinful.to_string(),
         });
@@ -341,11 +346,16 @@ impl Drop for Slot {
     }
 }
 
+/// Reads the process's configuration again for its roles, all or none:
+/// what became of it, or why the configuration in force stays.
+pub type Reconfigure = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
+
 pub(crate) struct PortDaemon {
     sessions: Sessions,
     /// The pool's signing key was found (tokens can be handed out).
     signing_key: std::sync::atomic::AtomicBool,
     router: Router,
+    reconfig: Reconfigure,
     config: PortConfig,
     address: String,
 }
@@ -497,10 +507,26 @@ impl PortDaemon {
             c if nop_level(c).is_some() => Ok(()),
             cmd::DC_RECONFIG | cmd::DC_RECONFIG_FULL => {
                 // condor_reconfig sent to a daemon: this process reads its
-                // configuration again, as on SIGHUP (and says how it went
-                // in its log).
-                // SAFETY: kill with our own pid and a valid signal.
-                unsafe { libc::kill(libc::getpid(), libc::SIGHUP) };
+                // configuration again, for all its roles or none. HTCondor
+                // answers nothing (its tools do not read on); we answer
+                // an ad that says how it went, which our tool reads, as
+                // a broken file is the admin's to hear of at once.
+                let mut ad = ClassAd::new();
+                match (self.reconfig)() {
+                    Ok(message) => {
+                        eprintln!("ferrocondor: {message}");
+                        ad.insert_value("Result", true);
+                    }
+                    Err(why) => {
+                        eprintln!("ferrocondor: reconfig: {why}");
+                        ad.insert_value("Result", false);
+                        ad.insert_value("ErrorString", why.as_str());
+                    }
+                }
+                let mut e = sock.encoder();
+                put_ad(&mut e, &ad, &PutOptions::default());
+                // A client that did not wait for the answer is no failure.
+                let _ = sock.send(&e);
                 Ok(())
             }
             cmd::DC_OFF_GRACEFUL | cmd::DC_OFF_FAST | cmd::DC_OFF_PEACEFUL => {
@@ -655,8 +681,9 @@ impl PortDaemon {
         let projection = projection_of(&query);
         let limit = int(&query, "LimitResults").filter(|l| *l > 0);
         let address = self.address.clone();
-        // Slot ads up to date when the startd runs here (as `status`
-        // answers): the startd's update reaches the collector's inbox
+        // Slot ads up to date when the startd runs here, and the access
+        // point's and its submitters' when the schedd does (as `status`
+        // answers): each role's update reaches the collector's inbox
         // before this query does.
         if matches!(kind, None | Some(AdType::Startd)) {
             if let Ok(startd) = self.router.startd() {
@@ -664,6 +691,11 @@ impl PortDaemon {
                     s.publish_slots(now);
                     s.flush(out);
                 });
+            }
+        }
+        if matches!(kind, None | Some(AdType::Schedd) | Some(AdType::Submitter)) {
+            if let Ok(schedd) = self.router.schedd() {
+                let _ = schedd.call_blocking(|s, _, out| s.publish(out));
             }
         }
         let collector = self

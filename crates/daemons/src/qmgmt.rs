@@ -56,16 +56,23 @@ const QUERY_ONLY: u8 = 0x20;
 const ENOENT: i64 = 2;
 const EACCES: i64 = 13;
 const EINVAL: i64 = 22;
+const EFBIG: i64 = 27;
 const ENOSYS: i64 = 38;
+
+/// NewCluster's answer to a user who may not submit here (HTCondor's
+/// NEWJOB_ERR_DISALLOWED_USER).
+const NEWJOB_ERR_DISALLOWED_USER: i64 = -7;
 
 /// The most edits one transaction may hold, and the most bytes of
 /// attribute text, counting the cluster ad once for every job it makes (at
 /// commit each job is the cluster ad and its own): far above any real
-/// submission (a job of a few KiB, 20,000 of them by default), a bound on
-/// what one connection can make the schedd hold. The number of jobs is
+/// submission (a job of a few KiB, up to 12 KiB with `getenv = true`,
+/// 20,000 of them by default), a bound on what one connection can make
+/// the schedd hold; the same as the HTTP API's (`MAX_SUBMIT_BYTES`), so
+/// `ferrocondor submit` takes what it took there. The number of jobs is
 /// MAX_JOBS_PER_SUBMISSION's.
 const MAX_PROCS: usize = 1_000_000;
-const MAX_BYTES: usize = 128 << 20;
+const MAX_BYTES: usize = 256 << 20;
 
 /// Attributes a client may not set (HTCondor's SYSTEM_SECURE_JOB_ATTRS,
 /// and what the schedd itself sets): silently ignored, as HTCondor does.
@@ -133,6 +140,10 @@ pub(crate) fn serve(port: &PortDaemon, sock: &mut Sock, peer: &Peer) -> Result<(
                     reply_failure(sock, -1, EACCES, "the connection is not authenticated")?;
                     continue;
                 };
+                if let Err(why) = may_submit(&user) {
+                    reply_failure(sock, NEWJOB_ERR_DISALLOWED_USER, EACCES, &why)?;
+                    continue;
+                }
                 match port.on_schedd(move |s, _, _| s.schedd.new_cluster(&user)) {
                     Ok(Ok(c)) => {
                         t = Transaction {
@@ -162,7 +173,13 @@ pub(crate) fn serve(port: &PortDaemon, sock: &mut Sock, peer: &Peer) -> Result<(
                     ));
                     reply_rval(sock, -4, EINVAL)?;
                 } else if t.bytes + t.cluster_bytes * (t.procs.len() + 1) > MAX_BYTES {
-                    reply_rval(sock, -4, EINVAL)?;
+                    // Not HTCondor's (its schedd has no such bound): EFBIG
+                    // says which bound it is.
+                    t.error.get_or_insert((
+                        EFBIG,
+                        format!("the submission's jobs together are over {MAX_BYTES} bytes"),
+                    ));
+                    reply_rval(sock, -1, EFBIG)?;
                 } else {
                     t.procs.push(ClassAd::new());
                     let mut e = sock.encoder();
@@ -473,6 +490,24 @@ fn edit_by_constraint(
         )?;
     }
     Ok(plan.matched)
+}
+
+/// A pool started by a user runs every job as that user, so only that user
+/// (and root) may submit to it: another user's job would run with the
+/// pool's user's rights. A pool started by root runs each job as its
+/// owner, and takes anyone's. `user` is the authenticated local user.
+fn may_submit(user: &str) -> Result<(), String> {
+    // SAFETY: geteuid and getuid cannot fail.
+    let (euid, me) = unsafe { (libc::geteuid(), libc::getuid()) };
+    let pool_user = crate::identity::user_name(me);
+    if euid == 0 || user == "root" || pool_user.as_deref() == Some(user) {
+        return Ok(());
+    }
+    Err(format!(
+        "permission denied: this pool runs every job as {}, who started it, so only they may \
+         submit to it ({user} may not); a pool started by root runs each job as its owner",
+        pool_user.unwrap_or_else(|| format!("uid {me}"))
+    ))
 }
 
 /// `s` as a ClassAd string literal.

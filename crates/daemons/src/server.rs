@@ -385,13 +385,6 @@ impl Pool {
             .as_ref()
             .map(|p| p.address_files().to_vec())
             .unwrap_or_default();
-        if let Some(port) = self.port {
-            port.serve(router.clone()).map_err(|source| Error::Io {
-                path: socket.clone(),
-                op: "starting the command port",
-                source,
-            })?;
-        }
         // Under a master, each local role listens for the others' messages.
         if let Some(dir) = &self.roles_dir {
             for &role in &local {
@@ -423,6 +416,24 @@ impl Pool {
                 source,
             })?,
         });
+        if let Some(port) = self.port {
+            // condor_reconfig over the command port: done before the
+            // answer, which says whether the new configuration took.
+            let handle = tokio::runtime::Handle::current();
+            let for_reconfig = shared.clone();
+            let reconfig: crate::command_port::Reconfigure = Arc::new(move || {
+                handle
+                    .block_on(reconfigure_here(&for_reconfig))
+                    .map(|a| a.message)
+                    .map_err(|e| e.message)
+            });
+            port.serve(router.clone(), reconfig)
+                .map_err(|source| Error::Io {
+                    path: socket.clone(),
+                    op: "starting the command port",
+                    source,
+                })?;
+        }
         // Each role on its own thread; the startd's work (starters, hooks)
         // on this runtime.
         let runtime = tokio::runtime::Handle::current();
