@@ -746,20 +746,52 @@ fn an_expensive_constraint_from_one_user_does_not_stall_another_s_q() {
     }
 }
 
-/// A process of `user`'s holding `n` connections to `socket` open (half
+/// Where [`hold_connections`] connects: the pool's socket, or a TCP
+/// port on the loopback address (the command port).
+enum Target<'a> {
+    Unix(&'a Path),
+    Tcp(u16),
+}
+
+/// A process of `user`'s holding `n` connections to `target` open (half
 /// of them silent, half with a request begun and never finished): a
 /// `sleep` that inherits the sockets made just before it starts. Gives
 /// the process and how many connections it made.
-fn hold_connections(user: &User, socket: &Path, n: usize) -> (KillOnDrop, usize) {
-    // SAFETY: an all-zero sockaddr_un is valid; the path fits (checked).
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    let bytes = socket.as_os_str().as_encoded_bytes();
-    assert!(bytes.len() < addr.sun_path.len(), "{}", socket.display());
-    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
-        *d = *s as libc::c_char;
-    }
-    const PARTIAL: &[u8] = b"POST /v1/jobs/query HTTP/1.1\r\nHost: pool\r\nContent-Le";
+fn hold_connections(user: &User, target: Target, n: usize) -> (KillOnDrop, usize) {
+    // SAFETY: all-zero socket addresses are valid; the path fits (checked).
+    let mut unix: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    let mut tcp: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    let (family, addr, len, partial): (_, *const libc::sockaddr, _, &'static [u8]) = match target {
+        Target::Unix(socket) => {
+            unix.sun_family = libc::AF_UNIX as libc::sa_family_t;
+            let bytes = socket.as_os_str().as_encoded_bytes();
+            assert!(bytes.len() < unix.sun_path.len(), "{}", socket.display());
+            for (d, s) in unix.sun_path.iter_mut().zip(bytes) {
+                *d = *s as libc::c_char;
+            }
+            (
+                libc::AF_UNIX,
+                (&unix as *const libc::sockaddr_un).cast(),
+                std::mem::size_of::<libc::sockaddr_un>(),
+                b"POST /v1/jobs/query HTTP/1.1\r\nHost: pool\r\nContent-Le",
+            )
+        }
+        Target::Tcp(port) => {
+            tcp.sin_family = libc::AF_INET as libc::sa_family_t;
+            tcp.sin_port = port.to_be();
+            tcp.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            (
+                libc::AF_INET,
+                (&tcp as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>(),
+                // A CEDAR packet header cut short.
+                b"\x00\x00\x00",
+            )
+        }
+    };
+    // The addresses outlive the child's start (pre_exec runs before
+    // spawn returns); raw pointers to them are Send for the closure.
+    let addr = addr as usize;
     let mut c = Command::new("sleep");
     c.arg("600")
         .uid(user.uid)
@@ -781,7 +813,7 @@ fn hold_connections(user: &User, socket: &Path, n: usize) -> (KillOnDrop, usize)
             };
             let mut made: usize = 0;
             for i in 0..n {
-                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+                let fd = libc::socket(family, libc::SOCK_STREAM, 0);
                 if fd < 0 {
                     break;
                 }
@@ -792,17 +824,13 @@ fn hold_connections(user: &User, socket: &Path, n: usize) -> (KillOnDrop, usize)
                     (&timeout as *const libc::timeval).cast(),
                     std::mem::size_of::<libc::timeval>() as libc::socklen_t,
                 );
-                let rc = libc::connect(
-                    fd,
-                    (&addr as *const libc::sockaddr_un).cast(),
-                    std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
-                );
+                let rc = libc::connect(fd, addr as *const libc::sockaddr, len as libc::socklen_t);
                 if rc != 0 {
                     libc::close(fd);
                     break;
                 }
                 if i % 2 == 1 {
-                    libc::write(fd, PARTIAL.as_ptr().cast(), PARTIAL.len());
+                    libc::write(fd, partial.as_ptr().cast(), partial.len());
                 }
                 made += 1;
             }
@@ -833,9 +861,9 @@ fn hold_connections(user: &User, socket: &Path, n: usize) -> (KillOnDrop, usize)
     (KillOnDrop(child), made)
 }
 
-/// Alice opens 2,000 connections to the pool's socket and leaves them
-/// idle (half of them in the middle of a request); bob must still submit
-/// and query. The pool runs with 1,024 open files (its soft limit), as a
+/// Alice opens 2,000 connections to the pool's socket and 2,000 to its
+/// command port and leaves them idle (half of them in the middle of a
+/// request); bob must still submit and query. The pool runs with 1,024 open files (its soft limit), as a
 /// service manager commonly starts a daemon, so that the connections
 /// outnumber what it may hold open.
 #[test]
@@ -848,8 +876,15 @@ fn two_thousand_idle_connections_from_one_user_do_not_lock_out_another() {
     // (soft limit), fewer than alice's connections.
     let pool = Pool::start_with_nofile(&s.state, FAST, 1024);
     let (a, b) = (alice(), bob());
-    let (_held, made) = hold_connections(a, &s.state.join("pool.sock"), 2000);
-    eprintln!("alice holds {made} connections to the pool");
+    let (_held, made) = hold_connections(a, Target::Unix(&s.state.join("pool.sock")), 2000);
+    // The tools reach the schedd at its command port: alice holds as
+    // many there.
+    let port = command_port(&s.state);
+    let (_held_tcp, made_tcp) = hold_connections(a, Target::Tcp(port), 2000);
+    eprintln!(
+        "alice holds {made} connections to the pool's socket and {made_tcp} to its command port"
+    );
+    assert!(made_tcp > 64, "alice made only {made_tcp} connections");
     let mut submit = users::command(&s.state, Some(b), &[]);
     let file = s.user_file(
         b,
@@ -880,6 +915,20 @@ fn two_thousand_idle_connections_from_one_user_do_not_lock_out_another() {
         },
         "bob's job, with alice's connections open"
     );
+}
+
+/// The port of the schedd's command port, from its address file.
+fn command_port(state: &Path) -> u16 {
+    let text = std::fs::read_to_string(state.join(".schedd_address")).unwrap();
+    let first = text.lines().next().unwrap_or("");
+    let port = first
+        .trim_start_matches('<')
+        .split(['?', '>'])
+        .next()
+        .and_then(|hp| hp.rsplit_once(':'))
+        .map(|(_, p)| p);
+    port.and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in the schedd's address {first:?}"))
 }
 
 /// Starts `pool up` on `state` (as root, or as `user`) and says how it

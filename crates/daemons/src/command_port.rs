@@ -46,9 +46,10 @@ pub use cedar::{CONDOR_PLATFORM, CONDOR_VERSION};
 /// once (its client retries), so a flood cannot take every thread.
 const MAX_CONNECTIONS: usize = 256;
 
-/// The most from one address (every local user shares 127.0.0.1, so it
-/// is generous): one host cannot take every slot.
-const MAX_CONNECTIONS_PER_HOST: usize = 64;
+/// The most from one peer: one host, or one local user (every local
+/// user's tools come from the loopback address, so on this host each user
+/// counts apart): no one can take every slot.
+const MAX_CONNECTIONS_PER_PEER: usize = 64;
 
 /// A connection's handshake: its messages are small (a policy ad, a
 /// token), and each must come within this (twice it for a whole message).
@@ -281,8 +282,8 @@ impl CommandPort {
                         continue;
                     };
                     // Past the limits the connection is closed at once (its
-                    // client retries); one host cannot take every slot.
-                    let Some(slot) = Slots::take(&live, peer.ip()) else {
+                    // client retries); no peer can take every slot.
+                    let Some(slot) = Slots::take(&live, Holder::of(&stream, peer)) else {
                         continue;
                     };
                     let d = daemon.clone();
@@ -299,28 +300,49 @@ impl CommandPort {
     }
 }
 
-/// The connections being served: in all, and from each address.
+/// Whose a connection is, for sharing out the slots: a local user (a
+/// peer on this host, by its socket's owner), else the host it comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Holder {
+    LocalUser(u32),
+    Host(std::net::IpAddr),
+}
+
+impl Holder {
+    fn of(stream: &TcpStream, peer: SocketAddr) -> Holder {
+        if let Ok(local) = stream.local_addr() {
+            if peer.ip().is_loopback() || peer.ip() == local.ip() {
+                if let Some(uid) = crate::peer_user::owner(peer, local) {
+                    return Holder::LocalUser(uid);
+                }
+            }
+        }
+        Holder::Host(peer.ip())
+    }
+}
+
+/// The connections being served: in all, and from each peer.
 #[derive(Default)]
 struct Slots {
     total: AtomicUsize,
-    by_ip: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+    by_peer: std::sync::Mutex<std::collections::HashMap<Holder, usize>>,
 }
 
 /// One connection's place in [`Slots`], given back when dropped.
 struct Slot {
     slots: Arc<Slots>,
-    ip: std::net::IpAddr,
+    holder: Holder,
 }
 
 impl Slots {
-    fn take(slots: &Arc<Slots>, ip: std::net::IpAddr) -> Option<Slot> {
-        let mut by_ip = slots.by_ip.lock().unwrap_or_else(|e| e.into_inner());
-        let mine = by_ip.entry(ip).or_insert(0);
-        if *mine >= MAX_CONNECTIONS_PER_HOST
+    fn take(slots: &Arc<Slots>, holder: Holder) -> Option<Slot> {
+        let mut by_peer = slots.by_peer.lock().unwrap_or_else(|e| e.into_inner());
+        let mine = by_peer.entry(holder).or_insert(0);
+        if *mine >= MAX_CONNECTIONS_PER_PEER
             || slots.total.load(Ordering::SeqCst) >= MAX_CONNECTIONS
         {
             if *mine == 0 {
-                by_ip.remove(&ip);
+                by_peer.remove(&holder);
             }
             return None;
         }
@@ -328,18 +350,18 @@ impl Slots {
         slots.total.fetch_add(1, Ordering::SeqCst);
         Some(Slot {
             slots: slots.clone(),
-            ip,
+            holder,
         })
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut by_ip = self.slots.by_ip.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = by_ip.get_mut(&self.ip) {
+        let mut by_peer = self.slots.by_peer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = by_peer.get_mut(&self.holder) {
             *n -= 1;
             if *n == 0 {
-                by_ip.remove(&self.ip);
+                by_peer.remove(&self.holder);
             }
         }
         self.slots.total.fetch_sub(1, Ordering::SeqCst);

@@ -42,6 +42,7 @@ pub mod local_protocol;
 mod local_transport;
 pub mod master;
 pub mod negotiator_role;
+mod peer_user;
 mod qmgmt;
 pub mod roles;
 pub mod schedd_role;

@@ -250,6 +250,10 @@ const FILE_SYSTEM_MODULES: &[(&str, &str)] = &[
         "the address files the configuration names (COLLECTOR_ADDRESS_FILE, SCHEDD_ADDRESS_FILE)",
     ),
     (
+        "crates/daemons/src/peer_user.rs",
+        "the kernel's socket tables (/proc/net/tcp, tcp6), to share out the command port's connections",
+    ),
+    (
         "crates/daemons/src/local_transport.rs",
         "the roles' sockets in the state directory",
     ),
