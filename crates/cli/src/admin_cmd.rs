@@ -6,9 +6,8 @@
 
 use std::io::Write;
 
-use cedar::client::{ClientError, ClientOptions, SessionCache};
 use cedar::commands as cmd;
-use cedar::sock::{Sock, SockError};
+use cedar::sock::SockError;
 use cedar::{get_ad, get_ad_no_types, put_ad, PutOptions, Sinful};
 use classad::{ClassAd, Env, Value};
 
@@ -16,55 +15,24 @@ use crate::args::{DrainArgs, UserprioArgs, VacateArgs};
 use crate::daemon_client::{classad_string, Daemons, Kind};
 use crate::errors::{Error, Outcome};
 
-/// The pool's daemons as the administrative tools reach them: as every
-/// tool does ([`Daemons`]), and with a refusal by a daemon's
-/// authorization said as one ("permission denied").
+/// The pool's daemons as the administrative tools reach them, and which
+/// of them are this host's.
 struct Admin {
     daemons: Daemons,
-    options: ClientOptions,
-    sessions: SessionCache,
-    /// FULL_HOSTNAME: which daemons are this host's.
-    hostname: String,
 }
 
 impl Admin {
     /// The pool the configuration (read as the TOOL subsystem) and the
     /// state directory name, as [`Daemons::new`] finds it.
     fn new() -> Result<Admin, Error> {
-        let host = crate::system::RealHost::detect();
-        let (config, _) = crate::system::load_or_builtin("TOOL", &crate::system::DiskFiles, &host)
-            .map_err(Error::Config)?;
-        let get = |n: &str| {
-            config
-                .get(n)
-                .ok()
-                .flatten()
-                .filter(|v| !v.trim().is_empty())
-        };
-        let hostname = get("FULL_HOSTNAME").unwrap_or_else(|| "localhost".into());
         Ok(Admin {
-            daemons: Daemons::from_lookup(&get, &crate::jobview::state_dir(None)),
-            options: ClientOptions::from_lookup(&get, &hostname),
-            sessions: SessionCache::new(),
-            hostname,
+            daemons: Daemons::new(None)?,
         })
     }
 
-    /// A connection to the `kind` daemon at `addr` for `command`, its
-    /// handshake done. A daemon that authenticated us and refused the
-    /// command says "permission denied"; any other failure reads as every
-    /// tool says it (a pool that is not running, ...).
-    fn connect(&self, kind: Kind, addr: &Sinful, command: i32) -> Result<Sock, Error> {
-        match cedar::client::connect(addr, command, &self.options, Some(&self.sessions)) {
-            Ok((sock, _)) => Ok(sock),
-            Err(e @ ClientError::Denied { .. }) => {
-                Err(self
-                    .daemons
-                    .refused(kind, addr, command, &format!("permission denied ({e})")))
-            }
-            Err(ClientError::Connect { .. }) => self.daemons.connect(kind, addr, command),
-            Err(e) => Err(self.daemons.refused(kind, addr, command, &e.to_string())),
-        }
+    /// FULL_HOSTNAME: which daemons are this host's.
+    fn hostname(&self) -> &str {
+        self.daemons.hostname()
     }
 
     /// Sends `payload` (nothing when empty) as the command's message, then
@@ -79,7 +47,7 @@ impl Admin {
         payload: impl FnOnce(&mut cedar::Encoder),
     ) -> Result<Option<ClassAd>, Error> {
         let fail = |e: SockError| self.daemons.broken(kind, addr, command, e);
-        let mut sock = self.connect(kind, addr, command)?;
+        let mut sock = self.daemons.connect(kind, addr, command)?;
         let mut e = sock.encoder();
         payload(&mut e);
         if !e.is_empty() {
@@ -127,7 +95,7 @@ impl Admin {
     /// The local startd: the one whose slots are this host's (else the
     /// pool's only one).
     fn local_startd<'s>(&self, slots: &'s [Slot]) -> Result<&'s Slot, Error> {
-        let here = slots.iter().find(|s| s.machine == self.hostname);
+        let here = slots.iter().find(|s| s.machine == self.hostname());
         let only = match slots.first() {
             Some(first) if slots.iter().all(|s| s.address == first.address) => Some(first),
             _ => None,
@@ -137,7 +105,7 @@ impl Admin {
                 true => "the collector knows no startd in this pool".to_string(),
                 false => format!(
                     "no startd of this host ({}) is known to the collector: name a machine (see `ferrocondor status`)",
-                    self.hostname
+                    self.hostname()
                 ),
             })
         })
@@ -354,7 +322,7 @@ pub fn reconfig(out: &mut dyn Write) -> Result<Outcome, Error> {
     let admin = Admin::new()?;
     let constraint = format!(
         "Machine == {} && MyAddress isnt undefined",
-        classad_string(&admin.hostname)
+        classad_string(admin.hostname())
     );
     let ads = admin.daemons.query_collector(
         cmd::QUERY_ANY_ADS,
@@ -371,7 +339,7 @@ pub fn reconfig(out: &mut dyn Write) -> Result<Outcome, Error> {
         return Err(Error::Daemon(format!(
             "the collector at {} knows no daemon of this host ({})",
             admin.daemons.collector()?,
-            admin.hostname
+            admin.hostname()
         )));
     }
     for (kind, addr) in &targets {

@@ -293,10 +293,14 @@ pub struct ThroughputArgs {
     /// How many job slots the pool gets (NUM_CPUS; one slot per CPU).
     #[arg(long, default_value_t = 16)]
     pub slots: u32,
-    /// Submit through the pool's command port with HTCondor's job-queue
-    /// protocol (QMGMT over an FS-authenticated, AES-GCM session), as
-    /// HTCondor's clients do, instead of the pool's local socket.
-    #[arg(long)]
+    /// Submit through the pool's local socket (HTTP+JSON), the baseline,
+    /// instead of the command port with HTCondor's job-queue protocol
+    /// (QMGMT over an FS-authenticated, AES-GCM session), which the tools
+    /// and HTCondor's clients use.
+    #[arg(long, conflicts_with = "cedar")]
+    pub local_socket: bool,
+    /// The command port (the default; kept for scripts that name it).
+    #[arg(long, hide = true)]
     pub cedar: bool,
     /// Time the submission alone: the pool runs with `START = False`, the
     /// N jobs are submitted in one cluster, and the last line is

@@ -5,8 +5,9 @@
 //!
 //! The pool is the real one (`pool up`, a child process on a scratch
 //! state directory); the jobs are built by the real submit code and sent
-//! over the real socket (with `--cedar`, to the command port by HTCondor's
-//! job-queue protocol, [`cedar::qmgmt`], as HTCondor's clients send them);
+//! to the command port by HTCondor's job-queue protocol ([`cedar::qmgmt`],
+//! as the tools and HTCondor's clients send them; with `--local-socket`,
+//! over the pool's local socket, the baseline);
 //! completion is read back from the queue.
 
 use std::io::Write;
@@ -119,8 +120,9 @@ pub fn run(
             })
             .collect())
     };
-    // With --cedar: the command port, as HTCondor's clients reach it.
-    let command_port = if a.cedar {
+    // The command port, as the tools and HTCondor's clients reach it
+    // (with --local-socket, the pool's local socket instead).
+    let command_port = if !a.local_socket {
         let addr = command_port_address(&state)?;
         writeln!(
             diag,

@@ -37,6 +37,8 @@ pub struct Daemons {
     collector_host: Option<String>,
     collector_file: PathBuf,
     schedd_file: PathBuf,
+    /// FULL_HOSTNAME.
+    hostname: String,
     /// SCHEDD_NAME, else FULL_HOSTNAME: the local schedd's name, as
     /// condor_q's banner shows it.
     schedd_name: String,
@@ -103,7 +105,8 @@ impl Daemons {
             collector_host: get("COLLECTOR_HOST"),
             collector_file: file("COLLECTOR_ADDRESS_FILE", ".collector_address"),
             schedd_file: file("SCHEDD_ADDRESS_FILE", ".schedd_address"),
-            schedd_name: get("SCHEDD_NAME").unwrap_or(hostname),
+            schedd_name: get("SCHEDD_NAME").unwrap_or_else(|| hostname.clone()),
+            hostname,
             collector: OnceCell::new(),
             schedd: OnceCell::new(),
         }
@@ -112,6 +115,11 @@ impl Daemons {
     /// Where the local schedd writes its address (SCHEDD_ADDRESS_FILE).
     pub fn schedd_address_file(&self) -> &Path {
         &self.schedd_file
+    }
+
+    /// This host's name (FULL_HOSTNAME).
+    pub fn hostname(&self) -> &str {
+        &self.hostname
     }
 
     /// The local schedd's name (SCHEDD_NAME, else the host's name).
@@ -230,6 +238,10 @@ impl Daemons {
                 ) && self.is_local(addr) =>
             {
                 Err(self.no_pool(Some(format!("nothing answers at {addr}"))))
+            }
+            // The daemon authenticated us and refused the command.
+            Err(e @ ClientError::Denied { .. }) => {
+                Err(self.refused(kind, addr, command, &format!("permission denied ({e})")))
             }
             Err(e) => Err(self.refused(kind, addr, command, &e.to_string())),
         }

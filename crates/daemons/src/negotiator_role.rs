@@ -275,14 +275,18 @@ impl Role for NegotiatorRole {
     }
 
     fn timer(&mut self, which: usize, now: i64, out: &mut Outbox) {
+        // The own ad goes with each cycle as well: a collector that
+        // (re)started after the last one, losing it, knows the negotiator
+        // again within a cycle, not after five minutes (the tools find
+        // the negotiator by this ad).
+        out.send(
+            RoleName::Collector,
+            Message::UpdateAds {
+                kind: negotiator::collector::AdType::Negotiator,
+                ads: vec![self.own_ad(now)],
+            },
+        );
         if which == 1 {
-            out.send(
-                RoleName::Collector,
-                Message::UpdateAds {
-                    kind: negotiator::collector::AdType::Negotiator,
-                    ads: vec![self.own_ad(now)],
-                },
-            );
             return;
         }
         // A cycle that lost its answers (a role gone) does not block the
