@@ -73,16 +73,8 @@ impl Daemons {
     /// subsystem) and the state directory (`state`, else
     /// `FERROCONDOR_STATE`, ...) name.
     pub fn new(state: Option<&Path>) -> Result<Daemons, Error> {
-        let host = crate::system::RealHost::detect();
-        let (config, _) = crate::system::load_or_builtin("TOOL", &crate::system::DiskFiles, &host)
-            .map_err(Error::Config)?;
-        let get = |n: &str| {
-            config
-                .get(n)
-                .ok()
-                .flatten()
-                .filter(|v| !v.trim().is_empty())
-        };
+        let config = crate::system::ToolConfig::load()?;
+        let get = |n: &str| config.get(n);
         Ok(Daemons::from_lookup(
             &get,
             &crate::jobview::state_dir(state),

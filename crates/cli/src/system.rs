@@ -261,3 +261,25 @@ pub fn load_or_builtin(
         other => other.map(|c| (c, false)),
     }
 }
+
+/// The tools' configuration (the TOOL subsystem's, from the real disk and
+/// host, or the built-in one), looked up as the tools look parameters
+/// up: a parameter set to nothing is no parameter.
+pub struct ToolConfig(config::Config);
+
+impl ToolConfig {
+    pub fn load() -> Result<ToolConfig, crate::errors::Error> {
+        let host = RealHost::detect();
+        let (config, _) =
+            load_or_builtin("TOOL", &DiskFiles, &host).map_err(crate::errors::Error::Config)?;
+        Ok(ToolConfig(config))
+    }
+
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.0
+            .get(name)
+            .ok()
+            .flatten()
+            .filter(|v| !v.trim().is_empty())
+    }
+}

@@ -33,16 +33,8 @@ struct Context {
 }
 
 fn context(state: Option<&Path>) -> Result<Context, Error> {
-    let host = crate::system::RealHost::detect();
-    let (config, _) = crate::system::load_or_builtin("TOOL", &crate::system::DiskFiles, &host)
-        .map_err(Error::Config)?;
-    let get = |n: &str| {
-        config
-            .get(n)
-            .ok()
-            .flatten()
-            .filter(|v| !v.trim().is_empty())
-    };
+    let config = crate::system::ToolConfig::load()?;
+    let get = |n: &str| config.get(n);
     let hostname = get("FULL_HOSTNAME").unwrap_or_else(|| "localhost".into());
     let state = crate::jobview::state_dir(state);
     let settings = Settings::from_lookup(&get, &hostname).with_state_dir(&state);
