@@ -146,6 +146,8 @@ pub struct StartdRole {
     poll_interval: u64,
     /// Mips and KFlops, once measured.
     benchmarks: Option<(i64, i64)>,
+    /// The limits jobs went without, said once each (not at every job).
+    unset_limits: BTreeSet<String>,
 }
 
 fn param(c: &config::Config, name: &str) -> Option<String> {
@@ -318,6 +320,7 @@ impl StartdRole {
             address: None,
             poll_interval,
             benchmarks: None,
+            unset_limits: BTreeSet::new(),
         })
     }
 
@@ -639,6 +642,29 @@ impl StartdRole {
                 return;
             }
         };
+        // A limit the configuration asks for but this machine cannot set
+        // (no memory controller where job cgroups go) is the admin's to
+        // know: the job runs without it.
+        let m = process.mechanisms();
+        let unset: Vec<String> = [
+            ("memory.max", &m.memory_limit),
+            ("memory.high", &m.memory_high),
+            ("memory.swap.max", &m.swap_limit),
+            ("cpu.weight", &m.cpu_weight),
+        ]
+        .into_iter()
+        .filter_map(|(file, l)| match l {
+            starter::Limit::Unavailable(why) => Some(format!("{file}: {why}")),
+            _ => None,
+        })
+        .chain(m.memory_ignored.iter().cloned())
+        .collect();
+        let unset = unset.join("; ");
+        if !unset.is_empty() && self.unset_limits.insert(unset.clone()) {
+            self.notes.push(format!(
+                "jobs run without some of their limits (said once): {unset}"
+            ));
+        }
         let fd = process
             .exit_fd()
             .and_then(|fd| fd.try_clone_to_owned().ok());
