@@ -171,10 +171,22 @@ pub static PARAMS: &[Param] = &[
         "Helper: disk taken by requested data catalogs, subtracted from a job's disk request.",
     ),
     p(
+        "CGROUP_HARD_MEMORY_LIMIT_EXPR",
+        "",
+        Expression,
+        "Under CGROUP_MEMORY_LIMIT_POLICY = custom: the job's memory.max in MiB (MY: the slot, TARGET: the job).",
+    ),
+    p(
         "CGROUP_MEMORY_LIMIT_POLICY",
         "hard",
         Text,
         "How a job's cgroup memory limit is enforced: hard, soft, custom or none.",
+    ),
+    p(
+        "CGROUP_SOFT_MEMORY_LIMIT_EXPR",
+        "",
+        Expression,
+        "Under CGROUP_MEMORY_LIMIT_POLICY = custom: the job's memory.high in MiB (MY: the slot, TARGET: the job).",
     ),
     p(
         "CLAIM_PARTITIONABLE_LEFTOVERS",
@@ -415,6 +427,12 @@ pub static PARAMS: &[Param] = &[
         "Cpus == TotalSlotCpus",
         Expression,
         "When a machine counts as whole (fully unfragmented).",
+    ),
+    p(
+        "DISABLE_SWAP_FOR_JOB",
+        "true",
+        Boolean,
+        "With a hard cgroup memory limit, the job may not swap (memory.swap.max = 0).",
     ),
     p(
         "DISCONNECTED_KEYBOARD_IDLE_BOOST",
@@ -1423,6 +1441,12 @@ pub static PARAMS: &[Param] = &[
         "",
         Expression,
         "Whether a job may run as its submitting user rather than a slot user.",
+    ),
+    p(
+        "STARTER_ALWAYS_HOLD_ON_OOM",
+        "true",
+        Boolean,
+        "Hold a job the kernel killed for memory even when it was well below its limit (else evict it).",
     ),
     p(
         "STARTER_INITIAL_UPDATE_INTERVAL",

@@ -1362,6 +1362,36 @@ fn backfill_starts_after_five_idle_minutes_and_leaves_when_the_machine_is_busy()
     ));
 }
 
+// ===========================================================================
+// cgroup memory limits (cgroup-memory-limits.conf)
+
+/// "If CGROUP_MEMORY_LIMIT_POLICY is set to the string hard, the hard
+/// limit will be used": the example writes out HTCondor 25's defaults, and
+/// the custom expressions it shows parse.
+#[test]
+fn cgroup_memory_limits_are_htcondor_25_s_hard_defaults() {
+    let c = stack(&["cgroup-memory-limits.conf"]);
+    assert_eq!(value(&c, "CGROUP_MEMORY_LIMIT_POLICY"), "hard");
+    assert_eq!(c.boolean("DISABLE_SWAP_FOR_JOB").unwrap(), Some(true));
+    assert_eq!(c.boolean("STARTER_ALWAYS_HOLD_ON_OOM").unwrap(), Some(true));
+    // Unset, the same values come from the defaults table.
+    let bare = stack(&[]);
+    assert_eq!(value(&bare, "CGROUP_MEMORY_LIMIT_POLICY"), "hard");
+    assert_eq!(bare.boolean("DISABLE_SWAP_FOR_JOB").unwrap(), Some(true));
+    let text = example_text("cgroup-memory-limits.conf");
+    for name in [
+        "CGROUP_HARD_MEMORY_LIMIT_EXPR",
+        "CGROUP_SOFT_MEMORY_LIMIT_EXPR",
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("{name} =")))
+            .unwrap_or_else(|| panic!("{name} is not shown"));
+        let expr = line.split_once('=').unwrap().1.trim();
+        assert!(classad::parse_expr(expr).is_ok(), "{name} = {expr}");
+    }
+}
+
 #[test]
 fn concurrency_limits_are_numbers_the_negotiator_can_read() {
     let c = stack(&["concurrency-limits.conf"]);

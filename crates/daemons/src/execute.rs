@@ -29,8 +29,9 @@ use schedd::{ExitHow, RunReport};
 use startd::resources::HostReadings;
 use startd::{Action, Activity, Event, Ready, Startd, State};
 use starter::{
-    CgroupPolicy, ExitKind, ExitReport, ExitStatus, FinishProblem, Hooks, JobSpec, RunAs,
-    RunningJob, StartError, Starter, StarterSettings,
+    CgroupPolicy, ExitKind, ExitReport, ExitStatus, FinishProblem, Hooks, JobSpec,
+    MemoryLimitPolicy, MemorySettings, OomVerdict, RunAs, RunningJob, StartError, Starter,
+    StarterSettings,
 };
 
 pub(crate) use crate::leftovers::record_running;
@@ -145,6 +146,8 @@ pub struct StartdRole {
     poll_interval: u64,
     /// Mips and KFlops, once measured.
     benchmarks: Option<(i64, i64)>,
+    /// The limits jobs went without, said once each (not at every job).
+    unset_limits: BTreeSet<String>,
 }
 
 fn param(c: &config::Config, name: &str) -> Option<String> {
@@ -164,10 +167,11 @@ fn starter_base(
     execute_dir: &Path,
     run_as: RunAs,
     cgroup: CgroupPolicy,
-) -> StarterSettings {
+) -> Result<StarterSettings, String> {
     let mut s = StarterSettings::new(execute_dir);
     s.run_as = run_as;
     s.cgroup = cgroup;
+    s.memory = memory_settings(c)?;
     s.user_job_wrapper = param(c, "USER_JOB_WRAPPER").map(PathBuf::from);
     s.file_system_domain = param(c, "FILESYSTEM_DOMAIN");
     if let Some(k) = param(c, "STARTER_JOB_HOOK_KEYWORD") {
@@ -179,7 +183,37 @@ fn starter_base(
     if let Ok(Some(i)) = c.integer("STARTER_UPDATE_INTERVAL") {
         s.update_interval = std::time::Duration::from_secs(i.max(1) as u64);
     }
-    s
+    Ok(s)
+}
+
+/// CGROUP_MEMORY_LIMIT_POLICY and its companions; a value the starter
+/// cannot use is a configuration error, named with where it was defined.
+fn memory_settings(c: &config::Config) -> Result<MemorySettings, String> {
+    let text = |name: &str| param(c, name);
+    let policy = MemoryLimitPolicy::from_config(
+        &text("CGROUP_MEMORY_LIMIT_POLICY").unwrap_or_else(|| "hard".into()),
+        text("CGROUP_HARD_MEMORY_LIMIT_EXPR").as_deref(),
+        text("CGROUP_SOFT_MEMORY_LIMIT_EXPR").as_deref(),
+    )
+    .map_err(|e| {
+        config::ParamError {
+            name: e.param.to_string(),
+            text: text(e.param).unwrap_or_default(),
+            origin: c.find(e.param).map(|f| Box::new(f.origin)),
+            message: e.message,
+        }
+        .to_string()
+    })?;
+    let flag = |name: &str| {
+        c.boolean(name)
+            .map(|b| b.unwrap_or(true))
+            .map_err(|e| e.to_string())
+    };
+    Ok(MemorySettings {
+        policy,
+        disable_swap: flag("DISABLE_SWAP_FOR_JOB")?,
+        always_hold_on_oom: flag("STARTER_ALWAYS_HOLD_ON_OOM")?,
+    })
 }
 
 /// The job hooks `<KEYWORD>_HOOK_PREPARE_JOB`, `_UPDATE_JOB_INFO`, `_JOB_EXIT`.
@@ -268,7 +302,7 @@ impl StartdRole {
             _ => None,
         };
         kill_leftovers(&running_dir, &cfg.execute_dir, cgroup_parent);
-        let starter = starter_base(&cfg.startd, &cfg.execute_dir, run_as, cgroup);
+        let starter = starter_base(&cfg.startd, &cfg.execute_dir, run_as, cgroup)?;
         Ok(StartdRole {
             startd,
             sampler,
@@ -286,6 +320,7 @@ impl StartdRole {
             address: None,
             poll_interval,
             benchmarks: None,
+            unset_limits: BTreeSet::new(),
         })
     }
 
@@ -308,15 +343,16 @@ impl StartdRole {
     /// The new startd configuration (after `condor_reconfig`); nothing
     /// changes when it is refused.
     pub fn reconfigure(&mut self, startd_config: config::Config) -> Result<(), String> {
-        self.startd
-            .reconfigure(&startd_config)
-            .map_err(|e| e.to_string())?;
-        self.starter = starter_base(
+        let starter = starter_base(
             &startd_config,
             &self.starter.execute_dir,
             self.starter.run_as.clone(),
             self.starter.cgroup.clone(),
-        );
+        )?;
+        self.startd
+            .reconfigure(&startd_config)
+            .map_err(|e| e.to_string())?;
+        self.starter = starter;
         self.startd_config = startd_config;
         Ok(())
     }
@@ -606,6 +642,29 @@ impl StartdRole {
                 return;
             }
         };
+        // A limit the configuration asks for but this machine cannot set
+        // (no memory controller where job cgroups go) is the admin's to
+        // know: the job runs without it.
+        let m = process.mechanisms();
+        let unset: Vec<String> = [
+            ("memory.max", &m.memory_limit),
+            ("memory.high", &m.memory_high),
+            ("memory.swap.max", &m.swap_limit),
+            ("cpu.weight", &m.cpu_weight),
+        ]
+        .into_iter()
+        .filter_map(|(file, l)| match l {
+            starter::Limit::Unavailable(why) => Some(format!("{file}: {why}")),
+            _ => None,
+        })
+        .chain(m.memory_ignored.iter().cloned())
+        .collect();
+        let unset = unset.join("; ");
+        if !unset.is_empty() && self.unset_limits.insert(unset.clone()) {
+            self.notes.push(format!(
+                "jobs run without some of their limits (said once): {unset}"
+            ));
+        }
         let fd = process
             .exit_fd()
             .and_then(|fd| fd.try_clone_to_owned().ok());
@@ -784,15 +843,30 @@ impl StartdRole {
             FinishProblem::MissingOutput { .. } => Some((p.to_string(), 2)),
             _ => None,
         });
-        let end = match (r.kind, output_failed) {
-            (ExitKind::Exit, Some((why, subcode))) => RunEnd::OutputFailed {
+        if let Some(oom) = &report.oom {
+            self.notes.push(format!(
+                "{}: the kernel killed the job for memory: {}",
+                self.slot_label(slot),
+                oom.reason()
+            ));
+        }
+        let end = match (r.kind, &report.oom, output_failed) {
+            // As HTCondor's starter: an OOM kill holds the job before its
+            // output is considered (the starter's hold ends the run).
+            (ExitKind::Exit, Some(OomVerdict::Hold { reason }), _) => RunEnd::OutOfMemory {
+                reason: format!("Error from {}: {reason}", self.slot_label(slot)),
+            },
+            (ExitKind::Exit, Some(OomVerdict::Evict { reason }), _) => RunEnd::Evicted {
+                reason: Some(format!("Error from {}: {reason}", self.slot_label(slot))),
+            },
+            (ExitKind::Exit, None, Some((why, subcode))) => RunEnd::OutputFailed {
                 reason: format!(
                     "Error from {}: failed to transfer output: {why}",
                     self.slot_label(slot)
                 ),
                 subcode,
             },
-            (ExitKind::Exit, None) => RunEnd::Exited(match report.status {
+            (ExitKind::Exit, None, None) => RunEnd::Exited(match report.status {
                 ExitStatus::Code(c) => ExitHow::Code(i64::from(c)),
                 ExitStatus::Signal { signal, .. } => ExitHow::Signal {
                     signal: i64::from(signal),

@@ -59,6 +59,9 @@ enum WireEnd {
     Evicted {
         reason: Option<String>,
     },
+    OutOfMemory {
+        reason: String,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -414,6 +417,9 @@ pub fn encode(from: RoleName, msg: &Message) -> Result<String, String> {
                     RunEnd::Evicted { reason } => WireEnd::Evicted {
                         reason: reason.clone(),
                     },
+                    RunEnd::OutOfMemory { reason } => WireEnd::OutOfMemory {
+                        reason: reason.clone(),
+                    },
                 },
                 report: WireReport {
                     remote_user_cpu: report.remote_user_cpu,
@@ -649,6 +655,7 @@ pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
                     RunEnd::OutputFailed { reason, subcode }
                 }
                 WireEnd::Evicted { reason } => RunEnd::Evicted { reason },
+                WireEnd::OutOfMemory { reason } => RunEnd::OutOfMemory { reason },
             },
             report: RunReport {
                 remote_user_cpu: report.remote_user_cpu,
@@ -760,6 +767,18 @@ mod tests {
         assert_eq!(report.remote_user_cpu, 12);
         assert_eq!(report.image_size_kib, Some(2048));
         assert!(report.resources.is_some());
+        let oom = RunEnd::OutOfMemory {
+            reason: "Job has gone over cgroup memory limit of 64 megabytes.".into(),
+        };
+        let msg = Message::Starter(StarterReport::Ended {
+            claim_id: "c".into(),
+            end: oom.clone(),
+            report: RunReport::default(),
+        });
+        let Message::Starter(StarterReport::Ended { end, .. }) = round_trip(msg) else {
+            panic!("not an end");
+        };
+        assert_eq!(end, oom);
     }
 
     #[test]

@@ -112,7 +112,15 @@ pub enum RunEnd {
     OutputFailed { reason: String, subcode: i64 },
     /// It was taken off the machine (vacated, killed, its claim lost).
     Evicted { reason: Option<String> },
+    /// The kernel killed it for going over its cgroup memory limit:
+    /// JobOutOfResources (34), subcode [`OUT_OF_MEMORY_SUBCODE`]. Held,
+    /// not run again, as HTCondor's starter asks.
+    OutOfMemory { reason: String },
 }
+
+/// HTCondor's subcode of JobOutOfResources for memory
+/// (`OUT_OF_RESOURCES_SUB_CODE::Memory`).
+pub const OUT_OF_MEMORY_SUBCODE: i64 = 102;
 
 /// What a starter says about the job it runs on a claim.
 #[derive(Clone, Debug)]
@@ -838,7 +846,8 @@ impl Claims {
 /// What a run's end means for its job, given its status now: none for a
 /// job already held, removed or completed (the schedd ended the run);
 /// else evicted back to idle, held for output that could not come back
-/// (12), or exited (the queue's exit policy decides the rest).
+/// (12) or for going over its memory (34), or exited (the queue's exit
+/// policy decides the rest).
 pub fn exit_event(status: Option<JobStatus>, end: RunEnd, report: RunReport) -> Option<JobEvent> {
     match status {
         None | Some(JobStatus::Held | JobStatus::Removed | JobStatus::Completed) => None,
@@ -852,6 +861,11 @@ pub fn exit_event(status: Option<JobStatus>, end: RunEnd, report: RunReport) -> 
                 reason,
                 code: HoldCode(12),
                 subcode,
+            },
+            RunEnd::OutOfMemory { reason } => JobEvent::Held {
+                reason,
+                code: HoldCode::JOB_OUT_OF_RESOURCES,
+                subcode: OUT_OF_MEMORY_SUBCODE,
             },
             RunEnd::Exited(how) => JobEvent::Exited { how, report },
         }),

@@ -183,6 +183,9 @@ impl HoldCode {
     pub const STARTD_HELD_JOB: HoldCode = HoldCode(21);
     /// `SYSTEM_PERIODIC_HOLD` was true.
     pub const SYSTEM_POLICY: HoldCode = HoldCode(26);
+    /// The job used more of a resource than it was given (its cgroup's
+    /// memory limit: the kernel killed it).
+    pub const JOB_OUT_OF_RESOURCES: HoldCode = HoldCode(34);
     /// Listed by HTCondor, but since HTCondor 8.x an undefined system
     /// expression does not fire, so the schedd never uses it.
     pub const SYSTEM_POLICY_UNDEFINED: HoldCode = HoldCode(27);

@@ -342,3 +342,33 @@ fn an_evicted_job_is_idle_again_and_its_claim_not_reused() {
     assert_eq!(p.status(job(0)), Some(JobStatus::Idle));
     assert_eq!(p.claims.idle_count(), 2);
 }
+
+#[test]
+fn a_job_killed_for_memory_is_held_with_job_out_of_resources_and_not_run_again() {
+    let mut p = Pool::new("START = True", "executable = job.sh\nqueue 2\n");
+    p.matched(job(0));
+    let (claim, _) = p.starts[0].clone();
+    let reason = "Error from slot1@exec: Job has gone over cgroup memory limit of 64 megabytes. \
+                  Last measured usage: 64 megabytes.  \
+                  Consider resubmitting with a higher request_memory.";
+    p.run(
+        &claim,
+        RunEnd::OutOfMemory {
+            reason: reason.into(),
+        },
+    );
+    assert_eq!(p.status(job(0)), Some(JobStatus::Held));
+    let ad = p.queue.job(job(0)).unwrap();
+    let attr = |name: &str| {
+        ad.get(name)
+            .map(classad::unparse::expr_to_string)
+            .unwrap_or_default()
+    };
+    assert_eq!(attr("HoldReasonCode"), "34");
+    assert_eq!(attr("HoldReasonSubCode"), "102");
+    assert_eq!(attr("HoldReason"), format!("\"{reason}\""));
+    // The claim takes the submitter's next job; the held one stays held.
+    assert_eq!(p.starts.len(), 2);
+    assert_eq!(p.starts[1].1, job(1));
+    assert_eq!(p.status(job(0)), Some(JobStatus::Held));
+}

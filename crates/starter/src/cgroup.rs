@@ -7,6 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::limits::MemoryEvents;
 use crate::spec::CgroupPolicy;
 
 /// Whether a limit was put on the job, and if not, why not.
@@ -156,6 +157,12 @@ impl Cgroup {
     pub fn memory_peak_kib(&self) -> Option<u64> {
         let text = fs::read_to_string(self.file("memory.peak")).ok()?;
         text.trim().parse::<u64>().ok().map(|b| b.div_ceil(1024))
+    }
+
+    /// The OOM counters of `memory.events` (the memory controller).
+    pub fn memory_events(&self) -> Option<MemoryEvents> {
+        let text = fs::read_to_string(self.file("memory.events")).ok()?;
+        Some(MemoryEvents::parse(&text))
     }
 
     /// Freezes or thaws, and waits (briefly) until the kernel says it is done.

@@ -12,6 +12,7 @@ use classad::{ClassAd, Value};
 use crate::cgroup::{self, Cgroup, Limit};
 use crate::error::{ControlError, FinishProblem, StartError};
 use crate::hooks::{self, HookRun};
+use crate::limits::{self, OomVerdict};
 use crate::procs::{self, User};
 use crate::sandbox;
 use crate::spec::{JobSpec, Launch, RunAs, StarterSettings};
@@ -43,8 +44,14 @@ pub struct Mechanisms {
     pub cgroup: Result<PathBuf, String>,
     pub suspend: SuspendMechanism,
     pub kill: KillMechanism,
-    /// `memory.max` from RequestMemory.
+    /// `memory.max`: the hard limit of CGROUP_MEMORY_LIMIT_POLICY.
     pub memory_limit: Limit,
+    /// `memory.high`: the soft limit.
+    pub memory_high: Limit,
+    /// `memory.swap.max` (0 under DISABLE_SWAP_FOR_JOB with a hard limit).
+    pub swap_limit: Limit,
+    /// Custom limit expressions that gave no number, so set no limit.
+    pub memory_ignored: Vec<String>,
     /// `cpu.weight` from RequestCpus.
     pub cpu_weight: Limit,
     /// The user the job runs as; `None`: the starter's own.
@@ -123,6 +130,10 @@ pub struct ExitReport {
     /// What went wrong after the exit (output transfer, clean-up, hooks);
     /// empty when all went well.
     pub problems: Vec<FinishProblem>,
+    /// The kernel killed the job for memory (its cgroup's `memory.events`
+    /// counts an OOM kill), and what follows: HTCondor's hold or, for the
+    /// victim of a full machine, an eviction.
+    pub oom: Option<OomVerdict>,
 }
 
 /// Starts jobs. Stateless: each job carries its own settings.
@@ -144,6 +155,8 @@ pub struct RunningJob {
     kind: ExitKind,
     exit: Option<Reaped>,
     peak_rss_kib: u64,
+    /// The job's memory as HTCondor counts it for an OOM hold.
+    job_memory_mib: Option<u64>,
     last_sample: Option<Instant>,
     next_update: Option<Instant>,
     update_hooks: Vec<HookRun>,
@@ -420,10 +433,35 @@ impl Starter {
             );
             Cgroup::create(&parent, &name)
         });
-        let (mut memory_limit, mut cpu_weight) = (Limit::NotRequested, Limit::NotRequested);
+        let memory = limits::memory_limits(&settings.memory, settings.slot_ad.as_ref(), job);
+        let (mut memory_limit, mut memory_high, mut swap_limit, mut cpu_weight) = (
+            Limit::NotRequested,
+            Limit::NotRequested,
+            Limit::NotRequested,
+            Limit::NotRequested,
+        );
         if let Ok(cg) = &cgroup_use {
-            if let Some(mib) = launch.request_memory_mib {
-                memory_limit = cg.limit("memory", "memory.max", (mib * 1024 * 1024).to_string());
+            if let Some(bytes) = memory.max {
+                memory_limit = cg.limit("memory", "memory.max", bytes.to_string());
+            }
+            if let Some(bytes) = memory.high {
+                memory_high = cg.limit("memory", "memory.high", bytes.to_string());
+            }
+            if let Some(bytes) = memory.swap_max {
+                // Only where the kernel accounts swap (and the limit above
+                // took, which enabled the controller).
+                swap_limit = if !matches!(memory_limit, Limit::Applied { .. }) {
+                    Limit::Unavailable("no memory.max to go with it".into())
+                } else if cg.has("memory.swap.max") {
+                    cg.limit("memory", "memory.swap.max", bytes.to_string())
+                } else {
+                    Limit::Unavailable("the kernel does not account swap here".into())
+                };
+            }
+            // As HTCondor: the OOM killer takes the whole job, not one of
+            // its processes, so the job is never left half-killed.
+            if cg.has("memory.oom.group") {
+                let _ = cg.write("memory.oom.group", "1");
             }
             if let Some(cpus) = launch.request_cpus {
                 cpu_weight = cg.limit(
@@ -434,8 +472,14 @@ impl Starter {
             }
         } else if let Err(why) = &cgroup_use {
             let no = || Limit::Unavailable(format!("no cgroup: {why}"));
-            if launch.request_memory_mib.is_some() {
+            if memory.max.is_some() {
                 memory_limit = no();
+            }
+            if memory.high.is_some() {
+                memory_high = no();
+            }
+            if memory.swap_max.is_some() {
+                swap_limit = no();
             }
             if launch.request_cpus.is_some() {
                 cpu_weight = no();
@@ -473,6 +517,9 @@ impl Starter {
                 KillMechanism::ProcessGroup
             },
             memory_limit,
+            memory_high,
+            swap_limit,
+            memory_ignored: memory.ignored.clone(),
             cpu_weight,
             user: user.clone(),
         };
@@ -529,6 +576,7 @@ impl Starter {
             kind: ExitKind::Exit,
             exit: None,
             peak_rss_kib: 0,
+            job_memory_mib: memory.job_memory_mib,
             last_sample: None,
             next_update,
             update_hooks: Vec::new(),
@@ -1157,6 +1205,22 @@ impl RunningJob {
             sys_cpu: 0.0,
         });
         let duration = exit.at.duration_since(self.started);
+        // Read before the cgroup goes: did the kernel kill the job for
+        // memory? (HTCondor asks the same of `memory.events` at the reap.)
+        let oom = self
+            .cgroup
+            .as_ref()
+            .and_then(|c| c.memory_events())
+            .and_then(|events| {
+                limits::oom_verdict(
+                    &events,
+                    status,
+                    self.kind,
+                    self.job_memory_mib,
+                    usage.peak_rss_kib.div_ceil(1024),
+                    self.settings.memory.always_hold_on_oom,
+                )
+            });
 
         let mut ad = self.job.clone();
         ad.insert_value("JobState", "Exited");
@@ -1166,6 +1230,9 @@ impl RunningJob {
         write_usage(&mut ad, &usage);
         let reason = match (status, self.kind) {
             (ExitStatus::Code(c), ExitKind::Exit) => format!("exited normally with status {c}"),
+            (_, ExitKind::Exit) if oom.is_some() => {
+                "was killed by the kernel for going over its memory limit".into()
+            }
             (ExitStatus::Signal { signal, .. }, ExitKind::Exit) => {
                 format!("died on signal {signal}")
             }
@@ -1276,6 +1343,7 @@ impl RunningJob {
             duration,
             mechanisms: self.mechanisms.clone(),
             problems,
+            oom,
         }
     }
 

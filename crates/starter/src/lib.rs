@@ -46,12 +46,19 @@
 //! escapes that, which is why the cgroup is preferred. When the main
 //! process exits, whatever is left of the tree is killed.
 //!
-//! **Limits.** RequestMemory becomes `memory.max`, RequestCpus `cpu.weight`
-//! (100 per CPU), when the parent cgroup offers the controller and it can be
-//! enabled; otherwise the job runs without, and [`Mechanisms`] says why.
-//! (cgroup v2 forbids enabling controllers below a cgroup that holds
-//! processes, so a daemon that wants limits gives a delegated cgroup with
-//! [`CgroupPolicy::Under`].)
+//! **Limits.** CGROUP_MEMORY_LIMIT_POLICY ([`limits`], pure) turns the
+//! slot's `Memory` (or, without a slot ad, RequestMemory) into
+//! `memory.max` (hard, with `memory.swap.max` 0 under DISABLE_SWAP_FOR_JOB),
+//! `memory.high` (soft), nothing (none) or the custom expressions';
+//! `memory.oom.group` is set so an OOM kill takes the whole job, as
+//! HTCondor does. RequestCpus becomes `cpu.weight` (100 per CPU). Each
+//! needs the parent cgroup to offer the controller and let it be enabled;
+//! otherwise the job runs without, and [`Mechanisms`] says why. (cgroup v2
+//! forbids enabling controllers below a cgroup that holds processes, so a
+//! daemon that wants limits gives a delegated cgroup with
+//! [`CgroupPolicy::Under`].) After the exit, `memory.events` says whether
+//! the kernel killed the job for memory; [`ExitReport::oom`] carries what
+//! [`limits::oom_verdict`] makes of it (HTCondor's hold, 34/102).
 //!
 //! **Usage.** CPU from the cgroup's `cpu.stat`, else from wait4's rusage at
 //! the exit (and, while running, the live processes' `/proc` times, which
@@ -74,6 +81,7 @@ mod cgroup;
 mod error;
 mod hooks;
 mod job;
+pub mod limits;
 mod procs;
 pub mod quoting;
 mod sandbox;
@@ -88,6 +96,7 @@ pub use job::{
     ExitKind, ExitReport, ExitStatus, KillMechanism, Mechanisms, Probe, RunningJob, Starter,
     SuspendMechanism, Usage,
 };
+pub use limits::{MemoryLimitPolicy, MemorySettings, OomVerdict, PolicyError};
 pub use procs::{
     all_pids, home_dir, lookup_user, stat as process_stat, user_home_lookup, ProcStat, User,
 };

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use classad::{ClassAd, Env, Value};
 
+use crate::limits::MemorySettings;
 use crate::quoting;
 use crate::StartError;
 
@@ -61,6 +62,9 @@ pub struct StarterSettings {
     pub user_job_wrapper: Option<PathBuf>,
     pub run_as: RunAs,
     pub cgroup: CgroupPolicy,
+    /// CGROUP_MEMORY_LIMIT_POLICY and its companions: what the job's
+    /// cgroup limits, and what an OOM kill means.
+    pub memory: MemorySettings,
     pub hooks: Hooks,
     /// STARTER_INITIAL_UPDATE_INTERVAL and STARTER_UPDATE_INTERVAL: when
     /// UPDATE_JOB_INFO runs.
@@ -89,6 +93,7 @@ impl StarterSettings {
             user_job_wrapper: None,
             run_as: RunAs::JobOwner,
             cgroup: CgroupPolicy::Auto,
+            memory: MemorySettings::default(),
             hooks: Hooks::default(),
             initial_update_interval: Duration::from_secs(8),
             update_interval: Duration::from_secs(300),
@@ -136,7 +141,6 @@ pub(crate) struct Launch {
     pub transfer_output: Option<Vec<String>>,
     pub kill_sig: i32,
     pub owner: Option<String>,
-    pub request_memory_mib: Option<i64>,
     pub request_cpus: Option<i64>,
 }
 
@@ -253,7 +257,6 @@ impl Launch {
             transfer_output: list(ad, "TransferOutput")?,
             kill_sig,
             owner: string(ad, "Owner")?,
-            request_memory_mib: number("RequestMemory").filter(|m| *m > 0),
             request_cpus: number("RequestCpus").filter(|c| *c > 0),
         })
     }
@@ -306,7 +309,7 @@ mod tests {
         assert_eq!(l.stdout.as_deref(), Some("out"));
         assert_eq!(l.stderr, None);
         assert_eq!(l.kill_sig, libc::SIGINT);
-        assert_eq!(l.request_memory_mib, Some(128));
+        assert_eq!(l.request_cpus, Some(2));
         assert_eq!(l.transfer_output, Some(vec!["a".into(), "b".into()]));
         assert!(l.transfer && l.transfer_executable);
     }
