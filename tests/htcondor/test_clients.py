@@ -340,6 +340,56 @@ class ClientsWithoutConfig(unittest.TestCase):
         self.assertEqual(got["remove"]["TotalSuccess"], 2)
         self.assertEqual(got["left"], 0)
 
+    def test_act_vacate_evicts_a_running_job_back_to_the_queue(self):
+        got = self.alice.run(
+            """
+            s = schedd()
+            r = s.submit(htcondor.Submit({"executable": "/bin/sleep", "arguments": "600",
+                                          "log": "vacate.log"}))
+            c = r.cluster()
+            held = s.submit(htcondor.Submit({"executable": "/bin/sleep", "arguments": "600",
+                                             "hold": "true"})).cluster()
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                if s.query(f"ClusterId == {c}", ["JobStatus"])[0]["JobStatus"] == 2:
+                    break
+                time.sleep(0.2)
+            not_running = dict(s.act(htcondor.JobAction.Vacate, [f"{held}.0"]))
+            print(json.dumps({"cluster": c, "held": held, "not_running": not_running}))
+            """
+        )
+        c = got["cluster"]
+        self.assertEqual(got["not_running"]["TotalSuccess"], 0)
+        self.assertEqual(got["not_running"]["TotalBadStatus"], 1)
+        # Another user may not vacate alice's job.
+        bob = self.bob.run(
+            f"""
+            print(json.dumps(dict(schedd().act(htcondor.JobAction.Vacate, ["{c}.0"]))))
+            """
+        )
+        self.assertEqual(bob["TotalSuccess"], 0)
+        self.assertEqual(bob["TotalPermissionDenied"], 1)
+        # Its owner may: the machine evicts it (event 004), and it is idle
+        # in the queue again (or already running again), not held or gone.
+        vacated = self.alice.run(
+            f"""
+            s = schedd()
+            done = dict(s.act(htcondor.JobAction.Vacate, ["{c}.0"]))
+            deadline = time.time() + 60
+            log = ""
+            while time.time() < deadline and "Job was evicted" not in log:
+                time.sleep(0.2)
+                with open("vacate.log") as f:
+                    log = f.read()
+            status = s.query(f"ClusterId == {c}", ["JobStatus"])[0]["JobStatus"]
+            s.act(htcondor.JobAction.Remove, f"ClusterId == {c} || ClusterId == {got['held']}")
+            print(json.dumps({{"done": done, "log": log, "status": status}}))
+            """
+        )
+        self.assertEqual(vacated["done"]["TotalSuccess"], 1)
+        self.assertIn("Job was evicted", vacated["log"])
+        self.assertIn(vacated["status"], (1, 2))
+
     def test_query_with_constraint_projection_and_limit(self):
         got = self.alice.run(
             """

@@ -1,4 +1,5 @@
-//! `ferrocondor rm|hold|release` (condor_rm, condor_hold, condor_release)
+//! `ferrocondor rm|hold|release|vacate_job` (condor_rm, condor_hold,
+//! condor_release, condor_vacate_job)
 //! and `ferrocondor history` (condor_history), against the running pool.
 
 use std::io::Write;
@@ -22,6 +23,7 @@ fn words(action: Action) -> (&'static str, &'static str, &'static str) {
         ),
         Action::Hold => ("held", "have been held", "hold"),
         Action::Release => ("released", "have been released", "release"),
+        Action::Vacate | Action::VacateFast => ("vacated", "have been vacated", "vacate"),
     }
 }
 
@@ -31,6 +33,8 @@ fn job_action(action: Action) -> i64 {
         Action::Hold => 1,
         Action::Release => 2,
         Action::Remove => 3,
+        Action::Vacate => 5,
+        Action::VacateFast => 6,
     }
 }
 
@@ -42,6 +46,9 @@ fn job_result(action: Action, job: &str, code: i64) -> String {
         1 => format!("Job {job} {one}"),
         2 => format!("Job {job} not found"),
         3 if action == Action::Release => format!("Job {job} not held to be released"),
+        3 if matches!(action, Action::Vacate | Action::VacateFast) => {
+            format!("Job {job} not running to be vacated")
+        }
         4 if action == Action::Hold => format!("Job {job} already held"),
         4 if action == Action::Remove => format!("Job {job} already marked for removal"),
         5 => format!("Permission denied to {verb} job {job}"),
@@ -60,6 +67,7 @@ pub fn run(
         Action::Remove => "rm",
         Action::Hold => "hold",
         Action::Release => "release",
+        Action::Vacate | Action::VacateFast => "vacate_job",
     };
     // Each target is asked for on its own, so each gets its own message:
     // a job by id (its own result), else a constraint (totals).

@@ -94,6 +94,10 @@ pub enum Command {
     Hold(ActArgs),
     /// Release held jobs, as HTCondor's condor_release does.
     Release(ActArgs),
+    /// Evict running jobs from their machines, back to idle, as HTCondor's
+    /// condor_vacate_job does.
+    #[command(name = "vacate_job", after_help = ACT_EXIT_CODES)]
+    VacateJob(VacateJobArgs),
     /// Jobs that have left the queue, as HTCondor's condor_history prints them.
     History(HistoryArgs),
     /// Benchmarks of the real pool.
@@ -354,6 +358,15 @@ pub struct ActArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct VacateJobArgs {
+    #[command(flatten)]
+    pub act: ActArgs,
+    /// Kill the jobs at once instead of sending their soft kill signal.
+    #[arg(long)]
+    pub fast: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct HistoryArgs {
     /// Jobs (CLUSTER or CLUSTER.PROC) or users to show.
     #[arg(value_name = "JOB|OWNER")]
@@ -580,6 +593,7 @@ pub const TOOLS: &[(&str, &str)] = &[
     ("condor_token_list", "token list"),
     ("condor_userprio", "userprio"),
     ("condor_vacate", "vacate"),
+    ("condor_vacate_job", "vacate_job"),
 ];
 
 /// Run through a link named after an HTCondor tool (`condor_q`): the
@@ -677,6 +691,9 @@ pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
     }
     if matches!(command, Some("rm" | "hold" | "release")) {
         return single_dash(args, &["constraint", "all", "reason"]);
+    }
+    if command == Some("vacate_job") {
+        return single_dash(args, &["constraint", "all", "reason", "fast"]);
     }
     if command == Some("history") {
         return single_dash(

@@ -149,6 +149,16 @@ fn main() -> ExitCode {
             &mut out,
             &mut std::io::stderr(),
         ),
+        Command::VacateJob(a) => act_cmd::run(
+            &a.act,
+            if a.fast {
+                wire::api::Action::VacateFast
+            } else {
+                wire::api::Action::Vacate
+            },
+            &mut out,
+            &mut std::io::stderr(),
+        ),
         Command::History(a) => act_cmd::history(a, real_clock(), &mut out),
         Command::Bench(b) => match &b.command {
             args::BenchCommand::Throughput(a) => {

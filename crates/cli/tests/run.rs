@@ -277,6 +277,51 @@ fn holding_a_running_job_stops_it_and_releasing_it_runs_it_again() {
     }
 }
 
+/// condor_vacate_job: the running job is evicted from its machine (its
+/// soft kill signal), goes back to idle, and runs again to completion; a
+/// job that does not run is not vacated.
+#[test]
+fn vacate_job_evicts_a_running_job_which_then_runs_again() {
+    let s = Setup::new("vacate-job");
+    let pool = PoolProcess::start(&s.state, FAST);
+    write_script(
+        &s.dir.join("job.sh"),
+        "#!/bin/sh\n\
+         echo $$ >> pids\n\
+         if [ -e ran-before ]; then echo second run; exit 0; fi\n\
+         touch ran-before\n\
+         exec sleep 300\n",
+    );
+    s.submit(
+        "job.sub",
+        "executable = job.sh\n\
+         should_transfer_files = NO\n\
+         output = job.out\n\
+         log = job.log\n\
+         queue\n",
+    );
+    s.submit("held.sub", "executable = /bin/true\nhold = true\nqueue\n");
+    let first = s.pids(&pool, "pids", 1)[0];
+    s.wait_status(&pool, "1.0", "2", 10);
+    let refused = run(&s.state, &s.dir, &["vacate_job", "2.0"]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr),
+        "Job 2.0 not running to be vacated\n"
+    );
+
+    assert_eq!(s.tool(&["vacate_job", "1.0"]), "Job 1.0 vacated\n");
+    wait_gone(&pool, &[first], 10, "the vacated job's process");
+    let h = s.history(&pool, "1.0", &["ExitCode", "JobStatus"], 15);
+    assert_eq!(h, "0 4");
+    assert_eq!(read_pids(&s.dir.join("pids")).len(), 2);
+    assert_eq!(s.read("job.out"), "second run\n");
+    let log = s.log("job.log");
+    for (code, n) in [("001", 2), ("004", 1), ("005", 1)] {
+        assert_eq!(count(&log, code), n, "{code}:\n{log}");
+    }
+}
+
 #[test]
 fn removing_a_running_job_kills_its_whole_process_tree() {
     let s = Setup::new("rm");

@@ -1222,6 +1222,8 @@ impl PortDaemon {
             1 => (Some(Action::Hold), "HoldReason"),
             2 => (Some(Action::Release), "ReleaseReason"),
             3 | 4 => (Some(Action::Remove), "RemoveReason"),
+            5 => (Some(Action::Vacate), "VacateReason"),
+            6 => (Some(Action::VacateFast), "VacateReason"),
             _ => (None, ""),
         };
         let mut totals = [0i64; 7];
@@ -1236,7 +1238,7 @@ impl PortDaemon {
             .unwrap_or_default();
         let outcome: Result<wire::api::ActAnswer, ApiError> = match action {
             None => Err(ApiError::bad_request(format!(
-                "JobAction {action_code} is not carried out by this schedd (hold 1, release 2, remove 3 are)"
+                "JobAction {action_code} is not carried out by this schedd (hold 1, release 2, remove 3 and 4, vacate 5 and 6 are)"
             ))),
             Some(action) => {
                 let mut selection = Selection::default();
@@ -1267,7 +1269,7 @@ impl PortDaemon {
                     .and_then(|targets| {
                         self.on_schedd(move |s, now, _| {
                             let jobs = s.schedd.queue().len() as i64;
-                            s.schedd.act_on(&who, &request, targets, now).map(|a| (a, jobs))
+                            s.act_on(&who, &request, targets, now).map(|a| (a, jobs))
                         })
                     })
                     .and_then(|a| a)

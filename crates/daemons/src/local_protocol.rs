@@ -127,6 +127,11 @@ enum Wire {
     Alive {
         claim_id: String,
     },
+    /// condor_vacate_job: the schedd asks the job's machine to evict it.
+    Vacate {
+        slot: Option<String>,
+        fast: bool,
+    },
     ClaimGranted {
         slot: String,
         claim_id: String,
@@ -303,6 +308,10 @@ pub fn encode(from: RoleName, msg: &Message) -> Result<String, String> {
                 claim_id: claim_id.clone(),
             },
             Event::Matched { slot } => Wire::MatchInfo { slot: slot.clone() },
+            Event::Vacate { slot, fast } => Wire::Vacate {
+                slot: slot.clone(),
+                fast: *fast,
+            },
             other => return Err(format!("not a message between roles: {other:?}")),
         },
         Message::ClaimNews(a) => match a {
@@ -555,6 +564,7 @@ pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
             Message::Startd(Event::ReleaseClaim { slot, claim_id })
         }
         Wire::Alive { claim_id } => Message::Startd(Event::KeepAlive { claim_id }),
+        Wire::Vacate { slot, fast } => Message::Startd(Event::Vacate { slot, fast }),
         Wire::ClaimGranted {
             slot,
             claim_id,
@@ -737,6 +747,18 @@ mod tests {
         assert_eq!(ad_text(&request.job), ad_text(&job));
         assert!(request.by_user_priority);
         assert_eq!(request.preempt_dynamic, vec!["slot1_1".to_string()]);
+    }
+
+    #[test]
+    fn a_vacate_travels_with_its_slot_and_speed() {
+        let msg = Message::Startd(Event::Vacate {
+            slot: Some("slot1_2".into()),
+            fast: true,
+        });
+        let Message::Startd(Event::Vacate { slot, fast }) = round_trip(msg) else {
+            panic!("not a vacate");
+        };
+        assert_eq!((slot.as_deref(), fast), (Some("slot1_2"), true));
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub struct ScheddRole {
     published: BTreeSet<String>,
     /// The command port's address (`MyAddress`), where there is one.
     address: Option<String>,
+    /// Jobs users vacated (with `fast`), for the claim core to evict.
+    vacating: Vec<(Vec<JobId>, bool)>,
 }
 
 impl ScheddRole {
@@ -95,6 +97,7 @@ impl ScheddRole {
             intervals,
             published: BTreeSet::new(),
             address: None,
+            vacating: Vec::new(),
         }
     }
 
@@ -108,12 +111,44 @@ impl ScheddRole {
         self.claims.set_limits(limits);
     }
 
+    /// A user's hold, release, removal or vacate of `targets` (jobs
+    /// chosen on a snapshot): the queue's answer; the jobs vacated are
+    /// evicted by their machines (the claim core's messages go out with
+    /// the next [`ScheddRole::queue_changed`]).
+    pub fn act_on(
+        &mut self,
+        user: &str,
+        req: &wire::api::ActRequest,
+        targets: Vec<JobId>,
+        now: i64,
+    ) -> Result<wire::api::ActAnswer, crate::schedd_service::ApiError> {
+        let fast = match req.action {
+            wire::api::Action::Vacate => false,
+            wire::api::Action::VacateFast => true,
+            _ => return self.schedd.act_on(user, req, targets, now),
+        };
+        let answer = self.schedd.act_on(user, req, targets.clone(), now)?;
+        let done: BTreeSet<&str> = answer.done.iter().map(String::as_str).collect();
+        let ids: Vec<JobId> = targets
+            .into_iter()
+            .filter(|id| done.contains(id.to_string().as_str()))
+            .collect();
+        self.vacating.push((ids, fast));
+        Ok(answer)
+    }
+
     /// After a change to the queue made outside the claim protocol (a
     /// submission, a user's hold, release or removal, periodic policy):
     /// the claim core keeps its idle index, takes held or removed jobs off
     /// their machines, and asks for a cycle if new idle jobs came.
     pub fn queue_changed(&mut self, out: &mut Outbox, now: i64) {
-        self.apply(claims::Ready::default(), out, now);
+        let mut ready = claims::Ready::default();
+        for (ids, fast) in std::mem::take(&mut self.vacating) {
+            ready
+                .to_startd
+                .extend(self.claims.vacate(&ids, fast).to_startd);
+        }
+        self.apply(ready, out, now);
     }
 
     /// Carries out what the claim core decided: job events to the queue

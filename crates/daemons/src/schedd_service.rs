@@ -787,6 +787,9 @@ impl Schedd {
         targets: Vec<JobId>,
         now: i64,
     ) -> Result<ActAnswer, ApiError> {
+        if matches!(req.action, Action::Vacate | Action::VacateFast) {
+            return Ok(self.may_vacate(user, req.action, targets));
+        }
         let mut before = BTreeMap::new();
         let mut changes = Vec::new();
         let mut failed = Vec::new();
@@ -805,6 +808,7 @@ impl Schedd {
                 Action::Remove => UserAction::Remove {
                     reason: req.reason.clone(),
                 },
+                Action::Vacate | Action::VacateFast => unreachable!("answered above"),
             };
             match self
                 .queue
@@ -829,6 +833,45 @@ impl Schedd {
             done: changes.iter().map(|c| c.job.to_string()).collect(),
             failed,
         })
+    }
+
+    /// condor_vacate_job's checks: which of `targets` `user` may vacate
+    /// (the owner or a queue super user) and that run (running or
+    /// suspended: HTCondor vacates nothing else). The queue does not
+    /// change here: the claim core asks each job's machine to evict it
+    /// (`ScheddRole::act_on`), and the starter's report makes it idle.
+    fn may_vacate(&self, user: &str, action: Action, targets: Vec<JobId>) -> ActAnswer {
+        use schedd::queue::QueueError;
+        let mut answer = ActAnswer {
+            done: Vec::new(),
+            failed: Vec::new(),
+        };
+        for id in targets {
+            let Some(ad) = self.queue.job(id) else {
+                continue;
+            };
+            let status = self.queue.status(id).unwrap_or(JobStatus::Idle);
+            let running = match status {
+                JobStatus::Running | JobStatus::Suspended => Ok(()),
+                _ => Err(QueueError::WrongStatus {
+                    job: id,
+                    status,
+                    event: "vacated",
+                }),
+            };
+            let refused = schedd::authz::may_act(user, id, ad, &self.config.super_users, "vacate")
+                .map_err(QueueError::NotPermitted)
+                .and(running);
+            match refused {
+                Ok(()) => answer.done.push(id.to_string()),
+                Err(e) => answer.failed.push(Failure {
+                    job: id.to_string(),
+                    error: e.to_string(),
+                    code: action_result(&e, action),
+                }),
+            }
+        }
+        answer
     }
 
     /// Decides an edit of queued jobs as `user` without making it: the

@@ -1541,7 +1541,7 @@ async fn act(shared: &Arc<Shared>, peer: Peer, user: &str, body: &[u8]) -> Answe
     let user = user.to_string();
     match targets {
         Ok(t) => answer(
-            on_schedd(shared, move |n, now| n.schedd.act_on(&user, &req, t, now))
+            on_schedd(shared, move |n, now| n.act_on(&user, &req, t, now))
                 .await
                 .and_then(|a| a),
         ),

@@ -21,6 +21,8 @@
 //! 5. A job held or removed while it runs has its claim released
 //!    ([`Claims::jobs_changed`]); the startd ends the claim
 //!    ([`startd::Action::ClaimEnded`]) and the accountant stops charging.
+//!    A job its owner vacates (condor_vacate_job, [`Claims::vacate`]) is
+//!    evicted by its machine, and the starter's report makes it idle.
 //!
 //! Every call takes the messages and `now` and returns a [`Ready`]: what to
 //! send to which startd, what happened to which job (for the caller to
@@ -428,6 +430,30 @@ impl Claims {
             self.release(&claim_id, &mut ready);
         }
         ready.reschedule = fresh;
+        ready
+    }
+
+    /// condor_vacate_job (ACT_ON_JOBS with JA_VACATE_JOBS or
+    /// JA_VACATE_FAST_JOBS): the machine of each of `jobs` that runs is
+    /// asked to evict it, gracefully (its soft kill signal and vacate
+    /// time) or, with `fast`, at once. Its claim ends with the eviction;
+    /// the starter's report of it puts the job back to idle (event 004),
+    /// as when the machine's own policy evicts it. A job with no run has
+    /// nothing to vacate (HTCondor: no effect).
+    pub fn vacate(&self, jobs: &[JobId], fast: bool) -> Ready {
+        let mut ready = Ready::default();
+        for &j in jobs {
+            let Some(c) = self.runs.claim_of(j).and_then(|id| self.claims.get(&id)) else {
+                continue;
+            };
+            ready.to_startd.push((
+                c.startd.clone(),
+                Event::Vacate {
+                    slot: Some(c.slot.clone()),
+                    fast,
+                },
+            ));
+        }
         ready
     }
 

@@ -295,6 +295,46 @@ fn a_job_held_while_it_runs_is_stopped_and_its_claim_released() {
 }
 
 #[test]
+fn a_vacated_job_is_evicted_by_its_machine_and_goes_back_to_idle() {
+    let mut p = Pool::new("START = True", "executable = job.sh\nqueue 2\n");
+    // Nothing runs yet: nothing to vacate.
+    assert!(p.claims.vacate(&[job(0)], false).to_startd.is_empty());
+    p.matched(job(0));
+    let (claim, _) = p.starts[0].clone();
+    p.started(&claim);
+    assert_eq!(p.status(job(0)), Some(JobStatus::Running));
+    // condor_vacate_job 1.0: the machine is asked to evict that job.
+    let r = p.claims.vacate(&[job(0), job(1)], false);
+    assert_eq!(r.to_startd.len(), 1, "only the running job");
+    assert!(matches!(
+        &r.to_startd[0],
+        (startd, Event::Vacate { slot: Some(slot), fast: false })
+            if startd == "exec" && slot == "slot1"
+    ));
+    p.carry(r);
+    assert_eq!(p.pair(), "Preempting/Vacating", "the machine evicts it");
+    // The starter reports the eviction: the job is idle again.
+    p.starter(StarterReport::Ended {
+        claim_id: claim,
+        end: RunEnd::Evicted { reason: None },
+        report: RunReport::default(),
+    });
+    p.starter_exited();
+    assert_eq!(p.status(job(0)), Some(JobStatus::Idle));
+    assert_eq!(p.status(job(1)), Some(JobStatus::Idle));
+    // -fast asks for a kill.
+    let mut q = Pool::new("START = True", "executable = job.sh\nqueue 1\n");
+    q.matched(job(0));
+    let (claim, _) = q.starts[0].clone();
+    q.started(&claim);
+    let r = q.claims.vacate(&[job(0)], true);
+    assert!(matches!(
+        &r.to_startd[0],
+        (_, Event::Vacate { fast: true, .. })
+    ));
+}
+
+#[test]
 fn a_job_that_cannot_start_is_held_with_the_hook_s_code_and_the_claim_given_back() {
     let mut p = Pool::new("START = True", "executable = job.sh\nqueue 2\n");
     p.matched(job(0));

@@ -219,6 +219,11 @@ pub enum Action {
     Hold,
     Release,
     Remove,
+    /// condor_vacate_job: a running job is evicted from its machine (its
+    /// soft kill signal first) and goes back to idle; `VacateFast` kills
+    /// it at once.
+    Vacate,
+    VacateFast,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
