@@ -141,21 +141,36 @@ impl NegotiatorRole {
         self.save_accountant(out);
     }
 
-    /// Begins a cycle: the schedd's requests first.
-    fn start_cycle(&mut self, out: &mut Outbox) {
+    /// Its own ad, to the collector (the tools find the negotiator by it).
+    fn advertise(&self, now: i64, out: &mut Outbox) {
+        out.send(
+            RoleName::Collector,
+            Message::UpdateAds {
+                kind: negotiator::collector::AdType::Negotiator,
+                ads: vec![self.own_ad(now)],
+            },
+        );
+    }
+
+    /// Begins a cycle: the schedd's requests first. The own ad goes with
+    /// each cycle as well as every five minutes: a collector that
+    /// (re)started after the last one, losing it, knows the negotiator
+    /// again within a cycle.
+    fn start_cycle(&mut self, now: i64, out: &mut Outbox) {
         if !matches!(self.cycle, Cycle::Idle) {
             self.again = true;
             return;
         }
+        self.advertise(now, out);
         self.cycles += 1;
         self.cycle = Cycle::Requests(self.cycles);
         out.send(RoleName::Schedd, Message::Negotiate { cycle: self.cycles });
     }
 
-    fn cycle_done(&mut self, out: &mut Outbox) {
+    fn cycle_done(&mut self, now: i64, out: &mut Outbox) {
         self.cycle = Cycle::Idle;
         if std::mem::take(&mut self.again) {
-            self.start_cycle(out);
+            self.start_cycle(now, out);
         }
     }
 
@@ -221,7 +236,7 @@ impl Role for NegotiatorRole {
 
     fn receive(&mut self, from: RoleName, msg: Message, now: i64, out: &mut Outbox) {
         match msg {
-            Message::Reschedule => self.start_cycle(out),
+            Message::Reschedule => self.start_cycle(now, out),
             Message::Requests {
                 cycle,
                 submitters,
@@ -232,7 +247,7 @@ impl Role for NegotiatorRole {
                 }
                 if submitters.is_empty() {
                     // No idle job: nothing to match.
-                    return self.cycle_done(out);
+                    return self.cycle_done(now, out);
                 }
                 self.cycle = Cycle::Slots {
                     submitters,
@@ -250,7 +265,7 @@ impl Role for NegotiatorRole {
                     return;
                 };
                 self.negotiate(submitters, on_claims, ads, now, out);
-                self.cycle_done(out);
+                self.cycle_done(now, out);
             }
             Message::Charges(charges) => {
                 for c in charges {
@@ -275,18 +290,8 @@ impl Role for NegotiatorRole {
     }
 
     fn timer(&mut self, which: usize, now: i64, out: &mut Outbox) {
-        // The own ad goes with each cycle as well: a collector that
-        // (re)started after the last one, losing it, knows the negotiator
-        // again within a cycle, not after five minutes (the tools find
-        // the negotiator by this ad).
-        out.send(
-            RoleName::Collector,
-            Message::UpdateAds {
-                kind: negotiator::collector::AdType::Negotiator,
-                ads: vec![self.own_ad(now)],
-            },
-        );
         if which == 1 {
+            self.advertise(now, out);
             return;
         }
         // A cycle that lost its answers (a role gone) does not block the
@@ -295,6 +300,6 @@ impl Role for NegotiatorRole {
             self.cycle = Cycle::Idle;
             self.again = false;
         }
-        self.start_cycle(out);
+        self.start_cycle(now, out);
     }
 }
