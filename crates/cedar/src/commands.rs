@@ -1,5 +1,6 @@
 //! HTCondor's command numbers (`condor_commands.h`) for the commands the
-//! pool serves or sends, and their names for logs and refusals.
+//! pool serves or sends, and their names for logs and refusals; and
+//! ferrocondor's own (`FC_*`), which HTCondor's clients never send.
 
 macro_rules! commands {
     ($($name:ident = $n:expr),* $(,)?) => {
@@ -93,6 +94,10 @@ commands! {
     DC_NOP_ADVERTISE_MASTER = 60029,
     DC_SEC_QUERY = 60040,
     DC_GET_SESSION_TOKEN = 60046,
+    // ferrocondor's own, not HTCondor's: the roles' messages between the
+    // processes of a pool (daemons::role_transport), at the DAEMON level.
+    // HTCondor's command bases stop well below it.
+    FC_ROLE_MESSAGES = 95000,
 }
 
 /// A command's name for a person: HTCondor's, or the number.

@@ -1,5 +1,5 @@
 //! `ferrocondor master`: the pool's four roles as four processes on one
-//! machine, talking over local sockets, restarted when they die.
+//! machine, talking over their command ports (HTCondor's protocol), restarted when they die.
 
 mod common;
 
@@ -39,7 +39,8 @@ fn the_master_runs_four_roles_that_form_a_pool_and_restarts_one_that_dies() {
     let dir = scratch("master");
     let state = dir.join("state");
     let mut pool = PoolProcess::master(&state, CONFIG);
-    // Four processes, one per role, each listening on its socket.
+    // Four processes, one per role, each on its own command port, which
+    // it writes for this host's other processes to find.
     let log = pool.daemon_log();
     let pids: Vec<i32> = ["STARTD", "COLLECTOR", "NEGOTIATOR", "SCHEDD"]
         .iter()
@@ -48,9 +49,15 @@ fn the_master_runs_four_roles_that_form_a_pool_and_restarts_one_that_dies() {
     assert!(pids.iter().all(|&p| alive(p)), "{log}");
     let unique: std::collections::BTreeSet<i32> = pids.iter().copied().collect();
     assert_eq!(unique.len(), 4, "four processes: {pids:?}");
+    let mut ports = std::collections::BTreeSet::new();
     for r in ["STARTD", "COLLECTOR", "NEGOTIATOR", "SCHEDD"] {
-        assert!(state.join("roles").join(format!("{r}.sock")).exists());
+        let file = state.join("roles").join(format!("{r}.address"));
+        wait_for(10, "the role's address", || file.exists().then_some(()));
+        let address = std::fs::read_to_string(&file).unwrap();
+        assert!(address.starts_with("<127.0.0.1:"), "{r}: {address}");
+        ports.insert(address);
     }
+    assert_eq!(ports.len(), 4, "a port per process: {ports:?}");
 
     // A working pool: jobs submitted to the schedd run on the startd,
     // matched by the negotiator over the collector's slot ads.
@@ -112,5 +119,56 @@ fn the_master_runs_four_roles_that_form_a_pool_and_restarts_one_that_dies() {
     }
     assert!(log.contains("every daemon is down"), "{log}");
     std::thread::sleep(Duration::from_millis(10));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The roles' messages between the master's processes travel on their
+/// command ports at the DAEMON level: a user who is not the pool's (here
+/// one the pool takes on their word, CLAIMTOBE, so that the test needs no
+/// second account) is refused and the pool serves on; the pool's own user
+/// (FS) is let in.
+#[test]
+fn only_the_pool_s_own_user_may_send_the_roles_messages() {
+    let dir = scratch("master-daemon-level");
+    let state = dir.join("state");
+    let mut config = CONFIG.to_vec();
+    config.push(("SEC_DEFAULT_AUTHENTICATION_METHODS", "FS, CLAIMTOBE"));
+    let _pool = PoolProcess::master(&state, &config);
+    let file = state.join("roles").join("SCHEDD.address");
+    wait_for(20, "the schedd's address", || file.exists().then_some(()));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let addr = cedar::Sinful::parse(text.trim(), 0).unwrap();
+
+    let stranger = cedar::client::ClientOptions {
+        methods: vec![cedar::auth::Method::ClaimToBe],
+        claim_to_be: Some("mallory".into()),
+        ..cedar::client::ClientOptions::default()
+    };
+    let refused = cedar::client::connect(&addr, cedar::commands::FC_ROLE_MESSAGES, &stranger, None);
+    match refused {
+        Err(cedar::client::ClientError::Denied { user, .. }) => {
+            assert!(
+                user.as_deref().unwrap_or("").starts_with("mallory"),
+                "{user:?}"
+            )
+        }
+        Err(e) => panic!("refused, but not by authorization: {e}"),
+        Ok(_) => panic!("mallory may send the roles' messages"),
+    }
+    // The pool's own user (this test's, by FS) may.
+    let (sock, _) = cedar::client::connect(
+        &addr,
+        cedar::commands::FC_ROLE_MESSAGES,
+        &cedar::client::ClientOptions::default(),
+        None,
+    )
+    .expect("the pool's own user is a daemon of it");
+    drop(sock);
+    // The pool still works.
+    write(&dir.join("a.sub"), "executable = /bin/true\nqueue\n");
+    ok(run(&state, &dir, &["submit", "a.sub"]));
+    wait_for(30, "the job to complete", || {
+        (completed(&state, &dir) == 1).then_some(())
+    });
     let _ = std::fs::remove_dir_all(&dir);
 }

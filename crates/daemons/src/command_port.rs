@@ -85,6 +85,8 @@ pub struct PortConfig {
     pub authorization: cedar::authz::Authorization,
     /// MAX_JOBS_PER_SUBMISSION: the most jobs one QMGMT submission makes.
     pub max_jobs_per_submission: usize,
+    /// Where the roles of other processes are, and how to reach them.
+    pub peers: crate::role_transport::Peers,
 }
 
 fn requirement(c: &config::Config, name: &str) -> Result<Option<Requirement>, String> {
@@ -200,8 +202,17 @@ impl PortConfig {
             .integer_or("MAX_JOBS_PER_SUBMISSION", 20_000)
             .map_err(|e| e.to_string())?
             .clamp(1, 1_000_000) as usize;
+        let peers = crate::role_transport::Peers {
+            client: cedar::client::ClientOptions::from_lookup(&get, &hostname),
+            collector_host: get("COLLECTOR_HOST"),
+            collector_file: get("COLLECTOR_ADDRESS_FILE")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| state_dir.join(".collector_address")),
+            roles_dir: state_dir.join("roles"),
+        };
         Ok(PortConfig {
             max_jobs_per_submission,
+            peers,
             authorization,
             listen: SocketAddr::new(ip, port),
             address_files,
@@ -233,6 +244,11 @@ impl CommandPort {
             sinful,
             config,
         })
+    }
+
+    /// Where the other processes' roles are.
+    pub fn peers(&self) -> &crate::role_transport::Peers {
+        &self.config.peers
     }
 
     /// The address clients use, `<ip:port?noUDP>`.
@@ -446,8 +462,14 @@ fn forces_authentication(command: i32) -> bool {
             | cmd::QMGMT_WRITE_CMD
             | cmd::QUERY_JOB_ADS_WITH_AUTH
             | cmd::DC_GET_SESSION_TOKEN
+            | cmd::FC_ROLE_MESSAGES
     )
 }
+
+/// How long a connection of role messages may stay silent: a role sends
+/// at least every poll or keep-alive; past this the connection is closed
+/// and its sender opens a new one for its next message.
+const ROLE_MESSAGES_IDLE: std::time::Duration = std::time::Duration::from_secs(3600);
 
 const QUERY_GENERIC_ADS: i32 = 74;
 const QUERY_ACCOUNTING_ADS: i32 = 78;
@@ -506,6 +528,39 @@ impl PortDaemon {
 
     /// The command's payload, first message: what came with a bare command,
     /// or the next message.
+    /// FC_ROLE_MESSAGES: another process's roles' messages for the roles
+    /// here, one a CEDAR message, until the sender closes the connection
+    /// (`role_transport`). The handshake authorized the DAEMON level.
+    fn role_messages(&self, sock: &mut Sock, a: &mut Accepted) -> Result<(), SockError> {
+        sock.set_max_message(crate::role_transport::MAX_MESSAGE);
+        sock.set_timeout(ROLE_MESSAGES_IDLE)
+            .map_err(|e| SockError::Io {
+                doing: "setting the deadline",
+                source: e,
+            })?;
+        let mut first = a.bare_payload.take().filter(|p| !p.is_empty());
+        loop {
+            let msg = match first.take() {
+                Some(m) => m,
+                None => match sock.recv_next()? {
+                    Some(m) => m,
+                    None => return Ok(()),
+                },
+            };
+            let mut d = sock.decoder(&msg);
+            match crate::role_transport::get_message(&mut d) {
+                Ok((to, reply_to, from, message)) => {
+                    self.router.heard_from(from, &reply_to);
+                    self.router.deliver(from, to, message);
+                }
+                Err(e) => eprintln!(
+                    "ferrocondor: a role message from {} was dropped: {e}",
+                    a.peer.describe()
+                ),
+            }
+        }
+    }
+
     fn first_message(sock: &mut Sock, a: &mut Accepted) -> Result<Vec<u8>, SockError> {
         match a.bare_payload.take() {
             Some(p) if !p.is_empty() => Ok(p),
@@ -571,6 +626,7 @@ impl PortDaemon {
                 let msg = Self::first_message(sock, &mut a)?;
                 self.session_token(sock, &a.peer, &msg)
             }
+            cmd::FC_ROLE_MESSAGES => self.role_messages(sock, &mut a),
             cmd::RESCHEDULE => {
                 let _ = self.on_schedd(|s, _, out| {
                     out.send(RoleName::Negotiator, crate::roles::Message::Reschedule);
@@ -1504,6 +1560,11 @@ impl Daemon for PortDaemon {
                 | cmd::DC_OFF_PEACEFUL
         ) {
             return Some(Level::Administrator);
+        }
+        if command == cmd::FC_ROLE_MESSAGES {
+            // Only where roles of other processes talk to these: a daemon
+            // of `ferrocondor master` or of a pool of many hosts.
+            return self.router.has_remote().then_some(Level::Daemon);
         }
         if command == cmd::DC_GET_SESSION_TOKEN {
             // Any user this daemon authenticated may have a token for

@@ -8,7 +8,8 @@
 //! [`roles::Message`]s. [`Pool::up`] runs all four in one process (the
 //! personal pool), each on a thread of its own, and serves the `wire` API
 //! over a Unix-domain socket with hyper; [`Pool::daemon`] runs one, its
-//! messages to the others going over local sockets ([`local_protocol`]),
+//! messages to the others going over their command ports
+//! ([`role_transport`], [`local_protocol`]),
 //! and [`master`] runs the roles DAEMON_LIST names as processes of their
 //! own.
 //!
@@ -39,11 +40,11 @@ pub mod execute;
 mod identity;
 mod leftovers;
 pub mod local_protocol;
-mod local_transport;
 pub mod master;
 pub mod negotiator_role;
 mod peer_user;
 mod qmgmt;
+pub mod role_transport;
 pub mod roles;
 pub mod schedd_role;
 pub mod schedd_service;

@@ -1,14 +1,9 @@
-//! The roles' messages between processes on one machine (`ferrocondor
-//! master`): one JSON object per line on a Unix-domain socket, ads as
-//! new-syntax ClassAd text (which round-trips exactly). A placeholder:
-//! the next step carries the same [`Message`]s on HTCondor's wire
-//! protocol (CEDAR), with its security, between hosts.
-//!
-//! Each role of a master's pool listens on `<state>/roles/<ROLE>.sock`
-//! (in a directory only the pool's user may enter). A line is
-//! `{"from": "SCHEDD", "msg": {...}}`. Only the messages roles send one
-//! another travel; a line that does not decode is dropped with a note,
-//! never acted on.
+//! How the roles' messages are written between processes: one JSON
+//! object each, ads as new-syntax ClassAd text (which round-trips
+//! exactly), carried on HTCondor's wire protocol by
+//! [`crate::role_transport`]. A line is `{"from": "SCHEDD", "msg":
+//! {...}}`. Only the messages roles send one another travel; a line that
+//! does not decode is dropped with a note, never acted on.
 
 use std::sync::Arc;
 

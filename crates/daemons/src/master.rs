@@ -146,6 +146,8 @@ pub fn run(program: &Path, state_dir: &Path, roles: &[RoleName], backoff: Backof
         }
     };
     let roles_dir = state_dir.join("roles");
+    // Addresses a pool that died left say nothing of the daemons to come.
+    crate::role_transport::remove_addresses(&roles_dir, roles);
     let mut daemons: Vec<Daemon> = Vec::new();
     for &role in roles {
         let child = spawn(role);
@@ -159,9 +161,9 @@ pub fn run(program: &Path, state_dir: &Path, roles: &[RoleName], backoff: Backof
         });
         // The startd kills what a dead pool left before the schedd starts.
         if role == RoleName::Startd {
-            let sock = crate::local_transport::socket_of(&roles_dir, role);
+            let up = crate::role_transport::address_file(&roles_dir, role);
             let until = Instant::now() + Duration::from_secs(30);
-            while !sock.exists() && Instant::now() < until && !STOP.load(Ordering::SeqCst) {
+            while !up.exists() && Instant::now() < until && !STOP.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }

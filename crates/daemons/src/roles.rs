@@ -398,7 +398,7 @@ pub struct Router {
     negotiator: Option<RoleHandle<crate::negotiator_role::NegotiatorRole>>,
     schedd: Option<RoleHandle<crate::schedd_role::ScheddRole>>,
     startd: Option<RoleHandle<crate::execute::StartdRole>>,
-    remote: Option<Arc<crate::local_transport::Remote>>,
+    remote: Option<Arc<crate::role_transport::Remote>>,
     /// Answers to the tools' requests that other processes answer.
     pub answers: Arc<Answers>,
 }
@@ -465,6 +465,19 @@ impl Router {
         }
     }
 
+    /// Whether roles of other processes are reached from here (a daemon
+    /// of `ferrocondor master`, or of a pool of many hosts).
+    pub fn has_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    /// `role`'s process listens at `address` (its message came from there).
+    pub fn heard_from(&self, role: RoleName, address: &str) {
+        if let Some(r) = &self.remote {
+            r.heard_from(role, address);
+        }
+    }
+
     /// Asks every local role's thread to finish.
     pub fn stop(&self) {
         if let Some(h) = &self.collector {
@@ -495,7 +508,7 @@ pub struct Inboxes {
 /// messages for the others go through `remote`.
 pub fn router(
     roles: &Roles,
-    remote: Option<Arc<crate::local_transport::Remote>>,
+    remote: Option<Arc<crate::role_transport::Remote>>,
 ) -> (Router, Inboxes) {
     let (c, cr) = mpsc::channel();
     let (n, nr) = mpsc::channel();

@@ -366,10 +366,16 @@ impl Pool {
                 )?),
                 None => None,
             };
-        let remote = self
-            .roles_dir
-            .as_ref()
-            .map(|d| Arc::new(crate::local_transport::Remote::new(d)));
+        // Under a master (or on a host of a pool of many), the other
+        // processes' roles are reached through their command ports.
+        let remote = match (&self.roles_dir, &self.port) {
+            (Some(_), Some(port)) => Some(Arc::new(crate::role_transport::Remote::new(
+                port.peers().clone(),
+                &port.address(),
+            ))),
+            _ => None,
+        };
+        let own_address = self.port.as_ref().map(|p| p.address());
         let local: Vec<RoleName> = [
             (RoleName::Collector, self.roles.collector.is_some()),
             (RoleName::Negotiator, self.roles.negotiator.is_some()),
@@ -385,18 +391,6 @@ impl Pool {
             .as_ref()
             .map(|p| p.address_files().to_vec())
             .unwrap_or_default();
-        // Under a master, each local role listens for the others' messages.
-        if let Some(dir) = &self.roles_dir {
-            for &role in &local {
-                crate::local_transport::listen(dir, role, router.clone()).map_err(|source| {
-                    Error::Io {
-                        path: crate::local_transport::socket_of(dir, role),
-                        op: "listening for the other roles",
-                        source,
-                    }
-                })?;
-            }
-        }
         let master = self
             .roles_dir
             .as_ref()
@@ -433,6 +427,17 @@ impl Pool {
                     op: "starting the command port",
                     source,
                 })?;
+        }
+        // Under a master, this host's other processes find these roles
+        // by the address files (and the master knows they are up).
+        if let (Some(dir), Some(address)) = (&self.roles_dir, &own_address) {
+            crate::role_transport::write_addresses(dir, &local, address).map_err(|source| {
+                Error::Io {
+                    path: dir.clone(),
+                    op: "writing where the roles listen",
+                    source,
+                }
+            })?;
         }
         // Each role on its own thread; the startd's work (starters, hooks)
         // on this runtime.
@@ -523,9 +528,7 @@ impl Pool {
         }
         router.stop();
         if let Some(dir) = &self.roles_dir {
-            for role in local {
-                let _ = std::fs::remove_file(crate::local_transport::socket_of(dir, role));
-            }
+            crate::role_transport::remove_addresses(dir, &local);
         }
         drop(shared);
         let _ = tokio::task::spawn_blocking(move || {

@@ -254,8 +254,8 @@ const FILE_SYSTEM_MODULES: &[(&str, &str)] = &[
         "the kernel's socket tables (/proc/net/tcp, tcp6), to share out the command port's connections",
     ),
     (
-        "crates/daemons/src/local_transport.rs",
-        "the roles' sockets in the state directory",
+        "crates/daemons/src/role_transport.rs",
+        "the roles' address files in the state directory, and the collector's address file",
     ),
     ("crates/daemons/src/execute.rs", "the EXECUTE directory"),
     (
