@@ -1162,7 +1162,9 @@ impl PoolCgroup {
 
 impl Drop for PoolCgroup {
     fn drop(&mut self) {
-        // Deepest first: the pool's leaf and job cgroups, then ours.
+        // Whatever the pool left (a master's daemons, a job) dies with
+        // the cgroup; then the cgroups go, deepest first.
+        let _ = std::fs::write(self.0.join("cgroup.kill"), "1");
         let mut dirs = Vec::new();
         fn walk(d: &Path, out: &mut Vec<PathBuf>) {
             for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
@@ -1195,16 +1197,28 @@ impl Drop for PoolCgroup {
 /// where the machine has no memory controller or we are not root.
 #[test]
 fn a_job_over_its_memory_is_held_for_it_by_a_pool_and_not_run_again() {
-    let cg = match PoolCgroup::new("run-oom") {
+    oom_hold_in("pool");
+}
+
+/// The same under `ferrocondor master`: the master moves into the leaf
+/// before it starts its daemons, and the startd, in the leaf with the
+/// master, makes job cgroups beside it (HTCondor's sibling).
+#[test]
+fn a_job_over_its_memory_is_held_for_it_under_a_master_too() {
+    oom_hold_in("master");
+}
+
+fn oom_hold_in(how: &str) {
+    let cg = match PoolCgroup::new(&format!("run-oom-{how}")) {
         Ok(cg) => cg,
         Err(why) => {
-            println!("skipped: a_job_over_its_memory_is_held_for_it_by_a_pool: {why}");
+            println!("skipped: a job over its memory held by a {how}: {why}");
             return;
         }
     };
-    let dir = scratch("oom");
+    let dir = scratch(&format!("oom-{how}"));
     let state_parent =
-        std::env::temp_dir().join(format!("ferrocondor-oom-state-{}", std::process::id()));
+        std::env::temp_dir().join(format!("ferrocondor-oom-{how}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&state_parent);
     std::fs::create_dir_all(&state_parent).unwrap();
     let state = state_parent.join("state");
@@ -1217,12 +1231,23 @@ fn a_job_over_its_memory_is_held_for_it_by_a_pool_and_not_run_again() {
             cg.0.display()
         ))
         .arg(common::bin())
-        .args(["pool", "up", "--state"])
+        .args(if how == "master" {
+            &["master", "--state"][..]
+        } else {
+            &["pool", "up", "--state"][..]
+        })
         .arg(&state)
         .env("CONDOR_CONFIG", "ONLY_ENV")
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap());
-    for (k, v) in with(&[("NUM_CPUS", "1"), ("MEMORY", "64")]) {
+    let mut config = with(&[("NUM_CPUS", "1"), ("MEMORY", "64")]);
+    if how == "master" {
+        config.push((
+            "DAEMON_LIST",
+            "MASTER, COLLECTOR, NEGOTIATOR, SCHEDD, STARTD",
+        ));
+    }
+    for (k, v) in config {
         c.env(format!("_CONDOR_{k}"), v);
     }
     let mut pool = c.spawn().unwrap();
@@ -1232,12 +1257,17 @@ fn a_job_over_its_memory_is_held_for_it_by_a_pool_and_not_run_again() {
         "executable = /usr/bin/tail\narguments = /dev/zero\ntransfer_executable = false\n\
          request_memory = 32\nlog = job.log\nqueue\n",
     );
-    common::wait_for(20, "the pool to take the job", || {
+    let taken = wait_for_opt(20, || {
         run(&state, &dir, &["submit", "oom.sub"])
             .status
             .success()
             .then_some(())
     });
+    assert!(
+        taken.is_some(),
+        "the {how} never took the job:\n{}",
+        daemon_log()
+    );
     let q = |attrs: &[&str]| {
         let mut args = vec!["q", "1.0", "-af"];
         args.extend_from_slice(attrs);
@@ -1276,7 +1306,9 @@ fn a_job_over_its_memory_is_held_for_it_by_a_pool_and_not_run_again() {
     // started once.
     std::thread::sleep(std::time::Duration::from_secs(5));
     assert_eq!(q(&["JobStatus", "NumJobStarts"]), "5 1");
-    let _ = pool.kill();
+    // SAFETY: a plain signal to the pool we started.
+    unsafe { libc::kill(pool.id() as i32, libc::SIGTERM) };
+    let _ = common::wait_for(20, "the pool to stop", || pool.try_wait().ok().flatten());
     let _ = pool.wait();
     let _ = std::fs::remove_dir_all(&state_parent);
     let _ = std::fs::remove_dir_all(&dir);
