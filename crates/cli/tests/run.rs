@@ -1139,3 +1139,223 @@ fn q_totals_prints_only_the_totals() {
     assert!(out.contains("Total for all users: 2 jobs;"), "{out}");
     assert!(!out.contains("OWNER"), "no job table: {out}");
 }
+
+/// Where the cgroup v2 hierarchy is mounted, if it is.
+fn cgroup2_mount() -> Option<PathBuf> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mountinfo.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split_whitespace().next()? == "cgroup2")
+            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
+    })
+}
+
+fn has_word(file: &Path, word: &str) -> bool {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .split_whitespace()
+        .any(|w| w == word)
+}
+
+/// A cgroup of its own for a pool, as a service manager gives a daemon
+/// one (systemd: `Delegate=yes`), made where its children may have the
+/// memory controller: the nearest cgroup above this process's that gives
+/// it to its children, else the root. Removed, with what the pool made in
+/// it, when dropped. `Err`: why this machine cannot (the test is skipped).
+struct PoolCgroup(PathBuf);
+
+impl PoolCgroup {
+    fn new(name: &str) -> Result<PoolCgroup, String> {
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err("the pool must run as root to make cgroups".into());
+        }
+        let mount = cgroup2_mount().ok_or("no cgroup v2 hierarchy is mounted")?;
+        if !has_word(&mount.join("cgroup.controllers"), "memory") {
+            return Err(format!(
+                "{}/cgroup.controllers lacks memory ({:?})",
+                mount.display(),
+                std::fs::read_to_string(mount.join("cgroup.controllers")).unwrap_or_default()
+            ));
+        }
+        let own = std::fs::read_to_string("/proc/self/cgroup").map_err(|e| e.to_string())?;
+        let rel = own
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .ok_or("this process is in no cgroup v2")?
+            .trim()
+            .trim_start_matches('/')
+            .to_string();
+        let own = mount.join(rel);
+        let holder = own
+            .ancestors()
+            .skip(usize::from(own != mount))
+            .take_while(|a| a.starts_with(&mount))
+            .find(|a| has_word(&a.join("cgroup.subtree_control"), "memory"))
+            .map(Path::to_path_buf)
+            .or_else(|| {
+                std::fs::write(mount.join("cgroup.subtree_control"), "+memory")
+                    .ok()
+                    .map(|()| mount.clone())
+            })
+            .ok_or("no cgroup above this one gives its children the memory controller")?;
+        let cg = holder.join(format!("ferrocondor-{name}-{}", std::process::id()));
+        std::fs::create_dir(&cg).map_err(|e| format!("cannot create {}: {e}", cg.display()))?;
+        Ok(PoolCgroup(cg))
+    }
+}
+
+impl Drop for PoolCgroup {
+    fn drop(&mut self) {
+        // Whatever the pool left (a master's daemons, a job) dies with
+        // the cgroup; then the cgroups go, deepest first.
+        let _ = std::fs::write(self.0.join("cgroup.kill"), "1");
+        let mut dirs = Vec::new();
+        fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+            for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    walk(&e.path(), out);
+                    out.push(e.path());
+                }
+            }
+        }
+        walk(&self.0, &mut dirs);
+        dirs.push(self.0.clone());
+        for d in dirs {
+            for _ in 0..100 {
+                if std::fs::remove_dir(&d).is_ok() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// Issue 18: in a pool (not only in the starter), a job that allocates
+/// past its slot's memory under the default CGROUP_MEMORY_LIMIT_POLICY
+/// (hard: memory.max = the slot's Memory) is killed by the kernel and held
+/// with HTCondor's JobOutOfResources (34), subcode 102 and its reason, and
+/// is not run again. The pool runs as root in a cgroup of its own, as a
+/// service would; it moves into `<cgroup>/leaf` and makes job cgroups
+/// under `<cgroup>/htcondor` (BASE_CGROUP). Skipped (said on stdout)
+/// where the machine has no memory controller or we are not root.
+#[test]
+fn a_job_over_its_memory_is_held_for_it_by_a_pool_and_not_run_again() {
+    oom_hold_in("pool");
+}
+
+/// The same under `ferrocondor master`: the master moves into the leaf
+/// before it starts its daemons, and the startd, in the leaf with the
+/// master, makes job cgroups beside it (HTCondor's sibling).
+#[test]
+fn a_job_over_its_memory_is_held_for_it_under_a_master_too() {
+    oom_hold_in("master");
+}
+
+fn oom_hold_in(how: &str) {
+    let cg = match PoolCgroup::new(&format!("run-oom-{how}")) {
+        Ok(cg) => cg,
+        Err(why) => {
+            println!("skipped: a job over its memory held by a {how}: {why}");
+            return;
+        }
+    };
+    let dir = scratch(&format!("oom-{how}"));
+    let state_parent =
+        std::env::temp_dir().join(format!("ferrocondor-oom-{how}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state_parent);
+    std::fs::create_dir_all(&state_parent).unwrap();
+    let state = state_parent.join("state");
+    let log = state_parent.join("daemon.log");
+    // The pool's first process joins the cgroup before it execs the pool.
+    let mut c = std::process::Command::new("/bin/sh");
+    c.arg("-c")
+        .arg(format!(
+            "echo $$ > '{}/cgroup.procs' && exec \"$0\" \"$@\"",
+            cg.0.display()
+        ))
+        .arg(common::bin())
+        .args(if how == "master" {
+            &["master", "--state"][..]
+        } else {
+            &["pool", "up", "--state"][..]
+        })
+        .arg(&state)
+        .env("CONDOR_CONFIG", "ONLY_ENV")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut config = with(&[("NUM_CPUS", "1"), ("MEMORY", "64")]);
+    if how == "master" {
+        config.push((
+            "DAEMON_LIST",
+            "MASTER, COLLECTOR, NEGOTIATOR, SCHEDD, STARTD",
+        ));
+    }
+    for (k, v) in config {
+        c.env(format!("_CONDOR_{k}"), v);
+    }
+    let mut pool = c.spawn().unwrap();
+    let daemon_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    write(
+        &dir.join("oom.sub"),
+        "executable = /usr/bin/tail\narguments = /dev/zero\ntransfer_executable = false\n\
+         request_memory = 32\nlog = job.log\nqueue\n",
+    );
+    let taken = wait_for_opt(20, || {
+        run(&state, &dir, &["submit", "oom.sub"])
+            .status
+            .success()
+            .then_some(())
+    });
+    assert!(
+        taken.is_some(),
+        "the {how} never took the job:\n{}",
+        daemon_log()
+    );
+    let q = |attrs: &[&str]| {
+        let mut args = vec!["q", "1.0", "-af"];
+        args.extend_from_slice(attrs);
+        ok(run(&state, &dir, &args)).trim().to_string()
+    };
+    let held = wait_for_opt(90, || (q(&["JobStatus"]) == "5").then_some(()));
+    let text = daemon_log();
+    println!(
+        "pool's cgroup notes: {:?}",
+        text.lines()
+            .filter(|l| l.contains("cgroup") || l.contains("limits"))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        held.is_some(),
+        "job 1.0 never held: {}\njob.log:\n{}\ndaemon:\n{text}",
+        q(&["JobStatus", "HoldReason"]),
+        std::fs::read_to_string(dir.join("job.log")).unwrap_or_default()
+    );
+    assert!(
+        text.contains(&format!("job cgroups under `{}/htcondor", cg.0.display())),
+        "{text}"
+    );
+    assert_eq!(q(&["HoldReasonCode", "HoldReasonSubCode"]), "34 102");
+    let reason = q(&["HoldReason"]);
+    println!("HoldReason: {reason}");
+    assert!(
+        reason.contains(
+            "Job has gone over cgroup memory limit of 64 megabytes. \
+             Last measured usage: 64 megabytes.  \
+             Consider resubmitting with a higher request_memory."
+        ),
+        "{reason}"
+    );
+    // Held, not run again: still held a few negotiation cycles later,
+    // started once.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    assert_eq!(q(&["JobStatus", "NumJobStarts"]), "5 1");
+    // SAFETY: a plain signal to the pool we started.
+    unsafe { libc::kill(pool.id() as i32, libc::SIGTERM) };
+    let _ = common::wait_for(20, "the pool to stop", || pool.try_wait().ok().flatten());
+    let _ = pool.wait();
+    let _ = std::fs::remove_dir_all(&state_parent);
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(cg);
+}

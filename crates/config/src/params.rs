@@ -144,7 +144,7 @@ pub static PARAMS: &[Param] = &[
         "BASE_CGROUP",
         "htcondor",
         Text,
-        "Parent cgroup under which each job gets its own cgroup.",
+        "Cgroup (beside the daemons' own, as in HTCondor on cgroup v2) under which each job gets its own cgroup; empty: jobs get none.",
     ),
     p(
         "BenchmarkTimer",

@@ -285,10 +285,38 @@ impl StartdRole {
             RunAs::Starter
         };
         let mut notes = Vec::new();
-        // Jobs get a cgroup v2 of their own under ours where it is
-        // writable; else their process group and session hold them.
-        let cgroup = match Starter::probe(&CgroupPolicy::Auto).cgroup_parent {
-            Ok(parent) => CgroupPolicy::Under(parent),
+        // Jobs get a cgroup v2 of their own under BASE_CGROUP where one
+        // can be made (HTCondor's layout: see starter::cgroup_layout);
+        // else their process group and session hold them.
+        let base = cfg
+            .startd
+            .get("BASE_CGROUP")
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let cgroup = match starter::settle_job_cgroups(&base).and_then(|j| {
+            let parent = Starter::probe(&CgroupPolicy::Under(j.jobs.clone())).cgroup_parent?;
+            Ok((j, parent))
+        }) {
+            Ok((j, parent)) => {
+                let moved = j
+                    .moved_to
+                    .as_ref()
+                    .map(|l| format!("the startd moved into `{}`; ", l.display()))
+                    .unwrap_or_default();
+                notes.push(match &j.limits {
+                    Ok(controllers) => format!(
+                        "{moved}job cgroups under `{}` with the controllers {}",
+                        parent.display(),
+                        controllers.join(" ")
+                    ),
+                    Err(why) => format!(
+                        "{moved}job cgroups under `{}` track jobs but cannot limit them: {why}",
+                        parent.display()
+                    ),
+                });
+                CgroupPolicy::Under(parent)
+            }
             Err(why) => {
                 notes.push(format!(
                     "jobs run without a cgroup (suspend and kill by process group): {why}"

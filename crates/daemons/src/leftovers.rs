@@ -89,8 +89,10 @@ fn doomed_by_record(rec: &Record, procs: &[Proc]) -> Vec<i32> {
 }
 
 /// Kills what a dead pool left: see the module's doc. `cgroup_parent` is
-/// where this pool makes job cgroups (leftovers of jobs whose start was not
-/// recorded are found there by their sandbox's name).
+/// where this pool makes job cgroups, `BASE_CGROUP` beside the daemon's
+/// leaf (`starter::cgroup_layout`: a pool restarted where the dead one ran
+/// finds the same place); leftovers of jobs whose start was not recorded
+/// are found there by their sandbox's name, recorded ones by their path.
 pub(crate) fn kill_leftovers(dir: &Path, execute: &Path, cgroup_parent: Option<&Path>) {
     let mut records = Vec::new();
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {

@@ -113,6 +113,16 @@ struct Daemon {
 /// Runs `roles` as `program daemon ROLE --state state_dir` until SIGTERM
 /// or SIGINT. Lines for the master's log go to standard error.
 pub fn run(program: &Path, state_dir: &Path, roles: &[RoleName], backoff: Backoff) {
+    // Alone in its cgroup, the master moves into a leaf before it starts
+    // the daemons, as systemd's DelegateSubgroup=leaf puts HTCondor's
+    // master: the startd then makes job cgroups beside it, where cgroup
+    // v2 lets them have memory limits.
+    if let Ok(Some(leaf)) = starter::move_to_leaf() {
+        eprintln!(
+            "ferrocondor master: moved into the cgroup `{}` (the startd's jobs go beside it)",
+            leaf.display()
+        );
+    }
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);

@@ -7,6 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::cgroup_layout::{self, Layout, OwnCgroup};
 use crate::limits::MemoryEvents;
 use crate::spec::CgroupPolicy;
 
@@ -74,6 +75,166 @@ pub(crate) fn parent(policy: &CgroupPolicy) -> Result<PathBuf, String> {
         CgroupPolicy::Disabled => Err("disabled by the settings".into()),
         CgroupPolicy::Under(p) => Ok(p.clone()),
         CgroupPolicy::Auto => own_cgroup(),
+    }
+}
+
+/// Where a daemon's jobs get their cgroups, after
+/// [`settle_job_cgroups`] arranged it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobCgroups {
+    /// The cgroup job cgroups are made in.
+    pub jobs: PathBuf,
+    /// The leaf the daemon moved itself into, if it did.
+    pub moved_to: Option<PathBuf>,
+    /// The controllers job cgroups get (memory among them), or why they
+    /// get no limits (still tracked, frozen and killed by their cgroup).
+    pub limits: Result<Vec<String>, String>,
+}
+
+/// The controllers HTCondor enables for job cgroups that limits need
+/// (`memory`, `cpu` for `cpu.weight`, `pids`; HTCondor adds `io`).
+const JOB_CONTROLLERS: [&str; 3] = ["memory", "cpu", "pids"];
+
+fn writable(path: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: access only reads the NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+fn procs_of(cgroup: &Path) -> Option<Vec<i32>> {
+    let text = fs::read_to_string(cgroup.join("cgroup.procs")).ok()?;
+    Some(text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+}
+
+/// What this process finds about its own cgroup, for
+/// [`cgroup_layout::choose`].
+fn own_facts() -> Result<OwnCgroup, String> {
+    let mount = cgroup2_mount()?;
+    let own = own_cgroup()?;
+    let me = std::process::id() as i32;
+    let only_ours = procs_of(&own).is_some_and(|p| p.iter().all(|&pid| pid == me));
+    let parent = own.parent().filter(|_| own != mount);
+    Ok(OwnCgroup {
+        only_ours,
+        own_writable: writable(&own),
+        parent_free: parent.and_then(procs_of).is_some_and(|p| p.is_empty()),
+        parent_writable: parent.is_some_and(writable),
+        mount,
+        own,
+    })
+}
+
+/// Moves this process (every thread: cgroup v2 moves a whole process
+/// written to `cgroup.procs`) into `leaf`, made if need be.
+fn move_into(leaf: &Path) -> Result<(), String> {
+    match fs::create_dir(leaf) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+            return Err(format!("cannot create `{}`: {e}", leaf.display()))
+        }
+        _ => {}
+    }
+    fs::write(leaf.join("cgroup.procs"), std::process::id().to_string())
+        .map_err(|e| format!("cannot move into `{}`: {e}", leaf.display()))
+}
+
+/// Makes every cgroup from `from` down to `jobs`, enabling in each one's
+/// `cgroup.subtree_control` the job controllers it has (one at a time: a
+/// write naming one it lacks would enable none). Says which `jobs`' children
+/// get, or why they get no memory controller.
+fn enable_down(from: &Path, jobs: &Path) -> Result<Vec<String>, String> {
+    let rel = jobs.strip_prefix(from).unwrap_or(Path::new(""));
+    let mut chain = vec![from.to_path_buf()];
+    for c in rel.components() {
+        let next = chain[chain.len() - 1].join(c);
+        chain.push(next);
+    }
+    let mut problems = Vec::new();
+    for cg in &chain {
+        if let Err(e) = fs::create_dir(cg) {
+            if e.kind() != io::ErrorKind::AlreadyExists {
+                return Err(format!("cannot create `{}`: {e}", cg.display()));
+            }
+        }
+        let have = fs::read_to_string(cg.join("cgroup.controllers")).unwrap_or_default();
+        for c in JOB_CONTROLLERS {
+            if have.split_whitespace().any(|h| h == c) {
+                if let Err(e) = fs::write(cg.join("cgroup.subtree_control"), format!("+{c}")) {
+                    problems.push(format!("+{c} in `{}`: {e}", cg.display()));
+                }
+            }
+        }
+    }
+    let given = fs::read_to_string(jobs.join("cgroup.subtree_control")).unwrap_or_default();
+    let given: Vec<String> = given.split_whitespace().map(str::to_string).collect();
+    if given.iter().any(|c| c == "memory") {
+        Ok(given)
+    } else {
+        let have = fs::read_to_string(from.join("cgroup.controllers")).unwrap_or_default();
+        Err(format!(
+            "no memory controller for job cgroups under `{}` (`{}` offers: {:?}){}",
+            jobs.display(),
+            from.display(),
+            have.trim(),
+            if problems.is_empty() {
+                String::new()
+            } else {
+                format!("; refused: {}", problems.join("; "))
+            }
+        ))
+    }
+}
+
+/// A master alone in its cgroup moves into `<own>/leaf` before it starts
+/// its daemons (as systemd's `DelegateSubgroup=leaf` would), so the
+/// startd it starts finds HTCondor's layout and its jobs may have
+/// limits. Says where it moved, if it did.
+pub fn move_to_leaf() -> Result<Option<PathBuf>, String> {
+    let facts = own_facts()?;
+    match cgroup_layout::choose("htcondor", &facts) {
+        Layout::Jobs {
+            leaf: Some(leaf), ..
+        } => move_into(&leaf).map(|()| Some(leaf)),
+        _ => Ok(None),
+    }
+}
+
+/// Arranges where this daemon's jobs get cgroups under BASE_CGROUP
+/// (`base`), as [`cgroup_layout::choose`] decides: moves the daemon into
+/// a leaf if that is the way, and enables the job controllers down to the
+/// jobs' parent. `Err`: jobs get no cgroup, and why.
+pub fn settle_job_cgroups(base: &str) -> Result<JobCgroups, String> {
+    let facts = own_facts()?;
+    match cgroup_layout::choose(base, &facts) {
+        Layout::NoCgroups(why) => Err(why),
+        Layout::Jobs {
+            leaf,
+            jobs,
+            controllers_from,
+        } => {
+            let mut moved_to = None;
+            let mut from = controllers_from;
+            if let Some(leaf) = leaf {
+                match move_into(&leaf) {
+                    Ok(()) => moved_to = Some(leaf),
+                    Err(why) => from = Err(why),
+                }
+            }
+            let limits = match from {
+                Ok(from) => enable_down(&from, &jobs),
+                Err(why) => {
+                    fs::create_dir_all(&jobs)
+                        .map_err(|e| format!("cannot create `{}`: {e}", jobs.display()))?;
+                    Err(why)
+                }
+            };
+            Ok(JobCgroups {
+                jobs,
+                moved_to,
+                limits,
+            })
+        }
     }
 }
 

@@ -78,6 +78,7 @@
 //! hooks run as the job's user, in its sandbox.)
 
 mod cgroup;
+pub mod cgroup_layout;
 mod error;
 mod hooks;
 mod job;
@@ -89,7 +90,7 @@ mod spec;
 pub mod transfer;
 pub mod user_priv;
 
-pub use cgroup::{cgroup_of, Limit};
+pub use cgroup::{cgroup_of, move_to_leaf, settle_job_cgroups, JobCgroups, Limit};
 pub use error::{ControlError, FinishProblem, StartError};
 pub use hooks::hook_input;
 pub use job::{
