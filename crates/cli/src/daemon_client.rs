@@ -353,6 +353,20 @@ impl Daemons {
         Ok((ads, summary))
     }
 
+    /// The summary ad alone of a job query (`SummaryOnly`, as `condor_q
+    /// -totals` asks): the counts of the jobs `constraint` selects
+    /// (`Jobs`, `Idle`, ...), the caller's (`My*`) and everyone's
+    /// (`Allusers*`), with no job ad sent.
+    pub fn query_job_totals(&self, constraint: Option<&str>) -> Result<ClassAd, Error> {
+        let addr = self.schedd()?.clone();
+        let mut req = ClassAd::new();
+        set_expr(&mut req, "Requirements", constraint.unwrap_or("true"))?;
+        req.insert_value("SummaryOnly", true);
+        let (_, summary) = self.query(Kind::Schedd, &addr, cmd::QUERY_JOB_ADS_WITH_AUTH, &req)?;
+        refused_in(&summary)?;
+        Ok(summary)
+    }
+
     /// Jobs that have left the queue (QUERY_SCHEDD_HISTORY, as
     /// condor_history asks the schedd), newest first, at most `limit`.
     pub fn query_history(

@@ -213,8 +213,14 @@ pub fn totals(
             _ => {}
         }
     }
+    totals_lines(&q, user, user_totals, all)
+}
+
+/// The three totals lines, from counts already made (`-totals`: the
+/// schedd's summary).
+pub fn totals_lines(query: &Totals, user: &str, user_totals: &Totals, all: &Totals) -> String {
     let mut s = String::from("\n");
-    s.push_str(&totals_line("query", &q));
+    s.push_str(&totals_line("query", query));
     s.push_str(&totals_line(user, user_totals));
     s.push_str(&totals_line("all users", all));
     s

@@ -94,6 +94,39 @@ struct Column {
     width: usize,
 }
 
+/// Whether `e` may read attributes other than those it names: a call that
+/// takes names or expressions from strings or other scopes, or `MY`,
+/// `TARGET`, `parent` used as values.
+fn reads_by_name(e: &Expr) -> bool {
+    const BY_NAME: [&str; 6] = [
+        "eval",
+        "unparse",
+        "evalineachcontext",
+        "allcompare",
+        "anycompare",
+        "countmatches",
+    ];
+    match e {
+        Expr::Lit(_) | Expr::RelTimeLit(_) | Expr::Absolute(_) => false,
+        Expr::Attr(n) => n.special() != classad::name::Special::None,
+        Expr::Select(base, _) => match &**base {
+            Expr::Attr(n) if n.special() == classad::name::Special::My => false,
+            other => reads_by_name(other),
+        },
+        Expr::Index(a, b) | Expr::Elvis(a, b) => reads_by_name(a) || reads_by_name(b),
+        Expr::Unary(_, a) | Expr::Paren(a) => reads_by_name(a),
+        Expr::Binary(_, ab) => reads_by_name(&ab.0) || reads_by_name(&ab.1),
+        Expr::Cond(abc) => reads_by_name(&abc.0) || reads_by_name(&abc.1) || reads_by_name(&abc.2),
+        Expr::Call(c) => {
+            BY_NAME.iter().any(|f| c.name.eq_ignore_ascii_case(f))
+                || c.args.iter().any(reads_by_name)
+        }
+        Expr::List(items) => items.iter().any(reads_by_name),
+        Expr::Ad(_) => true,
+        Expr::Folded(f) => reads_by_name(&f.expr),
+    }
+}
+
 /// A parsed set of output options, ready to print ads.
 #[derive(Clone, Debug, Default)]
 pub struct PrintMask {
@@ -231,6 +264,39 @@ impl PrintMask {
             });
         }
         Ok(())
+    }
+
+    /// The job attributes the mask reads, to ask the schedd for only those
+    /// (a projection: on a large queue most of a query's time is the ads'
+    /// other attributes, sent and parsed for nothing). `None` when a
+    /// column may read attributes its text does not name (`eval`,
+    /// `unparse`, `MY` or `TARGET` as a value): then every attribute.
+    pub fn attributes(&self) -> Option<Vec<String>> {
+        let mut names: Vec<String> = Vec::new();
+        let mut add = |n: &str| {
+            if !names.iter().any(|x| x.eq_ignore_ascii_case(n)) {
+                names.push(n.to_string());
+            }
+        };
+        for c in &self.columns {
+            match &c.source {
+                Source::JobId => {
+                    add("ClusterId");
+                    add("ProcId");
+                }
+                Source::Expr { expr, .. } => {
+                    if reads_by_name(expr) {
+                        return None;
+                    }
+                    let mut refs = Vec::new();
+                    negotiator::autocluster::references(expr, &mut refs);
+                    for r in &refs {
+                        add(r.as_str());
+                    }
+                }
+            }
+        }
+        Some(names)
     }
 
     fn has_headings(&self) -> bool {

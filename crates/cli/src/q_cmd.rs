@@ -67,14 +67,31 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
         Some(PrintMask::parse(&a.print)?)
     };
     let daemons = Daemons::new(None)?;
-    // The totals need only each job's status.
-    let projection: &[&str] = if a.totals && mask.is_none() {
-        &["JobStatus"]
-    } else {
-        &[]
-    };
-    let (ads, summary) = daemons.query_jobs(constraint(a).as_deref(), projection)?;
     let offset = crate::system::utc_offset(now);
+    if a.totals && mask.is_none() && !a.json && !a.long {
+        // The summary alone: the schedd counts, no job ad travels.
+        let summary = daemons.query_job_totals(constraint(a).as_deref())?;
+        let user = cedar::ad::string_attr(&summary, "MyName").unwrap_or_else(jobview::my_name);
+        let schedd = daemons.schedd()?.to_string();
+        let mut text = jobview::banner(daemons.schedd_name(), &schedd, now, offset);
+        text.push_str(&jobview::totals_lines(
+            &totals_of(&summary, ""),
+            &user,
+            &totals_of(&summary, "My"),
+            &totals_of(&summary, "Allusers"),
+        ));
+        out.write_all(text.as_bytes())?;
+        return Ok(Outcome::Success);
+    }
+    // With -af or -format, only the attributes the mask reads travel.
+    let wanted = mask
+        .as_ref()
+        .filter(|_| !a.json && !a.long)
+        .and_then(PrintMask::attributes)
+        .filter(|names| !names.is_empty())
+        .unwrap_or_default();
+    let projection: Vec<&str> = wanted.iter().map(String::as_str).collect();
+    let (ads, summary) = daemons.query_jobs(constraint(a).as_deref(), &projection)?;
     let env = Env {
         utc_offset: offset,
         ..Env::at(now)

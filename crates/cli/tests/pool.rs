@@ -136,6 +136,22 @@ fn queue_hold_release_remove_and_survive_a_sigkill() {
         ok(t(&["q", "-constraint", "ClusterId == 2", "-af", "ProcId"])),
         "0\n1\n2\n"
     );
+    // -totals: the schedd's counters (the summary ad alone), which the
+    // restart rebuilt; a constraint on the status, and one on the cluster
+    // that the schedd evaluates.
+    let totals = ok(t(&["q", "-totals"]));
+    assert!(
+        totals.contains("Total for query: 5 jobs; 0 completed, 0 removed, 5 idle, 0 running"),
+        "{totals}"
+    );
+    assert!(
+        totals.contains("Total for all users: 5 jobs; 0 completed, 0 removed, 5 idle"),
+        "{totals}"
+    );
+    let held = ok(t(&["q", "-totals", "-hold"]));
+    assert!(held.contains("Total for query: 0 jobs;"), "{held}");
+    let one = ok(t(&["q", "-totals", "1"]));
+    assert!(one.contains("Total for query: 2 jobs;"), "{one}");
     assert_eq!(
         ok(t(&["rm", "2"])),
         "All jobs in cluster 2 have been marked for removal\n"

@@ -30,9 +30,10 @@ use cedar::server::{Accepted, Daemon, Level, Peer, Sessions};
 use cedar::{get_ad, put_ad, PutOptions, Sinful, Sock, SockError};
 use classad::{ClassAd, Value};
 use negotiator::collector::AdType;
+use schedd::JobStatus;
 use wire::api::{
     ActRequest, Action, DrainHow, HistoryRequest, JobSpec, QueryRequest, Selection, StartdCommand,
-    UserprioRequest,
+    Totals, UserprioRequest,
 };
 
 use crate::roles::{RoleName, Router};
@@ -1126,6 +1127,38 @@ impl PortDaemon {
         let server_time = bool_attr(&req, "SendServerTime");
         let user = self.local_user(peer).unwrap_or("").to_string();
         let asker = user.clone();
+        let now_t = now();
+        let mut final_ad = ClassAd::new();
+        final_ad.insert_value("Owner", 0);
+        final_ad.insert_value("MyType", "Summary");
+        final_ad.insert_value("ServerTime", now_t);
+        // `condor_q -totals` asks for the summary alone: the queue's
+        // counters answer it when the constraint names only the owner and
+        // statuses, with no job looked at.
+        if summary_only {
+            let (asker, constraint) = (asker.clone(), constraint.clone());
+            let counted = self
+                .on_schedd(move |s, _, _| s.schedd.query_counts(&asker, constraint.as_deref()))
+                .ok()
+                .flatten();
+            if let Some((selected, mine, all)) = counted {
+                final_ad.insert_value("ErrorCode", 0);
+                let n = |s: JobStatus| selected.of(s) as i64;
+                let counts = [
+                    selected.jobs() as i64,
+                    n(JobStatus::Idle),
+                    n(JobStatus::Running),
+                    n(JobStatus::Removed),
+                    n(JobStatus::Completed),
+                    n(JobStatus::Held),
+                    n(JobStatus::Suspended),
+                ];
+                summary_counts(&mut final_ad, counts, &user, mine, all);
+                let mut e = sock.encoder();
+                put_ad(&mut e, &final_ad, &PutOptions::default());
+                return sock.send(&e);
+            }
+        }
         let request = QueryRequest {
             selection: Selection {
                 constraint,
@@ -1133,17 +1166,13 @@ impl PortDaemon {
             },
             projection: Vec::new(),
         };
-        // The queue's snapshot on the schedd's thread; the constraint
-        // evaluated here, within the query time limit, so no user's query
-        // holds up the schedd.
+        // The queue's snapshot on the schedd's thread (only the jobs the
+        // queue's index leaves possible); the constraint evaluated here,
+        // within the query time limit, so no user's query holds up the
+        // schedd.
         let answer = self
             .on_schedd(move |s, now, _| s.schedd.query_snapshot(&asker, request, now))
             .and_then(|q| q.select(&Budget::new(QUERY_TIME_LIMIT)));
-        let now_t = now();
-        let mut final_ad = ClassAd::new();
-        final_ad.insert_value("Owner", 0);
-        final_ad.insert_value("MyType", "Summary");
-        final_ad.insert_value("ServerTime", now_t);
         match answer {
             Ok((selected, mine, all)) => {
                 final_ad.insert_value("ErrorCode", 0);
@@ -1164,7 +1193,17 @@ impl PortDaemon {
                         continue;
                     }
                     let mut e = sock.encoder();
-                    put_ad(&mut e, ad, &opts);
+                    match job_projection(ad, &names).filter(|_| !projection.is_empty()) {
+                        Some(more) => put_ad(
+                            &mut e,
+                            ad,
+                            &PutOptions {
+                                projection: Some(more.as_slice()),
+                                ..opts
+                            },
+                        ),
+                        None => put_ad(&mut e, ad, &opts),
+                    }
                     batch.push(e);
                     sent += 1;
                     if batch.len() == 256 {
@@ -1173,40 +1212,7 @@ impl PortDaemon {
                     }
                 }
                 sock.send_all(&batch)?;
-                for (name, n) in [
-                    "Jobs",
-                    "Idle",
-                    "Running",
-                    "Removed",
-                    "Completed",
-                    "Held",
-                    "Suspended",
-                ]
-                .iter()
-                .zip(counts)
-                {
-                    final_ad.insert_value(name, n);
-                }
-                // The whole queue's counts, and the asker's own (HTCondor's
-                // `Allusers*` and `My*`, condor_q's last two totals lines).
-                let mut prefixes = vec![("Allusers", all)];
-                if !user.is_empty() {
-                    final_ad.insert_value("MyName", user.as_str());
-                    prefixes.push(("My", mine));
-                }
-                for (prefix, t) in prefixes {
-                    for (name, n) in [
-                        ("Jobs", t.jobs),
-                        ("Idle", t.idle),
-                        ("Running", t.running),
-                        ("Removed", t.removed),
-                        ("Completed", t.completed),
-                        ("Held", t.held),
-                        ("Suspended", t.suspended),
-                    ] {
-                        final_ad.insert_value(&format!("{prefix}{name}"), n as i64);
-                    }
-                }
+                summary_counts(&mut final_ad, counts, &user, mine, all);
             }
             Err(e) => {
                 final_ad.insert_value("ErrorCode", 1);
@@ -1459,6 +1465,44 @@ fn invalidated_type(c: i32, ad: &ClassAd) -> AdType {
     }
 }
 
+/// The summary ad's counts: of the jobs selected (`Jobs`, `Idle`, ...,
+/// in that order), the whole queue's and the asker's own (HTCondor's
+/// `Allusers*` and `My*`, condor_q's last two totals lines).
+fn summary_counts(ad: &mut ClassAd, counts: [i64; 7], user: &str, mine: Totals, all: Totals) {
+    for (name, n) in [
+        "Jobs",
+        "Idle",
+        "Running",
+        "Removed",
+        "Completed",
+        "Held",
+        "Suspended",
+    ]
+    .iter()
+    .zip(counts)
+    {
+        ad.insert_value(name, n);
+    }
+    let mut prefixes = vec![("Allusers", all)];
+    if !user.is_empty() {
+        ad.insert_value("MyName", user);
+        prefixes.push(("My", mine));
+    }
+    for (prefix, t) in prefixes {
+        for (name, n) in [
+            ("Jobs", t.jobs),
+            ("Idle", t.idle),
+            ("Running", t.running),
+            ("Removed", t.removed),
+            ("Completed", t.completed),
+            ("Held", t.held),
+            ("Suspended", t.suspended),
+        ] {
+            ad.insert_value(&format!("{prefix}{name}"), n as i64);
+        }
+    }
+}
+
 fn count_status(counts: &mut [i64; 7], ad: &ClassAd) {
     counts[0] += 1;
     let slot = match int(ad, "JobStatus") {
@@ -1520,6 +1564,36 @@ fn attr_names(projection: &[String]) -> Vec<classad::AttrName> {
         .iter()
         .map(|n| classad::AttrName::from(n.as_str()))
         .collect()
+}
+
+/// The projection of one job ad, when an attribute asked for is an
+/// expression: the names asked for and, transitively, the ad's attributes
+/// those expressions read (`MemoryUsage` brings `ResidentSetSize`), since
+/// the client evaluates them. `None` when every one asked for is a literal
+/// (the common case), and the names alone do.
+fn job_projection(ad: &ClassAd, names: &[classad::AttrName]) -> Option<Vec<classad::AttrName>> {
+    let computed = |e: &classad::Expr| !matches!(e, classad::Expr::Lit(_));
+    if !names
+        .iter()
+        .any(|n| ad.get(n.as_str()).is_some_and(computed))
+    {
+        return None;
+    }
+    let mut out = names.to_vec();
+    let mut i = 0;
+    while i < out.len() {
+        if let Some(e) = ad.get(out[i].as_str()).filter(|e| computed(e)) {
+            let mut refs = Vec::new();
+            negotiator::autocluster::references(e, &mut refs);
+            for r in refs {
+                if ad.contains(r.as_str()) && !out.iter().any(|x| x.matches(&r)) {
+                    out.push(r);
+                }
+            }
+        }
+        i += 1;
+    }
+    Some(out)
 }
 
 fn with_references(projection: &[String], ads: &[ClassAd]) -> Vec<classad::AttrName> {

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use classad::ClassAd;
 use negotiator::collector::AdType;
 use negotiator::limits::ConcurrencyLimits;
-use schedd::claims::{self, submitter_of, Claims};
-use schedd::{JobEvent, JobId, JobStatus, RunReport};
+use schedd::claims::{self, Claims};
+use schedd::{JobEvent, JobId, JobStatus, RunReport, StatusCounts};
 
 use crate::roles::{Message, Outbox, Role, RoleName};
 use crate::schedd_service::Schedd;
@@ -195,36 +195,31 @@ impl ScheddRole {
     /// -schedd` and `-submitters` show); submitters with no jobs left are
     /// withdrawn.
     pub fn publish(&mut self, out: &mut Outbox) {
+        // From the queue's counters: the collector asks for these ads on
+        // every query of schedd and submitter ads, and a scan of a large
+        // queue each time would cost more than the query.
         #[derive(Default)]
         struct Counts {
-            idle: i64,
-            running: i64,
-            held: i64,
+            idle: u64,
+            running: u64,
+            held: u64,
         }
-        let mut by_user: BTreeMap<String, Counts> = BTreeMap::new();
-        let mut total = Counts::default();
-        for (id, ad) in self.schedd.queue().jobs() {
-            let c = by_user.entry(submitter_of(ad)).or_default();
-            match self.schedd.queue().status(id) {
-                Some(JobStatus::Idle) => {
-                    c.idle += 1;
-                    total.idle += 1;
-                }
-                Some(JobStatus::Running | JobStatus::Suspended) => {
-                    c.running += 1;
-                    total.running += 1;
-                }
-                Some(JobStatus::Held) => {
-                    c.held += 1;
-                    total.held += 1;
-                }
-                _ => {}
-            }
-        }
+        let counts_of = |c: &StatusCounts| Counts {
+            idle: c.of(JobStatus::Idle),
+            running: c.of(JobStatus::Running) + c.of(JobStatus::Suspended),
+            held: c.of(JobStatus::Held),
+        };
+        let queue = self.schedd.queue();
+        let by_user: BTreeMap<String, Counts> = queue
+            .submitter_counts()
+            .iter()
+            .map(|(user, c)| (user.clone(), counts_of(c)))
+            .collect();
+        let total = counts_of(&queue.counts());
         let counts = |ad: &mut ClassAd, c: &Counts| {
-            ad.insert_value("IdleJobs", c.idle);
-            ad.insert_value("RunningJobs", c.running);
-            ad.insert_value("HeldJobs", c.held);
+            ad.insert_value("IdleJobs", c.idle as i64);
+            ad.insert_value("RunningJobs", c.running as i64);
+            ad.insert_value("HeldJobs", c.held as i64);
         };
         let mut ad = ClassAd::new();
         ad.insert_value("MyType", "Scheduler");
@@ -236,9 +231,9 @@ impl ScheddRole {
         }
         ad.insert_value("CondorVersion", crate::command_port::CONDOR_VERSION);
         ad.insert_value("CondorPlatform", crate::command_port::CONDOR_PLATFORM);
-        ad.insert_value("TotalIdleJobs", total.idle);
-        ad.insert_value("TotalRunningJobs", total.running);
-        ad.insert_value("TotalHeldJobs", total.held);
+        ad.insert_value("TotalIdleJobs", total.idle as i64);
+        ad.insert_value("TotalRunningJobs", total.running as i64);
+        ad.insert_value("TotalHeldJobs", total.held as i64);
         counts(&mut ad, &total);
         out.send(
             RoleName::Collector,

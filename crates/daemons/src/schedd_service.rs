@@ -18,7 +18,7 @@ use classad::{ClassAd, Env, Expr, Value};
 use schedd::job::attr;
 use schedd::{
     Change, EditError, EditPlan, EditRules, EditTarget, JobId, JobQueue, JobStatus, LogFormat,
-    SubmitPolicy, SuperUsers, SystemPolicy, UserAction,
+    StatusCounts, SubmitPolicy, SuperUsers, SystemPolicy, UserAction,
 };
 use store::{HistoryQuery, HistoryRow, Op, Store};
 use wire::api::{
@@ -350,7 +350,11 @@ pub struct JobsQuery {
     req: QueryRequest,
     env: Env,
     hello: Hello,
+    /// The jobs the query may select (`candidates`).
     jobs: Vec<(JobId, Arc<ClassAd>)>,
+    /// The caller's and the queue's totals, from the queue's counters.
+    user_totals: Totals,
+    all_totals: Totals,
 }
 
 impl JobsQuery {
@@ -403,20 +407,14 @@ impl JobsQuery {
     pub fn select(self, budget: &Budget) -> Result<(Vec<Arc<ClassAd>>, Totals, Totals), ApiError> {
         let selector = Selector::new(&self.req.selection, &self.user, self.super_user)?;
         let mut selected = Vec::new();
-        let mut user_totals = Totals::default();
-        let mut all_totals = Totals::default();
         let of = Some(self.jobs.len());
         for (i, (id, ad)) in self.jobs.into_iter().enumerate() {
             budget.check(i, of)?;
-            count(&mut all_totals, &ad);
-            if literal_str(&ad, attr::OWNER).as_deref() == Some(self.user.as_str()) {
-                count(&mut user_totals, &ad);
-            }
             if selector.selects((id.cluster, id.proc), &ad, &self.env) {
                 selected.push(ad);
             }
         }
-        Ok((selected, user_totals, all_totals))
+        Ok((selected, self.user_totals, self.all_totals))
     }
 }
 
@@ -572,16 +570,38 @@ impl ParsedSubmission {
     }
 }
 
-fn count(t: &mut Totals, ad: &ClassAd) {
-    t.jobs += 1;
-    match literal_int(ad, attr::JOB_STATUS).and_then(JobStatus::from_number) {
-        Some(JobStatus::Idle) => t.idle += 1,
-        Some(JobStatus::Running | JobStatus::TransferringOutput) => t.running += 1,
-        Some(JobStatus::Removed) => t.removed += 1,
-        Some(JobStatus::Completed) => t.completed += 1,
-        Some(JobStatus::Held) => t.held += 1,
-        Some(JobStatus::Suspended) => t.suspended += 1,
-        None => {}
+/// The API's totals of jobs counted by status (a job transferring its
+/// output counts as running).
+pub(crate) fn totals(c: &StatusCounts) -> Totals {
+    Totals {
+        jobs: c.jobs(),
+        idle: c.of(JobStatus::Idle),
+        running: c.of(JobStatus::Running) + c.of(JobStatus::TransferringOutput),
+        removed: c.of(JobStatus::Removed),
+        completed: c.of(JobStatus::Completed),
+        held: c.of(JobStatus::Held),
+        suspended: c.of(JobStatus::Suspended),
+    }
+}
+
+/// The jobs `sel` may select, shared as the queue holds them: the procs
+/// of the clusters it names; else those its constraint's indexed
+/// conjuncts (`ClusterId`, `Owner`, `JobStatus`) leave possible; else all.
+/// The [`Selector`] judges each, so the answer is what a scan gives.
+fn candidates(queue: &JobQueue, sel: &Selection) -> Vec<(JobId, Arc<ClassAd>)> {
+    if !sel.ids.is_empty() {
+        let clusters: std::collections::BTreeSet<i64> =
+            sel.ids.iter().map(|s| i64::from(s.cluster)).collect();
+        return clusters
+            .into_iter()
+            .flat_map(|c| queue.snapshot_cluster(c))
+            .collect();
+    }
+    match parse_constraint(sel.constraint.as_deref()) {
+        Ok(Some(c)) => queue.snapshot_matching(&c),
+        Ok(None) => queue.snapshot(),
+        // Refused when the selector is made; nothing to look at.
+        Err(_) => Vec::new(),
     }
 }
 
@@ -750,11 +770,33 @@ impl Schedd {
         JobsQuery {
             user: user.to_string(),
             super_user: self.config.super_users.contains(user),
-            req,
             env: self.env(now),
             hello: self.hello(user),
-            jobs: self.queue.snapshot(),
+            jobs: candidates(&self.queue, &req.selection),
+            user_totals: totals(&self.queue.owner_counts(user)),
+            all_totals: totals(&self.queue.counts()),
+            req,
         }
+    }
+
+    /// The counts a summary-only job query answers, from the queue's
+    /// counters when they alone know them (the constraint's conjuncts name
+    /// only `Owner` and statuses): the jobs `constraint` selects, the
+    /// caller's and the queue's. `None`: the jobs must be evaluated.
+    pub fn query_counts(
+        &self,
+        user: &str,
+        constraint: Option<&str>,
+    ) -> Option<(StatusCounts, Totals, Totals)> {
+        let selected = match parse_constraint(constraint).ok()? {
+            Some(c) => self.queue.count_matching(&c)?,
+            None => self.queue.counts(),
+        };
+        Some((
+            selected,
+            totals(&self.queue.owner_counts(user)),
+            totals(&self.queue.counts()),
+        ))
     }
 
     /// Holds, releases or removes the jobs `req` selects, as `user`.
@@ -773,7 +815,7 @@ impl Schedd {
             super_user: self.config.super_users.contains(user),
             selection: req.selection.clone(),
             env: self.env(now),
-            jobs: self.queue.snapshot(),
+            jobs: candidates(&self.queue, &req.selection),
         }
     }
 

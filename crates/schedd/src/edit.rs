@@ -31,7 +31,6 @@
 //! [`Change`] per job for the daemon to store.
 
 use std::fmt;
-use std::sync::Arc;
 
 use classad::{ClassAd, Expr, Value};
 use config::{Config, ParamError};
@@ -339,7 +338,8 @@ impl JobQueue {
                     utc_offset: self.utc_offset,
                     ..classad::Env::at(now)
                 };
-                for (id, ad) in self.jobs() {
+                // Only the jobs the index leaves possible are evaluated.
+                for (id, ad) in self.snapshot_matching(c) {
                     let yes = match ad.eval(c, &env) {
                         Value::Bool(b) => b,
                         Value::Int(i) => i != 0,
@@ -442,11 +442,7 @@ impl JobQueue {
 
     /// The procs of cluster `cluster` in the queue, in id order.
     fn cluster_procs(&self, cluster: i64) -> Vec<JobId> {
-        self.jobs()
-            .map(|(id, _)| id)
-            .skip_while(|id| id.cluster < cluster)
-            .take_while(|id| id.cluster == cluster)
-            .collect()
+        self.cluster_jobs(cluster).map(|(id, _)| id).collect()
     }
 
     /// Decides an edit ([`JobQueue::check_edit`]) and makes it in memory:
@@ -472,12 +468,13 @@ impl JobQueue {
     pub fn apply_plan(&mut self, plan: &EditPlan) -> Vec<Change> {
         let mut changes = Vec::with_capacity(plan.jobs.len());
         for &id in &plan.jobs {
-            let Some(shared) = self.job_mut(id) else {
+            let Some(status) = self.edit_job(id, |ad| {
+                let status = status_of(ad).unwrap_or(JobStatus::Idle);
+                ad.insert(plan.name.as_str(), plan.value.clone());
+                status
+            }) else {
                 continue;
             };
-            let ad = Arc::make_mut(shared);
-            let status = status_of(ad).unwrap_or(JobStatus::Idle);
-            ad.insert(plan.name.as_str(), plan.value.clone());
             changes.push(Change {
                 job: id,
                 from: Some(status),

@@ -22,6 +22,7 @@
 pub mod authz;
 pub mod claims;
 pub mod edit;
+pub mod index;
 pub mod job;
 pub mod policy;
 pub mod queue;
@@ -31,6 +32,7 @@ pub mod userlog;
 
 pub use authz::{Refusal, SuperUsers};
 pub use edit::{EditError, EditPlan, EditRules, EditTarget};
+pub use index::{StatusCounts, Terms};
 pub use job::{attr, HoldCode, JobId, JobStatus};
 pub use policy::{ExitDecision, PolicyAction, SystemPolicy};
 pub use queue::{Change, JobEvent, JobQueue, QueueError, RunReport, Submitted, UserAction};
