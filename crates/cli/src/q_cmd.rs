@@ -16,6 +16,7 @@ use crate::printmask::PrintMask;
 use wire::api::Totals;
 
 pub fn run(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
+    jobview::check_constraint(a.constraint.as_deref())?;
     if a.better_analyze || a.jobads.is_some() || a.slotads.is_some() {
         return analyze(a, now, out);
     }

@@ -38,6 +38,7 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
     };
     // -run shows the access points (condor_status' SDO_Schedd_Run).
     let schedd = a.schedd || a.run;
+    crate::jobview::check_constraint(a.constraint.as_deref())?;
     let mut wanted = constraint(&a.targets, a.constraint.as_deref());
     if !schedd && !a.submitters {
         if let Some(mode) = mode_constraint(a) {

@@ -702,6 +702,17 @@ impl Schedd {
                 attr::USER,
                 format!("{user}@{}", self.config.uid_domain).as_str(),
             );
+            // The job's name across pools, as HTCondor's schedd gives it
+            // in NewProc: `<schedd name>#<cluster>.<proc>#<submit time>`
+            // (GLOBAL_JOB_ID_WITH_TIME's default). Clients may not set it.
+            let id = |name: &str| literal_int(ad, name).unwrap_or(0);
+            let global = format!(
+                "{}#{}.{}#{now}",
+                self.config.schedd_name,
+                id(attr::CLUSTER_ID),
+                id(attr::PROC_ID)
+            );
+            ad.insert_value("GlobalJobId", global.as_str());
         }
         let mut schedd_ad = ClassAd::new();
         schedd_ad.insert_value("MyType", "Scheduler");
