@@ -169,11 +169,8 @@ pub fn run(
 pub fn history(a: &HistoryArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     jobview::check_constraint(a.constraint.as_deref())?;
     let constraint = jobview::job_constraint(&a.targets, a.constraint.as_deref(), None);
-    let offset = crate::system::utc_offset(now);
-    let env = Env {
-        utc_offset: offset,
-        ..Env::at(now)
-    };
+    let env = crate::system::ToolConfig::load()?.env(now);
+    let offset = env.utc_offset;
     let daemons = Daemons::new(None)?;
     let ads = match daemons.query_history(constraint.as_deref(), &[], a.limit) {
         Ok(ads) => ads,

@@ -75,11 +75,8 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
         &[]
     };
     let (ads, summary) = daemons.query_jobs(constraint(a).as_deref(), projection)?;
-    let offset = crate::system::utc_offset(now);
-    let env = Env {
-        utc_offset: offset,
-        ..Env::at(now)
-    };
+    let env = crate::system::ToolConfig::load()?.env(now);
+    let offset = env.utc_offset;
     if a.json {
         out.write_all(jobview::json(&ads).as_bytes())?;
         return Ok(Outcome::Success);

@@ -222,3 +222,44 @@ fn submit_errors_name_file_line_and_column_with_a_caret() {
         err(&o)
     );
 }
+
+#[test]
+fn user_home_is_resolved_by_the_tools_and_the_schedd() {
+    let dir = scratch("habits-userhome");
+    let state = dir.join("state");
+    let _pool = PoolProcess::start(&state, &[("NUM_CPUS", "1"), ("START", "false")]);
+    let cluster = submit(
+        &state,
+        &dir,
+        "j.sub",
+        "executable = /bin/true\n+Home = userHome(Owner, \"none\")\nqueue\n",
+    );
+    let passwd = std::process::Command::new("getent")
+        .args(["passwd", &common::me()])
+        .output()
+        .unwrap();
+    let home = out(&passwd).trim().split(':').nth(5).unwrap().to_string();
+    // The tool evaluates -af in an Env that finds users' homes.
+    assert_eq!(
+        ok(run(&state, &dir, &["q", &cluster, "-af", "Home"])).trim(),
+        home
+    );
+    // The schedd evaluates the constraint in one too.
+    let matching = format!("userHome(Owner, \"none\") == \"{home}\"");
+    assert_eq!(
+        ok(run(
+            &state,
+            &dir,
+            &["q", "-constraint", &matching, "-af", "ClusterId"]
+        ))
+        .trim(),
+        cluster
+    );
+    // CLASSAD_ENABLE_USER_HOME = false turns it off, as in HTCondor.
+    let off = command(&state, &[("CLASSAD_ENABLE_USER_HOME", "false")])
+        .args(["q", &cluster, "-af", "Home"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out(&off).trim(), "none", "{}", err(&off));
+}
