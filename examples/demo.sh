@@ -5,8 +5,9 @@
 #
 #   examples/demo.sh            (ferrocondor on PATH, or FERROCONDOR=path)
 #
-# Run it as an ordinary user: a pool started by root runs each job as its
-# owner and never as root, as HTCondor does.
+# A pool started by root runs each job as its owner and never as root, as
+# HTCondor does: run as root, the demo runs itself as the user DEMO_USER
+# (default nobody).
 set -eu
 
 FC=${FERROCONDOR:-ferrocondor}
@@ -19,8 +20,24 @@ export FERROCONDOR_STATE="$state"
 export CONDOR_CONFIG="${CONDOR_CONFIG:-ONLY_ENV}"
 
 if [ "$(id -u)" = 0 ]; then
-    echo "demo: run this as an ordinary user; a pool run by root never runs jobs as root" >&2
-    exit 2
+    # A pool run by root never runs a job as root (HTCondor's rule), so as
+    # root the demo runs itself as an ordinary user (DEMO_USER, else
+    # nobody), from copies of itself, its jobs and the binary that this
+    # user can read (root's home and build directory are often closed).
+    user=${DEMO_USER:-nobody}
+    bin=$(command -v "$FC") || {
+        echo "demo: $FC not found: put ferrocondor on PATH or set FERROCONDOR" >&2
+        exit 2
+    }
+    mkdir "$work/jobs"
+    cp "$here"/jobs/* "$work/jobs/"
+    cp "$here/demo.sh" "$work/demo.sh"
+    cp "$bin" "$work/ferrocondor"
+    chown -R "$user" "$work"
+    echo "demo: running as $user (a pool run by root never runs jobs as root)"
+    exec setpriv --reuid="$user" --regid="$(id -g "$user")" --clear-groups \
+        env HOME="$work" TMPDIR="$work" FERROCONDOR="$work/ferrocondor" \
+        sh "$work/demo.sh"
 fi
 
 echo "== starting a personal pool in $state"

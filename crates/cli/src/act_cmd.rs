@@ -62,6 +62,7 @@ pub fn run(
     out: &mut dyn Write,
     diag: &mut dyn Write,
 ) -> Result<Outcome, Error> {
+    jobview::check_constraint(a.constraint.as_deref())?;
     let (_, all, verb) = words(action);
     let tool = match action {
         Action::Remove => "rm",
@@ -166,12 +167,19 @@ pub fn run(
 }
 
 pub fn history(a: &HistoryArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
+    jobview::check_constraint(a.constraint.as_deref())?;
     let constraint = jobview::job_constraint(&a.targets, a.constraint.as_deref(), None);
-    let ads = Daemons::new(None)?.query_history(constraint.as_deref(), &[], a.limit)?;
-    let offset = crate::system::utc_offset(now);
-    let env = Env {
-        utc_offset: offset,
-        ..Env::at(now)
+    let env = crate::system::ToolConfig::load()?.env(now);
+    let offset = env.utc_offset;
+    let daemons = Daemons::new(None)?;
+    let ads = match daemons.query_history(constraint.as_deref(), &[], a.limit) {
+        Ok(ads) => ads,
+        // condor_history reads the history itself, so it answers with the
+        // pool down; so do we, from the file the schedd keeps it in.
+        Err(e) if daemons.found_no_pool() => {
+            history_from_file(daemons.state(), constraint.as_deref(), a.limit, &env, e)?
+        }
+        Err(e) => return Err(e),
     };
     let text = if a.json {
         jobview::json(&ads)
@@ -184,4 +192,58 @@ pub fn history(a: &HistoryArgs, now: i64, out: &mut dyn Write) -> Result<Outcome
     };
     out.write_all(text.as_bytes())?;
     Ok(Outcome::Success)
+}
+
+/// The jobs in the history of the queue in `state` that `constraint`
+/// selects, newest first, at most `limit`, read from the file while no
+/// schedd runs (as the user the file lets read it: the pool's own, or
+/// root). `no_pool` is what the lookup of the schedd said, given back
+/// when there is no history file either.
+fn history_from_file(
+    state: &std::path::Path,
+    constraint: Option<&str>,
+    limit: Option<usize>,
+    env: &Env,
+    no_pool: Error,
+) -> Result<Vec<classad::ClassAd>, Error> {
+    let path = state.join(daemons::QUEUE_FILE);
+    if !path.exists() {
+        return Err(no_pool);
+    }
+    let history = store::HistoryFile::open(&path).map_err(|e| {
+        Error::Daemon(format!(
+            "no pool is running, and its history cannot be read: {e}"
+        ))
+    })?;
+    let constraint = constraint
+        .map(classad::Expr::parse)
+        .transpose()
+        .map_err(|e| Error::parse("<constraint>", e))?;
+    let query = store::HistoryQuery::default();
+    let mut ads = Vec::new();
+    let mut before = None;
+    loop {
+        let rows = history
+            .history_page(&query, before, 256)
+            .map_err(|e| Error::Daemon(format!("the history cannot be read: {e}")))?;
+        let last_page = rows.len() < 256;
+        for row in rows {
+            if limit.is_some_and(|n| ads.len() >= n) {
+                return Ok(ads);
+            }
+            before = Some(row.seq);
+            let record = row
+                .parse(&path)
+                .map_err(|e| Error::Daemon(format!("the history cannot be read: {e}")))?;
+            let selected = constraint
+                .as_ref()
+                .is_none_or(|c| classad::eval_expr(c, Some(&record.ad), None, env).is_true());
+            if selected {
+                ads.push(record.ad);
+            }
+        }
+        if last_page || limit.is_some_and(|n| ads.len() >= n) {
+            return Ok(ads);
+        }
+    }
 }

@@ -17,7 +17,7 @@
 //! This module never prints: it returns ads and errors that say which
 //! daemon, where, and what went wrong.
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::path::{Path, PathBuf};
 
 use cedar::client::{ClientError, ClientOptions, SessionCache};
@@ -34,6 +34,10 @@ pub struct Daemons {
     sessions: SessionCache,
     /// The pool's state directory, for its address files and messages.
     state: PathBuf,
+    /// Set once a lookup found no pool (no address file, or nothing
+    /// answering at a local one): the tools that can go on without one
+    /// (condor_history reads the history itself) ask.
+    found_no_pool: Cell<bool>,
     collector_host: Option<String>,
     collector_file: PathBuf,
     schedd_file: PathBuf,
@@ -94,6 +98,7 @@ impl Daemons {
             options,
             sessions: SessionCache::new(),
             state: state.to_path_buf(),
+            found_no_pool: Cell::new(false),
             collector_host: get("COLLECTOR_HOST"),
             collector_file: file("COLLECTOR_ADDRESS_FILE", ".collector_address"),
             schedd_file: file("SCHEDD_ADDRESS_FILE", ".schedd_address"),
@@ -119,8 +124,19 @@ impl Daemons {
         &self.schedd_name
     }
 
+    /// The pool's state directory.
+    pub fn state(&self) -> &Path {
+        &self.state
+    }
+
+    /// Whether a lookup found that no pool runs here.
+    pub fn found_no_pool(&self) -> bool {
+        self.found_no_pool.get()
+    }
+
     /// No pool to talk to: how to start one.
     fn no_pool(&self, detail: Option<String>) -> Error {
+        self.found_no_pool.set(true);
         Error::Daemon(format!(
             "no pool is running at {}{}: start one with `ferrocondor pool up`",
             self.state.display(),

@@ -25,6 +25,18 @@ pub fn state_dir(explicit: Option<&std::path::Path>) -> PathBuf {
     home.join(".local/state/ferrocondor")
 }
 
+/// Parses the `-constraint` the user typed on its own, before it is joined
+/// with the ids and owners into the query's constraint, so that a syntax
+/// error shows the user's own text with a caret at the column.
+pub fn check_constraint(constraint: Option<&str>) -> Result<(), crate::errors::Error> {
+    match constraint {
+        Some(c) => classad::Expr::parse(c)
+            .map(drop)
+            .map_err(|e| crate::errors::Error::parse("-constraint", e)),
+        None => Ok(()),
+    }
+}
+
 /// The ClassAd constraint that selects the jobs a command line names, as
 /// HTCondor's tools build it: any of the ids (`ClusterId == 3`, or with
 /// `ProcId`), any of the owners, `constraint`, and, for condor_q's

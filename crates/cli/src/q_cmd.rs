@@ -16,6 +16,7 @@ use crate::printmask::PrintMask;
 use wire::api::Totals;
 
 pub fn run(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
+    jobview::check_constraint(a.constraint.as_deref())?;
     if a.better_analyze || a.jobads.is_some() || a.slotads.is_some() {
         return analyze(a, now, out);
     }
@@ -67,7 +68,8 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
         Some(PrintMask::parse(&a.print)?)
     };
     let daemons = Daemons::new(None)?;
-    let offset = crate::system::utc_offset(now);
+    let env = crate::system::ToolConfig::load()?.env(now);
+    let offset = env.utc_offset;
     if a.totals && mask.is_none() && !a.json && !a.long {
         // The summary alone: the schedd counts, no job ad travels.
         let summary = daemons.query_job_totals(constraint(a).as_deref())?;
@@ -92,10 +94,6 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
         .unwrap_or_default();
     let projection: Vec<&str> = wanted.iter().map(String::as_str).collect();
     let (ads, summary) = daemons.query_jobs(constraint(a).as_deref(), &projection)?;
-    let env = Env {
-        utc_offset: offset,
-        ..Env::at(now)
-    };
     if a.json {
         out.write_all(jobview::json(&ads).as_bytes())?;
         return Ok(Outcome::Success);

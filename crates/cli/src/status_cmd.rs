@@ -38,6 +38,7 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
     };
     // -run shows the access points (condor_status' SDO_Schedd_Run).
     let schedd = a.schedd || a.run;
+    crate::jobview::check_constraint(a.constraint.as_deref())?;
     let mut wanted = constraint(&a.targets, a.constraint.as_deref());
     if !schedd && !a.submitters {
         if let Some(mode) = mode_constraint(a) {
@@ -58,10 +59,7 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
     };
     let wanted = wanted.map(|w| checked_constraint(&w)).transpose()?;
     let mut ads = Daemons::new(None)?.query_collector(command, wanted.as_deref(), &[])?;
-    let env = Env {
-        utc_offset: crate::system::utc_offset(now),
-        ..Env::at(now)
-    };
+    let env = crate::system::ToolConfig::load()?.env(now);
     sort_slots(&mut ads, &env);
     let plain = !a.json && !a.long && mask.is_none() && !a.total;
     if a.run && plain {

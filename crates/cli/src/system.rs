@@ -282,4 +282,19 @@ impl ToolConfig {
             .flatten()
             .filter(|v| !v.trim().is_empty())
     }
+
+    /// Where a tool evaluates the ads it prints (`-af`, `-format`, the
+    /// tables): `now` in the local zone, and userHome() from the password
+    /// database as HTCondor's tools resolve it, unless
+    /// CLASSAD_ENABLE_USER_HOME is false.
+    pub fn env(&self, now: i64) -> classad::Env {
+        let env = classad::Env {
+            utc_offset: utc_offset(now),
+            ..classad::Env::at(now)
+        };
+        match self.0.boolean("CLASSAD_ENABLE_USER_HOME") {
+            Ok(Some(false)) => env,
+            _ => env.with_user_home(starter::user_home_lookup()),
+        }
+    }
 }

@@ -186,11 +186,11 @@ fn status_shows_the_slots_in_condor_status_formats() {
         "{compact}"
     );
 
-    // A constraint that does not parse is the pool's refusal, exit 2.
+    // A constraint that does not parse is refused as typed, exit 2.
     let bad = t(&["status", "-constraint", "State =="]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(
-        err(&bad).contains("the constraint does not parse"),
+        err(&bad).starts_with("-constraint:1:9: ") && err(&bad).contains("| State ==\n"),
         "{}",
         err(&bad)
     );
@@ -507,4 +507,135 @@ fn reconfig_reads_the_configuration_again_and_refuses_a_broken_one() {
         assert!(err(&o).contains("permission denied"), "{}", err(&o));
     }
     assert_eq!(af(&state, &dir, &["Site"]), ["lab", "lab"]);
+}
+
+#[test]
+fn drain_graceful_quick_start_reason_and_resume_on_completion() {
+    let dir = scratch("admin-drain-options");
+    let state = dir.join("state");
+    // Jobs may retire for an hour: -graceful waits for them, -quick not.
+    let _pool = PoolProcess::start(
+        &state,
+        &[("NUM_CPUS", "2"), ("MAXJOBRETIREMENTTIME", "3600")],
+    );
+    let t = |args: &[&str]| run(&state, &dir, args);
+    let host = machine(&state, &dir);
+    let id = run_a_sleeper(&state, &dir, "");
+    let slot = job(&state, &dir, &id, &["RemoteHost"]);
+
+    // -graceful: the running job keeps its slot (retiring), the idle slot
+    // drains; the reason and -start's expression are in the slot ads.
+    assert_eq!(
+        ok(t(&[
+            "drain",
+            "-graceful",
+            "-reason",
+            "kernel update",
+            "-start",
+            "Owner == \"nobody\"",
+        ])),
+        format!("Sent request to drain {host}\n")
+    );
+    wait_for(20, "the idle slot to drain", || {
+        af(&state, &dir, &["State"])
+            .contains(&"Drained".to_string())
+            .then_some(())
+    });
+    let rows = af(&state, &dir, &["Name", "State", "Activity", "DrainReason"]);
+    assert!(
+        rows.contains(&format!("{slot} Claimed Retiring kernel update")),
+        "{rows:?}"
+    );
+    // START while draining is -start's expression (printed unevaluated).
+    let start = ok(t(&["status", &slot, "-af:r", "Start"]));
+    assert_eq!(start.trim(), "Owner == \"nobody\"", "{start}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(job(&state, &dir, &id, &["JobStatus"]), "2");
+
+    // -cancel; then -quick: the job gets only its vacate time, and goes
+    // back to idle; without -reason the reason is "by USER".
+    ok(t(&["drain", "-cancel"]));
+    wait_for(20, "the drain to end", || {
+        (af(&state, &dir, &["Draining"]) == ["undefined", "undefined"]).then_some(())
+    });
+    ok(t(&["drain", "-quick"]));
+    wait_for(20, "the slots to drain", || {
+        (af(&state, &dir, &["State"]) == ["Drained", "Drained"]).then_some(())
+    });
+    assert_eq!(job(&state, &dir, &id, &["JobStatus"]), "1");
+    assert_eq!(
+        af(&state, &dir, &["DrainReason"]),
+        [format!("by {}", me()), format!("by {}", me())]
+    );
+    ok(t(&["drain", "-cancel"]));
+    ok(t(&["rm", &id]));
+    wait_for(20, "the drain to end", || {
+        (af(&state, &dir, &["Draining"]) == ["undefined", "undefined"]).then_some(())
+    });
+
+    // -resume-on-completion: once every slot is drained, they come back
+    // by themselves (no -cancel), and a new drain is accepted.
+    ok(t(&["drain", "-resume-on-completion"]));
+    wait_for(20, "the drain to complete and end", || {
+        let rows = af(&state, &dir, &["State", "Draining"]);
+        (rows == ["Unclaimed undefined", "Unclaimed undefined"]).then_some(())
+    });
+    let not = t(&["drain", "-cancel"]);
+    assert!(err(&not).contains("not draining"), "{}", err(&not));
+}
+
+#[test]
+fn userprio_setprio_resetusage_and_allusers() {
+    let dir = scratch("admin-userprio");
+    let state = dir.join("state");
+    let _pool = PoolProcess::start(&state, TWO_SLOTS);
+    let t = |args: &[&str]| run(&state, &dir, args);
+    let id = run_a_sleeper(&state, &dir, "");
+    let row = |text: &str, name: &str| -> Vec<String> {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no row for {name}: {text}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let prio = ok(t(&["userprio"]));
+    let user = prio
+        .lines()
+        .find(|l| l.starts_with(&format!("{}@", me())))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{prio}"))
+        .to_string();
+
+    // -setprio sets the real priority (the effective one with factor 1).
+    assert_eq!(
+        ok(t(&["userprio", "-setprio", &user, "25"])),
+        format!("The priority of {user} was set to 25.000000\n")
+    );
+    let cells = row(&ok(t(&["userprio"])), &user);
+    let effective: f64 = cells[1].parse().unwrap();
+    let factor: f64 = cells[2].parse().unwrap();
+    let real = effective / factor;
+    assert!((24.9..=25.1).contains(&real), "{cells:?}");
+
+    // A submitter never active in the last day shows only with -allusers.
+    let ghost = format!("ghost@{}", user.split_once('@').unwrap().1);
+    ok(t(&["userprio", "-setprio", &ghost, "3"]));
+    let recent = ok(t(&["userprio"]));
+    assert!(!recent.contains("ghost@"), "{recent}");
+    let every = ok(t(&["userprio", "-allusers"]));
+    assert!(every.contains(&ghost), "{every}");
+
+    // -resetusage: the usage is zero and counted from now.
+    let before = row(&ok(t(&["userprio", "-all", "-allusers"])), &ghost);
+    assert_eq!(
+        ok(t(&["userprio", "-resetusage", &ghost])),
+        format!("The accumulated usage of {ghost} was reset\n")
+    );
+    let after = row(&ok(t(&["userprio", "-all", "-allusers"])), &ghost);
+    // Total Usage, then Usage Start Time: none before, a date now.
+    assert_eq!(after[5], "0.00", "{after:?}");
+    assert!(!before[6].contains('/'), "{before:?}");
+    assert!(after[6].contains('/'), "{after:?}");
+    ok(t(&["rm", &id]));
 }

@@ -60,3 +60,33 @@ fn the_demo_runs_every_example_job_and_shuts_down_cleanly() {
         .unwrap_or_else(|| panic!("{out}"));
     assert!(!std::path::Path::new(made).join("state/pool.sock").exists());
 }
+
+#[test]
+fn as_root_the_demo_runs_itself_as_an_ordinary_user() {
+    if common::run_as().is_none() {
+        // Only root can show it.
+        return;
+    }
+    let home = common::scratch("demo-root");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo.sh");
+    let o = Command::new("/bin/sh")
+        .arg(script)
+        .env("FERROCONDOR", common::bin())
+        .env("TMPDIR", &home)
+        .env_remove("CONDOR_CONFIG")
+        .env_remove("FERROCONDOR_STATE")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("demo: running as nobody"), "{out}");
+    assert!(
+        out.contains("12 of 13 done, 0 running, 0 idle, 1 held"),
+        "{out}"
+    );
+    assert!(out.contains("is down"), "{out}");
+}

@@ -128,3 +128,42 @@ fn condor_token_list_is_the_tool_of_that_name() {
         .unwrap();
     assert!(o.status.success(), "{}", err(&o));
 }
+
+#[test]
+fn token_create_signs_with_the_key_named_and_writes_the_file_named() {
+    let state = scratch("token-key-file");
+    let tool = |args: &[&str]| {
+        let mut c = command(&state, &[("TRUST_DOMAIN", "pool.example.org")]);
+        c.args(args);
+        c.output().unwrap()
+    };
+    // A second signing key beside POOL, made and then used by name.
+    ok(tool(&["token", "create-key", "-key", "site"]));
+    assert!(state.join("passwords.d/site").is_file());
+    let missing = tool(&["token", "create", "-identity", "a@b", "-key", "other"]);
+    assert!(
+        err(&missing).contains("there is no signing key other")
+            && err(&missing).contains("token create-key -key other"),
+        "{}",
+        err(&missing)
+    );
+    // -file: written there (only its owner may read it), not printed.
+    let file = state.join("alice.token");
+    let printed = ok(tool(&[
+        "token",
+        "create",
+        "-identity",
+        "alice@pool.example.org",
+        "-key",
+        "site",
+        "-file",
+        file.to_str().unwrap(),
+    ]));
+    assert_eq!(printed, "");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let t = cedar::token::Token::parse(text.trim()).unwrap();
+    assert_eq!(t.kid, "site");
+    assert_eq!(t.claims.sub.as_deref(), Some("alice@pool.example.org"));
+}

@@ -47,6 +47,9 @@ pub struct PoolConfig {
     /// Which attributes of a queued job may not be edited, or only by
     /// queue super users (`[SYSTEM_]IMMUTABLE_JOB_ATTRS`, ...).
     pub edit_rules: EditRules,
+    /// Whether `userHome()` looks users up in the password database
+    /// (CLASSAD_ENABLE_USER_HOME, true by default as in HTCondor).
+    pub user_home: bool,
 }
 
 impl Default for PoolConfig {
@@ -60,6 +63,7 @@ impl Default for PoolConfig {
             utc_offset: 0,
             uid_domain: "localhost".into(),
             edit_rules: EditRules::default(),
+            user_home: true,
         }
     }
 }
@@ -87,7 +91,12 @@ impl PoolConfig {
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| schedd_name.clone());
         let edit_rules = EditRules::from_config(config).map_err(|e| e.to_string())?;
+        let user_home = config
+            .boolean("CLASSAD_ENABLE_USER_HOME")
+            .map_err(|e| e.to_string())?
+            .unwrap_or(true);
         Ok(PoolConfig {
+            user_home,
             edit_rules,
             uid_domain,
             super_users,
@@ -650,10 +659,18 @@ impl Schedd {
         &self.queue
     }
 
+    /// Where the queue's expressions (periodic policy, constraints, submit
+    /// requirements) are evaluated: userHome() as HTCondor's schedd
+    /// resolves it, unless the configuration turns it off.
     fn env(&self, now: i64) -> Env {
-        Env {
+        let env = Env {
             utc_offset: self.config.utc_offset,
             ..Env::at(now)
+        };
+        if self.config.user_home {
+            env.with_user_home(starter::user_home_lookup())
+        } else {
+            env
         }
     }
 
@@ -722,6 +739,17 @@ impl Schedd {
                 attr::USER,
                 format!("{user}@{}", self.config.uid_domain).as_str(),
             );
+            // The job's name across pools, as HTCondor's schedd gives it
+            // in NewProc: `<schedd name>#<cluster>.<proc>#<submit time>`
+            // (GLOBAL_JOB_ID_WITH_TIME's default). Clients may not set it.
+            let id = |name: &str| literal_int(ad, name).unwrap_or(0);
+            let global = format!(
+                "{}#{}.{}#{now}",
+                self.config.schedd_name,
+                id(attr::CLUSTER_ID),
+                id(attr::PROC_ID)
+            );
+            ad.insert_value("GlobalJobId", global.as_str());
         }
         let mut schedd_ad = ClassAd::new();
         schedd_ad.insert_value("MyType", "Scheduler");

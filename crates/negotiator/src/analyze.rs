@@ -158,6 +158,14 @@ pub enum Suggestion {
         text: String,
         attributes: Vec<String>,
     },
+    /// A clause reads job attributes that are undefined (the job does not
+    /// define them, or their value is `undefined`): the clause is undefined
+    /// for every slot, whatever the slots offer.
+    JobUndefined {
+        clause: usize,
+        text: String,
+        attributes: Vec<String>,
+    },
     /// A comparison no slot satisfies: the best value the pool offers.
     Limit {
         clause: usize,
@@ -229,6 +237,27 @@ impl Suggestion {
                      for every slot (check the spelling, or ask the pool's admin which slots \
                      should advertise {verb})",
                     attributes.join(", ")
+                )
+            }
+            Suggestion::JobUndefined {
+                clause,
+                text,
+                attributes,
+            } => {
+                let (verb, it) = if attributes.len() == 1 {
+                    ("is", "it")
+                } else {
+                    ("are", "them")
+                };
+                format!(
+                    "[{clause}] {text}: the job's {} {verb} undefined, so the clause is \
+                     undefined for every slot (give the job {it}: {})",
+                    attributes.join(", "),
+                    attributes
+                        .iter()
+                        .map(|a| submit_command(a))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )
             }
             Suggestion::Limit {
@@ -913,6 +942,22 @@ fn target_attribute<'e>(e: &'e Expr, job: &ClassAd) -> Option<&'e AttrName> {
     }
 }
 
+/// How a job gets attribute `attr`: the submit command that sets it where
+/// one does (`request_memory = ...` for RequestMemory), else `+attr = ...`.
+fn submit_command(attr: &str) -> String {
+    for (name, command) in [
+        ("RequestMemory", "request_memory"),
+        ("RequestCpus", "request_cpus"),
+        ("RequestDisk", "request_disk"),
+        ("RequestGpus", "request_gpus"),
+    ] {
+        if attr.eq_ignore_ascii_case(name) {
+            return format!("`{command} = ...` in the submit description");
+        }
+    }
+    format!("`+{attr} = ...` in the submit description")
+}
+
 /// `a op b` read as `b op' a`.
 fn flip(op: BinOp) -> BinOp {
     match op {
@@ -933,12 +978,49 @@ fn clause_suggestion(
     env: &Env,
 ) -> Suggestion {
     let (clause_no, text) = (step.index, step.text.clone());
-    let (_, wanted_from_slot) = split_references(clause, job);
+    let (from_job, wanted_from_slot) = split_references(clause, job);
     let missing: Vec<String> = wanted_from_slot
         .iter()
         .filter(|n| !slots.iter().any(|s| s.contains(n.as_str())))
         .map(|n| n.as_str().to_string())
         .collect();
+    // What the job lacks comes first: `TARGET.Memory >= RequestMemory`
+    // with no RequestMemory is the job's to fix, not the slots'. An
+    // unscoped name neither side defines is the job's when it is compared
+    // with an explicit `TARGET.` attribute (as request_memory's clause
+    // is written); alone (`CUDACapability >= 8.0`) it is the slots'.
+    let compared_with_target = |name: &str| {
+        let Expr::Binary(_, operands) = strip_parens(clause) else {
+            return false;
+        };
+        let is_bare = |e: &Expr| matches!(strip_parens(e), Expr::Attr(n) if n.special() == Special::None && n.as_str() == name);
+        let is_target = |e: &Expr| matches!(strip_parens(e), Expr::Select(base, _) if matches!(strip_parens(base), Expr::Attr(t) if t.special() == Special::Target));
+        let (l, r) = (&operands.0, &operands.1);
+        (is_bare(l) && is_target(r)) || (is_target(l) && is_bare(r))
+    };
+    let mut job_undefined: Vec<String> = from_job
+        .iter()
+        .filter(|n| {
+            // Only what the job alone makes undefined (not an attribute
+            // that reads the slot).
+            job.get(n.as_str())
+                .is_none_or(|e| split_references(e, job).1.is_empty())
+                && matches!(job.eval_attr(n.as_str(), env), Value::Undefined)
+        })
+        .map(|n| n.as_str().to_string())
+        .collect();
+    for n in &missing {
+        if compared_with_target(n) && !job_undefined.contains(n) {
+            job_undefined.push(n.clone());
+        }
+    }
+    if !job_undefined.is_empty() {
+        return Suggestion::JobUndefined {
+            clause: clause_no,
+            text,
+            attributes: job_undefined,
+        };
+    }
     if !missing.is_empty() {
         return Suggestion::Undefined {
             clause: clause_no,

@@ -82,7 +82,7 @@ const JOB_ATTRS: &[&str] = &[
     "RetirementTimeRemaining",
     "ConcurrencyLimits",
 ];
-const DRAIN_ATTRS: &[&str] = &["Draining", "DrainingRequestId"];
+const DRAIN_ATTRS: &[&str] = &["Draining", "DrainingRequestId", "DrainReason"];
 
 /// Removes a group of attributes. The first of each group is always
 /// published with the others, so its absence says none is there (one
@@ -431,6 +431,8 @@ impl Startd {
             Some(d) => {
                 w.value("Draining", true);
                 w.value("DrainingRequestId", d.id as i64);
+                // As HTCondor's startd: condor_drain's -reason, else "by USER".
+                w.value("DrainReason", d.reason.as_str());
             }
             None => remove_all(w.ad(), DRAIN_ATTRS),
         }

@@ -645,54 +645,7 @@ impl Store {
     }
 
     fn history_rows(&self, q: &HistoryQuery, before: Option<i64>) -> Result<Vec<HistoryRow>> {
-        let op = "reading the history";
-        let mut sql =
-            String::from("SELECT seq, cluster, proc, owner, entered, ad FROM history WHERE 1");
-        let mut args: Vec<rusqlite::types::Value> = Vec::new();
-        let mut clause = |text: &str, v: rusqlite::types::Value| {
-            args.push(v);
-            sql.push_str(&format!(" AND {text} ?{}", args.len()));
-        };
-        if let Some(c) = q.cluster {
-            clause("cluster =", i64::from(c).into());
-        }
-        if let Some(p) = q.proc {
-            clause("proc =", i64::from(p).into());
-        }
-        if let Some(o) = &q.owner {
-            clause("owner =", o.clone().into());
-        }
-        if let Some(t) = q.since {
-            clause("entered >=", t.into());
-        }
-        if let Some(t) = q.until {
-            clause("entered <", t.into());
-        }
-        if let Some(s) = before {
-            clause("seq <", s.into());
-        }
-        sql.push_str(" ORDER BY seq DESC");
-        if let Some(n) = q.limit {
-            sql.push_str(&format!(" LIMIT {}", n.min(i64::MAX as usize)));
-        }
-        let mut st = self.conn.prepare(&sql).map_err(self.err(op))?;
-        let mut rows = st
-            .query(rusqlite::params_from_iter(args))
-            .map_err(self.err(op))?;
-        let mut out = Vec::new();
-        while let Some(row) = rows.next().map_err(self.err(op))? {
-            out.push(HistoryRow {
-                seq: row.get(0).map_err(self.err(op))?,
-                id: JobId::new(
-                    row.get(1).map_err(self.err(op))?,
-                    row.get(2).map_err(self.err(op))?,
-                ),
-                owner: row.get(3).map_err(self.err(op))?,
-                entered: row.get(4).map_err(self.err(op))?,
-                text: row.get(5).map_err(self.err(op))?,
-            });
-        }
-        Ok(out)
+        history_rows(&self.conn, &self.path, q, before)
     }
 
     /// Forgets history records that entered before `before`; returns how
@@ -932,4 +885,134 @@ fn apply_one(conn: &Connection, path: &Path, op: &Op) -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn history_rows(
+    conn: &Connection,
+    path: &Path,
+    q: &HistoryQuery,
+    before: Option<i64>,
+) -> Result<Vec<HistoryRow>> {
+    let op = "reading the history";
+    let mut sql =
+        String::from("SELECT seq, cluster, proc, owner, entered, ad FROM history WHERE 1");
+    let mut args: Vec<rusqlite::types::Value> = Vec::new();
+    let mut clause = |text: &str, v: rusqlite::types::Value| {
+        args.push(v);
+        sql.push_str(&format!(" AND {text} ?{}", args.len()));
+    };
+    if let Some(c) = q.cluster {
+        clause("cluster =", i64::from(c).into());
+    }
+    if let Some(p) = q.proc {
+        clause("proc =", i64::from(p).into());
+    }
+    if let Some(o) = &q.owner {
+        clause("owner =", o.clone().into());
+    }
+    if let Some(t) = q.since {
+        clause("entered >=", t.into());
+    }
+    if let Some(t) = q.until {
+        clause("entered <", t.into());
+    }
+    if let Some(s) = before {
+        clause("seq <", s.into());
+    }
+    sql.push_str(" ORDER BY seq DESC");
+    if let Some(n) = q.limit {
+        sql.push_str(&format!(" LIMIT {}", n.min(i64::MAX as usize)));
+    }
+    let mut st = conn.prepare(&sql).map_err(sql_err(path, op))?;
+    let mut rows = st
+        .query(rusqlite::params_from_iter(args))
+        .map_err(sql_err(path, op))?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(sql_err(path, op))? {
+        out.push(HistoryRow {
+            seq: row.get(0).map_err(sql_err(path, op))?,
+            id: JobId::new(
+                row.get(1).map_err(sql_err(path, op))?,
+                row.get(2).map_err(sql_err(path, op))?,
+            ),
+            owner: row.get(3).map_err(sql_err(path, op))?,
+            entered: row.get(4).map_err(sql_err(path, op))?,
+            text: row.get(5).map_err(sql_err(path, op))?,
+        });
+    }
+    Ok(out)
+}
+
+/// The failure of a read step on `path`, named.
+fn sql_err<'p>(path: &'p Path, op: &'static str) -> impl FnOnce(rusqlite::Error) -> Error + 'p {
+    move |source| Error::Sqlite {
+        path: path.to_path_buf(),
+        op: op.to_string(),
+        source,
+    }
+}
+
+/// A job queue's history read by someone other than its schedd, while no
+/// schedd holds the file (condor_history reads the history file itself,
+/// so it works with the pool down). Read-only: it never migrates, never
+/// writes, and a running schedd's exclusive lock makes it
+/// [`Error::Locked`] (ask the schedd then).
+pub struct HistoryFile {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl HistoryFile {
+    /// Opens the queue at `path` for reading its history.
+    pub fn open(path: impl AsRef<Path>) -> Result<HistoryFile> {
+        let path = path.as_ref().to_path_buf();
+        let sql = |op: &str| open_err(&path, op);
+        let conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql("opening the job queue to read its history"))?;
+        conn.busy_timeout(Duration::ZERO)
+            .map_err(sql("setting the busy timeout"))?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(sql("reading the schema version"))?;
+        let app: i32 = conn
+            .pragma_query_value(None, "application_id", |r| r.get(0))
+            .map_err(sql("reading the application id"))?;
+        if app != APPLICATION_ID {
+            return Err(Error::NotAStore {
+                path,
+                why: format!("its application id is {app:#x}, not {APPLICATION_ID:#x}"),
+            });
+        }
+        if version > SCHEMA_VERSION {
+            return Err(Error::TooNew {
+                path,
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        Ok(HistoryFile { conn, path })
+    }
+
+    /// As [`Store::history_page`].
+    pub fn history_page(
+        &self,
+        q: &HistoryQuery,
+        before: Option<i64>,
+        page: usize,
+    ) -> Result<Vec<HistoryRow>> {
+        let limit = q.limit.map_or(page, |n| n.min(page));
+        let q = HistoryQuery {
+            limit: Some(limit),
+            ..q.clone()
+        };
+        history_rows(&self.conn, &self.path, &q, before).map_err(|e| match e {
+            Error::Sqlite { ref source, .. } if is_busy(source) => Error::Locked {
+                path: self.path.clone(),
+            },
+            e => e,
+        })
+    }
 }

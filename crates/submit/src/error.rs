@@ -12,6 +12,9 @@ pub struct SubmitError {
     pub file: String,
     /// 1-based line of the statement; 0 when the error is not about a line.
     pub line: u32,
+    /// 1-based column (in characters) of the offending text in `text`;
+    /// 0 when the error is about the whole statement.
+    pub column: u32,
     /// The submit command at fault (`request_memory`, `queue`, ...), if one is.
     pub command: Option<String>,
     pub message: String,
@@ -24,6 +27,7 @@ impl SubmitError {
         SubmitError {
             file: String::new(),
             line: 0,
+            column: 0,
             command: None,
             message: message.into(),
             text: None,
@@ -33,6 +37,13 @@ impl SubmitError {
     pub(crate) fn at(mut self, line: u32) -> SubmitError {
         if self.line == 0 {
             self.line = line;
+        }
+        self
+    }
+
+    pub(crate) fn column(mut self, column: u32) -> SubmitError {
+        if self.column == 0 {
+            self.column = column;
         }
         self
     }
@@ -61,11 +72,15 @@ impl SubmitError {
 
 impl fmt::Display for SubmitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let column = match self.column {
+            0 => String::new(),
+            c => format!(":{c}"),
+        };
         match (self.file.is_empty(), self.line) {
             (true, 0) => {}
-            (true, line) => write!(f, "line {line}: ")?,
+            (true, line) => write!(f, "line {line}{column}: ")?,
             (false, 0) => write!(f, "{}: ", self.file)?,
-            (false, line) => write!(f, "{}:{line}: ", self.file)?,
+            (false, line) => write!(f, "{}:{line}{column}: ", self.file)?,
         }
         if let Some(c) = &self.command {
             write!(f, "{c}: ")?;
@@ -73,6 +88,10 @@ impl fmt::Display for SubmitError {
         f.write_str(&self.message)?;
         if let Some(text) = &self.text {
             write!(f, "\n    {text}")?;
+            // A caret under the column, as ClassAd errors show it.
+            if self.column > 0 {
+                write!(f, "\n    {}^", " ".repeat(self.column as usize - 1))?;
+            }
         }
         Ok(())
     }

@@ -87,11 +87,14 @@ fn string(s: &str) -> Expr {
 /// Parses an expression a command gave; the error names the command.
 fn expr_of(found: &Found, attr: &str) -> Result<Expr, SubmitError> {
     classad::parse_expr(&found.value).map_err(|e| {
-        found.error(format!(
-            "the value is not a ClassAd expression ({}): {attr} = {}",
-            e.message(),
-            found.value
-        ))
+        found.expr_error(
+            &e,
+            format!(
+                "the value is not a ClassAd expression ({}): {attr} = {}",
+                e.message(),
+                found.value
+            ),
+        )
     })
 }
 
@@ -844,11 +847,14 @@ pub(crate) fn build(t: &Table, cx: &Context<'_>, proc: i64) -> Result<ClassAd, S
         };
         let value = match t.get(&[def.name.as_str()])? {
             Some(f) => classad::parse_expr(&f.value).map_err(|e| {
-                f.error(format!(
-                    "the value is not a ClassAd expression ({}): {attr} = {}",
-                    e.message(),
-                    f.value
-                ))
+                f.expr_error(
+                    &e,
+                    format!(
+                        "the value is not a ClassAd expression ({}): {attr} = {}",
+                        e.message(),
+                        f.value
+                    ),
+                )
             })?,
             None => lit(Value::Undefined),
         };

@@ -179,6 +179,23 @@ pub(crate) struct Found {
 }
 
 impl Found {
+    /// An error about the expression this command gave, at the column of
+    /// the parse error in the line as written. The column is known when
+    /// the value appears as written there (no macro changed it).
+    pub fn expr_error(&self, e: &classad::ParseError, message: impl Into<String>) -> SubmitError {
+        let err = self.error(message);
+        // The value follows the command's `=` (or `:` of a `+attr:`).
+        let after = self.text.find(['=', ':']).map_or(0, |i| i + 1);
+        let Some(at) = self.text[after..].find(&self.value).map(|i| after + i) else {
+            return err;
+        };
+        if e.line != 1 {
+            return err;
+        }
+        let column = self.text[..at].chars().count() + e.column;
+        err.column(u32::try_from(column).unwrap_or(0))
+    }
+
     /// An error about this command, at its line.
     pub fn error(&self, message: impl Into<String>) -> SubmitError {
         SubmitError::new(message)
