@@ -218,6 +218,23 @@ fn a_job_runs_with_its_arguments_environment_and_files_and_completes() {
         assert_eq!(count(&log, code), 1, "{code}:\n{log}");
     }
     assert!(log.contains("Normal termination (return value 3)"), "{log}");
+    // The bytes file transfer moved, as HTCondor's shadow counts them: the
+    // job sent its output (result.txt and its streams) and received its
+    // executable and input.
+    let size = |f: &str| std::fs::metadata(s.dir.join(f)).unwrap().len();
+    let sent = size("result.txt") + size("job.out") + size("job.err");
+    let received = size("job.sh") + size("in.txt");
+    assert!(
+        log.contains(&format!("\t{sent}  -  Run Bytes Sent By Job")),
+        "{sent} sent:\n{log}"
+    );
+    assert!(
+        log.contains(&format!("\t{received}  -  Run Bytes Received By Job")),
+        "{received} received:\n{log}"
+    );
+    let h = s.history(&pool, "1.0", &["BytesSent", "BytesRecvd"], 5);
+    let figures: Vec<f64> = h.split_whitespace().map(|v| v.parse().unwrap()).collect();
+    assert_eq!(figures, [sent as f64, received as f64], "{h}");
     // Its sandbox is gone.
     assert!(
         wait_for_opt(5, || sandboxes(&s.state).is_empty().then_some(())).is_some(),

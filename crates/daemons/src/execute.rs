@@ -860,7 +860,10 @@ impl StartdRole {
             image_size_kib: Some(kib),
             resident_set_size_kib: Some(kib),
             resources: Some(self.resources_used(slot, &report, now)),
-            ..RunReport::default()
+            // As HTCondor's shadow counts them: what the job sent is its
+            // output, what it received its input.
+            bytes_sent: report.bytes_sent as f64,
+            bytes_received: report.bytes_received as f64,
         };
         // Output that could not go back holds the job, as HTCondor's
         // TransferOutputError (12) does, with the errno as subcode.

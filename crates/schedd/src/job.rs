@@ -115,6 +115,8 @@ pub mod attr {
     pub const NUM_RESTARTS: &str = "NumRestarts";
     pub const NUM_JOB_COMPLETIONS: &str = "NumJobCompletions";
     pub const REMOTE_HOST: &str = "RemoteHost";
+    /// How many machines run the job now (1 while it runs, else 0).
+    pub const CURRENT_HOSTS: &str = "CurrentHosts";
     pub const LAST_REMOTE_HOST: &str = "LastRemoteHost";
     pub const STARTD_IP_ADDR: &str = "StartdIpAddr";
 

@@ -644,6 +644,7 @@ impl JobQueue {
                 e.set(attr::JOB_CURRENT_START_EXECUTING_DATE, now);
                 e.set(attr::SHADOW_BDAY, now);
                 e.set(attr::REMOTE_HOST, slot.as_str());
+                e.set(attr::CURRENT_HOSTS, 1);
                 e.set(attr::STARTD_IP_ADDR, host.as_str());
                 e.set_status(JobStatus::Running, now);
                 Some(LogEvent::Execute {
@@ -960,6 +961,7 @@ fn end_run(e: &mut Edit<'_>, now: i64, committed: bool, report: &RunReport) -> U
         e.set(attr::LAST_REMOTE_HOST, host);
     }
     e.remove(attr::REMOTE_HOST);
+    e.set(attr::CURRENT_HOSTS, 0);
     e.remove(attr::SHADOW_BDAY);
     let cpu = |name: &str| {
         literal(e.ad, name)

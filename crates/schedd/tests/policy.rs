@@ -282,3 +282,45 @@ fn periodic_remove_at_exit_comes_before_on_exit_remove() {
         .unwrap();
     assert_eq!(c.to, JobStatus::Removed);
 }
+
+/// `CurrentHosts`, as condor_q -l shows it: 1 while the job runs on a
+/// machine, 0 before and after (HTCondor's shadow sets it).
+#[test]
+fn current_hosts_is_one_while_the_job_runs() {
+    let (mut q, id) = bbs_queue(false);
+    let sys = SystemPolicy::none();
+    let hosts = |q: &JobQueue| {
+        q.job(id)
+            .unwrap()
+            .eval_attr("CurrentHosts", &classad::Env::at(T0))
+            .as_int()
+    };
+    assert_eq!(hosts(&q), Some(0), "at submit");
+    q.apply(id, started(), T0 + 1, &sys).unwrap();
+    assert_eq!(hosts(&q), Some(1), "running");
+    q.apply(
+        id,
+        JobEvent::Evicted {
+            checkpointed: false,
+            reason: None,
+            report: RunReport::default(),
+        },
+        T0 + 2,
+        &sys,
+    )
+    .unwrap();
+    assert_eq!(hosts(&q), Some(0), "evicted");
+    q.apply(id, started(), T0 + 3, &sys).unwrap();
+    assert_eq!(hosts(&q), Some(1), "running again");
+    q.apply(
+        id,
+        JobEvent::Exited {
+            how: ExitHow::Code(0),
+            report: RunReport::default(),
+        },
+        T0 + 4,
+        &sys,
+    )
+    .unwrap();
+    assert_eq!(hosts(&q), Some(0), "exited");
+}

@@ -134,6 +134,11 @@ pub struct ExitReport {
     /// counts an OOM kill), and what follows: HTCondor's hold or, for the
     /// victim of a full machine, an eviction.
     pub oom: Option<OomVerdict>,
+    /// Bytes file transfer moved: in to the job (its executable and input
+    /// files: HTCondor's "Bytes Received By Job") and back from it (its
+    /// output files and streams: "Bytes Sent By Job").
+    pub bytes_received: u64,
+    pub bytes_sent: u64,
 }
 
 /// Starts jobs. Stateless: each job carries its own settings.
@@ -161,6 +166,8 @@ pub struct RunningJob {
     next_update: Option<Instant>,
     update_hooks: Vec<HookRun>,
     input_snapshot: transfer::Snapshot,
+    /// Bytes transferred in (executable and input files).
+    bytes_received: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -345,7 +352,7 @@ impl Starter {
             ));
         }
         let copy_executable = launch.transfer && launch.transfer_executable;
-        let input_snapshot = user_priv::input(
+        let (input_snapshot, bytes_received) = user_priv::input(
             user.as_ref(),
             InputRequest {
                 sandbox: sandbox.to_path_buf(),
@@ -581,6 +588,7 @@ impl Starter {
             next_update,
             update_hooks: Vec::new(),
             input_snapshot,
+            bytes_received,
         })
     }
 }
@@ -1293,6 +1301,7 @@ impl RunningJob {
             }
         }
 
+        let mut bytes_sent = 0;
         if self.launch.transfer && self.wants_output(status) {
             let streams = [
                 (&self.launch.stdout, transfer::STDOUT),
@@ -1302,7 +1311,7 @@ impl RunningJob {
             .filter_map(|(name, file)| Some((file.to_string(), name.clone()?)))
             .collect();
             let named = self.launch.transfer_output.clone();
-            let failures = user_priv::output(
+            let output = user_priv::output(
                 self.mechanisms.user.as_ref(),
                 OutputRequest {
                     sandbox: self.sandbox.clone(),
@@ -1313,8 +1322,10 @@ impl RunningJob {
                 },
                 self.settings.transfer_deadline,
             );
+            bytes_sent = output.bytes;
             problems.extend(
-                failures
+                output
+                    .failures
                     .into_iter()
                     .map(|f| output_problem(f, &self.sandbox)),
             );
@@ -1344,6 +1355,8 @@ impl RunningJob {
             mechanisms: self.mechanisms.clone(),
             problems,
             oom,
+            bytes_received: self.bytes_received,
+            bytes_sent,
         }
     }
 

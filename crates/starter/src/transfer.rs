@@ -139,9 +139,11 @@ pub fn open_append(path: &Path) -> Result<OwnedFd, Failure> {
 }
 
 /// Fills the sandbox: the starter's ads, the executable, the input files.
-/// Returns the sandbox as it is then.
-pub fn input(req: &InputRequest) -> Result<Snapshot, Failure> {
+/// Returns the sandbox as it is then, and the bytes transferred in (the
+/// executable's and the input files'; the job's "Bytes Received").
+pub fn input(req: &InputRequest) -> Result<(Snapshot, u64), Failure> {
     let sandbox = open_sandbox(&req.sandbox)?;
+    let mut bytes = 0;
     for (name, text) in &req.ads {
         let f = create_beneath(sandbox.as_fd(), name, 0o644)
             .map_err(|e| Failure::io(&req.sandbox.join(name), e))?;
@@ -159,25 +161,39 @@ pub fn input(req: &InputRequest) -> Result<Snapshot, Failure> {
         }
         let dst = create_beneath(sandbox.as_fd(), EXECUTABLE, 0o755)
             .map_err(|e| Failure::io(&from, e))?;
-        copy_file(src.0, dst).map_err(|e| Failure::io(&from, e))?;
+        bytes += copy_file(src.0, dst).map_err(|e| Failure::io(&from, e))?;
     }
     for item in &req.inputs {
         let contents_only = item.ends_with('/');
         let from = resolve(&req.iwd, item.trim_end_matches('/'));
-        copy_in(&from, contents_only, sandbox.as_fd(), 0)?;
+        bytes += copy_in(&from, contents_only, sandbox.as_fd(), 0)?;
     }
-    Ok(snapshot(sandbox.as_fd()))
+    Ok((snapshot(sandbox.as_fd()), bytes))
+}
+
+/// What output transfer did: what failed, and the bytes it brought back
+/// (the job's "Bytes Sent").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Output {
+    pub failures: Vec<Failure>,
+    pub bytes: u64,
 }
 
 /// Copies the job's output back: the named files (or every new or changed
 /// top-level file), then the standard streams. Each failure is reported;
 /// the rest still goes back.
-pub fn output(req: &OutputRequest) -> Vec<Failure> {
+pub fn output(req: &OutputRequest) -> Output {
     let sandbox = match open_sandbox(&req.sandbox) {
         Ok(s) => s,
-        Err(f) => return vec![f],
+        Err(f) => {
+            return Output {
+                failures: vec![f],
+                bytes: 0,
+            }
+        }
     };
     let mut failures = Vec::new();
+    let mut bytes = 0;
     let names: Vec<(String, bool)> = match &req.named {
         Some(list) => list
             .iter()
@@ -195,8 +211,9 @@ pub fn output(req: &OutputRequest) -> Vec<Failure> {
         }
     };
     for (name, contents_only) in names {
-        if let Err(f) = copy_out(sandbox.as_fd(), &name, contents_only, &req.iwd) {
-            failures.push(f);
+        match copy_out(sandbox.as_fd(), &name, contents_only, &req.iwd) {
+            Ok(n) => bytes += n,
+            Err(f) => failures.push(f),
         }
     }
     for (file, to) in &req.streams {
@@ -215,11 +232,12 @@ pub fn output(req: &OutputRequest) -> Vec<Failure> {
             let dst = create_plain(&to).map_err(|e| Failure::io(shown, e))?;
             copy_file(src, dst).map_err(|e| Failure::io(shown, e))
         });
-        if let Err(f) = r {
-            failures.push(f.to(&to));
+        match r {
+            Ok(n) => bytes += n,
+            Err(f) => failures.push(f.to(&to)),
         }
     }
-    failures
+    Output { failures, bytes }
 }
 
 /// A relative name taken from `base`; an absolute one as it is.
@@ -412,10 +430,10 @@ fn open_source(path: &Path) -> Result<(OwnedFd, Kind), Failure> {
     Ok((fd, kind_of(st.st_mode)?))
 }
 
-fn copy_file(src: OwnedFd, dst: OwnedFd) -> io::Result<()> {
+/// Copies one file's bytes; how many.
+fn copy_file(src: OwnedFd, dst: OwnedFd) -> io::Result<u64> {
     let (mut src, mut dst) = (File::from(src), File::from(dst));
-    io::copy(&mut src, &mut dst)?;
-    Ok(())
+    io::copy(&mut src, &mut dst)
 }
 
 /// Copies a file or a directory tree the user named into the directory
@@ -426,7 +444,7 @@ fn copy_in(
     contents_only: bool,
     dest: BorrowedFd<'_>,
     depth: usize,
-) -> Result<(), Failure> {
+) -> Result<u64, Failure> {
     if depth > MAX_DEPTH {
         return Err(Failure::refused(
             from,
@@ -449,10 +467,11 @@ fn copy_in(
         Some(make_dir_beneath(dest, name).map_err(|e| Failure::io(from, e))?)
     };
     let into = target.as_ref().map_or(dest, |t| t.as_fd());
+    let mut bytes = 0;
     for entry in list(&fd).map_err(|e| Failure::io(from, e))? {
-        copy_in(&from.join(entry), false, into, depth + 1)?;
+        bytes += copy_in(&from.join(entry), false, into, depth + 1)?;
     }
-    Ok(())
+    Ok(bytes)
 }
 
 /// Makes directory `name` beneath `dir` (or takes the one there) and
@@ -514,7 +533,7 @@ fn copy_out(
     name: &str,
     contents_only: bool,
     iwd: &Path,
-) -> Result<(), Failure> {
+) -> Result<u64, Failure> {
     let shown = Path::new(name);
     check_output_name(name).map_err(|why| Failure::refused(shown, why))?;
     let src = open_beneath(sandbox, name, OFlags::RDONLY).map_err(|e| {
@@ -545,7 +564,7 @@ fn copy_out_fd(
     contents_only: bool,
     to: &Path,
     depth: usize,
-) -> Result<(), Failure> {
+) -> Result<u64, Failure> {
     let st = rfs::fstat(&src).map_err(|e| Failure::io(shown, e.into()))?;
     match rfs::FileType::from_raw_mode(st.st_mode) {
         rfs::FileType::RegularFile => {
@@ -566,6 +585,7 @@ fn copy_out_fd(
                     Err(e) => return Err(Failure::io(shown, e)),
                 }
             }
+            let mut bytes = 0;
             for entry in list(&src).map_err(|e| Failure::io(shown, e))? {
                 let inner = shown.join(&entry);
                 let fd = open_beneath(src.as_fd(), &entry, OFlags::RDONLY).map_err(|e| {
@@ -575,9 +595,9 @@ fn copy_out_fd(
                         Failure::io(&inner, e)
                     }
                 })?;
-                copy_out_fd(fd, &inner, false, &to.join(&entry), depth + 1)?;
+                bytes += copy_out_fd(fd, &inner, false, &to.join(&entry), depth + 1)?;
             }
-            Ok(())
+            Ok(bytes)
         }
         other => Err(Failure::refused(
             shown,
@@ -618,7 +638,9 @@ mod tests {
         std::fs::write(iwd.join("a"), "aa").unwrap();
         std::fs::create_dir_all(iwd.join("d/e")).unwrap();
         std::fs::write(iwd.join("d/e/f"), "ff").unwrap();
-        let snap = input(&input_req(&iwd, &sandbox, &["a", "d", "d/"])).unwrap();
+        let (snap, bytes) = input(&input_req(&iwd, &sandbox, &["a", "d", "d/"])).unwrap();
+        // a, d/e/f and e/f: the starter's own ad is not the job's input.
+        assert_eq!(bytes, 6);
         assert_eq!(std::fs::read_to_string(sandbox.join("a")).unwrap(), "aa");
         assert_eq!(
             std::fs::read_to_string(sandbox.join("d/e/f")).unwrap(),
@@ -672,7 +694,9 @@ mod tests {
             before: Snapshot::new(),
             streams: vec![],
         };
-        let failures = output(&req);
+        let out = output(&req);
+        assert_eq!(out.bytes, 1, "only `good` went back");
+        let failures = out.failures;
         assert_eq!(failures.len(), 5, "{failures:#?}");
         assert!(failures[3].message.contains(".."), "{:?}", failures[3]);
         assert!(
@@ -687,10 +711,10 @@ mod tests {
     #[test]
     fn output_takes_new_and_changed_files_and_streams() {
         let (_t, iwd, sandbox) = dirs();
-        let snap = input(&input_req(&iwd, &sandbox, &[])).unwrap();
+        let (snap, _) = input(&input_req(&iwd, &sandbox, &[])).unwrap();
         std::fs::write(sandbox.join("new"), "n").unwrap();
         std::fs::write(sandbox.join(STDOUT), "out").unwrap();
-        let failures = output(&OutputRequest {
+        let out = output(&OutputRequest {
             sandbox: sandbox.clone(),
             iwd: iwd.clone(),
             named: None,
@@ -700,7 +724,8 @@ mod tests {
                 (STDERR.into(), "job.err".into()),
             ],
         });
-        assert!(failures.is_empty(), "{failures:?}");
+        assert!(out.failures.is_empty(), "{out:?}");
+        assert_eq!(out.bytes, 4, "`new` and the output stream");
         assert_eq!(std::fs::read_to_string(iwd.join("new")).unwrap(), "n");
         assert_eq!(std::fs::read_to_string(iwd.join("job.out")).unwrap(), "out");
         assert!(!iwd.join(JOB_AD).exists());

@@ -51,8 +51,8 @@ enum Op {
 
 #[derive(Debug, Serialize, Deserialize)]
 enum Answer {
-    Input(Result<Snapshot, Failure>),
-    Output(Vec<Failure>),
+    Input(Result<(Snapshot, u64), Failure>),
+    Output(transfer::Output),
     /// The descriptor travels beside the answer.
     Opened(Result<(), Failure>),
 }
@@ -65,12 +65,13 @@ struct Request {
     op: Op,
 }
 
-/// Fills a sandbox as `user` (`None`: as this process's own user).
+/// Fills a sandbox as `user` (`None`: as this process's own user): the
+/// sandbox then, and the bytes transferred in.
 pub fn input(
     user: Option<&User>,
     req: InputRequest,
     deadline: Duration,
-) -> Result<Snapshot, Failure> {
+) -> Result<(Snapshot, u64), Failure> {
     let shown = req.sandbox.clone();
     match user {
         None => transfer::input(&req),
@@ -86,17 +87,18 @@ pub fn input(
 }
 
 /// Brings a job's output back as `user` (`None`: as this process's user).
-pub fn output(user: Option<&User>, req: OutputRequest, deadline: Duration) -> Vec<Failure> {
+pub fn output(user: Option<&User>, req: OutputRequest, deadline: Duration) -> transfer::Output {
     let shown = req.sandbox.clone();
+    let failed = |why: &str| transfer::Output {
+        failures: vec![helper_failure(&shown, why)],
+        bytes: 0,
+    };
     match user {
         None => transfer::output(&req),
         Some(u) => match call(u, Op::Output(req), deadline) {
-            Ok((Answer::Output(f), _)) => f,
-            Ok(_) => vec![helper_failure(
-                &shown,
-                "the helper answered another request",
-            )],
-            Err(why) => vec![helper_failure(&shown, &why)],
+            Ok((Answer::Output(o), _)) => o,
+            Ok(_) => failed("the helper answered another request"),
+            Err(why) => failed(&why),
         },
     }
 }
@@ -269,7 +271,10 @@ fn serve() -> i32 {
         };
         let answer = match req.op {
             Op::Input(_) => Answer::Input(Err(failure)),
-            Op::Output(_) => Answer::Output(vec![failure]),
+            Op::Output(_) => Answer::Output(transfer::Output {
+                failures: vec![failure],
+                bytes: 0,
+            }),
             Op::OpenAppend(_) => Answer::Opened(Err(failure)),
         };
         let _ = reply(&answer, None);
