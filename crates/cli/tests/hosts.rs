@@ -247,10 +247,73 @@ fn a_pools_tools_work_from_another_host_with_a_token() {
     // may write (here: remove nothing, and be allowed to ask).
     let o = on_a(&["rm", "-constraint", "false"]);
     assert!(
-        !both(&o).contains("authentication"),
+        !both(&o).contains("could not authenticate"),
         "a tool on A without a token: {}",
         both(&o)
     );
     drop(pool);
     drop(hosts);
+}
+
+/// The namespaces of the test bed, as `ip netns list` would show them.
+fn beds() -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("fchosts-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_bed_is_gone_after_its_test_panics_and_a_dead_runs_bed_is_removed() {
+    // A bed of a run that was killed: the pid of a process that is gone.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let stale = format!("fchosts-{dead}-0-h0");
+    let made = Command::new("ip")
+        .args(["netns", "add", &stale])
+        .output()
+        .map(|o| o.status.success());
+    let Some(hosts) = Hosts::or_skip(1) else {
+        return;
+    };
+    if made.unwrap_or(false) {
+        assert!(!beds().contains(&stale), "{:?}", beds());
+    }
+    let names = vec![hosts.name(0).to_string()];
+    drop(hosts);
+    let panicked = std::panic::catch_unwind(|| {
+        let hosts = Hosts::new(2).unwrap();
+        let names: Vec<String> = (0..2).map(|i| hosts.name(i).to_string()).collect();
+        assert!(names.iter().all(|n| beds().contains(n)));
+        // A process still running on a host goes with it: an orphan, as a
+        // job a killed daemon leaves (the shell that made it has ended).
+        let o = hosts.output(
+            1,
+            Command::new("sh").args(["-c", "sleep 300 >/dev/null 2>&1 & echo $!"]),
+        );
+        let orphan = out(&o).trim().to_string();
+        assert!(common::alive(orphan.parse().unwrap()));
+        panic!("{orphan} {}", names.join(" "));
+    });
+    let Err(payload) = panicked else {
+        unreachable!()
+    };
+    let said: Vec<String> = payload
+        .downcast_ref::<String>()
+        .unwrap()
+        .split(' ')
+        .map(str::to_string)
+        .collect();
+    let orphan: i32 = said[0].parse().unwrap();
+    assert!(!common::alive(orphan), "the orphan {orphan} is still there");
+    let left = beds();
+    assert!(
+        said[1..].iter().chain(&names).all(|n| !left.contains(n)),
+        "{left:?}"
+    );
 }
