@@ -282,7 +282,22 @@ fn fs(sock: &mut Sock, settings: &Settings) -> Result<String, Failure> {
     // and sticky if others may write it: else someone could make the
     // client's directory look like another user's. An empty name tells the
     // client the server cannot do FS.
-    let safe = safe_rendezvous(&dir);
+    //
+    // And the client must be on this host: FS proves only that it can make
+    // a directory here, which a client on another host can do wherever
+    // the two share a file system (a cluster's NFS, hosts that are
+    // containers or network namespaces of one machine); that proves
+    // nothing about who it is there. HTCondor leaves this to /tmp being
+    // local (FS_REMOTE is the method for a shared directory); we check.
+    let peer = sock.peer();
+    let safe = if on_this_host(peer.ip(), local.ip()) {
+        safe_rendezvous(&dir)
+    } else {
+        Err(format!(
+            "the client ({}) is not on this host, and FS proves only a user of this host",
+            peer.ip()
+        ))
+    };
     let name = match &safe {
         Ok(()) => format!(
             "{dir}/FS_{}_{}_{}",
@@ -320,6 +335,52 @@ fn fs(sock: &mut Sock, settings: &Settings) -> Result<String, Failure> {
     sock.send(&e)?;
     let user = verdict.map_err(Failure::Refused)?;
     Ok(format!("{user}@{}", settings.uid_domain))
+}
+
+/// Whether a peer at `peer`, connected to this end's `local` address, is a
+/// process of this host (of this network namespace): it comes from
+/// loopback, from the address it reached, or from another address of one
+/// of this host's interfaces.
+pub fn on_this_host(peer: std::net::IpAddr, local: std::net::IpAddr) -> bool {
+    let peer = peer.to_canonical();
+    peer.is_loopback() || peer == local.to_canonical() || interface_addresses().contains(&peer)
+}
+
+/// The addresses of this host's interfaces (getifaddrs); none when it
+/// fails, so that a peer is then taken as remote.
+fn interface_addresses() -> Vec<std::net::IpAddr> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list`, freed below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    let mut at = list;
+    while !at.is_null() {
+        // SAFETY: `at` is a node of the list getifaddrs returned; its
+        // address, when not null, is a sockaddr of the family it names,
+        // as large as that family's.
+        unsafe {
+            let a = (*at).ifa_addr;
+            if !a.is_null() {
+                match i32::from((*a).sa_family) {
+                    libc::AF_INET => {
+                        let v4 = &*(a as *const libc::sockaddr_in);
+                        found.push(std::net::IpAddr::from(v4.sin_addr.s_addr.to_ne_bytes()));
+                    }
+                    libc::AF_INET6 => {
+                        let v6 = &*(a as *const libc::sockaddr_in6);
+                        found.push(std::net::IpAddr::from(v6.sin6_addr.s6_addr));
+                    }
+                    _ => {}
+                }
+            }
+            at = (*at).ifa_next;
+        }
+    }
+    // SAFETY: the list getifaddrs gave, freed once.
+    unsafe { libc::freeifaddrs(list) };
+    found
 }
 
 /// Whether FS_LOCAL_DIR is fit to meet clients in: a real directory
@@ -456,7 +517,7 @@ pub fn fs_client(sock: &mut Sock) -> Result<(), Failure> {
     let path = d.get_str()?;
     d.finish()?;
     let made = if path.is_empty() {
-        Err("the server could not name a directory".to_string())
+        Err("the server named no directory (FS works only on the daemon's own host)".to_string())
     } else {
         fs_client_dir(&path, sock.peer()).and_then(|(dir, ext)| {
             std::fs::DirBuilder::new()
@@ -550,6 +611,20 @@ pub fn nonce() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fs_is_for_peers_of_this_host_only() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        let local = ip("192.0.2.7");
+        assert!(on_this_host(ip("127.0.0.1"), local));
+        assert!(on_this_host(ip("::1"), local));
+        assert!(on_this_host(ip("::ffff:127.0.0.1"), local));
+        // A tool that reached the daemon at this host's own address.
+        assert!(on_this_host(ip("192.0.2.7"), local));
+        // Another host (TEST-NET-1 is no interface's).
+        assert!(!on_this_host(ip("192.0.2.8"), local));
+        assert!(interface_addresses().contains(&ip("127.0.0.1")));
+    }
 
     #[test]
     fn fs_names_with_and_without_channel_binding() {

@@ -643,6 +643,20 @@ fn authenticate(
         d.finish()
             .map_err(|e| AuthError::Sock(SockError::Decode(e)))?;
         let Some(method) = left.iter().copied().find(|m| m.bit() == chosen) else {
+            // The usual reason a tool on another host fails: it has no
+            // token (so it did not offer TOKEN, and the server's list
+            // does not name it either).
+            if !failures.is_empty()
+                && opts.methods.contains(&Method::Token)
+                && opts.tokens.is_empty()
+            {
+                failures.push(
+                    "TOKEN: this client has no token (SEC_TOKEN_DIRECTORY, else \
+                     ~/.condor/tokens.d; the pool's administrator makes one with \
+                     `token create`)"
+                        .into(),
+                );
+            }
             return Err(AuthError::Failed(if failures.is_empty() {
                 format!(
                     "no method in common (we offer {}, the server takes {})",

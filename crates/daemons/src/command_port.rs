@@ -18,7 +18,7 @@
 //! how much it sends (every message has the socket's bound, every
 //! connection a deadline on each read).
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -116,11 +116,11 @@ impl PortConfig {
         // file says which), so pools on one machine do not collide; one
         // that names a port (9618 for a pool of many hosts) gets it.
         let collector = Sinful::parse(&collector, 0).map_err(|e| format!("COLLECTOR_HOST: {e}"))?;
-        let ip = collector
-            .socket_addr()
-            .map(|a| a.ip())
-            .or_else(|| get("NETWORK_INTERFACE").and_then(|i| i.parse().ok()))
-            .unwrap_or_else(|| std::net::Ipv4Addr::LOCALHOST.into());
+        let ip = listen_ip(
+            &collector,
+            get("NETWORK_INTERFACE").and_then(|i| i.parse().ok()),
+            collector_here,
+        );
         let port = if collector_here { collector.port } else { 0 };
         let mut address_files = Vec::new();
         if collector_here {
@@ -224,6 +224,54 @@ impl PortConfig {
             operators,
         })
     }
+}
+
+/// The address this process's command port listens on, and so the one
+/// its ads give as `MyAddress`: what other hosts must be able to reach.
+///
+/// - The collector's process: COLLECTOR_HOST's address (a name resolved),
+///   where the pool's hosts look for it; else NETWORK_INTERFACE.
+/// - Another process: NETWORK_INTERFACE; else this host's address on the
+///   way to the collector (the kernel's choice of source address for it;
+///   no packet is sent), so a daemon on another host than the central
+///   manager is reachable from there.
+///
+/// Else loopback: a personal pool (no COLLECTOR_HOST, or one on loopback)
+/// stays on loopback, reachable from this host only.
+fn listen_ip(collector: &Sinful, interface: Option<IpAddr>, collector_here: bool) -> IpAddr {
+    let loopback = || IpAddr::from(std::net::Ipv4Addr::LOCALHOST);
+    let collector_ip = || {
+        collector.socket_addr().map(|a| a.ip()).or_else(|| {
+            use std::net::ToSocketAddrs;
+            let all: Vec<SocketAddr> = (collector.host.as_str(), collector.port)
+                .to_socket_addrs()
+                .ok()?
+                .collect();
+            all.iter()
+                .find(|a| a.is_ipv4())
+                .or(all.first())
+                .map(|a| a.ip())
+        })
+    };
+    if collector_here {
+        return collector_ip().or(interface).unwrap_or_else(loopback);
+    }
+    interface
+        .or_else(|| {
+            let to = collector_ip()?;
+            let any: IpAddr = if to.is_ipv4() {
+                std::net::Ipv4Addr::UNSPECIFIED.into()
+            } else {
+                std::net::Ipv6Addr::UNSPECIFIED.into()
+            };
+            let probe = std::net::UdpSocket::bind(SocketAddr::new(any, 0)).ok()?;
+            // A UDP connect only picks the route and the source address.
+            probe
+                .connect(SocketAddr::new(to, collector.port.max(1)))
+                .ok()?;
+            Some(probe.local_addr().ok()?.ip())
+        })
+        .unwrap_or_else(loopback)
 }
 
 /// A bound command port.
@@ -1803,5 +1851,31 @@ impl Daemon for PortDaemon {
 
     fn version(&self) -> &str {
         CONDOR_VERSION
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_personal_pool_listens_on_loopback_and_a_named_collector_where_it_is_named() {
+        let c = |s: &str| Sinful::parse(s, 0).unwrap();
+        // The built-in personal pool: no address, or loopback.
+        assert_eq!(listen_ip(&c("127.0.0.1"), None, true), ip("127.0.0.1"));
+        assert_eq!(listen_ip(&c("127.0.0.1:0"), None, false), ip("127.0.0.1"));
+        // A central manager named by its address listens there.
+        assert_eq!(listen_ip(&c("192.0.2.1:9618"), None, true), ip("192.0.2.1"));
+        // A name is resolved (here to loopback).
+        assert!(listen_ip(&c("localhost:9618"), None, true).is_loopback());
+        // Another daemon of the host: NETWORK_INTERFACE when set.
+        assert_eq!(
+            listen_ip(&c("192.0.2.1:9618"), Some(ip("192.0.2.9")), false),
+            ip("192.0.2.9")
+        );
     }
 }

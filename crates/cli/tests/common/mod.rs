@@ -92,22 +92,31 @@ impl PoolProcess {
     }
 
     /// Runs `ferrocondor <how> --state <state>` with the command `c`.
-    fn spawn_as(state: &Path, mut c: Command, how: &[&str]) -> PoolProcess {
+    fn spawn_as(state: &Path, c: Command, how: &[&str]) -> PoolProcess {
+        PoolProcess::spawn_by(state, c, how, |c| c.spawn().unwrap())
+    }
+
+    /// Like [`PoolProcess::spawn_as`], the command spawned by `spawn` (on
+    /// another host of the test bed, say). Does not wait.
+    pub fn spawn_by(
+        state: &Path,
+        mut c: Command,
+        how: &[&str],
+        spawn: impl FnOnce(&mut Command) -> Child,
+    ) -> PoolProcess {
         let log = state.with_extension("daemon.log");
         let stderr = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log)
             .unwrap();
-        let child = c
-            .args(how)
+        c.args(how)
             .arg("--state")
             .arg(state)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
+            .stderr(stderr);
+        let child = spawn(&mut c);
         PoolProcess {
             child: Some(child),
             state: state.to_path_buf(),
