@@ -627,159 +627,634 @@ pub fn as_tool(args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>,
     }
 }
 
-/// Rewrites the forms `condor_config_val` users type. Arguments that are
-/// not UTF-8 are passed on untouched, for clap to judge.
-pub fn normalize_config_val(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const LONG: &[&str] = &[
-        "verbose",
-        "dump",
-        "raw",
-        "subsystem",
-        "subsys",
-        "evaluate",
-        "json",
-        "config",
-        "local-name",
-        "defaults",
-        "expand",
-    ];
-    let command = args.get(1).and_then(|a| a.to_str());
-    let args = if matches!(command, Some("q" | "status" | "history")) {
+/// Rewrites the forms HTCondor's tools take into clap's: an option after
+/// one dash, abbreviated as far as HTCondor allows (`-const`, `-tot`,
+/// `-nob`), becomes ferrocondor's `--constraint`, `--totals`,
+/// `--nobatch`; `-af:lh` becomes `--af :lh`. An option HTCondor would have
+/// taken but ferrocondor does not have, or a word HTCondor calls
+/// ambiguous, is refused here with the message to print. Arguments that
+/// are not UTF-8 are passed on untouched, for clap to judge.
+pub fn normalize_config_val(
+    args: Vec<std::ffi::OsString>,
+) -> Result<Vec<std::ffi::OsString>, String> {
+    let command = args.get(1).and_then(|a| a.to_str()).map(str::to_string);
+    let args = match command.as_deref().and_then(tool_options) {
+        Some((table, extras)) => {
+            abbreviations(args, command.as_deref().unwrap_or(""), table, extras)?
+        }
+        None => args,
+    };
+    let args = if matches!(command.as_deref(), Some("q" | "status" | "history")) {
         split_af_qualifiers(args)
     } else {
         args
     };
-    let command = args.get(1).and_then(|a| a.to_str());
-    if command == Some("q") {
-        return single_dash(
-            args,
-            &[
-                "better-analyze",
-                "analyze",
-                "jobads",
-                "slotads",
-                "constraint",
-                "allusers",
-                "nobatch",
-                "batch",
-                "hold",
-                "run",
-                "long",
-                "af",
-                "autoformat",
-                "json",
-                "totals",
-                "format",
-                "wide",
-            ],
-        );
-    }
-    if command == Some("submit") {
-        // condor_submit's -dry-run takes a file; ferrocondor's --dry-run does not.
-        let args = args
-            .into_iter()
-            .enumerate()
-            .map(|(i, a)| {
-                if i > 1 && a.to_str() == Some("-dry-run") {
-                    "--dry-run-to".into()
-                } else {
-                    a
-                }
-            })
-            .collect();
-        return single_dash(args, &["batch-name", "append", "json", "queue"]);
-    }
-    if matches!(command, Some("rm" | "hold" | "release")) {
-        return single_dash(args, &["constraint", "all", "reason"]);
-    }
-    if command == Some("vacate_job") {
-        return single_dash(args, &["constraint", "all", "reason", "fast"]);
-    }
-    if command == Some("history") {
-        return single_dash(
-            args,
-            &[
-                "constraint",
-                "limit",
-                "match",
-                "long",
-                "af",
-                "autoformat",
-                "json",
-                "format",
-            ],
-        );
-    }
-    if command == Some("status") {
-        return single_dash(
-            args,
-            &[
-                "constraint",
-                "long",
-                "af",
-                "autoformat",
-                "json",
-                "compact",
-                "total",
-                "totals",
-                "schedd",
-                "submitters",
-                "format",
-                "avail",
-                "claimed",
-                "state",
-                "run",
-                "wide",
-            ],
-        );
-    }
-    if command == Some("vacate") {
-        return single_dash(args, &["fast"]);
-    }
-    if command == Some("drain") {
-        return single_dash(
-            args,
-            &[
-                "graceful",
-                "quick",
-                "fast",
-                "resume-on-completion",
-                "start",
-                "reason",
-                "cancel",
-            ],
-        );
-    }
-    if command == Some("token") {
-        return single_dash(
+    if command.as_deref() == Some("token") {
+        return Ok(single_dash(
             args,
             &[
                 "identity", "key", "lifetime", "authz", "token", "file", "dir", "state",
             ],
-        );
+        ));
     }
-    if command == Some("userprio") {
-        return single_dash(
-            args,
-            &["all", "allusers", "setfactor", "setprio", "resetusage"],
-        );
-    }
-    if command != Some("config_val") {
-        return args;
-    }
-    args.into_iter()
-        .enumerate()
-        .map(
-            |(i, a)| match a.to_str().and_then(|s| s.strip_prefix('-')) {
-                Some(rest) if i > 1 && !rest.starts_with('-') && LONG.contains(&rest) => {
-                    let rest = if rest == "subsys" { "subsystem" } else { rest };
-                    format!("--{rest}").into()
-                }
-                _ => a,
-            },
-        )
-        .collect()
+    Ok(args)
 }
+
+/// What an option of an HTCondor tool becomes here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Becomes {
+    /// ferrocondor's long option of this name, followed by this many values.
+    Arg(&'static str, usize),
+    /// An option of HTCondor's that ferrocondor does not have yet.
+    Missing,
+    /// A word HTCondor refuses as ambiguous, naming these options.
+    Ambiguous(&'static [&'static str]),
+}
+
+/// One option of an HTCondor tool, as the tool's argument loop tests for
+/// it: `is_dash_arg_prefix(arg, name, min)` (`colon`: the `_colon_`
+/// form, `-name:qualifiers`). A word is taken by the first option of its
+/// table it is a prefix of, at least `min` characters long, as HTCondor's
+/// `if ... else if` chain takes it; `--name` must be whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Abbrev {
+    pub name: &'static str,
+    pub min: usize,
+    pub colon: bool,
+    pub becomes: Becomes,
+}
+
+/// An option ferrocondor has: `name` at least `min` long is `--to`, with `values` values.
+const fn to(name: &'static str, min: usize, to: &'static str, values: usize) -> Abbrev {
+    Abbrev {
+        name,
+        min: if min == 0 { 1 } else { min },
+        colon: false,
+        becomes: Becomes::Arg(to, values),
+    }
+}
+
+/// An option HTCondor has and ferrocondor does not yet. A `min` of 0
+/// (HTCondor's default) takes any prefix.
+const fn no(name: &'static str, min: usize) -> Abbrev {
+    Abbrev {
+        name,
+        min: if min == 0 { 1 } else { min },
+        colon: false,
+        becomes: Becomes::Missing,
+    }
+}
+
+/// A word HTCondor takes only whole (a `min` of -1 there).
+const fn whole(name: &'static str) -> Abbrev {
+    no(name, name.len())
+}
+
+/// A word HTCondor refuses as ambiguous between `choices`.
+const fn ambiguous(name: &'static str, choices: &'static [&'static str]) -> Abbrev {
+    Abbrev {
+        name,
+        min: name.len(),
+        colon: false,
+        becomes: Becomes::Ambiguous(choices),
+    }
+}
+
+impl Abbrev {
+    /// The `-name:qualifiers` form is taken too.
+    const fn colon(self) -> Abbrev {
+        Abbrev {
+            colon: true,
+            ..self
+        }
+    }
+
+    /// Whether HTCondor takes `word` (after its one dash) as this option,
+    /// and the qualifiers after a colon.
+    fn takes<'w>(&self, word: &'w str) -> Option<Option<&'w str>> {
+        let (stem, qualifiers) = match word.split_once(':') {
+            Some((stem, q)) if self.colon => (stem, Some(q)),
+            _ => (word, None),
+        };
+        (!stem.is_empty() && stem.len() >= self.min && self.name.starts_with(stem))
+            .then_some(qualifiers)
+    }
+}
+
+/// The first option of `table` HTCondor takes `word` (`-const`) as, with
+/// the qualifiers after a colon; None for `--word`, which goes to clap.
+pub fn abbreviation<'t, 'w>(
+    table: &'t [Abbrev],
+    word: &'w str,
+) -> Option<(&'t Abbrev, Option<&'w str>)> {
+    let rest = word.strip_prefix('-').filter(|r| !r.starts_with('-'))?;
+    table
+        .iter()
+        .find_map(|o| o.takes(rest).map(|quals| (o, quals)))
+}
+
+/// The message for an option ferrocondor does not have yet.
+pub fn not_supported(command: &str, option: &str) -> String {
+    format!(
+        "error: {command}: the option {option} is not supported by ferrocondor yet \
+         (`ferrocondor {command} --help` lists the ones that are)"
+    )
+}
+
+/// The message for a word no option of the tool's is named by (too
+/// short, or no prefix of one), which HTCondor's tool refuses too.
+pub fn unrecognized(command: &str, word: &str) -> String {
+    format!(
+        "error: {command}: unrecognized option {word}, as HTCondor's condor_{command} \
+         refuses it: too short or no option's name (`ferrocondor {command} --help` lists \
+         the options)"
+    )
+}
+
+/// Rewrites one tool's single-dash options through its table; `extras`
+/// are ferrocondor's own single-dash options (whole words only).
+fn abbreviations(
+    args: Vec<std::ffi::OsString>,
+    command: &str,
+    table: &[Abbrev],
+    extras: &[&str],
+) -> Result<Vec<std::ffi::OsString>, String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut values: usize = 0;
+    let mut verbatim = false;
+    for (i, a) in args.into_iter().enumerate() {
+        if i < 2 || verbatim || values > 0 {
+            values = if i < 2 { 0 } else { values.saturating_sub(1) };
+            out.push(a);
+            continue;
+        }
+        let Some(word) = a.to_str().map(str::to_string) else {
+            out.push(a);
+            continue;
+        };
+        if word == "--" {
+            verbatim = true;
+            out.push(a);
+            continue;
+        }
+        match abbreviation(table, &word) {
+            Some((opt, qualifiers)) => match (opt.becomes, qualifiers) {
+                (Becomes::Arg("af", n), Some(q)) => {
+                    values = n;
+                    out.push(format!("--af:{q}").into());
+                }
+                (Becomes::Arg(_, _), Some(_)) => return Err(not_supported(command, &word)),
+                (Becomes::Arg(to, n), None) => {
+                    values = n;
+                    out.push(format!("--{to}").into());
+                }
+                (Becomes::Missing, qualifiers) => {
+                    let colon = qualifiers.map(|q| format!(":{q}")).unwrap_or_default();
+                    return Err(not_supported(command, &format!("-{}{colon}", opt.name)));
+                }
+                (Becomes::Ambiguous(choices), _) => {
+                    let choices: Vec<String> = choices.iter().map(|c| format!("-{c}")).collect();
+                    return Err(format!(
+                        "error: {command}: {word} is ambiguous, as HTCondor's condor_{command} \
+                         says: give {}",
+                        choices.join(" or ")
+                    ));
+                }
+            },
+            None => match word.strip_prefix('-') {
+                Some(rest) if !rest.starts_with('-') && extras.contains(&rest) => {
+                    out.push(format!("--{rest}").into())
+                }
+                // Too short, or no option's prefix: HTCondor refuses it.
+                Some(rest) if rest.starts_with(|c: char| c.is_ascii_alphabetic()) => {
+                    return Err(unrecognized(command, &word))
+                }
+                _ => out.push(a),
+            },
+        }
+    }
+    Ok(out)
+}
+
+/// The table of a command's HTCondor options, and ferrocondor's own
+/// single-dash options for it.
+fn tool_options(command: &str) -> Option<(&'static [Abbrev], &'static [&'static str])> {
+    Some(match command {
+        "q" => (Q_OPTIONS, &[]),
+        "status" => (STATUS_OPTIONS, &[]),
+        "history" => (HISTORY_OPTIONS, &[]),
+        "rm" => (RM_OPTIONS, &[]),
+        "hold" | "release" => (HOLD_OPTIONS, &[]),
+        "vacate_job" => (VACATE_JOB_OPTIONS, &[]),
+        "vacate" => (VACATE_OPTIONS, &[]),
+        "drain" => (DRAIN_OPTIONS, &[]),
+        "userprio" => (USERPRIO_OPTIONS, &[]),
+        "config_val" => (CONFIG_VAL_OPTIONS, &["json", "defaults"]),
+        "submit" => (SUBMIT_OPTIONS, &["json"]),
+        _ => return None,
+    })
+}
+
+// The tables below follow the argument loops of HTCondor 25.14.0
+// (htcondor/htcondor commit 7491a145f64a1c2393ed0933375874344fa44f9f):
+// each names the file, and lists the options in the order the loop tests
+// them, with the minimum length it gives each (`is_dash_arg_prefix(arg,
+// "constraint", 1)`). Read there, not copied.
+
+/// condor_q: src/condor_q.V6/queue.cpp, processCommandLineArguments.
+pub const Q_OPTIONS: &[Abbrev] = &[
+    to("wide", 1, "wide", 0).colon(),
+    to("long", 1, "long", 0).colon(),
+    no("xml", 3),
+    to("json", 2, "json", 0),
+    no("limit", 3),
+    no("pool", 1),
+    no("D", 1),
+    no("name", 1),
+    no("direct", 1),
+    no("submitter", 1),
+    to("constraint", 1, "constraint", 1),
+    no("slotconstraint", 5),
+    no("mconstraint", 2),
+    no("machine", 2),
+    no("address", 1),
+    no("autocluster", 2).colon(),
+    no("group-by", 2).colon(),
+    no("factory", 4).colon(),
+    no("jobset", 5).colon(),
+    no("attributes", 2),
+    to("format", 1, "format", 2),
+    no("aaf", 3).colon(),
+    to("autoformat", 5, "af", 0).colon(),
+    to("af", 2, "af", 0).colon(),
+    no("print-format", 2).colon(),
+    no("global", 1),
+    to("allusers", 2, "allusers", 0),
+    to("all-users", 2, "allusers", 0),
+    no("schedd-constraint", 5),
+    to("help", 1, "help", 0),
+    to("better-analyze", 2, "better-analyze", 0).colon(),
+    to("better-analyse", 2, "better-analyze", 0).colon(),
+    to("analyze", 2, "better-analyze", 0).colon(),
+    to("analyse", 2, "better-analyze", 0).colon(),
+    no("reverse-analyze", 3).colon(),
+    no("unmatchable", 5).colon(),
+    no("dry-run", 3).colon(),
+    no("capture-raw-results", 7).colon(),
+    no("verbose", 4),
+    to("run", 1, "run", 0),
+    to("hold", 2, "hold", 0).colon(),
+    to("held", 2, "hold", 0).colon(),
+    no("hold-codes", 6).colon(),
+    no("holdcodes", 5).colon(),
+    no("idle", 3),
+    no("cputime", 2),
+    no("currentrun", 3),
+    no("cumulative-time", 3),
+    no("grid", 2).colon(),
+    no("debug", 3).colon(),
+    no("io", 2),
+    no("dag", 2),
+    to("batch", 2, "batch", 0).colon(),
+    no("progress", 3).colon(),
+    to("nobatch", 3, "nobatch", 0),
+    to("totals", 3, "totals", 0),
+    no("expert", 1),
+    no("userlog", 1),
+    to("jobads", 1, "jobads", 1).colon(),
+    to("slotads", 1, "slotads", 1).colon(),
+    no("userprios", 5).colon(),
+    no("nouserprios", 7).colon(),
+    no("version", 1),
+    no("profile", 4).colon(),
+    no("stream-results", 2),
+];
+
+/// condor_status: src/condor_status.V6/status.cpp, firstPass.
+pub const STATUS_OPTIONS: &[Abbrev] = &[
+    to("avail", 2, "avail", 0),
+    no("pool", 1),
+    no("ads", 2).colon(),
+    to("format", 1, "format", 2),
+    to("autoformat", 5, "af", 0).colon(),
+    to("af", 2, "af", 0).colon(),
+    no("aaf", 3).colon(),
+    no("print-format", 2).colon(),
+    to("wide", 3, "wide", 0).colon(),
+    no("natural", 3).colon(),
+    no("target", 4),
+    to("constraint", 3, "constraint", 1),
+    no("annex-slots", 5),
+    no("annex-name", 10),
+    no("direct", 3),
+    no("diagnose", 3).colon(),
+    no("debug", 2).colon(),
+    no("defrag", 3),
+    to("help", 1, "help", 0),
+    no("limit", 2),
+    to("long", 1, "long", 0).colon(),
+    no("xml", 1),
+    to("json", 2, "json", 0),
+    no("group-by", 5),
+    no("attributes", 2),
+    to("claimed", 2, "claimed", 0),
+    no("data", 2),
+    to("run", 1, "run", 0),
+    no("cod", 3),
+    no("gpus", 3),
+    no("java", 1),
+    no("absent", 2),
+    no("offline", 2),
+    no("merge", 5),
+    no("vm", 2),
+    no("slots", 2),
+    to("compact", 3, "compact", 0),
+    no("nocompact", 5),
+    no("server", 2),
+    to("state", 4, "state", 0),
+    no("broken", 4),
+    no("lvm", 3).colon(),
+    no("healthy", 4).colon(),
+    no("snapshot", 4).colon(),
+    no("statistics", 5),
+    no("startd", 4),
+    to("schedd", 2, "schedd", 0),
+    no("grid", 1),
+    no("subsystem", 4),
+    no("multiple", 4).colon(),
+    no("license", 2),
+    no("storage", 3),
+    no("negotiator", 1),
+    no("generic", 2),
+    no("any", 2),
+    no("sort", 2),
+    to("submitters", 4, "submitters", 0),
+    no("master", 1),
+    no("collector", 3),
+    no("world", 1),
+    no("ckptsrvr", 2),
+    to("totals", 1, "total", 0),
+    no("expert", 1),
+    no("version", 3),
+];
+
+/// condor_history: src/condor_tools/history.cpp, main's argument loop.
+pub const HISTORY_OPTIONS: &[Abbrev] = &[
+    to("long", 1, "long", 0),
+    no("xml", 3),
+    no("jsonl", 5),
+    to("json", 4, "json", 0),
+    no("backwards", 1),
+    no("nobackwards", 3),
+    no("forwards", 4),
+    no("wide", 1).colon(),
+    to("match", 1, "limit", 1),
+    to("limit", 3, "limit", 1),
+    no("scanlimit", 4),
+    no("file", 2),
+    no("userlog", 1),
+    no("local", 2),
+    no("startd", 3),
+    no("schedd", 3),
+    no("stream-results", 6).colon(),
+    whole("inherit"),
+    no("attributes", 2),
+    to("help", 1, "help", 0),
+    to("format", 1, "format", 2),
+    to("af", 2, "af", 0).colon(),
+    to("autoformat", 5, "af", 0).colon(),
+    no("print-format", 2).colon(),
+    no("daemon", 3).colon(),
+    no("epochs", 2).colon(),
+    no("transfer-history", 2).colon(),
+    no("type", 2),
+    no("directory", 3),
+    no("search", 3),
+    to("constraint", 1, "constraint", 1),
+    no("since", 4),
+    no("completedsince", 3),
+    no("extract", 2),
+    no("debug", 3).colon(),
+    no("diagnostic", 4),
+    no("no-librarian", 12),
+    no("name", 1),
+    no("pool", 1),
+];
+
+/// condor_rm, condor_hold, condor_release and condor_vacate_job:
+/// src/condor_rm.V6/rm.cpp (one loop; -forcex takes one letter in
+/// condor_rm and two elsewhere, -fast one in condor_vacate_job).
+const fn act_options(forcex: usize, fast: Abbrev) -> [Abbrev; 17] {
+    [
+        no("debug", 1).colon(),
+        no("long", 1),
+        no("totals", 3),
+        to("constraint", 1, "constraint", 1),
+        to("all", 1, "all", 0),
+        no("held", 3),
+        no("hold", 3),
+        no("addr", 2),
+        to("reason", 1, "reason", 1),
+        no("subcode", 1),
+        no("forcex", forcex),
+        no("transfer", 2),
+        fast,
+        no("name", 1),
+        no("pool", 1),
+        no("version", 1),
+        to("help", 1, "help", 0),
+    ]
+}
+
+/// condor_rm's options (see [`act_options`]).
+pub const RM_OPTIONS: &[Abbrev] = &act_options(1, no("fast", 2));
+/// condor_hold's and condor_release's options (see [`act_options`]).
+pub const HOLD_OPTIONS: &[Abbrev] = &act_options(2, no("fast", 2));
+/// condor_vacate_job's options (see [`act_options`]).
+pub const VACATE_JOB_OPTIONS: &[Abbrev] = &act_options(2, to("fast", 1, "fast", 0));
+
+/// condor_vacate: src/condor_tools/tool.cpp, main's option loop (the
+/// -drain options are condor_off's and the like's only).
+pub const VACATE_OPTIONS: &[Abbrev] = &[
+    no("version", 0),
+    to("help", 0, "help", 0),
+    no("peaceful", 2),
+    no("pool", 1),
+    whole("preen"),
+    no("full", 2),
+    to("fast", 2, "fast", 0),
+    no("force-graceful", 2),
+    ambiguous("f", &["full", "fast"]),
+    no("debug", 1).colon(),
+    no("daemon", 2),
+    no("exec", 2),
+    no("graceful", 1),
+    no("addr", 2),
+    no("all", 2),
+    ambiguous("a", &["addr", "all"]),
+    no("name", 2),
+    no("negotiator", 2),
+    ambiguous("n", &["name", "negotiator"]),
+    no("master", 1),
+    no("cmd", 2),
+    no("constraint", 3),
+    no("collector", 3),
+    ambiguous("co", &["collector", "constraint"]),
+    no("kbdd", 1),
+    no("schedd", 2),
+    no("startd", 2),
+    no("subsystem", 2),
+    ambiguous("s", &["subsystem", "startd", "schedd"]),
+];
+
+/// condor_drain: src/condor_tools/drain.cpp, main's argument loop.
+pub const DRAIN_OPTIONS: &[Abbrev] = &[
+    to("help", 1, "help", 0),
+    no("version", 1),
+    no("debug", 3).colon(),
+    no("verbose", 4),
+    no("pool", 1),
+    to("cancel", 1, "cancel", 0),
+    to("fast", 1, "fast", 0),
+    to("quick", 1, "quick", 0),
+    to("graceful", 1, "graceful", 0),
+    to("resume-on-completion", 1, "resume-on-completion", 0),
+    no("exit-on-completion", 2),
+    no("restart-on-completion", 4),
+    no("reconfig-on-completion", 3),
+    to("reason", 3, "reason", 1),
+    no("request-id", 3),
+    no("check", 2),
+    to("start", 5, "start", 1),
+];
+
+/// condor_userprio: src/condor_tools/user_prio.cpp, main's argument loop
+/// (IsArg without a length takes any prefix; the first in order wins).
+pub const USERPRIO_OPTIONS: &[Abbrev] = &[
+    to("setprio", 1, "setprio", 2),
+    to("setfactor", 1, "setfactor", 2),
+    no("setfloor", 0),
+    no("setceiling", 0),
+    no("duration", 0),
+    no("cancelceilinglease", 0),
+    no("cancelfloorlease", 0),
+    no("cancelfactorlease", 0),
+    no("setbegin", 0),
+    no("setaccum", 0),
+    no("setlast", 0),
+    to("resetusage", 1, "resetusage", 1),
+    no("delete", 3),
+    no("resetall", 0),
+    no("long", 1),
+    no("constraint", 1),
+    no("legacy", 3),
+    no("modular", 3),
+    no("af", 2).colon(),
+    no("autoformat", 5).colon(),
+    no("debug", 1).colon(),
+    no("hierarchical", 2),
+    no("heir", 0),
+    no("flat", 2),
+    no("grouprollup", 0),
+    no("grouporder", 0),
+    no("quotas", 1),
+    no("surplus", 0),
+    no("sortkey", 2),
+    to("all", 1, "all", 0),
+    no("most", 2),
+    no("groupid", 0),
+    no("order", 0),
+    no("activefrom", 0),
+    to("allusers", 1, "allusers", 0),
+    no("usage", 2),
+    no("priority", 4),
+    no("getreslist", 6),
+    no("inputfile", 2),
+    no("pool", 1),
+    no("name", 0),
+    no("collector", 3),
+    no("negotiator", 3),
+];
+
+/// condor_config_val: src/condor_tools/config_val.cpp, main's argument
+/// loop (ferrocondor's -json and -defaults are its own, whole words only).
+pub const CONFIG_VAL_OPTIONS: &[Abbrev] = &[
+    no("name", 1),
+    no("address", 1),
+    no("pool", 1),
+    to("local-name", 2, "local-name", 1),
+    to("subsystem", 3, "subsystem", 1),
+    no("owner", 1),
+    no("tilde", 1),
+    no("master", 2),
+    no("schedd", 2),
+    no("startd", 2),
+    no("collector", 3),
+    no("negotiator", 3),
+    no("set", 2),
+    no("unset", 3),
+    no("rset", 3),
+    no("runset", 5),
+    no("mixedcase", 2),
+    no("diagnostic", 4),
+    to("raw", 3, "raw", 0),
+    no("default", 3),
+    to("config", 2, "config", 0),
+    no("reconfig", 5),
+    no("swap", 4),
+    to("verbose", 1, "verbose", 0).colon(),
+    to("dump", 1, "dump", 0),
+    no("trace", 2),
+    no("stats", 4).colon(),
+    no("info", 3).colon(),
+    to("expanded", 2, "expand", 0),
+    no("macro", 3).colon(),
+    to("evaluate", 2, "evaluate", 0),
+    no("unused", 4),
+    no("used", 2),
+    no("summary", 3).colon(),
+    no("writeconfig", 3).colon(),
+    no("root-config", 4),
+    no("debug", 2).colon(),
+    to("help", 2, "help", 0),
+    no("version", 3),
+    whole("check-if"),
+    whole("profile").colon(),
+];
+
+/// condor_submit: src/condor_submit.V6/submit.cpp, main's argument loop
+/// (-dry-run FILE is ferrocondor's --dry-run-to FILE).
+pub const SUBMIT_OPTIONS: &[Abbrev] = &[
+    no("verbose", 1),
+    no("terse", 3),
+    no("disable", 3),
+    no("debug", 2).colon(),
+    to("dry-run", 3, "dry-run-to", 1).colon(),
+    no("spool", 1),
+    no("file", 2),
+    no("digest", 6),
+    no("factory", 2),
+    no("generator", 1),
+    no("address", 2),
+    no("remote", 1),
+    no("name", 1),
+    to("append", 1, "append", 1),
+    to("batch-name", 1, "batch-name", 1),
+    no("batch-id", 1),
+    to("queue", 1, "queue", 0),
+    no("iterate", 2),
+    no("table", 5),
+    no("maxjobs", 3),
+    no("single-cluster", 3),
+    no("pool", 2),
+    no("unused", 1),
+    no("dump", 2),
+    no("force-mpi-universe", 7),
+    no("allow-crlf-script", 8),
+    to("help", 0, "help", 0),
+    no("capabilities", 3).colon(),
+    no("interactive", 1),
+];
 
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES)]
@@ -1048,4 +1523,268 @@ pub struct TokenFetchArgs {
     /// Write the token to this file.
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `word` becomes in `table`: ferrocondor's option, `!name` for
+    /// one it lacks, `?` for an ambiguous word, None for none.
+    fn becomes(table: &[Abbrev], word: &str) -> Option<String> {
+        abbreviation(table, word).map(|(o, _)| match o.becomes {
+            Becomes::Arg(to, _) => to.to_string(),
+            Becomes::Missing => format!("!{}", o.name),
+            Becomes::Ambiguous(_) => "?".to_string(),
+        })
+    }
+
+    fn check(table: &[Abbrev], cases: &[(&str, Option<&str>)]) {
+        for (word, want) in cases {
+            assert_eq!(
+                becomes(table, word).as_deref(),
+                *want,
+                "{word} should be {want:?}"
+            );
+        }
+    }
+
+    // The lengths are those of HTCondor 25.14.0 (commit 7491a145f64a),
+    // in the files each table names.
+
+    #[test]
+    fn condor_q_takes_queue_cpp_prefixes() {
+        check(
+            Q_OPTIONS,
+            &[
+                ("-c", Some("constraint")),
+                ("-const", Some("constraint")),
+                ("-tot", Some("totals")),
+                ("-to", None),
+                ("-t", None),
+                ("-nob", Some("nobatch")),
+                ("-no", None),
+                ("-glob", Some("!global")),
+                ("-g", Some("!global")),
+                ("-gr", Some("!group-by")),
+                ("-al", Some("allusers")),
+                ("-a", Some("!address")),
+                ("-an", Some("better-analyze")),
+                ("-be", Some("better-analyze")),
+                ("-b", None),
+                ("-ba", Some("batch")),
+                ("-af", Some("af")),
+                ("-autof:lh", Some("af")),
+                ("-auto", Some("!autocluster")),
+                ("-l", Some("long")),
+                ("-lim", Some("!limit")),
+                ("-js", Some("json")),
+                ("-j", Some("jobads")),
+                ("-sl", Some("slotads")),
+                ("-s", Some("!submitter")),
+                ("-r", Some("run")),
+                ("-h", Some("help")),
+                ("-ho", Some("hold")),
+                ("-hel", Some("help")),
+                ("-held", Some("hold")),
+                ("-hold-c", Some("!hold-codes")),
+                ("-f", Some("format")),
+                ("-w", Some("wide")),
+                // Two dashes: clap's, whole names only.
+                ("--const", None),
+                ("-constraints", None),
+            ],
+        );
+    }
+
+    #[test]
+    fn condor_status_takes_status_cpp_prefixes() {
+        check(
+            STATUS_OPTIONS,
+            &[
+                ("-const", Some("constraint")),
+                ("-con", Some("constraint")),
+                ("-co", None),
+                ("-c", None),
+                ("-cl", Some("claimed")),
+                ("-com", Some("compact")),
+                ("-t", Some("total")),
+                ("-tot", Some("total")),
+                ("-av", Some("avail")),
+                ("-a", None),
+                ("-l", Some("long")),
+                ("-w", Some("!world")),
+                ("-wi", None),
+                ("-wid", Some("wide")),
+                ("-sch", Some("schedd")),
+                ("-sub", None),
+                ("-subm", Some("submitters")),
+                ("-subs", Some("!subsystem")),
+                ("-stat", Some("state")),
+                ("-sta", None),
+                ("-star", Some("!startd")),
+                ("-r", Some("run")),
+                ("-js", Some("json")),
+                ("-x", Some("!xml")),
+            ],
+        );
+    }
+
+    #[test]
+    fn condor_rm_hold_release_vacate_job_take_rm_cpp_prefixes() {
+        for table in [RM_OPTIONS, HOLD_OPTIONS, VACATE_JOB_OPTIONS] {
+            check(
+                table,
+                &[
+                    ("-c", Some("constraint")),
+                    ("-const", Some("constraint")),
+                    ("-a", Some("all")),
+                    ("-r", Some("reason")),
+                    ("-reas", Some("reason")),
+                    ("-t", None),
+                    ("-tot", Some("!totals")),
+                    ("-tr", Some("!transfer")),
+                    ("-h", Some("help")),
+                    ("-hel", Some("!held")),
+                ],
+            );
+        }
+        check(
+            RM_OPTIONS,
+            &[("-f", Some("!forcex")), ("-fa", Some("!fast"))],
+        );
+        check(HOLD_OPTIONS, &[("-f", None), ("-fo", Some("!forcex"))]);
+        check(
+            VACATE_JOB_OPTIONS,
+            &[("-f", Some("fast")), ("-fas", Some("fast"))],
+        );
+    }
+
+    #[test]
+    fn condor_history_takes_history_cpp_prefixes() {
+        check(
+            HISTORY_OPTIONS,
+            &[
+                ("-lim", Some("limit")),
+                ("-li", None),
+                ("-m", Some("limit")),
+                ("-l", Some("long")),
+                ("-c", Some("constraint")),
+                ("-co", Some("constraint")),
+                ("-js", None),
+                ("-json", Some("json")),
+                ("-jsonl", Some("!jsonl")),
+                ("-f", Some("format")),
+                ("-af:h", Some("af")),
+                ("-inherit", Some("!inherit")),
+                ("-inh", None),
+            ],
+        );
+    }
+
+    #[test]
+    fn condor_submit_drain_userprio_config_val_vacate_take_their_prefixes() {
+        check(
+            SUBMIT_OPTIONS,
+            &[
+                ("-b", Some("batch-name")),
+                ("-batch", Some("batch-name")),
+                ("-a", Some("append")),
+                ("-q", Some("queue")),
+                ("-dry", Some("dry-run-to")),
+                ("-dr", None),
+                ("-s", Some("!spool")),
+                ("-h", Some("help")),
+            ],
+        );
+        check(
+            DRAIN_OPTIONS,
+            &[
+                ("-c", Some("cancel")),
+                ("-f", Some("fast")),
+                ("-g", Some("graceful")),
+                ("-r", Some("resume-on-completion")),
+                ("-rea", Some("reason")),
+                ("-sta", None),
+                ("-start", Some("start")),
+            ],
+        );
+        check(
+            USERPRIO_OPTIONS,
+            &[
+                ("-s", Some("setprio")),
+                ("-setf", Some("setfactor")),
+                ("-r", Some("resetusage")),
+                ("-reseta", Some("!resetall")),
+                ("-a", Some("all")),
+                ("-allu", Some("allusers")),
+                ("-h", Some("!heir")),
+            ],
+        );
+        check(
+            CONFIG_VAL_OPTIONS,
+            &[
+                ("-d", Some("dump")),
+                ("-v", Some("verbose")),
+                ("-sub", Some("subsystem")),
+                ("-su", None),
+                ("-ra", None),
+                ("-raw", Some("raw")),
+                ("-ev", Some("evaluate")),
+                ("-ex", Some("expand")),
+                ("-con", Some("config")),
+                ("-defaults", None),
+            ],
+        );
+        check(
+            VACATE_OPTIONS,
+            &[
+                ("-fa", Some("fast")),
+                ("-f", Some("?")),
+                ("-s", Some("?")),
+                ("-co", Some("?")),
+                ("-con", Some("!constraint")),
+            ],
+        );
+    }
+
+    #[test]
+    fn the_command_line_is_rewritten_or_refused_as_htcondor_would() {
+        let line = |words: &[&str]| -> Result<Vec<String>, String> {
+            normalize_config_val(words.iter().map(std::ffi::OsString::from).collect())
+                .map(|v| v.into_iter().map(|a| a.into_string().unwrap()).collect())
+        };
+        assert_eq!(
+            line(&[
+                "ferrocondor",
+                "q",
+                "-const",
+                "-x",
+                "-autof:h",
+                "Owner",
+                "-tot"
+            ])
+            .unwrap(),
+            [
+                "ferrocondor",
+                "q",
+                "--constraint",
+                "-x",
+                "--af",
+                ":h",
+                "Owner",
+                "--totals"
+            ]
+        );
+        assert_eq!(
+            line(&["ferrocondor", "submit", "-dry", "-", "-"]).unwrap(),
+            ["ferrocondor", "submit", "--dry-run-to", "-", "-"]
+        );
+        let err = line(&["ferrocondor", "q", "-glob"]).unwrap_err();
+        assert!(err.contains("the option -global is not supported"), "{err}");
+        let err = line(&["ferrocondor", "q", "-to"]).unwrap_err();
+        assert!(err.contains("unrecognized option -to"), "{err}");
+        let err = line(&["ferrocondor", "vacate", "-f"]).unwrap_err();
+        assert!(err.contains("give -full or -fast"), "{err}");
+    }
 }

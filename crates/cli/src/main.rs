@@ -65,7 +65,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let argv = args::normalize_config_val(argv);
+    let argv = match args::normalize_config_val(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let matches = match Cli::command().try_get_matches_from(&argv) {
         Ok(m) => m,
         Err(e) => return usage_error(e, &argv),
@@ -213,10 +219,7 @@ fn usage_error(e: clap::Error, argv: &[std::ffi::OsString]) -> ExitCode {
                 .find(|a| a.starts_with('-') && (a.starts_with(&bad) || bad.starts_with(*a)))
                 .map_or(bad.as_str(), |a| a.split('=').next().unwrap_or(a));
             let command = words.get(1).copied().unwrap_or("ferrocondor");
-            eprintln!(
-                "error: {command}: the option {whole} is not supported by ferrocondor yet \
-                 (`ferrocondor {command} --help` lists the ones that are)"
-            );
+            eprintln!("{}", args::not_supported(command, whole));
             return ExitCode::from(2);
         }
     }
