@@ -328,3 +328,67 @@ condor_rm 1 2
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// HTCondor's abbreviations through the links (`-const`, `-tot`, `-nob`,
+/// `-lim`), with HTCondor's minimum lengths: a word too short is refused,
+/// and a prefix of an option ferrocondor lacks names the option whole.
+#[test]
+fn abbreviated_options_work_through_the_links() {
+    let dir = scratch("links-abbrev");
+    let links = install_links(&dir);
+    let state = dir.join("state");
+    let _pool = PoolProcess::start(&state, FAST);
+    write(&dir.join("true.sub"), "executable = /bin/true\nqueue 2\n");
+    write(
+        &dir.join("held.sub"),
+        "executable = /bin/true\nhold = true\nqueue 2\n",
+    );
+    let out = run_script(
+        &dir,
+        &links,
+        &state,
+        r#"set -e
+condor_submit true.sub
+n=0
+until condor_q -tot | grep -q "^Total for query: 0 jobs"; do
+    n=$((n + 1))
+    [ $n -lt 300 ] || { echo "the jobs never left the queue" >&2; exit 1; }
+    sleep 0.1
+done
+condor_submit held.sub
+echo "== const"
+condor_q -const 'ProcId == 1' -af ClusterId ProcId
+echo "== tot"
+condor_q -tot
+echo "== nob"
+condor_q -nob | grep -c ' 2\.[01] '
+echo "== status"
+condor_status -const 'Cpus == 1' -af Name | wc -l
+echo "== rm"
+condor_rm -const 'ClusterId == 2 && ProcId == 0'
+condor_q -const 'JobStatus != 3' -af ClusterId ProcId
+echo "== history"
+condor_history -lim 1 -af ClusterId | wc -l
+echo "== refused"
+condor_q -t 2>&1 || echo "rc=$?"
+condor_q -glob 2>&1 || echo "rc=$?"
+"#,
+    );
+    assert_eq!(section(&out, "const"), "2 1\n", "{out}");
+    assert!(
+        section(&out, "tot").contains("Total for query: 2 jobs"),
+        "{out}"
+    );
+    assert_eq!(section(&out, "nob"), "2\n", "{out}");
+    assert_eq!(section(&out, "status"), "2\n", "{out}");
+    assert!(section(&out, "rm").ends_with("2 1\n"), "{out}");
+    assert_eq!(section(&out, "history"), "1\n", "{out}");
+    let refused = section(&out, "refused");
+    assert!(refused.contains("unrecognized option -t"), "{out}");
+    assert!(
+        refused.contains("the option -global is not supported by ferrocondor yet"),
+        "{out}"
+    );
+    assert_eq!(refused.matches("rc=2").count(), 2, "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
