@@ -111,7 +111,7 @@ pub fn run(
             "{tool} needs jobs to act on: JOB (CLUSTER or CLUSTER.PROC), OWNER, -constraint EXPR or -all"
         )));
     }
-    let daemons = Daemons::new(None)?;
+    let daemons = Daemons::new(None)?.located(a.locate.pool.as_deref(), a.locate.name.as_deref());
     let mut refused = false;
     for target in requests {
         match target {
@@ -171,7 +171,7 @@ pub fn history(a: &HistoryArgs, now: i64, out: &mut dyn Write) -> Result<Outcome
     let constraint = jobview::job_constraint(&a.targets, a.constraint.as_deref(), None);
     let env = crate::system::ToolConfig::load()?.env(now);
     let offset = env.utc_offset;
-    let daemons = Daemons::new(None)?;
+    let daemons = Daemons::new(None)?.located(a.locate.pool.as_deref(), a.locate.name.as_deref());
     let ads = match daemons.query_history(constraint.as_deref(), &[], a.limit) {
         Ok(ads) => ads,
         // condor_history reads the history itself, so it answers with the

@@ -162,6 +162,10 @@ pub struct StatusArgs {
     /// Slots (slot1@host) or machines (host) to show.
     #[arg(value_name = "NAME")]
     pub targets: Vec<String>,
+    /// The pool's central manager (`host[:port]`, port 9618 if none), in
+    /// place of COLLECTOR_HOST.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub pool: Option<String>,
     /// Only slots matching this ClassAd expression.
     #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
     pub constraint: Option<String>,
@@ -338,6 +342,20 @@ pub enum PoolCommand {
     },
 }
 
+/// Which pool and which access point a tool asks, as HTCondor's tools'
+/// `-pool` and `-name` say (else COLLECTOR_HOST and the local schedd).
+#[derive(Debug, Default, Args)]
+pub struct Locate {
+    /// The pool's central manager (`host[:port]`, port 9618 if none), in
+    /// place of COLLECTOR_HOST.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub pool: Option<String>,
+    /// The access point (its schedd's Name at the collector), in place of
+    /// the local one.
+    #[arg(long, value_name = "SCHEDD")]
+    pub name: Option<String>,
+}
+
 const ACT_EXIT_CODES: &str = "Exit status: 0 every job asked for was acted on, 1 some were not (not found, not yours, wrong status), 2 on an error.";
 
 #[derive(Debug, Args)]
@@ -355,6 +373,8 @@ pub struct ActArgs {
     /// The reason to record (HoldReason, RemoveReason, ReleaseReason).
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
+    #[command(flatten)]
+    pub locate: Locate,
 }
 
 #[derive(Debug, Args)]
@@ -397,6 +417,8 @@ pub struct HistoryArgs {
     /// Print the job ads as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub locate: Locate,
 }
 
 const Q_EXIT_CODES: &str = "Exit status: 0 when every job analysed could run on some slot, 1 when one could not, 2 on an error.";
@@ -406,6 +428,8 @@ pub struct QArgs {
     /// Jobs (CLUSTER or CLUSTER.PROC) or owners to show.
     #[arg(value_name = "JOB|OWNER")]
     pub targets: Vec<String>,
+    #[command(flatten)]
+    pub locate: Locate,
     /// Only jobs matching this ClassAd expression.
     #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
     pub constraint: Option<String>,
@@ -486,6 +510,8 @@ pub struct SubmitArgs {
     /// The submit description file (`-` for standard input).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+    #[command(flatten)]
+    pub locate: Locate,
     /// Print the job ads instead of queueing them.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
@@ -868,9 +894,9 @@ pub const Q_OPTIONS: &[Abbrev] = &[
     no("xml", 3),
     to("json", 2, "json", 0),
     no("limit", 3),
-    no("pool", 1),
+    to("pool", 1, "pool", 1),
     no("D", 1),
-    no("name", 1),
+    to("name", 1, "name", 1),
     no("direct", 1),
     no("submitter", 1),
     to("constraint", 1, "constraint", 1),
@@ -933,7 +959,7 @@ pub const Q_OPTIONS: &[Abbrev] = &[
 /// condor_status: src/condor_status.V6/status.cpp, firstPass.
 pub const STATUS_OPTIONS: &[Abbrev] = &[
     to("avail", 2, "avail", 0),
-    no("pool", 1),
+    to("pool", 1, "pool", 1),
     no("ads", 2).colon(),
     to("format", 1, "format", 2),
     to("autoformat", 5, "af", 0).colon(),
@@ -1037,8 +1063,8 @@ pub const HISTORY_OPTIONS: &[Abbrev] = &[
     no("debug", 3).colon(),
     no("diagnostic", 4),
     no("no-librarian", 12),
-    no("name", 1),
-    no("pool", 1),
+    to("name", 1, "name", 1),
+    to("pool", 1, "pool", 1),
 ];
 
 /// condor_rm, condor_hold, condor_release and condor_vacate_job:
@@ -1059,8 +1085,8 @@ const fn act_options(forcex: usize, fast: Abbrev) -> [Abbrev; 17] {
         no("forcex", forcex),
         no("transfer", 2),
         fast,
-        no("name", 1),
-        no("pool", 1),
+        to("name", 1, "name", 1),
+        to("pool", 1, "pool", 1),
         no("version", 1),
         to("help", 1, "help", 0),
     ]
@@ -1237,7 +1263,7 @@ pub const SUBMIT_OPTIONS: &[Abbrev] = &[
     no("generator", 1),
     no("address", 2),
     no("remote", 1),
-    no("name", 1),
+    to("name", 1, "name", 1),
     to("append", 1, "append", 1),
     to("batch-name", 1, "batch-name", 1),
     no("batch-id", 1),
@@ -1246,7 +1272,7 @@ pub const SUBMIT_OPTIONS: &[Abbrev] = &[
     no("table", 5),
     no("maxjobs", 3),
     no("single-cluster", 3),
-    no("pool", 2),
+    to("pool", 2, "pool", 1),
     no("unused", 1),
     no("dump", 2),
     no("force-mpi-universe", 7),

@@ -46,6 +46,9 @@ pub struct Daemons {
     /// SCHEDD_NAME, else FULL_HOSTNAME: the local schedd's name, as
     /// condor_q's banner shows it.
     schedd_name: String,
+    /// `-name`: the schedd is the one of that name at the collector, not
+    /// the local one of the address file.
+    schedd_named: bool,
     collector: OnceCell<Sinful>,
     schedd: OnceCell<Sinful>,
 }
@@ -103,6 +106,7 @@ impl Daemons {
             collector_file: file("COLLECTOR_ADDRESS_FILE", ".collector_address"),
             schedd_file: file("SCHEDD_ADDRESS_FILE", ".schedd_address"),
             schedd_name: get("SCHEDD_NAME").unwrap_or_else(|| hostname.clone()),
+            schedd_named: false,
             hostname,
             collector: OnceCell::new(),
             schedd: OnceCell::new(),
@@ -112,6 +116,26 @@ impl Daemons {
     /// Where the local schedd writes its address (SCHEDD_ADDRESS_FILE).
     pub fn schedd_address_file(&self) -> &Path {
         &self.schedd_file
+    }
+
+    /// HTCondor's tools' `-pool HOST[:PORT]` (the collector, port 9618 when
+    /// none is named) and `-name SCHEDD` (the access point of that name,
+    /// found at the collector).
+    pub fn located(mut self, pool: Option<&str>, name: Option<&str>) -> Daemons {
+        if let Some(p) = pool {
+            let with_port = match Sinful::parse(p, 0) {
+                Ok(a) if a.port == 0 => format!("{p}:9618"),
+                _ => p.to_string(),
+            };
+            self.collector_host = Some(with_port);
+            // Another pool's: not this host's address files.
+            self.schedd_named = true;
+        }
+        if let Some(n) = name {
+            self.schedd_name = n.to_string();
+            self.schedd_named = true;
+        }
+        self
     }
 
     /// This host's name (FULL_HOSTNAME).
@@ -196,14 +220,25 @@ impl Daemons {
         if let Some(a) = self.schedd.get() {
             return Ok(a);
         }
-        let addr = match self.address_file(&self.schedd_file)? {
+        let local = match self.schedd_named {
+            true => None,
+            false => self.address_file(&self.schedd_file)?,
+        };
+        let addr = match local {
             Some(a) => a,
-            None if self.collector_host.is_some() => {
+            None if self.collector_host.is_some() || self.schedd_named => {
                 let ads = self.query_collector(
                     cmd::QUERY_SCHEDD_ADS,
                     Some(&format!("Name == {}", classad_string(&self.schedd_name))),
                     &["MyAddress", "Name"],
                 )?;
+                if ads.is_empty() {
+                    return Err(Error::Daemon(format!(
+                        "the collector at {} knows no schedd named {} (see `ferrocondor status -schedd`)",
+                        self.collector()?,
+                        self.schedd_name
+                    )));
+                }
                 self.my_address(Kind::Schedd, ads.first())?
             }
             None => return Err(self.no_pool(None)),
@@ -258,7 +293,9 @@ impl Daemons {
     /// Whether `addr` came from this pool's own address files (a stale
     /// one means the pool is not running).
     fn is_local(&self, addr: &Sinful) -> bool {
-        self.collector_host.is_none() || self.schedd.get() == Some(addr)
+        // A pool named with -pool/-name is another's: its daemons'
+        // silence says nothing of this host's pool.
+        !self.schedd_named && (self.collector_host.is_none() || self.schedd.get() == Some(addr))
     }
 
     /// A failure talking to a daemon, for the person.

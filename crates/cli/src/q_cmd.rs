@@ -67,7 +67,7 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     } else {
         Some(PrintMask::parse(&a.print)?)
     };
-    let daemons = Daemons::new(None)?;
+    let daemons = Daemons::new(None)?.located(a.locate.pool.as_deref(), a.locate.name.as_deref());
     let env = crate::system::ToolConfig::load()?.env(now);
     let offset = env.utc_offset;
     if a.totals && mask.is_none() && !a.json && !a.long {
@@ -148,7 +148,9 @@ fn analyze(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
             let me = (a.targets.is_empty() && !a.allusers).then(jobview::my_name);
             let constraint =
                 jobview::job_constraint(&a.targets, a.constraint.as_deref(), me.as_deref());
-            let (ads, _) = Daemons::new(None)?.query_jobs(constraint.as_deref(), &[])?;
+            let (ads, _) = Daemons::new(None)?
+                .located(a.locate.pool.as_deref(), a.locate.name.as_deref())
+                .query_jobs(constraint.as_deref(), &[])?;
             (ads, "the pool".to_string())
         }
     };
@@ -156,9 +158,9 @@ fn analyze(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     // The slot ads from -slotads, else from the pool's collector.
     let slots = match &a.slotads {
         Some(path) => read_file(path)?,
-        None => {
-            Daemons::new(None)?.query_collector(cedar::commands::QUERY_STARTD_ADS, None, &[])?
-        }
+        None => Daemons::new(None)?
+            .located(a.locate.pool.as_deref(), a.locate.name.as_deref())
+            .query_collector(cedar::commands::QUERY_STARTD_ADS, None, &[])?,
     };
     let wanted = match job_arg {
         Some(id) => Some(parse_job_id(id)?),

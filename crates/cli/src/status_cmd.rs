@@ -58,7 +58,9 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
         cmd::QUERY_STARTD_ADS
     };
     let wanted = wanted.map(|w| checked_constraint(&w)).transpose()?;
-    let mut ads = Daemons::new(None)?.query_collector(command, wanted.as_deref(), &[])?;
+    let mut ads = Daemons::new(None)?
+        .located(a.pool.as_deref(), None)
+        .query_collector(command, wanted.as_deref(), &[])?;
     let env = crate::system::ToolConfig::load()?.env(now);
     sort_slots(&mut ads, &env);
     let plain = !a.json && !a.long && mask.is_none() && !a.total;

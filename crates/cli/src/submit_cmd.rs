@@ -75,7 +75,7 @@ pub fn run(
     if !dry_run {
         // For real, the schedd hands out the cluster id first (the ads name
         // it: `$(Cluster)`), as condor_submit asks it for a new cluster.
-        return queue(Path::new(&cwd), &build, out, diag);
+        return queue(Path::new(&cwd), &a.locate, &build, out, diag);
     }
     let mut submission = build(a.cluster, a.proc, diag)?;
     let cluster = a.cluster;
@@ -222,11 +222,12 @@ type Build<'a> = dyn Fn(i64, i64, &mut dyn Write) -> Result<submit::Submission, 
 /// one, and the schedd keeps nothing of it.
 fn queue(
     cwd: &Path,
+    locate: &crate::args::Locate,
     build: &Build<'_>,
     out: &mut dyn Write,
     diag: &mut dyn Write,
 ) -> Result<Outcome, Error> {
-    let daemons = Daemons::new(None)?;
+    let daemons = Daemons::new(None)?.located(locate.pool.as_deref(), locate.name.as_deref());
     let addr = daemons.schedd()?.clone();
     let command = cedar::commands::QMGMT_WRITE_CMD;
     let mut sock = daemons.connect(Kind::Schedd, &addr, command)?;

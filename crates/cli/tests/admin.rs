@@ -639,3 +639,63 @@ fn userprio_setprio_resetusage_and_allusers() {
     assert!(after[6].contains('/'), "{after:?}");
     ok(t(&["rm", &id]));
 }
+
+/// HTCondor's `-pool` and `-name`: the tools reach a pool and an access
+/// point that no local address file names (here, from a state directory
+/// of no pool at all), through the collector.
+#[test]
+fn pool_and_name_reach_an_access_point_through_the_collector() {
+    let dir = scratch("admin-pool-name");
+    let state = dir.join("state");
+    let _pool = PoolProcess::start(&state, &[("NUM_CPUS", "1"), ("START", "false")]);
+    let collector = std::fs::read_to_string(state.join(".collector_address")).unwrap();
+    let collector = collector.lines().next().unwrap().trim().to_string();
+    let schedd = ok(run(&state, &dir, &["status", "-schedd", "-af", "Name"]));
+    let schedd = schedd.trim().to_string();
+    // Elsewhere: no pool here, so the local tools find none.
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let t = |args: &[&str]| run(&elsewhere, &dir, args);
+    let none = t(&["q", "-af", "ClusterId"]);
+    assert!(!none.status.success(), "{}", out(&none));
+    assert!(err(&none).contains("no pool is running"), "{}", err(&none));
+
+    write(&dir.join("j.sub"), "executable = /bin/true\nqueue 2\n");
+    let submitted = ok(t(&[
+        "submit", "-pool", &collector, "-name", &schedd, "j.sub",
+    ]));
+    assert!(
+        submitted.contains("2 job(s) submitted to cluster 1."),
+        "{submitted}"
+    );
+    assert_eq!(
+        ok(t(&[
+            "q", "-pool", &collector, "-name", &schedd, "-af", "ProcId"
+        ])),
+        "0\n1\n"
+    );
+    // -pool alone: the access point of this host's name at that collector.
+    assert_eq!(
+        ok(t(&["q", "-pool", &collector, "-af", "ProcId"])),
+        "0\n1\n"
+    );
+    let slots = ok(t(&["status", "-pool", &collector, "-af", "Name"]));
+    assert_eq!(slots.lines().count(), 1, "{slots}");
+    assert_eq!(
+        ok(t(&["rm", "-pool", &collector, "-name", &schedd, "1.0"])),
+        "Job 1.0 marked for removal\n"
+    );
+    let h = ok(t(&[
+        "history", "-pool", &collector, "-name", &schedd, "-af", "ProcId",
+    ]));
+    assert_eq!(h, "0\n");
+    // An access point the collector does not know is said by its name.
+    let bogus = t(&["q", "-pool", &collector, "-name", "nosuch", "-af", "ProcId"]);
+    assert_eq!(bogus.status.code(), Some(2));
+    assert!(
+        err(&bogus).contains("knows no schedd named nosuch"),
+        "{}",
+        err(&bogus)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
