@@ -774,6 +774,19 @@ mod tests {
     }
 
     #[test]
+    fn defrag_is_off_true_or_its_own_configuration() {
+        let base = r#"{"duration": 1, "machines": [{"class": "n"}]"#;
+        let read = |tail: &str| Scenario::from_json(&format!("{base}{tail}}}"));
+        assert_eq!(read("").unwrap().defrag, None);
+        assert_eq!(read(r#", "defrag": false"#).unwrap().defrag, None);
+        assert_eq!(read(r#", "defrag": true"#).unwrap().defrag, Some(vec![]));
+        let s = read(r#", "defrag": {"config": [{"text": "DEFRAG_INTERVAL = 60"}]}"#).unwrap();
+        assert_eq!(s.defrag.unwrap().len(), 1);
+        let e = read(r#", "defrag": {"confg": []}"#).unwrap_err();
+        assert!(e.0.contains("confg"), "{e}");
+    }
+
+    #[test]
     fn typos_are_errors_that_say_where() {
         let e = Scenario::from_json(
             r#"{"duration": 1, "machines": [{"class": "n"}], "jobs": [{"user": "a", "runtim": 5}]}"#,

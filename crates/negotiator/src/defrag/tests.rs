@@ -144,9 +144,8 @@ fn max_concurrent_draining_counts_only_this_daemons_drains() {
     ];
     let plan = d.poll(&ads, HOUR);
     assert_eq!(plan.draining, 1);
-    // Room for one more only in the sense of the limit: the quota (10)
-    // goes on draining every candidate, as HTCondor checks the limit once
-    // per poll.
+    // One draining is under the limit of 2, and HTCondor checks the limit
+    // once per poll: the quota (10) then drains every candidate.
     assert_eq!(drained(&plan), vec!["c", "d"]);
     let ads = vec![
         draining("a", 2, 8, ME),
