@@ -119,6 +119,12 @@ impl Config {
         &self.subsystem
     }
 
+    /// The daemon's local name (`-local-name`), else its subsystem: what
+    /// `$(LOCALNAME)` is.
+    pub fn local_name(&self) -> &str {
+        self.local_name.as_deref().unwrap_or(&self.subsystem)
+    }
+
     /// Warnings met while reading (`warning :` statements, obsolete forms).
     pub fn warnings(&self) -> &[Warning] {
         &self.warnings

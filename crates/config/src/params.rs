@@ -411,6 +411,12 @@ pub static PARAMS: &[Param] = &[
         "Stop draining once this many machines are whole (-1: no limit).",
     ),
     p(
+        "DEFRAG_NAME",
+        "",
+        Text,
+        "The defrag daemon's name (default: LOCALNAME at the host).",
+    ),
+    p(
         "DEFRAG_RANK",
         "-ExpectedMachineGracefulDrainingBadput",
         Expression,
@@ -421,6 +427,12 @@ pub static PARAMS: &[Param] = &[
         "",
         Expression,
         "Which machines defrag may drain.",
+    ),
+    p(
+        "DEFRAG_UPDATE_INTERVAL",
+        "300",
+        Duration,
+        "Seconds between the defrag daemon's ad updates to the collector.",
     ),
     p(
         "DEFRAG_WHOLE_MACHINE_EXPR",

@@ -1392,6 +1392,40 @@ fn cgroup_memory_limits_are_htcondor_25_s_hard_defaults() {
     }
 }
 
+// Defragmentation (defrag.conf)
+
+/// "This example policy tells condor_defrag to initiate draining jobs from
+/// 1 machine per hour, but to avoid initiating new draining if there are
+/// 20 completely defragmented machines or 10 machines in a draining
+/// state": the manual's numbers, and every expression parses.
+#[test]
+fn defrag_is_the_manuals_example_with_its_expressions_valid() {
+    let c = stack(&["defrag.conf"]);
+    assert_eq!(
+        c.real("DEFRAG_DRAINING_MACHINES_PER_HOUR").unwrap(),
+        Some(1.0)
+    );
+    assert_eq!(c.integer("DEFRAG_MAX_WHOLE_MACHINES").unwrap(), Some(20));
+    assert_eq!(
+        c.integer("DEFRAG_MAX_CONCURRENT_DRAINING").unwrap(),
+        Some(10)
+    );
+    assert_eq!(value(&c, "DEFRAG_DRAINING_SCHEDULE"), "graceful");
+    assert_eq!(
+        value(&c, "DEFRAG_CANCEL_REQUIREMENTS"),
+        "Cpus == TotalSlotCpus"
+    );
+    for name in [
+        "DEFRAG_REQUIREMENTS",
+        "DEFRAG_WHOLE_MACHINE_EXPR",
+        "DEFRAG_RANK",
+        "DEFRAG_DRAINING_START_EXPR",
+        "DEFRAG_CANCEL_REQUIREMENTS",
+    ] {
+        assert!(c.expression(name).unwrap().is_some(), "{name}");
+    }
+}
+
 #[test]
 fn concurrency_limits_are_numbers_the_negotiator_can_read() {
     let c = stack(&["concurrency-limits.conf"]);

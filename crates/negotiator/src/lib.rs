@@ -10,6 +10,7 @@ pub mod analyze;
 pub mod autocluster;
 pub mod collector;
 pub mod cycle;
+pub mod defrag;
 pub mod groups;
 pub mod limits;
 pub mod matchmaker;

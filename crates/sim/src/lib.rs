@@ -68,7 +68,8 @@
 //!   "initial_idle": 86400,
 //!   "sample_interval": 300,
 //!   "commands": [{"at": 3600, "machines": "node", "drain": {"how": "graceful"}}],
-//!   "network": {"delay": [0, 5], "drop": 0.01, "lose": {"request_claim": 1}}
+//!   "network": {"delay": [0, 5], "drop": 0.01, "lose": {"request_claim": 1}},
+//!   "defrag": {"config": [{"text": "DEFRAG_DRAINING_MACHINES_PER_HOUR = 2"}]}
 //! }
 //! ```
 //!
@@ -76,7 +77,8 @@
 //!   schedd's `config`) are read in order as one root file: a bare string
 //!   or `{"file": P}` is `include : P`, `{"text": T}` is written inline.
 //!   Every daemon reads `config` first; the negotiator then
-//!   `negotiator_config`; a machine class and a schedd their own. A class's
+//!   `negotiator_config`; condor_defrag (`defrag`, or `"defrag": true`)
+//!   those two and then its own; a machine class and a schedd their own. A class's
 //!   configuration is read once, with its first machine's host name.
 //! - A machine class gives the cores, memory (MiB) and disk (KiB) the host
 //!   would detect; the configuration lays out the slots.

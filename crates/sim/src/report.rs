@@ -99,6 +99,10 @@ pub struct Summary {
     pub messages_lost: u64,
     /// Effective user priorities at the end.
     pub final_priorities: BTreeMap<String, f64>,
+    /// The defrag daemon's ad at the end (its numeric figures:
+    /// DrainSuccesses, MachinesDraining, WholeMachines, DrainedMachines,
+    /// AvgDrainingBadput, ...); empty without a defrag daemon.
+    pub defrag: BTreeMap<String, f64>,
 }
 
 impl Summary {
@@ -170,7 +174,7 @@ impl Report {
     /// The summary as a JSON value.
     pub fn summary_json(&self) -> Value {
         let s = &self.summary;
-        json!({
+        let mut v = json!({
             "jobs_submitted": s.jobs_submitted,
             "jobs_completed": s.jobs_completed,
             "jobs_removed": s.jobs_removed,
@@ -190,7 +194,11 @@ impl Report {
             "claims_refused": s.claims_refused,
             "messages_lost": s.messages_lost,
             "final_priorities": nums(&s.final_priorities),
-        })
+        });
+        if !s.defrag.is_empty() {
+            v["defrag"] = nums(&s.defrag);
+        }
+        v
     }
 
     /// The whole report as JSON (`ferrocondor simulate --json`).
@@ -251,6 +259,16 @@ impl Report {
         ));
         if s.messages_lost > 0 {
             out.push_str(&format!("claim messages lost: {}\n", s.messages_lost));
+        }
+        if !s.defrag.is_empty() {
+            let f = |n: &str| s.defrag.get(n).copied().unwrap_or(0.0);
+            out.push_str(&format!(
+                "defrag: {} drains started ({} failed), {} draining (peak {}), {} whole machines (peak {}), {} drained, draining badput {:.2}% and unclaimed {:.2}% of the pool\n",
+                f("DrainSuccesses"), f("DrainFailures"), f("MachinesDraining"),
+                f("MachinesDrainingPeak"), f("WholeMachines"), f("WholeMachinesPeak"),
+                f("DrainedMachines"), f("AvgDrainingBadput") * 100.0,
+                f("AvgDrainingUnclaimed") * 100.0
+            ));
         }
         for (cause, n) in &s.preemptions {
             out.push_str(&format!("preempted by {cause}: {n}\n"));

@@ -211,10 +211,15 @@ pub struct Scenario {
     pub network: Option<Network>,
     /// Scripted replies of the job hooks' FETCH_WORK.
     pub fetch_work: Vec<FetchSpec>,
+    /// The central manager runs condor_defrag: its configuration's
+    /// additions (read after `config` and `negotiator_config`); `None`:
+    /// no defrag daemon.
+    pub defrag: Option<Vec<Source>>,
 }
 
-pub const INTERVAL_NAMES: [&str; 6] = [
+pub const INTERVAL_NAMES: [&str; 7] = [
     "NEGOTIATOR_INTERVAL",
+    "DEFRAG_INTERVAL",
     "POLLING_INTERVAL",
     "UPDATE_INTERVAL",
     "PERIODIC_EXPR_INTERVAL",
@@ -412,6 +417,7 @@ impl Scenario {
                 "commands",
                 "network",
                 "fetch_work",
+                "defrag",
             ],
         )?;
         let seed = match o.get("seed") {
@@ -703,7 +709,13 @@ impl Scenario {
             }
             fetch_work.push(FetchSpec { machines, jobs });
         }
+        let defrag = match o.get("defrag") {
+            None | Some(Value::Bool(false)) => None,
+            Some(Value::Bool(true)) => Some(Vec::new()),
+            Some(v) => Some(Obj::new("defrag", v, &["config"])?.sources("config")?),
+        };
         Ok(Scenario {
+            defrag,
             fetch_work,
             commands,
             network,
@@ -759,6 +771,19 @@ mod tests {
         assert_eq!(s.jobs[0].runtime, Dist::Uniform(10, 20));
         assert_eq!(s.schedds[0].name, "submit");
         assert_eq!(s.intervals["NEGOTIATOR_INTERVAL"], 30);
+    }
+
+    #[test]
+    fn defrag_is_off_true_or_its_own_configuration() {
+        let base = r#"{"duration": 1, "machines": [{"class": "n"}]"#;
+        let read = |tail: &str| Scenario::from_json(&format!("{base}{tail}}}"));
+        assert_eq!(read("").unwrap().defrag, None);
+        assert_eq!(read(r#", "defrag": false"#).unwrap().defrag, None);
+        assert_eq!(read(r#", "defrag": true"#).unwrap().defrag, Some(vec![]));
+        let s = read(r#", "defrag": {"config": [{"text": "DEFRAG_INTERVAL = 60"}]}"#).unwrap();
+        assert_eq!(s.defrag.unwrap().len(), 1);
+        let e = read(r#", "defrag": {"confg": []}"#).unwrap_err();
+        assert!(e.0.contains("confg"), "{e}");
     }
 
     #[test]

@@ -25,6 +25,7 @@ use classad::{ClassAd, Env, Value};
 use config::{Config, FileError, FixedHost, LoadOptions, Root};
 use negotiator::accountant::Accountant;
 use negotiator::cycle::{MatchKind, Policy};
+use negotiator::defrag::{Defrag, DefragPolicy, Schedule};
 use negotiator::limits::ConcurrencyLimits;
 use negotiator::matchmaker::{Negotiator, Request};
 use schedd::claims::{self, Claims, MatchInfo, RunEnd, StarterReport};
@@ -269,6 +270,8 @@ enum Ev {
     },
     Tick(usize),
     Negotiate,
+    /// condor_defrag's poll (every DEFRAG_INTERVAL).
+    Defrag,
     Periodic,
     KeepAlive,
     Sample,
@@ -317,6 +320,9 @@ pub struct Simulation<'f> {
     /// The central manager: accountant, concurrency limits, policy.
     negotiator: Negotiator,
     negotiator_interval: i64,
+    /// condor_defrag on the central manager (a scenario's `defrag`).
+    defrag: Option<Defrag>,
+    defrag_interval: i64,
     periodic_interval: i64,
     alive_interval: i64,
     sample_interval: i64,
@@ -525,6 +531,30 @@ impl<'f> Simulation<'f> {
         }
 
         let negotiator_interval = interval(s, &cm, "NEGOTIATOR_INTERVAL", 60);
+        // condor_defrag reads what the central manager reads, then its own.
+        let (defrag, defrag_interval) = match &s.defrag {
+            None => (None, 0),
+            Some(own) => {
+                let sources: Vec<&Source> = cm_sources.iter().copied().chain(own.iter()).collect();
+                let dc = load_config(
+                    s,
+                    files,
+                    "DEFRAG",
+                    "defrag",
+                    &sources,
+                    &host_macros("cm", 1, 1024),
+                )?;
+                let policy =
+                    DefragPolicy::from_config(&dc).map_err(|e| SimError(format!("defrag: {e}")))?;
+                let every = match s.intervals.get("DEFRAG_INTERVAL") {
+                    Some(v) => *v,
+                    None => policy.interval,
+                };
+                let mut policy = policy;
+                policy.interval = every;
+                (Some(Defrag::new(policy)), every)
+            }
+        };
         let periodic_interval = interval(s, &sched_cfg, "PERIODIC_EXPR_INTERVAL", 60);
         let alive_interval = interval(s, &sched_cfg, "ALIVE_INTERVAL", 300);
         let sample_interval = s.sample_interval.unwrap_or_else(|| {
@@ -560,6 +590,8 @@ impl<'f> Simulation<'f> {
                 policy,
             },
             negotiator_interval,
+            defrag,
+            defrag_interval,
             periodic_interval,
             alive_interval,
             sample_interval,
@@ -611,6 +643,10 @@ impl<'f> Simulation<'f> {
         sim.schedule(start, Ev::Sample);
         // The first cycle once every startd has polled and published.
         sim.schedule(start + negotiator_interval, Ev::Negotiate);
+        // DEFRAG_INTERVAL of 0 or less: HTCondor's defrag does nothing.
+        if sim.defrag.is_some() && defrag_interval > 0 {
+            sim.schedule(start + defrag_interval, Ev::Defrag);
+        }
         sim.schedule(start + periodic_interval, Ev::Periodic);
         sim.schedule(start + alive_interval, Ev::KeepAlive);
         Ok(sim)
@@ -729,6 +765,10 @@ impl<'f> Simulation<'f> {
             Ev::Negotiate => {
                 self.negotiate();
                 self.schedule(now + self.negotiator_interval, Ev::Negotiate);
+            }
+            Ev::Defrag => {
+                self.defrag_poll();
+                self.schedule(now + self.defrag_interval, Ev::Defrag);
             }
             Ev::Periodic => {
                 self.periodic();
@@ -1606,6 +1646,54 @@ impl<'f> Simulation<'f> {
         }
     }
 
+    /// condor_defrag's poll over the collector's startd ads: its plan's
+    /// cancels and drains go to the startds as `condor_drain` would send
+    /// them.
+    fn defrag_poll(&mut self) {
+        let now = self.now;
+        self.refresh_collector();
+        let plan = match &mut self.defrag {
+            Some(d) => d.poll(&self.collector, now),
+            None => return,
+        };
+        for machine in &plan.cancel {
+            let Some(&m) = self.machine_index.get(machine) else {
+                continue;
+            };
+            self.report
+                .notes
+                .push(format!("{now}: defrag: cancel draining of {machine}"));
+            self.pending.push((m, Event::CancelDrain));
+        }
+        for order in plan.drain {
+            let Some(&m) = self.machine_index.get(&order.machine) else {
+                if let Some(d) = &mut self.defrag {
+                    d.drain_failed();
+                }
+                continue;
+            };
+            self.report.notes.push(format!(
+                "{now}: defrag: {} draining of {}",
+                order.how.name(),
+                order.machine
+            ));
+            self.pending.push((
+                m,
+                Event::Drain {
+                    how: match order.how {
+                        Schedule::Graceful => startd::DrainHow::Graceful,
+                        Schedule::Quick => startd::DrainHow::Quick,
+                        Schedule::Fast => startd::DrainHow::Fast,
+                    },
+                    resume_on_completion: order.resume_on_completion,
+                    start_expr: order.start_expr,
+                    reason: order.reason,
+                },
+            ));
+        }
+        self.drive();
+    }
+
     fn negotiate(&mut self) {
         let now = self.now;
         self.refresh_collector();
@@ -1737,6 +1825,18 @@ impl<'f> Simulation<'f> {
         let used: f64 = self.report.summary.usage_by_user.values().sum();
         let capacity = self.total_cpus * self.scenario.duration as f64;
         self.report.summary.utilization = if capacity > 0.0 { used / capacity } else { 0.0 };
+        if let Some(d) = &self.defrag {
+            let ad = d.ad(now);
+            let env = Env::at(now);
+            for (name, _) in ad.iter() {
+                if let Some(v) = ad.eval_attr(name.as_str(), &env).as_number() {
+                    self.report
+                        .summary
+                        .defrag
+                        .insert(name.as_str().to_string(), v);
+                }
+            }
+        }
         let acc = &self.negotiator.accountant;
         for (name, _) in acc.records().map(|r| (r.name.clone(), ())) {
             let p = acc.effective_priority(&name);
