@@ -156,6 +156,8 @@ pub fn open_append(path: &Path) -> Result<OwnedFd, Failure> {
 /// Returns the sandbox as it is then, and the bytes transferred in (the
 /// executable's and the input files'; the job's "Bytes Received").
 pub fn input(req: &InputRequest) -> Result<(Snapshot, u64), Failure> {
+    // The plugins' deadline counts from here, as the helper's does.
+    let started = Instant::now();
     let sandbox = open_sandbox(&req.sandbox)?;
     let mut bytes = 0;
     for (name, text) in &req.ads {
@@ -183,7 +185,7 @@ pub fn input(req: &InputRequest) -> Result<(Snapshot, u64), Failure> {
         bytes += copy_in(&from, contents_only, sandbox.as_fd(), 0)?;
     }
     if !req.urls.is_empty() {
-        bytes += url_input(req, sandbox.as_fd())?;
+        bytes += url_input(req, sandbox.as_fd(), started + req.plugin_deadline)?;
     }
     Ok((snapshot(sandbox.as_fd()), bytes))
 }
@@ -200,9 +202,8 @@ const PLUGIN_OUT: &str = ".condor_plugin_out";
 /// Fetches the URL inputs: asks each plugin `-classad` once, then runs
 /// each plugin the URLs need once (multi-file) or once a URL, in the
 /// sandbox, as this process's user (the job's: see `user_priv`).
-fn url_input(req: &InputRequest, sandbox: BorrowedFd<'_>) -> Result<u64, Failure> {
+fn url_input(req: &InputRequest, sandbox: BorrowedFd<'_>, until: Instant) -> Result<u64, Failure> {
     let fail = |(url, why): (String, String)| Failure::refused(Path::new(&url), why);
-    let until = Instant::now() + req.plugin_deadline;
     let env = plugin_env(req);
     let (plugins, unusable) = query_plugins(&req.plugins, &req.sandbox, &env, until);
     let plan = url_plugin::plan(&req.urls, &plugins).map_err(|(url, mut why)| {
