@@ -1426,6 +1426,22 @@ fn defrag_is_the_manuals_example_with_its_expressions_valid() {
     }
 }
 
+// URL transfer plugins (url-plugins.conf)
+
+/// "FILETRANSFER_PLUGINS = /opt/condor/plugins/wget-plugin, ...": the
+/// site's zkm plugin comes after HTCondor's own list, so it wins for the
+/// schemes it serves (the last plugin for a scheme is used).
+#[test]
+fn url_plugins_add_the_site_plugin_after_htcondor_s_list() {
+    let c = stack(&["url-plugins.conf"]);
+    assert_eq!(c.boolean("ENABLE_URL_TRANSFERS").unwrap(), Some(true));
+    let plugins = value(&c, "FILETRANSFER_PLUGINS");
+    let list: Vec<&str> = plugins.split(',').map(str::trim).collect();
+    assert!(list[0].ends_with("/curl_plugin"), "{plugins}");
+    assert!(list.last().unwrap().ends_with("/zkm_plugin"), "{plugins}");
+    assert_eq!(list.len(), 7, "{plugins}");
+}
+
 #[test]
 fn concurrency_limits_are_numbers_the_negotiator_can_read() {
     let c = stack(&["concurrency-limits.conf"]);

@@ -174,6 +174,20 @@ fn starter_base(
     s.memory = memory_settings(c)?;
     s.user_job_wrapper = param(c, "USER_JOB_WRAPPER").map(PathBuf::from);
     s.file_system_domain = param(c, "FILESYSTEM_DOMAIN");
+    s.enable_url_transfers = c
+        .boolean("ENABLE_URL_TRANSFERS")
+        .map_err(|e| e.to_string())?
+        .unwrap_or(true);
+    // A listed plugin that is not installed is left out, as HTCondor's
+    // starter leaves out one that does not answer -classad.
+    s.filetransfer_plugins = param(c, "FILETRANSFER_PLUGINS")
+        .map(|v| {
+            v.split(|ch: char| ch == ',' || ch.is_whitespace())
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default();
     if let Some(k) = param(c, "STARTER_JOB_HOOK_KEYWORD") {
         s.hooks = hooks_for(c, &k);
     }
@@ -226,6 +240,37 @@ fn hooks_for(c: &config::Config, keyword: &str) -> Hooks {
         // A hook that hangs is killed after five minutes (the starter
         // reports it as the hook's failure).
         timeout: Some(std::time::Duration::from_secs(300)),
+    }
+}
+
+/// HasFileTransferPluginMethods: `file`, and what FILETRANSFER_PLUGINS
+/// answer to `-classad`, asked as HTCondor's startd asks them at start;
+/// a daemon that is root asks as `nobody`, never as root. A listed
+/// plugin that is missing or does not answer is left out.
+fn url_methods(s: &StarterSettings, root: bool, notes: &mut Vec<String>) -> String {
+    if s.filetransfer_plugins.is_empty() {
+        return starter::url_plugin::advertised_methods(&[]);
+    }
+    let asker = if root {
+        match starter::lookup_user("nobody") {
+            Ok(u) => Some(u),
+            Err(e) => {
+                notes.push(format!(
+                    "FILETRANSFER_PLUGINS not asked (no user `nobody` to ask as: {e}); only file:// is advertised"
+                ));
+                return starter::url_plugin::advertised_methods(&[]);
+            }
+        }
+    } else {
+        None
+    };
+    let within = std::time::Duration::from_secs(20);
+    match starter::user_priv::query_plugins(asker.as_ref(), &s.filetransfer_plugins, within) {
+        Ok((plugins, _)) => starter::url_plugin::advertised_methods(&plugins),
+        Err(why) => {
+            notes.push(format!("FILETRANSFER_PLUGINS could not be asked: {why}"));
+            starter::url_plugin::advertised_methods(&[])
+        }
     }
 }
 
@@ -330,7 +375,12 @@ impl StartdRole {
             _ => None,
         };
         kill_leftovers(&running_dir, &cfg.execute_dir, cgroup_parent);
+        let root = matches!(run_as, RunAs::JobOwner);
         let starter = starter_base(&cfg.startd, &cfg.execute_dir, run_as, cgroup)?;
+        let mut startd = startd;
+        if starter.enable_url_transfers {
+            startd.set_file_transfer_methods(Some(url_methods(&starter, root, &mut notes)));
+        }
         Ok(StartdRole {
             startd,
             sampler,

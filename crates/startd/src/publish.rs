@@ -30,6 +30,10 @@ pub struct MachineInfo {
     /// files and users (the default job Requirements compare them).
     pub filesystem_domain: Option<String>,
     pub uid_domain: Option<String>,
+    /// The URL schemes the starter can fetch (HasFileTransferPluginMethods:
+    /// `file` and what FILETRANSFER_PLUGINS serve), as the execute point
+    /// found them; `None` publishes nothing.
+    pub file_transfer_methods: Option<String>,
 }
 
 impl MachineInfo {
@@ -46,6 +50,7 @@ impl MachineInfo {
             total_disk: disk,
             custom: Vec::new(),
             filesystem_domain: None,
+            file_transfer_methods: None,
             uid_domain: None,
         }
     }
@@ -151,6 +156,12 @@ impl Startd {
         self.slots[i].ad = ad;
     }
 
+    /// Sets the URL schemes the slots advertise (HasFileTransferPluginMethods).
+    pub fn set_file_transfer_methods(&mut self, methods: Option<String>) {
+        self.machine.file_transfer_methods = methods;
+        self.invalidate_ads();
+    }
+
     /// Forgets every slot's ad, so the next use builds it again (after a
     /// reconfiguration, or when draining changes START).
     pub(crate) fn invalidate_ads(&mut self) {
@@ -198,6 +209,9 @@ impl Startd {
         // Jobs' default Requirements ask for a shared file system or file
         // transfer; the starter transfers files.
         ad.insert_value("HasFileTransfer", true);
+        if let Some(methods) = &m.file_transfer_methods {
+            text(&mut ad, "HasFileTransferPluginMethods", methods);
+        }
         if let Some(d) = &m.filesystem_domain {
             text(&mut ad, "FileSystemDomain", d);
         }

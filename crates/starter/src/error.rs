@@ -24,8 +24,14 @@ pub enum StartError {
         #[source]
         source: io::Error,
     },
-    #[error("input `{0}` is a URL; URL transfer plugins are not supported")]
+    /// An input URL while ENABLE_URL_TRANSFERS is false.
+    #[error("input `{0}` is a URL, and URL transfers are disabled (ENABLE_URL_TRANSFERS)")]
     UrlInput(String),
+    /// Output to a URL (OutputDestination, TransferOutputRemaps).
+    #[error(
+        "output to the URL `{0}` is not supported yet (output_destination, transfer_output_remaps)"
+    )]
+    UrlOutput(String),
     /// Whom to run the job as.
     #[error("cannot run the job as `{user}`: {reason}")]
     RunAs { user: String, reason: String },

@@ -327,14 +327,24 @@ impl Starter {
 
         // Files: everything in the sandbox is written, and every file the
         // job named is read, as the job's user.
-        if launch.transfer {
-            if let Some(url) = launch.transfer_input.iter().find(|i| i.contains("://")) {
-                return Err(StartError::UrlInput(url.clone()));
-            }
+        if let Some(url) = output_url(job) {
+            return Err(StartError::UrlOutput(url));
+        }
+        let (urls, plain): (Vec<String>, Vec<String>) = if launch.transfer {
+            launch
+                .transfer_input
+                .iter()
+                .cloned()
+                .partition(|i| crate::url_plugin::scheme(i).is_some())
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        if let (Some(url), false) = (urls.first(), settings.enable_url_transfers) {
+            return Err(StartError::UrlInput(url.clone()));
         }
         let mut inputs: Vec<String> = Vec::new();
         if launch.transfer {
-            inputs.extend(launch.transfer_input.iter().cloned());
+            inputs.extend(plain);
             if let Some(n) = &launch.stdin {
                 if !launch.transfer_input.contains(n) {
                     inputs.push(n.clone());
@@ -360,6 +370,13 @@ impl Starter {
                 executable: copy_executable.then(|| launch.cmd.clone()),
                 inputs,
                 ads,
+                urls,
+                plugins: settings.filetransfer_plugins.clone(),
+                // The plugins are killed a little before the helper that
+                // runs them, so none outlives it.
+                plugin_deadline: settings
+                    .transfer_deadline
+                    .saturating_sub((settings.transfer_deadline / 10).min(Duration::from_secs(5))),
             },
             settings.transfer_deadline,
         )
@@ -1380,6 +1397,23 @@ impl RunningJob {
 
 /// An output transfer failure as the daemon reports it: a named file the
 /// job did not make, or a file that could not (or may not) go back.
+/// An output URL the job asks for (`OutputDestination`, or a
+/// `TransferOutputRemaps` target that is a URL): not carried out yet.
+fn output_url(job: &ClassAd) -> Option<String> {
+    let text = |n: &str| match job.eval_attr(n, &classad::Env::default()) {
+        classad::Value::Str(s) if !s.trim().is_empty() => Some(s.to_string()),
+        _ => None,
+    };
+    if let Some(d) = text("OutputDestination") {
+        return Some(d);
+    }
+    text("TransferOutputRemaps")?
+        .split(';')
+        .filter_map(|m| m.split_once('='))
+        .map(|(_, to)| to.trim().to_string())
+        .find(|to| crate::url_plugin::scheme(to).is_some())
+}
+
 fn output_problem(f: transfer::Failure, sandbox: &Path) -> FinishProblem {
     match (&f.to, f.errno) {
         (_, Some(libc::ENOENT)) if f.path.is_relative() => FinishProblem::MissingOutput {

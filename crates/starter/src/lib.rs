@@ -71,8 +71,13 @@
 //! than one sample and without a cgroup reports no memory). `ImageSize` and
 //! `ResidentSetSize` are KiB, `MemoryUsage` MiB, as in HTCondor.
 //!
-//! **Not here (yet):** URL transfer plugins (an input URL is a
-//! [`StartError::UrlInput`]), `TransferOutputRemaps`, streaming output,
+//! **URL inputs.** A transfer_input_files item that is a URL is fetched
+//! by the FILETRANSFER_PLUGINS plugin for its scheme (`url_plugin` decides,
+//! `transfer` runs it as the job's user in the sandbox; `file://` is built
+//! in); a failure is a [`StartError::Input`] naming the URL.
+//!
+//! **Not here (yet):** output to URLs (refused, [`StartError::UrlOutput`]),
+//! `TransferOutputRemaps`, streaming output,
 //! HTCondor's `condor_exec.exe` checkpoint universes, and the
 //! STARTER_NUM_THREADS_ENV_VARS list beyond the common ones. (The job
 //! hooks run as the job's user, in its sandbox.)
@@ -88,6 +93,7 @@ pub mod quoting;
 mod sandbox;
 mod spec;
 pub mod transfer;
+pub mod url_plugin;
 pub mod user_priv;
 
 pub use cgroup::{cgroup_of, move_to_leaf, settle_job_cgroups, JobCgroups, Limit};

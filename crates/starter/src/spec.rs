@@ -81,6 +81,11 @@ pub struct StarterSettings {
     /// killed and the transfer fails (a hung network file system, a FUSE
     /// mount a user made, must not hold the execute point for ever).
     pub transfer_deadline: Duration,
+    /// ENABLE_URL_TRANSFERS: URLs in transfer_input_files are fetched.
+    pub enable_url_transfers: bool,
+    /// FILETRANSFER_PLUGINS: the plugin programs, each asked `-classad`
+    /// for the URL schemes it serves (the last one for a scheme wins).
+    pub filetransfer_plugins: Vec<PathBuf>,
 }
 
 impl StarterSettings {
@@ -101,6 +106,8 @@ impl StarterSettings {
             slot_ad: None,
             file_system_domain: None,
             transfer_deadline: Duration::from_secs(3600),
+            enable_url_transfers: true,
+            filetransfer_plugins: Vec::new(),
         }
     }
 }

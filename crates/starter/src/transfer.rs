@@ -23,9 +23,13 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use rustix::fs::{self as rfs, Mode, OFlags, ResolveFlags};
 use serde::{Deserialize, Serialize};
+
+use crate::url_plugin::{self, Capabilities, Transfer};
 
 /// Names the starter itself puts in a sandbox; never output.
 pub const EXECUTABLE: &str = "condor_exec.exe";
@@ -101,6 +105,16 @@ pub struct InputRequest {
     /// Files the starter writes for the job (`.job.ad`, `.machine.ad`):
     /// name and text.
     pub ads: Vec<(String, String)>,
+    /// URLs of transfer_input_files, fetched by the plugins (or the
+    /// built-in `file://`) after the plain inputs.
+    #[serde(default)]
+    pub urls: Vec<String>,
+    /// FILETRANSFER_PLUGINS.
+    #[serde(default)]
+    pub plugins: Vec<PathBuf>,
+    /// How long each plugin run may take before it is killed.
+    #[serde(default)]
+    pub plugin_deadline: Duration,
 }
 
 /// What to copy back after the job.
@@ -142,6 +156,8 @@ pub fn open_append(path: &Path) -> Result<OwnedFd, Failure> {
 /// Returns the sandbox as it is then, and the bytes transferred in (the
 /// executable's and the input files'; the job's "Bytes Received").
 pub fn input(req: &InputRequest) -> Result<(Snapshot, u64), Failure> {
+    // The plugins' deadline counts from here, as the helper's does.
+    let started = Instant::now();
     let sandbox = open_sandbox(&req.sandbox)?;
     let mut bytes = 0;
     for (name, text) in &req.ads {
@@ -168,7 +184,289 @@ pub fn input(req: &InputRequest) -> Result<(Snapshot, u64), Failure> {
         let from = resolve(&req.iwd, item.trim_end_matches('/'));
         bytes += copy_in(&from, contents_only, sandbox.as_fd(), 0)?;
     }
+    if !req.urls.is_empty() {
+        bytes += url_input(req, sandbox.as_fd(), started + req.plugin_deadline)?;
+    }
     Ok((snapshot(sandbox.as_fd()), bytes))
+}
+
+/// The most a plugin may print for `-classad`, or write to its
+/// `-outfile` (it runs as the user: its answer is bounded).
+const MAX_PLUGIN_ANSWER: u64 = 1 << 20;
+/// How much of a plugin's standard error is kept for a message.
+const MAX_PLUGIN_STDERR: u64 = 4096;
+/// The plugin's `-infile` and `-outfile`, in the sandbox (removed after).
+const PLUGIN_IN: &str = ".condor_plugin_in";
+const PLUGIN_OUT: &str = ".condor_plugin_out";
+
+/// Fetches the URL inputs: asks each plugin `-classad` once, then runs
+/// each plugin the URLs need once (multi-file) or once a URL, in the
+/// sandbox, as this process's user (the job's: see `user_priv`).
+fn url_input(req: &InputRequest, sandbox: BorrowedFd<'_>, until: Instant) -> Result<u64, Failure> {
+    let fail = |(url, why): (String, String)| Failure::refused(Path::new(&url), why);
+    let env = plugin_env(req);
+    let (plugins, unusable) = query_plugins(&req.plugins, &req.sandbox, &env, until);
+    let plan = url_plugin::plan(&req.urls, &plugins).map_err(|(url, mut why)| {
+        if !unusable.is_empty() {
+            why = format!("{why}; unusable plugins: {}", unusable.join("; "));
+        }
+        fail((url, why))
+    })?;
+    let mut bytes = 0;
+    for t in &plan.builtin {
+        let from = url_plugin::file_url_path(&t.url).map_err(|e| fail((t.url.clone(), e)))?;
+        bytes += copy_in(&from, false, sandbox, 0).map_err(|mut f| {
+            f.message = format!("{} (from {})", f.message, t.url);
+            f
+        })?;
+    }
+    for (i, group) in &plan.by_plugin {
+        let c = &plugins[*i];
+        bytes += if c.multi_file {
+            run_multi_file(c, group, req, sandbox, until).map_err(fail)?
+        } else {
+            let mut n = 0;
+            for t in group {
+                let local = req.sandbox.join(&t.name).to_string_lossy().into_owned();
+                let r = run_plugin(
+                    &c.plugin,
+                    &[t.url.clone(), local],
+                    &req.sandbox,
+                    &env,
+                    until,
+                    false,
+                )
+                .map_err(|why| fail((t.url.clone(), why)))?;
+                if r.status != Some(0) {
+                    let mut why = format!(
+                        "plugin `{}` failed: it exited with {}",
+                        c.plugin.display(),
+                        describe_exit(r.status)
+                    );
+                    let said = String::from_utf8_lossy(&r.stderr).trim().to_string();
+                    if !said.is_empty() {
+                        why = format!("{why}: {said}");
+                    }
+                    return Err(fail((t.url.clone(), why)));
+                }
+                n += open_beneath(sandbox, &t.name, OFlags::RDONLY)
+                    .and_then(|f| Ok(rfs::fstat(&f)?.st_size.max(0) as u64))
+                    .unwrap_or(0);
+            }
+            n
+        };
+    }
+    Ok(bytes)
+}
+
+/// Asks each plugin `-classad` (in `cwd`, with `env`): what the usable
+/// ones serve, and why each other one is unusable (missing, failing, a
+/// bad answer: HTCondor's starter leaves such a plugin out too).
+pub fn query_plugins(
+    plugins: &[PathBuf],
+    cwd: &Path,
+    env: &[(String, String)],
+    until: Instant,
+) -> (Vec<Capabilities>, Vec<String>) {
+    let mut usable = Vec::new();
+    let mut unusable = Vec::new();
+    for p in plugins {
+        let asked = run_plugin(p, &["-classad".into()], cwd, env, until, true).and_then(|r| {
+            if r.status != Some(0) {
+                return Err(format!("it exited with {}", describe_exit(r.status)));
+            }
+            url_plugin::read_capabilities(p, &String::from_utf8_lossy(&r.stdout))
+        });
+        match asked {
+            Ok(c) => usable.push(c),
+            Err(why) => unusable.push(format!("`{}`: {why}", p.display())),
+        }
+    }
+    (usable, unusable)
+}
+
+/// A plugin's environment for a job: where the job's and the machine's
+/// ads are, and the sandbox.
+fn plugin_env(req: &InputRequest) -> Vec<(String, String)> {
+    let at = |n: &str| req.sandbox.join(n).to_string_lossy().into_owned();
+    let mut env = vec![
+        ("_CONDOR_JOB_AD".to_string(), at(JOB_AD)),
+        (
+            "_CONDOR_SCRATCH_DIR".to_string(),
+            req.sandbox.to_string_lossy().into_owned(),
+        ),
+    ];
+    if req.ads.iter().any(|(n, _)| n == MACHINE_AD) {
+        env.push(("_CONDOR_MACHINE_AD".to_string(), at(MACHINE_AD)));
+    }
+    env
+}
+
+/// One run of a multi-file plugin for `group`: writes the `-infile`,
+/// runs it, reads the `-outfile` back (bounded) and judges it.
+fn run_multi_file(
+    c: &Capabilities,
+    group: &[Transfer],
+    req: &InputRequest,
+    sandbox: BorrowedFd<'_>,
+    until: Instant,
+) -> Result<u64, (String, String)> {
+    let first = group.first().map(|t| t.url.clone()).unwrap_or_default();
+    let io_fail = |what: &str, e: io::Error| (first.clone(), format!("{what}: {e}"));
+    let input = create_beneath(sandbox, PLUGIN_IN, 0o600).map_err(|e| io_fail(PLUGIN_IN, e))?;
+    io::Write::write_all(
+        &mut File::from(input),
+        url_plugin::infile(group, &req.sandbox).as_bytes(),
+    )
+    .map_err(|e| io_fail(PLUGIN_IN, e))?;
+    let _ = rfs::unlinkat(sandbox, PLUGIN_OUT, rfs::AtFlags::empty());
+    let args = [
+        "-infile".to_string(),
+        req.sandbox.join(PLUGIN_IN).to_string_lossy().into_owned(),
+        "-outfile".to_string(),
+        req.sandbox.join(PLUGIN_OUT).to_string_lossy().into_owned(),
+    ];
+    let ran = run_plugin(
+        &c.plugin,
+        &args,
+        &req.sandbox,
+        &plugin_env(req),
+        until,
+        false,
+    );
+    let answer = open_beneath(sandbox, PLUGIN_OUT, OFlags::RDONLY).and_then(|f| {
+        let f = File::from(f);
+        if rfs::FileType::from_raw_mode(rfs::fstat(&f)?.st_mode) != rfs::FileType::RegularFile {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let mut text = String::new();
+        io::Read::read_to_string(&mut io::Read::take(f, MAX_PLUGIN_ANSWER + 1), &mut text)?;
+        Ok(text)
+    });
+    let _ = rfs::unlinkat(sandbox, PLUGIN_IN, rfs::AtFlags::empty());
+    let _ = rfs::unlinkat(sandbox, PLUGIN_OUT, rfs::AtFlags::empty());
+    let ran = ran.map_err(|why| (first.clone(), why))?;
+    let results = match answer {
+        Ok(text) if text.len() as u64 > MAX_PLUGIN_ANSWER => {
+            return Err((
+                first,
+                format!(
+                    "plugin `{}` wrote an -outfile over {MAX_PLUGIN_ANSWER} bytes",
+                    c.plugin.display()
+                ),
+            ))
+        }
+        Ok(text) => url_plugin::read_outfile(&text).map_err(|e| {
+            (
+                first.clone(),
+                format!("plugin `{}`: {e}", c.plugin.display()),
+            )
+        })?,
+        Err(_) => Vec::new(),
+    };
+    url_plugin::judge(&c.plugin, group, &results, ran.status)
+}
+
+/// How a plugin run ended: its exit code (`None`: killed by a signal),
+/// its standard output (when asked for) and the start of its standard
+/// error.
+struct PluginRun {
+    status: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+fn describe_exit(status: Option<i32>) -> String {
+    match status {
+        Some(n) => format!("status {n}"),
+        None => "a signal".into(),
+    }
+}
+
+/// Runs a plugin in the sandbox with a bounded answer, in a process group
+/// of its own that is killed at `until` (and once it exits, so nothing it
+/// left behind holds the pipes).
+fn run_plugin(
+    plugin: &Path,
+    args: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    until: Instant,
+    want_stdout: bool,
+) -> Result<PluginRun, String> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(plugin);
+    cmd.args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(if want_stdout {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run plugin `{}`: {e}", plugin.display()))?;
+    let pgid = child.id() as i32;
+    let bounded = |pipe: Option<Box<dyn io::Read + Send>>, limit: u64| {
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = io::Read::read_to_end(&mut io::Read::take(&mut p, limit), &mut kept);
+                let _ = io::copy(&mut p, &mut io::sink());
+            }
+            kept
+        })
+    };
+    let out = bounded(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn io::Read + Send>),
+        MAX_PLUGIN_ANSWER + 1,
+    );
+    let err = bounded(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn io::Read + Send>),
+        MAX_PLUGIN_STDERR,
+    );
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Ok(s),
+            Ok(None) if Instant::now() >= until => {
+                break Err(format!(
+                    "plugin `{}` did not finish in time and was killed",
+                    plugin.display()
+                ))
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => break Err(format!("waiting for plugin `{}`: {e}", plugin.display())),
+        }
+    };
+    // SAFETY: signals the plugin's own process group.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    let _ = child.wait();
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    let status = status?;
+    if stdout.len() as u64 > MAX_PLUGIN_ANSWER {
+        return Err(format!(
+            "plugin `{}` printed over {MAX_PLUGIN_ANSWER} bytes",
+            plugin.display()
+        ));
+    }
+    Ok(PluginRun {
+        status: status.code(),
+        stdout,
+        stderr,
+    })
 }
 
 /// What output transfer did: what failed, and the bytes it brought back
@@ -629,7 +927,144 @@ mod tests {
             executable: None,
             inputs: inputs.iter().map(|s| s.to_string()).collect(),
             ads: vec![(JOB_AD.into(), "A = 1\n".into())],
+            urls: Vec::new(),
+            plugins: Vec::new(),
+            plugin_deadline: Duration::from_secs(20),
         }
+    }
+
+    /// A shell-script plugin for the invented `zkm` scheme (the manual's
+    /// example): `zkm://NAME` is copied from `store`; `zkm://fail-*`
+    /// fails with a message; `zkm://hang` never ends.
+    fn zkm_plugin(dir: &Path, store: &Path, multi: bool) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(if multi { "zkm_plugin" } else { "zkm_old" });
+        let body = if multi {
+            format!(
+                r#"#!/bin/sh
+if [ "$1" = -classad ]; then
+  printf 'PluginVersion = "0.1"\nPluginType = "FileTransfer"\nSupportedMethods = "zkm"\nMultipleFileSupport = true\n'
+  exit 0
+fi
+[ "$1" = -infile ] && [ "$3" = -outfile ] || exit 9
+pwd > plugin.cwd
+rc=0
+: > "$4"
+sed -e 's/.*Url = "zkm:\/\/\([^"]*\)".*LocalFileName = "\([^"]*\)".*/\1 \2/' "$2" | while read name local; do
+  [ "$name" = hang ] && sleep 100
+  if cp "{store}/$name" "$local" 2>/dev/null; then
+    echo "[ TransferSuccess = true; TransferUrl = \"zkm://$name\"; TransferTotalBytes = $(wc -c < "$local") ]" >> "$4"
+  else
+    echo "[ TransferSuccess = false; TransferUrl = \"zkm://$name\"; TransferError = \"zkm: no thing called $name\" ]" >> "$4"
+  fi
+done
+grep -q 'TransferSuccess = false' "$4" && exit 1
+exit 0
+"#,
+                store = store.display()
+            )
+        } else {
+            format!(
+                "#!/bin/sh
+[ \"$1\" = -classad ] && {{ echo 'PluginType = \"FileTransfer\"'; echo 'SupportedMethods = \"zkm\"'; exit 0; }}
+                 cp \"{}/${{1#zkm://}}\" \"$2\" || {{ echo \"cannot fetch $1\" >&2; exit 4; }}
+",
+                store.display()
+            )
+        };
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[test]
+    fn url_inputs_are_fetched_by_the_plugin_for_their_scheme() {
+        let (t, iwd, sandbox) = dirs();
+        let store = t.path().join("store");
+        std::fs::create_dir(&store).unwrap();
+        std::fs::write(store.join("thing.txt"), "zkm data\n").unwrap();
+        std::fs::write(store.join("other"), "12").unwrap();
+        std::fs::write(iwd.join("local.txt"), "plain file\n").unwrap();
+        let mut req = input_req(&iwd, &sandbox, &[]);
+        req.plugins = vec![
+            t.path().join("missing_plugin"),
+            zkm_plugin(t.path(), &store, true),
+        ];
+        req.urls = vec![
+            "zkm://thing.txt".into(),
+            "zkm://other".into(),
+            format!("file://{}", iwd.join("local.txt").display()),
+        ];
+        let (snap, bytes) = input(&req).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(sandbox.join("thing.txt")).unwrap(),
+            "zkm data\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(sandbox.join("other")).unwrap(),
+            "12"
+        );
+        assert_eq!(
+            std::fs::read_to_string(sandbox.join("local.txt")).unwrap(),
+            "plain file\n"
+        );
+        assert_eq!(bytes, 9 + 2 + 11);
+        // It ran in the sandbox; its -infile and -outfile are gone.
+        assert_eq!(
+            std::fs::read_to_string(sandbox.join("plugin.cwd"))
+                .unwrap()
+                .trim(),
+            sandbox.to_str().unwrap()
+        );
+        assert!(!snap.contains_key(PLUGIN_IN) && !snap.contains_key(PLUGIN_OUT));
+
+        // A failed transfer names the URL and says what the plugin said.
+        let (_t2, iwd2, sandbox2) = dirs();
+        let mut req = input_req(&iwd2, &sandbox2, &[]);
+        req.plugins = vec![zkm_plugin(t.path(), &store, true)];
+        req.urls = vec!["zkm://thing.txt".into(), "zkm://nothing".into()];
+        let f = input(&req).unwrap_err();
+        assert_eq!(f.path, Path::new("zkm://nothing"));
+        assert!(f.message.contains("zkm: no thing called nothing"), "{f:?}");
+
+        // The one-URL-a-run form: its exit status and standard error.
+        let mut req = input_req(&iwd2, &sandbox2, &[]);
+        req.plugins = vec![zkm_plugin(t.path(), &store, false)];
+        req.urls = vec!["zkm://other".into()];
+        input(&req).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(sandbox2.join("other")).unwrap(),
+            "12"
+        );
+        req.urls = vec!["zkm://absent".into()];
+        let f = input(&req).unwrap_err();
+        assert!(
+            f.message.contains("status 4") && f.message.contains("cannot fetch zkm://absent"),
+            "{f:?}"
+        );
+
+        // A scheme nobody serves; the plugins that could not answer are named.
+        req.plugins = vec![t.path().join("missing_plugin")];
+        let f = input(&req).unwrap_err();
+        assert!(
+            f.message
+                .contains("no file transfer plugin serves the `zkm` scheme"),
+            "{f:?}"
+        );
+        assert!(f.message.contains("missing_plugin"), "{f:?}");
+    }
+
+    #[test]
+    fn a_plugin_that_hangs_is_killed_at_its_deadline() {
+        let (t, iwd, sandbox) = dirs();
+        let mut req = input_req(&iwd, &sandbox, &[]);
+        req.plugins = vec![zkm_plugin(t.path(), t.path(), true)];
+        req.urls = vec!["zkm://hang".into()];
+        req.plugin_deadline = Duration::from_secs(2);
+        let started = Instant::now();
+        let f = input(&req).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(f.message.contains("did not finish in time"), "{f:?}");
     }
 
     #[test]

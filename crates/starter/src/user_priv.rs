@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::procs::User;
 use crate::transfer::{self, Failure, InputRequest, OutputRequest, Snapshot};
+use crate::url_plugin::Capabilities;
 
 /// The argument that makes this program the file helper.
 pub const HELPER_ARG: &str = "--ferrocondor-user-priv-helper";
@@ -47,6 +48,8 @@ enum Op {
     Input(InputRequest),
     Output(OutputRequest),
     OpenAppend(PathBuf),
+    /// Asks FILETRANSFER_PLUGINS `-classad`, with this long to answer.
+    QueryPlugins(Vec<PathBuf>, Duration),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -55,6 +58,7 @@ enum Answer {
     Output(transfer::Output),
     /// The descriptor travels beside the answer.
     Opened(Result<(), Failure>),
+    Plugins(Vec<Capabilities>, Vec<String>),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -118,6 +122,32 @@ pub fn open_append(
             Ok((Answer::Opened(Err(f)), _)) => Err(f),
             Ok(_) => Err(helper_failure(path, "the helper sent no descriptor")),
             Err(why) => Err(helper_failure(path, &why)),
+        },
+    }
+}
+
+/// Asks each of `plugins` `-classad` as `user` (`None`: as this
+/// process's user): what the usable ones serve, and why each other one
+/// is unusable. The execute point advertises the schemes
+/// (HasFileTransferPluginMethods); a daemon that is root asks as an
+/// unprivileged user, never as root.
+pub fn query_plugins(
+    user: Option<&User>,
+    plugins: &[PathBuf],
+    deadline: Duration,
+) -> Result<(Vec<Capabilities>, Vec<String>), String> {
+    // The plugins are killed a little before the helper.
+    let inner = deadline.saturating_sub((deadline / 10).min(Duration::from_secs(5)));
+    match user {
+        None => Ok(transfer::query_plugins(
+            plugins,
+            Path::new("/"),
+            &[],
+            Instant::now() + inner,
+        )),
+        Some(u) => match call(u, Op::QueryPlugins(plugins.to_vec(), inner), deadline)? {
+            (Answer::Plugins(c, why), _) => Ok((c, why)),
+            _ => Err("the helper answered another request".into()),
         },
     }
 }
@@ -276,6 +306,7 @@ fn serve() -> i32 {
                 bytes: 0,
             }),
             Op::OpenAppend(_) => Answer::Opened(Err(failure)),
+            Op::QueryPlugins(..) => Answer::Plugins(Vec::new(), vec![failure.message]),
         };
         let _ = reply(&answer, None);
         return 1;
@@ -283,6 +314,11 @@ fn serve() -> i32 {
     let (answer, fd) = match &req.op {
         Op::Input(r) => (Answer::Input(transfer::input(r)), None),
         Op::Output(r) => (Answer::Output(transfer::output(r)), None),
+        Op::QueryPlugins(plugins, within) => {
+            let (c, why) =
+                transfer::query_plugins(plugins, Path::new("/"), &[], Instant::now() + *within);
+            (Answer::Plugins(c, why), None)
+        }
         Op::OpenAppend(p) => match transfer::open_append(p) {
             Ok(fd) => (Answer::Opened(Ok(())), Some(fd)),
             Err(f) => (Answer::Opened(Err(f)), None),

@@ -632,3 +632,43 @@ fn a_root_starter_runs_the_job_hooks_as_the_job_owner() {
         "prepare 65534\nexit 65534\n"
     );
 }
+
+/// A root starter runs a URL plugin as the job's user, in the sandbox,
+/// through the user-priv helper (never as root): the plugin's `-classad`
+/// answer picks it for `zkm://`, and the file it writes is the job's.
+#[test]
+fn a_root_starter_runs_url_plugins_as_the_job_owner() {
+    let Some(w) = world_of_nobody() else {
+        return;
+    };
+    let plugin = w.script(
+        "zkm_plugin",
+        "if [ \"$1\" = -classad ]; then\n\
+           echo 'PluginVersion = \"0.1\"'; echo 'PluginType = \"FileTransfer\"'\n\
+           echo 'SupportedMethods = \"zkm\"'; echo 'MultipleFileSupport = true'; exit 0\n\
+         fi\n\
+         local=$(sed 's/.*LocalFileName = \"\\([^\"]*\\)\".*/\\1/' \"$2\")\n\
+         { id -u; pwd; } > \"$local\"\n\
+         echo '[ TransferSuccess = true; TransferUrl = \"zkm://who\" ]' > \"$4\"",
+    );
+    let mut settings = w.settings();
+    settings.run_as = RunAs::JobOwner;
+    settings.filetransfer_plugins = vec![plugin];
+    let mut ad = w.job("/bin/sh", "-c 'cat who'");
+    ad.insert_value("Owner", "nobody");
+    ad.insert_value("ShouldTransferFiles", "YES");
+    ad.insert_value("TransferExecutable", false);
+    ad.insert_value("TransferInput", "zkm://who");
+    let r = Starter::start(JobSpec::new(ad, settings).unwrap())
+        .unwrap()
+        .finish();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    let out = w.read("out");
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some("65534"), "{out}");
+    let cwd = lines.next().unwrap_or_default();
+    assert!(
+        cwd.starts_with(w.dir.path().join("execute").to_str().unwrap()),
+        "{out}"
+    );
+}
