@@ -305,14 +305,7 @@ impl Store {
     fn migrate(&mut self) -> Result<()> {
         let path = self.path.clone();
         let sql = |op: &str| open_err(&path, op);
-        let version: i64 = self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(sql("reading the schema version"))?;
-        let app: i32 = self
-            .conn
-            .pragma_query_value(None, "application_id", |r| r.get(0))
-            .map_err(sql("reading the application id"))?;
+        let (version, app) = identity(&self.conn, &path)?;
         if version == 0 {
             let tables: i64 = self
                 .conn
@@ -324,18 +317,8 @@ impl Store {
                     why: "it is an SQLite database with tables of its own".into(),
                 });
             }
-        } else if app != APPLICATION_ID {
-            return Err(Error::NotAStore {
-                path,
-                why: format!("its application id is {app:#x}, not {APPLICATION_ID:#x}"),
-            });
-        }
-        if version > SCHEMA_VERSION {
-            return Err(Error::TooNew {
-                path,
-                found: version,
-                supported: SCHEMA_VERSION,
-            });
+        } else {
+            ours(&path, app, version)?;
         }
         if version < 0 {
             return Err(Error::NotAStore {
@@ -952,6 +935,37 @@ fn sql_err<'p>(path: &'p Path, op: &'static str) -> impl FnOnce(rusqlite::Error)
     }
 }
 
+/// A queue file's schema version and application id.
+fn identity(conn: &Connection, path: &Path) -> Result<(i64, i32)> {
+    let sql = |op: &str| open_err(path, op);
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(sql("reading the schema version"))?;
+    let app: i32 = conn
+        .pragma_query_value(None, "application_id", |r| r.get(0))
+        .map_err(sql("reading the application id"))?;
+    Ok((version, app))
+}
+
+/// Whether a file that holds a schema is one of ours, in a version this
+/// build reads.
+fn ours(path: &Path, app: i32, version: i64) -> Result<()> {
+    if app != APPLICATION_ID {
+        return Err(Error::NotAStore {
+            path: path.to_path_buf(),
+            why: format!("its application id is {app:#x}, not {APPLICATION_ID:#x}"),
+        });
+    }
+    if version > SCHEMA_VERSION {
+        return Err(Error::TooNew {
+            path: path.to_path_buf(),
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(())
+}
+
 /// A job queue's history read by someone other than its schedd, while no
 /// schedd holds the file (condor_history reads the history file itself,
 /// so it works with the pool down). Read-only: it never migrates, never
@@ -974,25 +988,8 @@ impl HistoryFile {
         .map_err(sql("opening the job queue to read its history"))?;
         conn.busy_timeout(Duration::ZERO)
             .map_err(sql("setting the busy timeout"))?;
-        let version: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(sql("reading the schema version"))?;
-        let app: i32 = conn
-            .pragma_query_value(None, "application_id", |r| r.get(0))
-            .map_err(sql("reading the application id"))?;
-        if app != APPLICATION_ID {
-            return Err(Error::NotAStore {
-                path,
-                why: format!("its application id is {app:#x}, not {APPLICATION_ID:#x}"),
-            });
-        }
-        if version > SCHEMA_VERSION {
-            return Err(Error::TooNew {
-                path,
-                found: version,
-                supported: SCHEMA_VERSION,
-            });
-        }
+        let (version, app) = identity(&conn, &path)?;
+        ours(&path, app, version)?;
         Ok(HistoryFile { conn, path })
     }
 
