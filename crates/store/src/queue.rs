@@ -619,11 +619,7 @@ impl Store {
         before: Option<i64>,
         page: usize,
     ) -> Result<Vec<HistoryRow>> {
-        let limit = q.limit.map_or(page, |n| n.min(page));
-        let q = HistoryQuery {
-            limit: Some(limit),
-            ..q.clone()
-        };
+        let q = one_page(q, page);
         self.history_rows(&q, before)
     }
 
@@ -935,6 +931,14 @@ fn sql_err<'p>(path: &'p Path, op: &'static str) -> impl FnOnce(rusqlite::Error)
     }
 }
 
+/// `q` limited to one page of `page` records.
+fn one_page(q: &HistoryQuery, page: usize) -> HistoryQuery {
+    HistoryQuery {
+        limit: Some(q.limit.map_or(page, |n| n.min(page))),
+        ..q.clone()
+    }
+}
+
 /// A queue file's schema version and application id.
 fn identity(conn: &Connection, path: &Path) -> Result<(i64, i32)> {
     let sql = |op: &str| open_err(path, op);
@@ -1000,11 +1004,7 @@ impl HistoryFile {
         before: Option<i64>,
         page: usize,
     ) -> Result<Vec<HistoryRow>> {
-        let limit = q.limit.map_or(page, |n| n.min(page));
-        let q = HistoryQuery {
-            limit: Some(limit),
-            ..q.clone()
-        };
+        let q = one_page(q, page);
         history_rows(&self.conn, &self.path, &q, before).map_err(|e| match e {
             Error::Sqlite { ref source, .. } if is_busy(source) => Error::Locked {
                 path: self.path.clone(),
