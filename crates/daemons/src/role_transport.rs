@@ -27,7 +27,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use cedar::client::{ClientOptions, SessionCache};
 use cedar::commands as cmd;
@@ -106,7 +106,10 @@ pub struct Remote {
     me: String,
     /// Where each role was last heard from, or found.
     addresses: Mutex<HashMap<RoleName, Sinful>>,
-    conns: Mutex<HashMap<RoleName, Sock>>,
+    /// One kept connection per destination, each behind its own lock, so
+    /// that a role that does not answer holds up only the messages for it
+    /// (and messages for one role still go in order).
+    conns: Mutex<HashMap<RoleName, Arc<Mutex<Option<Sock>>>>>,
 }
 
 impl Remote {
@@ -125,15 +128,16 @@ impl Remote {
         let Ok(a) = Sinful::parse(address, 0) else {
             return;
         };
-        let mut known = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
-        if known.get(&role) != Some(&a) {
-            known.insert(role, a);
-            // A process that restarted listens elsewhere: the kept
-            // connection is to the old one.
-            self.conns
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&role);
+        let moved = {
+            let mut known = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
+            known.insert(role, a.clone()) != Some(a)
+        };
+        // A process that restarted listens elsewhere: the kept connection
+        // is to the old one. (The address lock is let go first: a sender
+        // holds its connection's lock while it looks the address up.)
+        if moved {
+            let conn = self.conn(role);
+            *conn.lock().unwrap_or_else(|p| p.into_inner()) = None;
         }
     }
 
@@ -147,30 +151,29 @@ impl Remote {
                 return;
             }
         };
-        let mut conns = self.conns.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = self.conn(to);
+        let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
         // A kept connection may be to a process that has since gone: one
         // more try on a new one, the address looked for again.
         let mut why = String::new();
         for attempt in 0..2 {
-            if let std::collections::hash_map::Entry::Vacant(slot) = conns.entry(to) {
+            if conn.is_none() {
                 match self.connect(to, attempt > 0) {
-                    Ok(s) => {
-                        slot.insert(s);
-                    }
+                    Ok(s) => *conn = Some(s),
                     Err(e) => {
                         why = e;
                         continue;
                     }
                 }
             }
-            let s = conns.get_mut(&to).expect("inserted above");
+            let s = conn.as_mut().expect("made above");
             let mut e = s.encoder();
             put_message(&mut e, to, &self.me, &line);
             match s.send(&e) {
                 Ok(()) => return,
                 Err(e) => {
                     why = e.to_string();
-                    conns.remove(&to);
+                    *conn = None;
                 }
             }
         }
@@ -178,6 +181,16 @@ impl Remote {
             "ferrocondor: the {} is not reachable ({why}); a message is lost",
             to.daemon_name().to_lowercase()
         );
+    }
+
+    /// The place of the kept connection to `to`.
+    fn conn(&self, to: RoleName) -> Arc<Mutex<Option<Sock>>> {
+        self.conns
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(to)
+            .or_default()
+            .clone()
     }
 
     /// A new connection to `to`'s process, its handshake done.
