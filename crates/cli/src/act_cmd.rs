@@ -176,7 +176,8 @@ pub fn history(a: &HistoryArgs, now: i64, out: &mut dyn Write) -> Result<Outcome
         Ok(ads) => ads,
         // condor_history reads the history itself, so it answers with the
         // pool down; so do we, from the file the schedd keeps it in.
-        Err(e) if daemons.found_no_pool() => {
+        // Not for another pool's (-pool) or access point's (-name) history.
+        Err(e) if daemons.found_no_pool() && a.locate.pool.is_none() && a.locate.name.is_none() => {
             history_from_file(daemons.state(), constraint.as_deref(), a.limit, &env, e)?
         }
         Err(e) => return Err(e),

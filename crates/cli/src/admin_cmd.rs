@@ -131,11 +131,9 @@ fn failure(ad: &ClassAd) -> Option<String> {
     })
 }
 
+/// `name`'s string value, or nothing.
 fn string_attr(ad: &ClassAd, name: &str) -> String {
-    match ad.eval_attr(name, &Env::default()) {
-        Value::Str(s) => s.to_string(),
-        _ => String::new(),
-    }
+    cedar::ad::string_attr(ad, name).unwrap_or_default()
 }
 
 /// One slot ad at the collector: its name, its machine, its startd.

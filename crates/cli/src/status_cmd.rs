@@ -57,7 +57,6 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
     } else {
         cmd::QUERY_STARTD_ADS
     };
-    let wanted = wanted.map(|w| checked_constraint(&w)).transpose()?;
     let mut ads = Daemons::new(None)?
         .located(a.pool.as_deref(), None)
         .query_collector(command, wanted.as_deref(), &[])?;
@@ -137,18 +136,6 @@ fn constraint(targets: &[String], constraint: Option<&str>) -> Option<String> {
         parts.push(format!("({})", names.join(" || ")));
     }
     (!parts.is_empty()).then(|| parts.join(" && "))
-}
-
-/// `text` if it is an expression; else the user's error, said as the pool
-/// says it, before anyone is asked.
-fn checked_constraint(text: &str) -> Result<String, Error> {
-    classad::parse_expr(text).map_err(|e| {
-        Error::Input(format!(
-            "the constraint does not parse: {}",
-            e.display_with_source("<constraint>")
-        ))
-    })?;
-    Ok(text.to_string())
 }
 
 /// A ClassAd string literal.

@@ -575,8 +575,6 @@ impl PortDaemon {
         sock.close();
     }
 
-    /// The command's payload, first message: what came with a bare command,
-    /// or the next message.
     /// FC_ROLE_MESSAGES: another process's roles' messages for the roles
     /// here, one a CEDAR message, until the sender closes the connection
     /// (`role_transport`). The handshake authorized the DAEMON level.
@@ -598,6 +596,14 @@ impl PortDaemon {
             };
             let mut d = sock.decoder(&msg);
             match crate::role_transport::get_message(&mut d) {
+                // Only for a role of this process: a message is never
+                // passed on (no relay, no loop between processes).
+                Ok((to, _, _, _)) if !self.router.runs(to) => eprintln!(
+                    "ferrocondor: a role message from {} for the {}, which does not run here, \
+                     was dropped",
+                    a.peer.describe(),
+                    to.daemon_name().to_lowercase()
+                ),
                 Ok((to, reply_to, from, message)) => {
                     self.router.heard_from(from, &reply_to);
                     self.router.deliver(from, to, message);
@@ -610,6 +616,8 @@ impl PortDaemon {
         }
     }
 
+    /// The command's payload, first message: what came with a bare command,
+    /// or the next message.
     fn first_message(sock: &mut Sock, a: &mut Accepted) -> Result<Vec<u8>, SockError> {
         match a.bare_payload.take() {
             Some(p) if !p.is_empty() => Ok(p),

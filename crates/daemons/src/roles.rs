@@ -431,12 +431,7 @@ impl Router {
     pub fn deliver(&self, from: RoleName, to: RoleName, msg: Message) {
         // An answer to a tool's request, for this process (where the role
         // it is addressed to runs), goes to the request waiting for it.
-        let here = match to {
-            RoleName::Collector => self.collector.is_some(),
-            RoleName::Negotiator => self.negotiator.is_some(),
-            RoleName::Schedd => self.schedd.is_some(),
-            RoleName::Startd => self.startd.is_some(),
-        };
+        let here = self.runs(to);
         if let (true, Message::AdminAnswer { id, answer }) = (here, &msg) {
             return self.answers.answered(*id, answer.clone());
         }
@@ -462,6 +457,16 @@ impl Router {
         match &self.remote {
             Some(r) => r.send(from, to, &msg),
             None => eprintln!("ferrocondor: a message for the {to:?} has nowhere to go: {msg:?}"),
+        }
+    }
+
+    /// Whether `role` runs in this process.
+    pub fn runs(&self, role: RoleName) -> bool {
+        match role {
+            RoleName::Collector => self.collector.is_some(),
+            RoleName::Negotiator => self.negotiator.is_some(),
+            RoleName::Schedd => self.schedd.is_some(),
+            RoleName::Startd => self.startd.is_some(),
         }
     }
 

@@ -1395,8 +1395,6 @@ impl RunningJob {
     }
 }
 
-/// An output transfer failure as the daemon reports it: a named file the
-/// job did not make, or a file that could not (or may not) go back.
 /// An output URL the job asks for (`OutputDestination`, or a
 /// `TransferOutputRemaps` target that is a URL): not carried out yet.
 fn output_url(job: &ClassAd) -> Option<String> {
@@ -1414,6 +1412,8 @@ fn output_url(job: &ClassAd) -> Option<String> {
         .find(|to| crate::url_plugin::scheme(to).is_some())
 }
 
+/// An output transfer failure as the daemon reports it: a named file the
+/// job did not make, or a file that could not (or may not) go back.
 fn output_problem(f: transfer::Failure, sandbox: &Path) -> FinishProblem {
     match (&f.to, f.errno) {
         (_, Some(libc::ENOENT)) if f.path.is_relative() => FinishProblem::MissingOutput {

@@ -437,22 +437,44 @@ fn run_plugin(
             .map(|p| Box::new(p) as Box<dyn io::Read + Send>),
         MAX_PLUGIN_STDERR,
     );
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Ok(s),
-            Ok(None) if Instant::now() >= until => {
-                break Err(format!(
-                    "plugin `{}` did not finish in time and was killed",
-                    plugin.display()
-                ))
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => break Err(format!("waiting for plugin `{}`: {e}", plugin.display())),
-        }
+    // The plugin is waited for without being reaped (WNOWAIT): while it is
+    // not reaped its pid, which is its group's id, cannot be given to
+    // another process, so the group kill below reaches only its own.
+    let pid = child.id() as libc::id_t;
+    let exited = || {
+        // SAFETY: an all-zero siginfo_t is valid; waitid fills it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waits on our own child, leaving it to be reaped below.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: si_pid is set when waitid found the child exited.
+        rc == 0 && unsafe { info.si_pid() } != 0
     };
-    // SAFETY: signals the plugin's own process group.
+    let finished = loop {
+        if exited() {
+            break Ok(());
+        }
+        if Instant::now() >= until {
+            break Err(format!(
+                "plugin `{}` did not finish in time and was killed",
+                plugin.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // SAFETY: signals the plugin's own process group (its leader not yet
+    // reaped).
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
-    let _ = child.wait();
+    let status = match child.wait() {
+        Ok(s) => finished.map(|()| s),
+        Err(e) => Err(format!("waiting for plugin `{}`: {e}", plugin.display())),
+    };
     let stdout = out.join().unwrap_or_default();
     let stderr = err.join().unwrap_or_default();
     let status = status?;
