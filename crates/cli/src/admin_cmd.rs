@@ -332,6 +332,25 @@ pub fn reconfig(out: &mut dyn Write) -> Result<Outcome, Error> {
         let kind = kind_of(&string_attr(ad, "MyType"));
         found.push((kind, admin.daemons.my_address(kind, Some(ad))?));
     }
+    // Under a master, each daemon of this host says where it listens in
+    // the state directory: those are told even when the collector has not
+    // (or no longer) their ads.
+    for (kind, role) in [
+        (Kind::Collector, daemons::roles::RoleName::Collector),
+        (Kind::Negotiator, daemons::roles::RoleName::Negotiator),
+        (Kind::Schedd, daemons::roles::RoleName::Schedd),
+        (Kind::Startd, daemons::roles::RoleName::Startd),
+    ] {
+        let file =
+            daemons::role_transport::address_file(&admin.daemons.state().join("roles"), role);
+        let addr = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| Sinful::parse(t.trim(), 0).ok())
+            .filter(|a| a.port != 0);
+        if let Some(addr) = addr {
+            found.push((kind, addr));
+        }
+    }
     let targets = daemons_to_tell(found);
     if targets.is_empty() {
         return Err(Error::Daemon(format!(
