@@ -596,17 +596,21 @@ impl PortDaemon {
             };
             let mut d = sock.decoder(&msg);
             match crate::role_transport::get_message(&mut d) {
-                // Only for a role of this process: a message is never
-                // passed on (no relay, no loop between processes).
-                Ok((to, _, _, _)) if !self.router.runs(to) => eprintln!(
-                    "ferrocondor: a role message from {} for the {}, which does not run here, \
-                     was dropped",
+                // Only for a daemon of this process: a message is never
+                // passed on (no relay, no loop between processes), and one
+                // for another daemon of the role (an address gone stale:
+                // another startd listens there now) is not taken.
+                Ok(m) if !self.router.is_here(&m.to) => eprintln!(
+                    "ferrocondor: a role message from {} for the {}{}, which does not run \
+                     here, was dropped",
                     a.peer.describe(),
-                    to.daemon_name().to_lowercase()
+                    m.to.role.daemon_name().to_lowercase(),
+                    m.to.name.map(|n| format!(" {n}")).unwrap_or_default()
                 ),
-                Ok((to, reply_to, from, message)) => {
-                    self.router.heard_from(from, &reply_to);
-                    self.router.deliver(from, to, message);
+                Ok(m) => {
+                    self.router
+                        .heard_from(m.from, m.from_name.as_deref(), &m.reply_to);
+                    self.router.deliver(m.from, m.to, m.message);
                 }
                 Err(e) => eprintln!(
                     "ferrocondor: a role message from {} was dropped: {e}",

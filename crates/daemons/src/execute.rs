@@ -36,7 +36,7 @@ use starter::{
 
 pub(crate) use crate::leftovers::record_running;
 use crate::leftovers::{forget_running, kill_leftovers};
-use crate::roles::{AdminRequest, Message, Outbox, Role, RoleName};
+use crate::roles::{AdminRequest, Dest, Message, Outbox, Role, RoleName};
 use crate::schedd_service::literal_str;
 
 /// The execute point's and the central manager's configuration.
@@ -98,6 +98,9 @@ struct Run {
     /// The claim it runs on: the schedd's (whose claim core hears how the
     /// run goes), or one a FETCH_WORK hook made.
     claim_id: String,
+    /// The schedd the claim is for, by name (its reports go there even
+    /// after the claim has ended, as the job's last report may).
+    schedd: Option<String>,
     /// `None` while it is being started, and once the process exited and
     /// is being finished.
     process: Option<Box<RunningJob>>,
@@ -134,9 +137,12 @@ pub struct StartdRole {
     run_seq: u64,
     /// Events for the engine, handed to it in order.
     pending: Vec<Event>,
+    /// Each claim's schedd (by name), where what becomes of the claim and
+    /// its jobs goes: a pool may have several access points.
+    claim_schedds: BTreeMap<String, String>,
     /// What this step leaves for the role's outbox.
     work: Vec<Work>,
-    messages: Vec<(RoleName, Message)>,
+    messages: Vec<(Dest, Message)>,
     notes: Vec<String>,
     /// The slot names last sent to the collector (those gone are withdrawn).
     published: BTreeSet<String>,
@@ -393,6 +399,7 @@ impl StartdRole {
             pending: Vec::new(),
             work: Vec::new(),
             messages: Vec::new(),
+            claim_schedds: BTreeMap::new(),
             notes,
             published: BTreeSet::new(),
             address: None,
@@ -411,6 +418,12 @@ impl StartdRole {
 
     pub fn hostname(&self) -> &str {
         &self.hostname
+    }
+
+    /// The startd's name (its slots are `slotN@name`): the host's, or as
+    /// STARTD_NAME gives it.
+    pub fn name(&self) -> &str {
+        &self.startd.machine.startd_name
     }
 
     /// Whether `slot` is one of this machine's slots.
@@ -454,18 +467,32 @@ impl StartdRole {
             }
         }
         for m in crate::roles::advertise(AdType::Startd, ads, &mut self.published) {
-            self.messages.push((RoleName::Collector, m));
+            self.messages.push((RoleName::Collector.into(), m));
         }
     }
 
     fn slot_label(&self, slot: &str) -> String {
-        format!("{slot}@{}", self.hostname)
+        format!("{slot}@{}", self.name())
+    }
+
+    /// Where a message about `claim_id` goes: the schedd that holds it.
+    fn schedd_of(&self, claim_id: &str) -> Dest {
+        let by_run = || {
+            self.runs
+                .values()
+                .find(|r| r.claim_id == claim_id)
+                .and_then(|r| r.schedd.as_ref())
+        };
+        match self.claim_schedds.get(claim_id).or_else(by_run) {
+            Some(name) => Dest::named(RoleName::Schedd, name),
+            None => Dest::role(RoleName::Schedd),
+        }
     }
 
     /// A starter's report, to the claim's schedd.
     fn report(&mut self, report: StarterReport) {
-        self.messages
-            .push((RoleName::Schedd, Message::Starter(report)));
+        let to = self.schedd_of(report.claim_id());
+        self.messages.push((to, Message::Starter(report)));
     }
 
     // ---- the startd ----------------------------------------------------
@@ -534,7 +561,7 @@ impl StartdRole {
         if ready.transitions.iter().any(|t| t.to.0 == State::Unclaimed) {
             self.publish_slots(now);
             self.messages
-                .push((RoleName::Negotiator, Message::Reschedule));
+                .push((RoleName::Negotiator.into(), Message::Reschedule));
         }
         for t in &ready.transitions {
             if t.from.0 == State::Claimed
@@ -565,9 +592,21 @@ impl StartdRole {
                 | Action::ClaimRefused { .. }
                 | Action::ClaimIdle { .. }
                 | Action::ActivationRefused { .. }
-                | Action::ClaimEnded { .. }) => self
-                    .messages
-                    .push((RoleName::Schedd, Message::ClaimNews(a))),
+                | Action::ClaimEnded { .. }) => {
+                    let to = match claim_of(&a) {
+                        Some((claim_id, schedd, over)) => {
+                            if over {
+                                self.claim_schedds.remove(claim_id);
+                            } else {
+                                self.claim_schedds
+                                    .insert(claim_id.to_string(), schedd.to_string());
+                            }
+                            Dest::named(RoleName::Schedd, schedd)
+                        }
+                        None => Dest::role(RoleName::Schedd),
+                    };
+                    self.messages.push((to, Message::ClaimNews(a)));
+                }
                 Action::Refused(r) => self.notes.push(format!("startd refused: {r}")),
                 Action::RunBenchmarks { slot } => {
                     // The machine's figures, measured once: every slot asks,
@@ -676,6 +715,7 @@ impl StartdRole {
             Run {
                 id: run,
                 claim_id: claim_id.to_string(),
+                schedd: self.claim_schedds.get(claim_id).cloned(),
                 process: None,
                 starting: true,
                 deferred: Vec::new(),
@@ -958,11 +998,18 @@ impl StartdRole {
                 reason: r.evicted_because.clone(),
             },
         };
-        self.report(StarterReport::Ended {
+        // The claim may be over by now (released as the job was evicted):
+        // the run remembers its schedd.
+        let to = match &r.schedd {
+            Some(name) => Dest::named(RoleName::Schedd, name),
+            None => self.schedd_of(&r.claim_id),
+        };
+        let ended = StarterReport::Ended {
             claim_id: r.claim_id,
             end,
             report: usage,
-        });
+        };
+        self.messages.push((to, Message::Starter(ended)));
         self.pending.push(Event::StarterExited {
             slot: slot.to_string(),
         });
@@ -1026,6 +1073,29 @@ impl StartdRole {
             }
             forget_running(&self.running_dir, slot);
         }
+    }
+}
+
+/// The claim an action about a claim is for: its id, its schedd, and
+/// whether the claim is over with it.
+fn claim_of(a: &Action) -> Option<(&str, &str, bool)> {
+    match a {
+        Action::ClaimGranted {
+            claim_id, schedd, ..
+        }
+        | Action::ClaimIdle {
+            claim_id, schedd, ..
+        }
+        | Action::ActivationRefused {
+            claim_id, schedd, ..
+        } => Some((claim_id, schedd, false)),
+        Action::ClaimRefused {
+            claim_id, schedd, ..
+        }
+        | Action::ClaimEnded {
+            claim_id, schedd, ..
+        } => Some((claim_id, schedd, true)),
+        _ => None,
     }
 }
 

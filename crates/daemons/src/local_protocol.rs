@@ -96,6 +96,9 @@ enum Wire {
     },
     Matches {
         matches: Vec<WireMatch>,
+        /// Where each matched startd listens, by its name.
+        #[serde(default)]
+        startds: std::collections::BTreeMap<String, String>,
     },
     MatchInfo {
         slot: String,
@@ -260,8 +263,9 @@ pub fn encode(from: RoleName, msg: &Message) -> Result<String, String> {
                 .collect(),
             on_claims: on_claims.iter().map(|a| text(a)).collect(),
         },
-        Message::Matches(ms) => Wire::Matches {
-            matches: ms
+        Message::Matches { matches, startds } => Wire::Matches {
+            startds: startds.clone(),
+            matches: matches
                 .iter()
                 .map(|m| WireMatch {
                     cluster: m.job.cluster,
@@ -511,8 +515,8 @@ pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
                 on_claims: ads(on_claims)?.into_iter().map(Arc::new).collect(),
             }
         }
-        Wire::Matches { matches } => Message::Matches(
-            matches
+        Wire::Matches { matches, startds } => Message::Matches {
+            matches: matches
                 .into_iter()
                 .map(|m| MatchInfo {
                     job: JobId::new(m.cluster, m.proc),
@@ -523,7 +527,8 @@ pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
                     preempt_dynamic: m.preempt_dynamic,
                 })
                 .collect(),
-        ),
+            startds,
+        },
         Wire::MatchInfo { slot } => Message::MatchInfo { slot },
         Wire::RequestClaim {
             slot,

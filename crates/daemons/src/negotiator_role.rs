@@ -16,7 +16,7 @@ use negotiator::matchmaker::{Negotiator, Request};
 use schedd::claims::MatchInfo;
 use schedd::JobId;
 
-use crate::roles::{AdminRequest, Message, Outbox, Role, RoleName, SubmitterRequest};
+use crate::roles::{AdminRequest, Dest, Message, Outbox, Role, RoleName, SubmitterRequest};
 use crate::schedd_service::literal_str;
 
 /// Where a cycle is.
@@ -209,9 +209,22 @@ impl NegotiatorRole {
             }
         };
         let mut matches = Vec::new();
+        // Where each matched startd listens (its slot ads' MyAddress): the
+        // schedd claims there, as HTCondor's schedd reaches the startd
+        // its match names.
+        let mut startds = std::collections::BTreeMap::new();
         for g in granted {
             let (slot, machine) = name(g.slot);
-            out.send(RoleName::Startd, Message::MatchInfo { slot: slot.clone() });
+            let address = slot_ads
+                .get(g.slot)
+                .and_then(|a| literal_str(a, "MyAddress"));
+            out.send(
+                Dest::at(RoleName::Startd, &machine, address.as_deref()),
+                Message::MatchInfo { slot: slot.clone() },
+            );
+            if let Some(a) = address {
+                startds.insert(machine.clone(), a);
+            }
             matches.push(MatchInfo {
                 job: g.job,
                 startd: machine,
@@ -222,7 +235,7 @@ impl NegotiatorRole {
             });
         }
         if !matches.is_empty() {
-            out.send(RoleName::Schedd, Message::Matches(matches));
+            out.send(RoleName::Schedd, Message::Matches { matches, startds });
             // The accountant's figures are kept when a cycle changes who
             // holds what (and at shutdown), not at every cycle: a
             // submission asks for one, and there may be hundreds a second.

@@ -7,20 +7,23 @@
 //! of the pool's across hosts; by default only the pool's own user and
 //! root hold DAEMON), encrypted when the session is.
 //!
-//! One connection per destination role, kept: after the handshake every
-//! CEDAR message on it is one role message: the destination role's name,
-//! the sender's command port (where answers go), and the message as a
-//! [`crate::local_protocol`] line. Messages from one process to one role
-//! arrive in the order sent. A role that cannot be reached (starting,
+//! One connection per destination daemon, kept: after the handshake every
+//! CEDAR message on it is one role message: the destination role and the
+//! daemon's name (empty for the pool's one daemon of the role), the
+//! sender's command port (where answers go) and its daemon's name, and the
+//! message as a [`crate::local_protocol`] line. Messages from one process
+//! to one daemon arrive in the order sent. A role that cannot be reached (starting,
 //! restarting, its host gone) loses what is sent to it meanwhile, as a
 //! datagram would be lost: the roles resend what matters (the startd its
 //! ads every poll, the negotiator its cycle and its ad, the schedd its
 //! keep-alives).
 //!
-//! Where a role is: where its last message came from (the sender's port);
-//! else, on this host, the address its process wrote in the roles
-//! directory; else COLLECTOR_HOST (the collector) or the role's ad at the
-//! collector (`MyAddress`).
+//! Where a daemon is: where its last message came from (the sender's
+//! port); else where the sender was told it is (a match names the
+//! startd's address); else, on this host, the address its process wrote
+//! in the roles directory; else COLLECTOR_HOST (the collector) or the
+//! daemon's ad at the collector (`MyAddress`; a startd's by its slots'
+//! names, `slotN@NAME`).
 //!
 //! Touches only the roles directory of the pool's state directory and the
 //! collector's address file (the tidy test's list).
@@ -34,7 +37,7 @@ use cedar::commands as cmd;
 use cedar::{Decoder, Sinful, Sock};
 
 use crate::local_protocol::{decode, encode};
-use crate::roles::{Message, RoleName};
+use crate::roles::{Dest, Message, RoleName};
 
 /// The largest role message (a schedd's requests for a big queue are the
 /// largest), within what one authenticated DAEMON connection may send.
@@ -60,14 +63,19 @@ pub fn address_file(roles_dir: &Path, role: RoleName) -> PathBuf {
     roles_dir.join(format!("{}.address", role.daemon_name()))
 }
 
-/// Writes where this process's `roles` listen (written aside, then
-/// renamed, so a reader never sees half an address).
-pub fn write_addresses(roles_dir: &Path, roles: &[RoleName], address: &str) -> std::io::Result<()> {
+/// Writes where this process's `roles` listen, each file the address and
+/// the daemon's name (written aside, then renamed, so a reader never sees
+/// half an address).
+pub fn write_addresses(
+    roles_dir: &Path,
+    roles: &[(RoleName, Option<&str>)],
+    address: &str,
+) -> std::io::Result<()> {
     crate::statedir::private_dir(roles_dir)?;
-    for &role in roles {
+    for &(role, name) in roles {
         let file = address_file(roles_dir, role);
         let tmp = file.with_extension("new");
-        std::fs::write(&tmp, format!("{address}\n"))?;
+        std::fs::write(&tmp, format!("{address}\n{}\n", name.unwrap_or("")))?;
         std::fs::rename(&tmp, &file)?;
     }
     Ok(())
@@ -80,36 +88,81 @@ pub fn remove_addresses(roles_dir: &Path, roles: &[RoleName]) {
     }
 }
 
-/// One role message as it travels: to whom, where the sender listens, and
-/// the message.
-pub fn put_message(e: &mut cedar::Encoder, to: RoleName, reply_to: &str, line: &str) {
-    e.put_str(to.daemon_name()).put_str(reply_to).put_str(line);
+/// One role message as it travels: to whom, where the sender listens and
+/// which daemon it is, and the message.
+pub fn put_message(
+    e: &mut cedar::Encoder,
+    to: &Dest,
+    reply_to: &str,
+    from: Option<&str>,
+    line: &str,
+) {
+    e.put_str(to.role.daemon_name())
+        .put_str(to.name.as_deref().unwrap_or(""))
+        .put_str(reply_to)
+        .put_str(from.unwrap_or(""))
+        .put_str(line);
 }
 
-/// A role message read back: (to, the sender's address, from, message).
-pub fn get_message(d: &mut Decoder<'_>) -> Result<(RoleName, String, RoleName, Message), String> {
-    let to = d.get_str().map_err(|e| e.to_string())?;
-    let reply_to = d.get_str().map_err(|e| e.to_string())?;
-    let line = d.get_str().map_err(|e| e.to_string())?;
+/// A role message as it arrived.
+#[derive(Debug)]
+pub struct Arrived {
+    /// The daemon it is for.
+    pub to: Dest,
+    /// Where the sender listens, and its daemon's name.
+    pub reply_to: String,
+    pub from_name: Option<String>,
+    /// The sender's role, and the message.
+    pub from: RoleName,
+    pub message: Message,
+}
+
+/// A role message read back.
+pub fn get_message(d: &mut Decoder<'_>) -> Result<Arrived, String> {
+    let mut next = || d.get_str().map_err(|e| e.to_string());
+    let to = next()?;
+    let to_name = next()?;
+    let reply_to = next()?;
+    let from_name = next()?;
+    let line = next()?;
     d.finish().map_err(|e| e.to_string())?;
-    let to = crate::local_protocol::role_named(&to)
+    let role = crate::local_protocol::role_named(&to)
         .ok_or_else(|| format!("a message for an unknown role {to:?}"))?;
-    let (from, msg) = decode(&line)?;
-    Ok((to, reply_to, from, msg))
+    let some = |s: String| (!s.is_empty()).then_some(s);
+    let (from, message) = decode(&line)?;
+    Ok(Arrived {
+        to: Dest {
+            role,
+            name: some(to_name),
+            at: None,
+        },
+        reply_to,
+        from_name: some(from_name),
+        from,
+        message,
+    })
 }
 
-/// The other processes' roles, reached through their command ports.
+/// How the transport keys a daemon: its role, and its name where it has
+/// one (names compare without case, as HTCondor's daemon names).
+type Key = (RoleName, Option<String>);
+
+fn key(role: RoleName, name: Option<&str>) -> Key {
+    (role, name.map(str::to_ascii_lowercase))
+}
+
+/// The other processes' daemons, reached through their command ports.
 pub struct Remote {
     peers: Peers,
     sessions: SessionCache,
     /// This process's command port, where answers come back.
     me: String,
-    /// Where each role was last heard from, or found.
-    addresses: Mutex<HashMap<RoleName, Sinful>>,
-    /// One kept connection per destination, each behind its own lock, so
-    /// that a role that does not answer holds up only the messages for it
-    /// (and messages for one role still go in order).
-    conns: Mutex<HashMap<RoleName, Arc<Mutex<Option<Sock>>>>>,
+    /// Where each daemon was last heard from, or found.
+    addresses: Mutex<HashMap<Key, Sinful>>,
+    /// One kept connection per destination daemon, each behind its own
+    /// lock, so that a daemon that does not answer holds up only the
+    /// messages for it (and messages for one daemon still go in order).
+    conns: Mutex<HashMap<Key, Arc<Mutex<Option<Sock>>>>>,
 }
 
 impl Remote {
@@ -123,42 +176,54 @@ impl Remote {
         }
     }
 
-    /// `role` answers at `address` (its last message came from there).
-    pub fn heard_from(&self, role: RoleName, address: &str) {
+    /// The daemon `name` of `role` answers at `address` (its last message
+    /// came from there). It is also where the role's unnamed messages go
+    /// (the answer to a request goes where the request came from).
+    pub fn heard_from(&self, role: RoleName, name: Option<&str>, address: &str) {
         let Ok(a) = Sinful::parse(address, 0) else {
             return;
         };
-        let moved = {
-            let mut known = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
-            known.insert(role, a.clone()) != Some(a)
-        };
-        // A process that restarted listens elsewhere: the kept connection
-        // is to the old one. (The address lock is let go first: a sender
-        // holds its connection's lock while it looks the address up.)
-        if moved {
-            let conn = self.conn(role);
-            *conn.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let mut keys = vec![key(role, None)];
+        if name.is_some() {
+            keys.push(key(role, name));
+        }
+        for k in keys {
+            let moved = {
+                let mut known = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
+                known.insert(k.clone(), a.clone()) != Some(a.clone())
+            };
+            // A process that restarted listens elsewhere: the kept
+            // connection is to the old one. (The address lock is let go
+            // first: a sender holds its connection's lock while it looks
+            // the address up.)
+            if moved {
+                let conn = self.conn(&k);
+                *conn.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            }
         }
     }
 
-    /// Sends `msg` to `to`; a role that cannot be reached loses it (said
-    /// in the daemon's log).
-    pub fn send(&self, from: RoleName, to: RoleName, msg: &Message) {
+    /// Sends `msg` from this process's `from` (named `from_name`) to `to`;
+    /// a daemon that cannot be reached loses it (said in the daemon's
+    /// log).
+    pub fn send(&self, from: RoleName, from_name: Option<&str>, to: &Dest, msg: &Message) {
+        let who = describe(to);
         let line = match encode(from, msg) {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("ferrocondor: a message for the {to:?} cannot travel: {e}");
+                eprintln!("ferrocondor: a message for the {who} cannot travel: {e}");
                 return;
             }
         };
-        let conn = self.conn(to);
+        let k = key(to.role, to.name.as_deref());
+        let conn = self.conn(&k);
         let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
         // A kept connection may be to a process that has since gone: one
         // more try on a new one, the address looked for again.
         let mut why = String::new();
         for attempt in 0..2 {
             if conn.is_none() {
-                match self.connect(to, attempt > 0) {
+                match self.connect(to, &k, attempt > 0) {
                     Ok(s) => *conn = Some(s),
                     Err(e) => {
                         why = e;
@@ -168,7 +233,7 @@ impl Remote {
             }
             let s = conn.as_mut().expect("made above");
             let mut e = s.encoder();
-            put_message(&mut e, to, &self.me, &line);
+            put_message(&mut e, to, &self.me, from_name, &line);
             match s.send(&e) {
                 Ok(()) => return,
                 Err(e) => {
@@ -177,25 +242,22 @@ impl Remote {
                 }
             }
         }
-        eprintln!(
-            "ferrocondor: the {} is not reachable ({why}); a message is lost",
-            to.daemon_name().to_lowercase()
-        );
+        eprintln!("ferrocondor: the {who} is not reachable ({why}); a message is lost");
     }
 
-    /// The place of the kept connection to `to`.
-    fn conn(&self, to: RoleName) -> Arc<Mutex<Option<Sock>>> {
+    /// The place of the kept connection to `k`.
+    fn conn(&self, k: &Key) -> Arc<Mutex<Option<Sock>>> {
         self.conns
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .entry(to)
+            .entry(k.clone())
             .or_default()
             .clone()
     }
 
     /// A new connection to `to`'s process, its handshake done.
-    fn connect(&self, to: RoleName, look_again: bool) -> Result<Sock, String> {
-        let addr = self.address_of(to, look_again)?;
+    fn connect(&self, to: &Dest, k: &Key, look_again: bool) -> Result<Sock, String> {
+        let addr = self.address_of(to, k, look_again)?;
         let (sock, _) = cedar::client::connect(
             &addr,
             cmd::FC_ROLE_MESSAGES,
@@ -207,50 +269,78 @@ impl Remote {
             self.addresses
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .remove(&to);
+                .remove(k);
             format!("{addr}: {e}")
         })?;
         Ok(sock)
     }
 
-    /// Where `role` listens: as last heard, else found.
-    fn address_of(&self, role: RoleName, look_again: bool) -> Result<Sinful, String> {
+    /// Where `to` listens: as last heard, else where the sender was told
+    /// it is, else found; after a failed try, found again first.
+    fn address_of(&self, to: &Dest, k: &Key, look_again: bool) -> Result<Sinful, String> {
+        let told = to
+            .at
+            .as_deref()
+            .and_then(|a| Sinful::parse(a, 0).ok())
+            .filter(|a| a.port != 0);
         if !look_again {
-            if let Some(a) = self
+            let known = self
                 .addresses
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .get(&role)
-            {
-                return Ok(a.clone());
+                .get(k)
+                .cloned();
+            if let Some(a) = known.or_else(|| told.clone()) {
+                return Ok(a);
             }
         }
-        let found = self.find(role)?;
+        let found = match (self.find(to), told) {
+            (Ok(a), _) => a,
+            (Err(_), Some(a)) => a,
+            (Err(e), None) => return Err(e),
+        };
         self.addresses
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(role, found.clone());
+            .insert(k.clone(), found.clone());
         Ok(found)
     }
 
-    fn find(&self, role: RoleName) -> Result<Sinful, String> {
-        // A process of this host says where it listens.
-        if let Some(a) = read_address(&address_file(&self.peers.roles_dir, role)) {
-            return Ok(a);
+    fn find(&self, to: &Dest) -> Result<Sinful, String> {
+        // A process of this host says where it listens (and, for a named
+        // daemon, which one it is).
+        let file = address_file(&self.peers.roles_dir, to.role);
+        if let Some((a, name)) = read_address_file(&file) {
+            let same = match (&to.name, &name) {
+                (Some(wanted), Some(n)) => wanted.eq_ignore_ascii_case(n),
+                (Some(_), None) => false,
+                (None, _) => true,
+            };
+            if same {
+                return Ok(a);
+            }
         }
         let collector = self.collector()?;
-        if role == RoleName::Collector {
+        if to.role == RoleName::Collector {
             return Ok(collector);
         }
-        let command = match role {
+        let command = match to.role {
             RoleName::Negotiator => cmd::QUERY_NEGOTIATOR_ADS,
             RoleName::Schedd => cmd::QUERY_SCHEDD_ADS,
             _ => cmd::QUERY_STARTD_ADS,
         };
         let ads = query_addresses(&collector, command, &self.peers.client, &self.sessions)?;
         ads.into_iter()
-            .next()
-            .ok_or_else(|| format!("the collector at {collector} knows no {role:?}"))
+            .find(|(ad_name, _)| match &to.name {
+                None => true,
+                // A startd is found by its slots, `slotN@NAME`.
+                Some(n) if to.role == RoleName::Startd => ad_name
+                    .split_once('@')
+                    .is_some_and(|(_, startd)| startd.eq_ignore_ascii_case(n)),
+                Some(n) => ad_name.eq_ignore_ascii_case(n),
+            })
+            .map(|(_, a)| a)
+            .ok_or_else(|| format!("the collector at {collector} knows no {}", describe(to)))
     }
 
     fn collector(&self) -> Result<Sinful, String> {
@@ -271,27 +361,50 @@ impl Remote {
     }
 }
 
-/// The first line of an address file, when it is an address.
-fn read_address(file: &Path) -> Option<Sinful> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let line = text.lines().next()?.trim();
-    Sinful::parse(line, 0).ok().filter(|a| a.port != 0)
+/// A daemon as the log names it: `startd ep1@host`, `collector`.
+fn describe(to: &Dest) -> String {
+    let role = to.role.daemon_name().to_lowercase();
+    match &to.name {
+        Some(n) => format!("{role} {n}"),
+        None => role,
+    }
 }
 
-/// The `MyAddress` of each ad a collector query gives.
+/// An address file: its address, and the daemon's name on the second
+/// line where there is one.
+fn read_address_file(file: &Path) -> Option<(Sinful, Option<String>)> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let mut lines = text.lines();
+    let a = Sinful::parse(lines.next()?.trim(), 0)
+        .ok()
+        .filter(|a| a.port != 0)?;
+    let name = lines
+        .next()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string);
+    Some((a, name))
+}
+
+/// The first line of an address file, when it is an address.
+fn read_address(file: &Path) -> Option<Sinful> {
+    read_address_file(file).map(|(a, _)| a)
+}
+
+/// The `Name` and `MyAddress` of each ad a collector query gives.
 fn query_addresses(
     collector: &Sinful,
     command: i32,
     client: &ClientOptions,
     sessions: &SessionCache,
-) -> Result<Vec<Sinful>, String> {
+) -> Result<Vec<(String, Sinful)>, String> {
     let fail = |e: &dyn std::fmt::Display| format!("asking the collector at {collector}: {e}");
     let (mut sock, _) =
         cedar::client::connect(collector, command, client, Some(sessions)).map_err(|e| fail(&e))?;
     let mut q = classad::ClassAd::new();
     q.insert_value("MyType", "Query");
     q.insert_value("Requirements", true);
-    q.insert_value("Projection", "MyAddress");
+    q.insert_value("Projection", "Name,MyAddress");
     let mut e = sock.encoder();
     cedar::put_ad(&mut e, &q, &cedar::PutOptions::default());
     sock.send(&e).map_err(|e| fail(&e))?;
@@ -308,7 +421,8 @@ fn query_addresses(
             if let Some(a) =
                 cedar::ad::string_attr(&ad, "MyAddress").and_then(|t| Sinful::parse(&t, 0).ok())
             {
-                found.push(a);
+                let name = cedar::ad::string_attr(&ad, "Name").unwrap_or_default();
+                found.push((name, a));
             }
         }
     }
@@ -323,32 +437,48 @@ mod tests {
         let msg = Message::Negotiate { cycle: 7 };
         let line = encode(RoleName::Negotiator, &msg).unwrap();
         let mut e = cedar::Encoder::new();
-        put_message(&mut e, RoleName::Schedd, "<127.0.0.1:4242?noUDP>", &line);
+        let to = Dest::named(RoleName::Startd, "ep1@host");
+        put_message(&mut e, &to, "<127.0.0.1:4242?noUDP>", Some("cm"), &line);
         let mut d = Decoder::new(e.as_bytes());
-        let (to, reply_to, from, back) = get_message(&mut d).unwrap();
-        assert_eq!(
-            (to, reply_to.as_str(), from),
-            (
-                RoleName::Schedd,
-                "<127.0.0.1:4242?noUDP>",
-                RoleName::Negotiator
-            )
-        );
-        assert!(matches!(back, Message::Negotiate { cycle: 7 }));
+        let back = get_message(&mut d).unwrap();
+        assert_eq!(back.to, to);
+        assert_eq!(back.reply_to, "<127.0.0.1:4242?noUDP>");
+        assert_eq!(back.from_name.as_deref(), Some("cm"));
+        assert_eq!(back.from, RoleName::Negotiator);
+        assert!(matches!(back.message, Message::Negotiate { cycle: 7 }));
+        // The pool's one collector: no name either way.
+        let mut e = cedar::Encoder::new();
+        put_message(&mut e, &Dest::role(RoleName::Collector), "x", None, &line);
+        let back = get_message(&mut Decoder::new(e.as_bytes())).unwrap();
+        assert_eq!((back.to.name, back.from_name), (None, None));
         // A message for a role that is none is refused with its name.
         let mut e = cedar::Encoder::new();
-        e.put_str("BOGUS").put_str("x").put_str(&line);
+        e.put_str("BOGUS")
+            .put_str("")
+            .put_str("x")
+            .put_str("")
+            .put_str(&line);
         let err = get_message(&mut Decoder::new(e.as_bytes())).err().unwrap();
         assert!(err.contains("BOGUS"), "{err}");
     }
 
     #[test]
-    fn addresses_are_written_aside_and_read_back() {
+    fn addresses_are_written_aside_and_read_back_with_the_daemon_s_name() {
         let dir = std::env::temp_dir().join(format!("fc-role-addr-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        write_addresses(&dir, &[RoleName::Startd], "<127.0.0.1:5151?noUDP>").unwrap();
-        let a = read_address(&address_file(&dir, RoleName::Startd)).unwrap();
-        assert_eq!(a.port, 5151);
+        write_addresses(
+            &dir,
+            &[
+                (RoleName::Startd, Some("ep1@host")),
+                (RoleName::Collector, None),
+            ],
+            "<127.0.0.1:5151?noUDP>",
+        )
+        .unwrap();
+        let (a, name) = read_address_file(&address_file(&dir, RoleName::Startd)).unwrap();
+        assert_eq!((a.port, name.as_deref()), (5151, Some("ep1@host")));
+        let (_, name) = read_address_file(&address_file(&dir, RoleName::Collector)).unwrap();
+        assert_eq!(name, None);
         assert!(read_address(&address_file(&dir, RoleName::Schedd)).is_none());
         remove_addresses(&dir, &[RoleName::Startd]);
         assert!(read_address(&address_file(&dir, RoleName::Startd)).is_none());

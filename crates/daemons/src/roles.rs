@@ -29,6 +29,7 @@
 //! The [`Router`] is the in-process transport of the personal pool; the
 //! same messages are what a network transport carries between hosts.
 
+use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -61,6 +62,55 @@ impl RoleName {
     }
 }
 
+/// Where a message goes: a role, and which daemon of it where a pool has
+/// several (its name: a startd's `STARTD_NAME`, slot ads' `slot1@NAME`; a
+/// schedd's `SCHEDD_NAME`), and, where the sender knows it, the address
+/// that daemon listens at. A message without a name goes to the pool's
+/// one daemon of the role (the collector, the negotiator), or to the one
+/// it was last heard from.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Dest {
+    pub role: RoleName,
+    pub name: Option<String>,
+    pub at: Option<String>,
+}
+
+impl Dest {
+    /// The role's daemon, not named.
+    pub fn role(role: RoleName) -> Dest {
+        Dest {
+            role,
+            name: None,
+            at: None,
+        }
+    }
+
+    /// The daemon of `role` named `name`, found where it is known to be.
+    pub fn named(role: RoleName, name: &str) -> Dest {
+        Dest {
+            role,
+            name: Some(name.to_string()),
+            at: None,
+        }
+    }
+
+    /// The daemon of `role` named `name`, which listens at `at` when the
+    /// sender has not heard from it since.
+    pub fn at(role: RoleName, name: &str, at: Option<&str>) -> Dest {
+        Dest {
+            role,
+            name: Some(name.to_string()),
+            at: at.map(str::to_string),
+        }
+    }
+}
+
+impl From<RoleName> for Dest {
+    fn from(role: RoleName) -> Dest {
+        Dest::role(role)
+    }
+}
+
 /// A schedd's request for one submitter: its name and its idle jobs, in
 /// its order.
 pub type SubmitterRequest = (String, Vec<(JobId, Arc<ClassAd>)>);
@@ -87,8 +137,13 @@ pub enum Message {
         submitters: Vec<SubmitterRequest>,
         on_claims: Vec<Arc<ClassAd>>,
     },
-    /// Matches for a schedd's jobs.
-    Matches(Vec<Match>),
+    /// Matches for a schedd's jobs, and where each matched startd listens
+    /// (by the startd's name: its slot ads' `MyAddress`), which the schedd
+    /// claims the slots at.
+    Matches {
+        matches: Vec<Match>,
+        startds: BTreeMap<String, String>,
+    },
     /// The negotiator tells a startd that one of its slots was matched.
     MatchInfo { slot: String },
     /// A schedd's claim message for a startd.
@@ -186,7 +241,7 @@ impl Message {
             Message::QuerySlots => (5, "QUERY_STARTD_ADS"),
             Message::Reschedule => (421, "RESCHEDULE"),
             Message::Negotiate { .. } => (416, "NEGOTIATE"),
-            Message::Matches(_) => (472, "PERMISSION_AND_AD"),
+            Message::Matches { .. } => (472, "PERMISSION_AND_AD"),
             Message::MatchInfo { .. } => (440, "MATCH_INFO"),
             Message::Startd(ev) => match ev {
                 startd::Event::RequestClaim { .. } => (442, "REQUEST_CLAIM"),
@@ -230,14 +285,14 @@ pub fn advertise(
 /// startd's starters and hooks), lines for the daemon's log.
 #[derive(Default)]
 pub struct Outbox {
-    pub messages: Vec<(RoleName, Message)>,
+    pub messages: Vec<(Dest, Message)>,
     pub work: Vec<Work>,
     pub notes: Vec<String>,
 }
 
 impl Outbox {
-    pub fn send(&mut self, to: RoleName, msg: Message) {
-        self.messages.push((to, msg));
+    pub fn send(&mut self, to: impl Into<Dest>, msg: Message) {
+        self.messages.push((to.into(), msg));
     }
 
     pub fn note(&mut self, note: impl Into<String>) {
@@ -399,6 +454,9 @@ pub struct Router {
     schedd: Option<RoleHandle<crate::schedd_role::ScheddRole>>,
     startd: Option<RoleHandle<crate::execute::StartdRole>>,
     remote: Option<Arc<crate::role_transport::Remote>>,
+    /// The names of this process's daemons (a message naming another
+    /// daemon of a role that also runs here goes to that one).
+    names: Arc<BTreeMap<RoleName, String>>,
     /// Answers to the tools' requests that other processes answer.
     pub answers: Arc<Answers>,
 }
@@ -427,37 +485,65 @@ impl Router {
     }
 
     /// Delivers `msg` to a local role's inbox, or sends it to the
-    /// process that runs the role.
-    pub fn deliver(&self, from: RoleName, to: RoleName, msg: Message) {
+    /// process that runs the daemon it is for.
+    pub fn deliver(&self, from: RoleName, to: impl Into<Dest>, msg: Message) {
+        let to = to.into();
         // An answer to a tool's request, for this process (where the role
         // it is addressed to runs), goes to the request waiting for it.
-        let here = self.runs(to);
+        let here = self.is_here(&to);
         if let (true, Message::AdminAnswer { id, answer }) = (here, &msg) {
             return self.answers.answered(*id, answer.clone());
         }
-        match to {
-            RoleName::Collector if self.collector.is_some() => {
-                return self.collector.as_ref().expect("checked").deliver(from, msg);
+        if here {
+            match to.role {
+                RoleName::Collector => {
+                    if let Some(h) = &self.collector {
+                        return h.deliver(from, msg);
+                    }
+                }
+                RoleName::Negotiator => {
+                    if let Some(h) = &self.negotiator {
+                        return h.deliver(from, msg);
+                    }
+                }
+                RoleName::Schedd => {
+                    if let Some(h) = &self.schedd {
+                        return h.deliver(from, msg);
+                    }
+                }
+                RoleName::Startd => {
+                    if let Some(h) = &self.startd {
+                        return h.deliver(from, msg);
+                    }
+                }
             }
-            RoleName::Negotiator if self.negotiator.is_some() => {
-                return self
-                    .negotiator
-                    .as_ref()
-                    .expect("checked")
-                    .deliver(from, msg);
-            }
-            RoleName::Schedd if self.schedd.is_some() => {
-                return self.schedd.as_ref().expect("checked").deliver(from, msg);
-            }
-            RoleName::Startd if self.startd.is_some() => {
-                return self.startd.as_ref().expect("checked").deliver(from, msg);
-            }
-            _ => {}
         }
         match &self.remote {
-            Some(r) => r.send(from, to, &msg),
-            None => eprintln!("ferrocondor: a message for the {to:?} has nowhere to go: {msg:?}"),
+            Some(r) => r.send(from, self.name_of(from), &to, &msg),
+            None => eprintln!(
+                "ferrocondor: a message for the {:?}{} has nowhere to go: {msg:?}",
+                to.role,
+                to.name
+                    .as_deref()
+                    .map(|n| format!(" {n}"))
+                    .unwrap_or_default()
+            ),
         }
+    }
+
+    /// Whether the daemon `to` is one of this process's: its role runs
+    /// here, and the message names no daemon or this one.
+    pub fn is_here(&self, to: &Dest) -> bool {
+        self.runs(to.role)
+            && match (&to.name, self.names.get(&to.role)) {
+                (Some(wanted), Some(mine)) => wanted.eq_ignore_ascii_case(mine),
+                _ => true,
+            }
+    }
+
+    /// The name of this process's daemon of `role`, where it has one.
+    pub fn name_of(&self, role: RoleName) -> Option<&str> {
+        self.names.get(&role).map(String::as_str)
     }
 
     /// Whether `role` runs in this process.
@@ -476,10 +562,11 @@ impl Router {
         self.remote.is_some()
     }
 
-    /// `role`'s process listens at `address` (its message came from there).
-    pub fn heard_from(&self, role: RoleName, address: &str) {
+    /// The daemon `name` of `role` listens at `address` (its message came
+    /// from there).
+    pub fn heard_from(&self, role: RoleName, name: Option<&str>, address: &str) {
         if let Some(r) = &self.remote {
-            r.heard_from(role, address);
+            r.heard_from(role, name, address);
         }
     }
 
@@ -526,6 +613,7 @@ pub fn router(
             schedd: roles.schedd.as_ref().map(|_| RoleHandle { tx: s }),
             startd: roles.startd.as_ref().map(|_| RoleHandle { tx: e }),
             remote,
+            names: Arc::new(roles.names()),
             answers: Arc::new(Answers::default()),
         },
         Inboxes {
@@ -549,6 +637,21 @@ pub struct Roles {
     pub negotiator: Option<crate::negotiator_role::NegotiatorRole>,
     pub schedd: Option<crate::schedd_role::ScheddRole>,
     pub startd: Option<crate::execute::StartdRole>,
+}
+
+impl Roles {
+    /// Each daemon's name: the startd's (STARTD_NAME), the schedd's, the
+    /// central manager's (the host's).
+    fn names(&self) -> BTreeMap<RoleName, String> {
+        let mut names = BTreeMap::new();
+        if let Some(r) = &self.startd {
+            names.insert(RoleName::Startd, r.name().to_string());
+        }
+        if let Some(r) = &self.schedd {
+            names.insert(RoleName::Schedd, r.name().to_string());
+        }
+        names
+    }
 }
 
 /// Starts every role on a thread of its own; each runs until
@@ -680,7 +783,11 @@ mod tests {
             Some((416, "NEGOTIATE"))
         );
         assert_eq!(
-            Message::Matches(Vec::new()).htcondor_command(),
+            Message::Matches {
+                matches: Vec::new(),
+                startds: BTreeMap::new()
+            }
+            .htcondor_command(),
             Some((472, "PERMISSION_AND_AD"))
         );
         assert_eq!(

@@ -14,7 +14,7 @@ use negotiator::limits::ConcurrencyLimits;
 use schedd::claims::{self, Claims};
 use schedd::{JobEvent, JobId, JobStatus, RunReport, StatusCounts};
 
-use crate::roles::{Message, Outbox, Role, RoleName};
+use crate::roles::{Dest, Message, Outbox, Role, RoleName};
 use crate::schedd_service::Schedd;
 
 /// The schedd's intervals, seconds.
@@ -36,6 +36,11 @@ pub struct ScheddRole {
     address: Option<String>,
     /// Jobs users vacated (with `fast`), for the claim core to evict.
     vacating: Vec<(Vec<JobId>, bool)>,
+    /// Where each startd it was matched to listens (by the startd's name,
+    /// as the negotiator found it in the slot ads), where its claim
+    /// messages go. Kept for the startds it holds claims at; the newest
+    /// match says where a restarted one listens now.
+    startds: BTreeMap<String, String>,
 }
 
 impl ScheddRole {
@@ -98,7 +103,23 @@ impl ScheddRole {
             published: BTreeSet::new(),
             address: None,
             vacating: Vec::new(),
+            startds: BTreeMap::new(),
         }
+    }
+
+    /// The schedd's name (its ad's `Name`, and the name its claims give
+    /// the startds).
+    pub fn name(&self) -> &str {
+        &self.hostname
+    }
+
+    /// Where messages for the startd `name` go.
+    fn startd(&self, name: &str) -> Dest {
+        Dest::at(
+            RoleName::Startd,
+            name,
+            self.startds.get(name).map(String::as_str),
+        )
     }
 
     /// Where HTCondor's clients reach this schedd (its ad's `MyAddress`).
@@ -170,11 +191,11 @@ impl ScheddRole {
             if !ready.charges.is_empty() {
                 out.send(RoleName::Negotiator, Message::Charges(ready.charges));
             }
-            for (claim_id, stop) in ready.stops {
-                out.send(RoleName::Startd, Message::StopJob { claim_id, stop });
+            for (startd, claim_id, stop) in ready.stops {
+                out.send(self.startd(&startd), Message::StopJob { claim_id, stop });
             }
-            for (_, ev) in ready.to_startd {
-                out.send(RoleName::Startd, Message::Startd(ev));
+            for (startd, ev) in ready.to_startd {
+                out.send(self.startd(&startd), Message::Startd(ev));
             }
             for (id, text) in ready.job_notes {
                 out.note(format!("job {id}: {text}"));
@@ -294,7 +315,8 @@ impl Role for ScheddRole {
                 out.send(from, self.requests(cycle));
                 return;
             }
-            Message::Matches(matches) => {
+            Message::Matches { matches, startds } => {
+                self.startds.extend(startds);
                 for m in matches {
                     let r = self.claims.matched(m, self.schedd.queue(), now);
                     self.apply(r, out, now);

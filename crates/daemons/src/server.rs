@@ -431,7 +431,9 @@ impl Pool {
         // Under a master, this host's other processes find these roles
         // by the address files (and the master knows they are up).
         if let (Some(dir), Some(address)) = (&self.roles_dir, &own_address) {
-            crate::role_transport::write_addresses(dir, &local, address).map_err(|source| {
+            let named: Vec<(RoleName, Option<&str>)> =
+                local.iter().map(|&r| (r, router.name_of(r))).collect();
+            crate::role_transport::write_addresses(dir, &named, address).map_err(|source| {
                 Error::Io {
                     path: dir.clone(),
                     op: "writing where the roles listen",

@@ -118,7 +118,15 @@ impl Pool {
 
     fn post(&mut self, from: RoleName, out: Outbox) {
         for (to, m) in out.messages {
-            self.wire.push_back((from, to, m));
+            // Messages for the startd and the schedd name the daemon (the
+            // startd's and schedd's names here are both "exec").
+            if let Some(name) = &to.name {
+                assert_eq!(name, "exec", "{to:?}: {m:?}");
+            }
+            if matches!(m, Message::Startd(_) | Message::ClaimNews(_)) {
+                assert!(to.name.is_some(), "{to:?}: {m:?}");
+            }
+            self.wire.push_back((from, to.role, m));
         }
         self.work.extend(out.work);
     }

@@ -152,6 +152,19 @@ pub enum StarterReport {
     },
 }
 
+impl StarterReport {
+    /// The claim the report is about.
+    pub fn claim_id(&self) -> &str {
+        match self {
+            StarterReport::Started { claim_id, .. }
+            | StarterReport::StartFailed { claim_id, .. }
+            | StarterReport::Suspended { claim_id, .. }
+            | StarterReport::Unsuspended { claim_id }
+            | StarterReport::Ended { claim_id, .. } => claim_id,
+        }
+    }
+}
+
 /// The accountant's side of a claim (the negotiator's accountant charges
 /// a submitter for the slots its claims hold).
 #[derive(Clone, Debug, PartialEq)]
@@ -199,9 +212,9 @@ pub struct Ready {
     /// Jobs whose run is over: a completed or removed one may now leave
     /// the queue for its history.
     pub runs_ended: Vec<JobId>,
-    /// Runs to stop because their job was held or removed, by claim id
-    /// (the shadow tells its starter).
-    pub stops: Vec<(String, Stop)>,
+    /// Runs to stop because their job was held or removed: the startd
+    /// the run is on, the claim id, how (the shadow tells its starter).
+    pub stops: Vec<(String, String, Stop)>,
     pub charges: Vec<Charge>,
     /// Things to say about a job that are not queue events (a claim
     /// refused, a claim lost before its job started).
@@ -426,7 +439,12 @@ impl Claims {
             })
             .collect();
         for (claim_id, stop) in stopped {
-            ready.stops.push((claim_id.clone(), stop));
+            let startd = self
+                .claims
+                .get(&claim_id)
+                .map(|c| c.startd.clone())
+                .unwrap_or_default();
+            ready.stops.push((startd, claim_id.clone(), stop));
             self.release(&claim_id, &mut ready);
         }
         ready.reschedule = fresh;

@@ -48,7 +48,7 @@ struct Pool {
     /// What the startd asked its starter to do: (claim id, job id).
     starts: Vec<(String, JobId)>,
     notes: Vec<(JobId, String)>,
-    stops: Vec<(String, Stop)>,
+    stops: Vec<(String, String, Stop)>,
     now: i64,
 }
 
@@ -280,7 +280,10 @@ fn a_job_held_while_it_runs_is_stopped_and_its_claim_released() {
         .unwrap();
     let r = p.claims.jobs_changed(&[job(0)], &p.queue);
     p.carry(r);
-    assert_eq!(p.stops, vec![(claim.clone(), Stop::Hold)]);
+    assert_eq!(
+        p.stops,
+        vec![("exec".to_string(), claim.clone(), Stop::Hold)]
+    );
     // The run ends; the held job gets no other event, and the claim is not
     // reused for the next job.
     p.starter(StarterReport::Ended {

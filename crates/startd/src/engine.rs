@@ -13,7 +13,7 @@ use classad::{ClassAd, Env, Expr, Value};
 use config::Config;
 
 use crate::policy::{evaluate, is_true, Policy, PolicyError};
-use crate::publish::MachineInfo;
+use crate::publish::{daemon_name, MachineInfo};
 use std::collections::BTreeMap;
 
 use crate::carve::Partitionable;
@@ -471,6 +471,7 @@ impl Startd {
                 .flatten()
                 .unwrap_or_else(|| default.to_string())
         };
+        machine.startd_name = daemon_name(&text("STARTD_NAME", ""), hostname);
         machine.arch = text("ARCH", "X86_64");
         machine.opsys = text("OPSYS", "LINUX");
         machine.opsys_and_ver = text("OPSYSANDVER", &machine.opsys);

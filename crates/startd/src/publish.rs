@@ -13,8 +13,12 @@ use crate::state::State;
 /// The machine-wide facts every slot ad carries.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MachineInfo {
-    /// The host's name (`Machine`); slots are named `slotN@Machine`.
+    /// The host's name (`Machine`).
     pub hostname: String,
+    /// The startd's name: slots are named `slotN@name`. The host's name,
+    /// unless STARTD_NAME gives another (HTCondor's `name@host` form, as
+    /// several startds of one host need).
+    pub startd_name: String,
     pub arch: String,
     pub opsys: String,
     pub opsys_and_ver: String,
@@ -36,11 +40,27 @@ pub struct MachineInfo {
     pub file_transfer_methods: Option<String>,
 }
 
+/// A daemon's name as HTCondor builds it from `<SUBSYS>_NAME`: the host's
+/// name when none is given, the name as written when it has an `@`, else
+/// `name@host` (so that several daemons of one host have names of their
+/// own, and a name says which host it is on).
+pub fn daemon_name(configured: &str, hostname: &str) -> String {
+    let configured = configured.trim();
+    if configured.is_empty() {
+        hostname.to_string()
+    } else if configured.contains('@') {
+        configured.to_string()
+    } else {
+        format!("{configured}@{hostname}")
+    }
+}
+
 impl MachineInfo {
     /// A machine with the given name and sizes (Linux on x86_64, UTC).
     pub fn new(hostname: &str, cpus: f64, memory: i64, disk: i64) -> MachineInfo {
         MachineInfo {
             hostname: hostname.to_string(),
+            startd_name: hostname.to_string(),
             arch: "X86_64".into(),
             opsys: "LINUX".into(),
             opsys_and_ver: "LINUX".into(),
@@ -178,7 +198,7 @@ impl Startd {
         let mut ad = ClassAd::new();
         text(&mut ad, "MyType", "Machine");
         text(&mut ad, "TargetType", "Job");
-        text(&mut ad, "Name", &format!("{}@{}", s.name, m.hostname));
+        text(&mut ad, "Name", &format!("{}@{}", s.name, m.startd_name));
         text(&mut ad, "Machine", &m.hostname);
         int(&mut ad, "SlotID", s.id as i64);
         // The 6.8 name, so that old policies run unchanged.
@@ -198,7 +218,7 @@ impl Startd {
                 text(
                     &mut ad,
                     "ParentSlotName",
-                    &format!("{parent}@{}", m.hostname),
+                    &format!("{parent}@{}", m.startd_name),
                 );
                 int(&mut ad, "DSlotId", *sub_id as i64);
             }

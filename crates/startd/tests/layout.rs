@@ -670,3 +670,36 @@ fn negative_slot_counts_are_refused() {
         "NUM_SLOTS: -1 slots: the number must not be negative"
     );
 }
+
+/// Slots are named after the startd: `slotN@host`, or, with STARTD_NAME,
+/// `slotN@NAME@host` as HTCondor builds daemon names (a name with an `@`
+/// is taken as written); `Machine` stays the host's name.
+#[test]
+fn slots_are_named_after_the_startd_and_startd_name_gives_it_a_name_of_its_own() {
+    let names = |text: &str| -> Vec<(String, String)> {
+        let s = startd::Startd::from_config(&config(text), "ep.example.org", &eight_cores(), 0)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut s = s;
+        s.published_ads(0)
+            .iter()
+            .map(|a| {
+                let t = |n: &str| {
+                    let v = a.eval_attr(n, &classad::Env::default());
+                    v.as_str().unwrap_or_default().to_string()
+                };
+                (t("Name"), t("Machine"))
+            })
+            .collect()
+    };
+    let plain = names("NUM_CPUS = 2\n");
+    assert_eq!(plain[0].0, "slot1@ep.example.org");
+    assert_eq!(plain[1].0, "slot2@ep.example.org");
+    let named = names("NUM_CPUS = 2\nSTARTD_NAME = ep1\n");
+    assert_eq!(
+        named[0],
+        ("slot1@ep1@ep.example.org".into(), "ep.example.org".into())
+    );
+    let full = names("NUM_CPUS = 1\nSTARTD_NAME = exec@site\n");
+    assert_eq!(full[0].0, "slot1@exec@site");
+    assert_eq!(startd::publish::daemon_name("", "h"), "h");
+}
