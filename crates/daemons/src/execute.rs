@@ -140,6 +140,12 @@ pub struct StartdRole {
     /// Each claim's schedd (by name), where what becomes of the claim and
     /// its jobs goes: a pool may have several access points.
     claim_schedds: BTreeMap<String, String>,
+    /// Each claim's last job's final report, kept while the claim lasts
+    /// and no other job runs on it: a schedd that was away (restarted,
+    /// cut off) when it was sent has it again with the next keep-alive's
+    /// answer, so a job that ended meanwhile is neither lost nor run
+    /// twice.
+    last_reports: BTreeMap<String, StarterReport>,
     /// What this step leaves for the role's outbox.
     work: Vec<Work>,
     messages: Vec<(Dest, Message)>,
@@ -400,6 +406,7 @@ impl StartdRole {
             work: Vec::new(),
             messages: Vec::new(),
             claim_schedds: BTreeMap::new(),
+            last_reports: BTreeMap::new(),
             notes,
             published: BTreeSet::new(),
             address: None,
@@ -597,6 +604,7 @@ impl StartdRole {
                         Some((claim_id, schedd, over)) => {
                             if over {
                                 self.claim_schedds.remove(claim_id);
+                                self.last_reports.remove(claim_id);
                             } else {
                                 self.claim_schedds
                                     .insert(claim_id.to_string(), schedd.to_string());
@@ -606,6 +614,29 @@ impl StartdRole {
                         None => Dest::role(RoleName::Schedd),
                     };
                     self.messages.push((to, Message::ClaimNews(a)));
+                }
+                // The answer to a keep-alive; a job's last report the
+                // schedd may not have had goes again first (it was away).
+                Action::ClaimAlive {
+                    claim_id,
+                    schedd,
+                    alive,
+                } => {
+                    let to = if schedd.is_empty() {
+                        self.schedd_of(&claim_id)
+                    } else {
+                        Dest::named(RoleName::Schedd, &schedd)
+                    };
+                    if let Some(last) = self.last_reports.get(&claim_id) {
+                        self.messages
+                            .push((to.clone(), Message::Starter(last.clone())));
+                    }
+                    let answer = Action::ClaimAlive {
+                        claim_id,
+                        schedd,
+                        alive,
+                    };
+                    self.messages.push((to, Message::ClaimNews(answer)));
                 }
                 Action::Refused(r) => self.notes.push(format!("startd refused: {r}")),
                 Action::RunBenchmarks { slot } => {
@@ -795,9 +826,15 @@ impl StartdRole {
             run,
             fd,
         });
+        // The execute event and StartdIpAddr name where the startd
+        // listens (HTCondor's `<ip:port>`), which a restarted access point
+        // reconnects to.
         let report = StarterReport::Started {
             claim_id,
-            host: self.hostname.clone(),
+            host: self
+                .address
+                .clone()
+                .unwrap_or_else(|| self.hostname.clone()),
             slot: self.slot_label(slot),
         };
         self.report(report);
@@ -1005,10 +1042,15 @@ impl StartdRole {
             None => self.schedd_of(&r.claim_id),
         };
         let ended = StarterReport::Ended {
-            claim_id: r.claim_id,
+            claim_id: r.claim_id.clone(),
             end,
             report: usage,
         };
+        // (Kept only while the claim lasts: one that ended first, as an
+        // eviction's does, has nobody to ask for it again.)
+        if self.claim_schedds.contains_key(&r.claim_id) {
+            self.last_reports.insert(r.claim_id, ended.clone());
+        }
         self.messages.push((to, Message::Starter(ended)));
         self.pending.push(Event::StarterExited {
             slot: slot.to_string(),
@@ -1107,7 +1149,14 @@ impl Role for StartdRole {
             // The negotiator matched one of the slots (MATCH_INFO).
             Message::MatchInfo { slot } => self.pending.push(Event::Matched { slot }),
             // A schedd's claim request, activation, keep-alive, release.
-            Message::Startd(ev) => self.pending.push(ev),
+            Message::Startd(ev) => {
+                // A new job on the claim: the schedd had the last one's
+                // report.
+                if let Event::Activate { claim_id, .. } = &ev {
+                    self.last_reports.remove(claim_id);
+                }
+                self.pending.push(ev);
+            }
             // The schedd stops a job it held or removed: its starter ends
             // it that way (the startd evicts it as the claim is released).
             Message::StopJob { claim_id, stop } => {

@@ -162,6 +162,12 @@ enum Wire {
         schedd: String,
         reason: String,
     },
+    /// The startd's answer to ALIVE.
+    ClaimAlive {
+        claim_id: String,
+        schedd: String,
+        alive: bool,
+    },
     Started {
         claim_id: String,
         host: String,
@@ -372,6 +378,15 @@ pub fn encode(from: RoleName, msg: &Message) -> Result<String, String> {
                 claim_id: claim_id.clone(),
                 schedd: schedd.clone(),
                 reason: reason.clone(),
+            },
+            Action::ClaimAlive {
+                claim_id,
+                schedd,
+                alive,
+            } => Wire::ClaimAlive {
+                claim_id: claim_id.clone(),
+                schedd: schedd.clone(),
+                alive: *alive,
             },
             other => return Err(format!("not a message between roles: {other:?}")),
         },
@@ -624,6 +639,15 @@ pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
             schedd,
             reason,
         }),
+        Wire::ClaimAlive {
+            claim_id,
+            schedd,
+            alive,
+        } => Message::ClaimNews(Action::ClaimAlive {
+            claim_id,
+            schedd,
+            alive,
+        }),
         Wire::Started {
             claim_id,
             host,
@@ -747,6 +771,37 @@ mod tests {
         assert_eq!(ad_text(&request.job), ad_text(&job));
         assert!(request.by_user_priority);
         assert_eq!(request.preempt_dynamic, vec!["slot1_1".to_string()]);
+    }
+
+    #[test]
+    fn a_keep_alive_s_answer_and_a_match_s_startd_addresses_travel() {
+        for alive in [true, false] {
+            let msg = Message::ClaimNews(startd::Action::ClaimAlive {
+                claim_id: "<h>#1#2".into(),
+                schedd: "ap".into(),
+                alive,
+            });
+            let Message::ClaimNews(startd::Action::ClaimAlive {
+                claim_id,
+                schedd,
+                alive: back,
+            }) = round_trip(msg)
+            else {
+                panic!("not an answer to ALIVE");
+            };
+            assert_eq!(
+                (claim_id.as_str(), schedd.as_str(), back),
+                ("<h>#1#2", "ap", alive)
+            );
+        }
+        let msg = Message::Matches {
+            matches: Vec::new(),
+            startds: [("ep1@h".to_string(), "<10.0.0.3:9618>".to_string())].into(),
+        };
+        let Message::Matches { startds, .. } = round_trip(msg) else {
+            panic!("not matches");
+        };
+        assert_eq!(startds["ep1@h"], "<10.0.0.3:9618>");
     }
 
     #[test]

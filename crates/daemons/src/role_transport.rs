@@ -30,7 +30,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
 
 use cedar::client::{ClientOptions, SessionCache};
 use cedar::commands as cmd;
@@ -152,88 +153,177 @@ fn key(role: RoleName, name: Option<&str>) -> Key {
 }
 
 /// The other processes' daemons, reached through their command ports.
+///
+/// Each destination daemon has a sender of its own (a thread, started
+/// when there is something to send and ended after a minute with
+/// nothing), with a bounded queue: a role hands its messages over and
+/// goes on, so a daemon that is slow or cut off (a connect that waits
+/// for its timeout) holds up no role and no other destination, and
+/// messages for one daemon still leave in order. A full queue loses
+/// what does not fit, as a down daemon loses what is sent to it.
 pub struct Remote {
+    finder: Arc<Finder>,
+    outlets: Mutex<HashMap<Key, mpsc::SyncSender<Outgoing>>>,
+}
+
+/// How many messages may wait for one destination.
+const QUEUE: usize = 4096;
+
+/// How long a destination's sender waits for more before it ends.
+const SENDER_IDLE: Duration = Duration::from_secs(60);
+
+/// A message waiting to leave: the sender's name and the encoded line.
+struct Outgoing {
+    from_name: Option<String>,
+    to: Dest,
+    line: String,
+}
+
+/// Where the other daemons are, and how to reach them (shared by the
+/// senders).
+struct Finder {
     peers: Peers,
     sessions: SessionCache,
     /// This process's command port, where answers come back.
     me: String,
     /// Where each daemon was last heard from, or found.
     addresses: Mutex<HashMap<Key, Sinful>>,
-    /// One kept connection per destination daemon, each behind its own
-    /// lock, so that a daemon that does not answer holds up only the
-    /// messages for it (and messages for one daemon still go in order).
-    conns: Mutex<HashMap<Key, Arc<Mutex<Option<Sock>>>>>,
 }
 
 impl Remote {
     pub fn new(peers: Peers, me: &str) -> Remote {
         Remote {
-            peers,
-            sessions: SessionCache::new(),
-            me: me.to_string(),
-            addresses: Mutex::new(HashMap::new()),
-            conns: Mutex::new(HashMap::new()),
+            finder: Arc::new(Finder {
+                peers,
+                sessions: SessionCache::new(),
+                me: me.to_string(),
+                addresses: Mutex::new(HashMap::new()),
+            }),
+            outlets: Mutex::new(HashMap::new()),
         }
     }
 
     /// The daemon `name` of `role` answers at `address` (its last message
     /// came from there). It is also where the role's unnamed messages go
-    /// (the answer to a request goes where the request came from).
+    /// (the answer to a request goes where the request came from). A
+    /// sender whose connection is to another address (a process that
+    /// restarted) makes a new one.
     pub fn heard_from(&self, role: RoleName, name: Option<&str>, address: &str) {
         let Ok(a) = Sinful::parse(address, 0) else {
             return;
         };
-        let mut keys = vec![key(role, None)];
+        let mut known = self
+            .finder
+            .addresses
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        known.insert(key(role, None), a.clone());
         if name.is_some() {
-            keys.push(key(role, name));
-        }
-        for k in keys {
-            let moved = {
-                let mut known = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
-                known.insert(k.clone(), a.clone()) != Some(a.clone())
-            };
-            // A process that restarted listens elsewhere: the kept
-            // connection is to the old one. (The address lock is let go
-            // first: a sender holds its connection's lock while it looks
-            // the address up.)
-            if moved {
-                let conn = self.conn(&k);
-                *conn.lock().unwrap_or_else(|p| p.into_inner()) = None;
-            }
+            known.insert(key(role, name), a);
         }
     }
 
-    /// Sends `msg` from this process's `from` (named `from_name`) to `to`;
-    /// a daemon that cannot be reached loses it (said in the daemon's
-    /// log).
+    /// Hands `msg` from this process's `from` (named `from_name`) to the
+    /// sender for `to`; a daemon that cannot be reached loses it (said in
+    /// the daemon's log).
     pub fn send(&self, from: RoleName, from_name: Option<&str>, to: &Dest, msg: &Message) {
-        let who = describe(to);
         let line = match encode(from, msg) {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("ferrocondor: a message for the {who} cannot travel: {e}");
+                eprintln!(
+                    "ferrocondor: a message for the {} cannot travel: {e}",
+                    describe(to)
+                );
                 return;
             }
         };
         let k = key(to.role, to.name.as_deref());
-        let conn = self.conn(&k);
-        let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
-        // A kept connection may be to a process that has since gone: one
-        // more try on a new one, the address looked for again.
+        let mut out = Outgoing {
+            from_name: from_name.map(str::to_string),
+            to: to.clone(),
+            line,
+        };
+        let mut outlets = self.outlets.lock().unwrap_or_else(|p| p.into_inner());
+        // A sender that ended (idle) is started again.
+        for _ in 0..2 {
+            let tx = outlets
+                .entry(k.clone())
+                .or_insert_with(|| start_sender(self.finder.clone(), k.clone()));
+            match tx.try_send(out) {
+                Ok(()) => return,
+                Err(mpsc::TrySendError::Full(_)) => {
+                    eprintln!(
+                        "ferrocondor: {QUEUE} messages wait for the {}; a message is lost",
+                        describe(to)
+                    );
+                    return;
+                }
+                Err(mpsc::TrySendError::Disconnected(back)) => {
+                    out = back;
+                    outlets.remove(&k);
+                }
+            }
+        }
+    }
+}
+
+/// A destination's sender: its thread keeps one connection, made again
+/// when the destination is heard from elsewhere or a send fails.
+fn start_sender(finder: Arc<Finder>, k: Key) -> mpsc::SyncSender<Outgoing> {
+    let (tx, rx) = mpsc::sync_channel::<Outgoing>(QUEUE);
+    let spawned = std::thread::Builder::new()
+        .name("role-sender".into())
+        .spawn(move || {
+            let mut conn: Option<(Sock, Sinful)> = None;
+            while let Ok(out) = rx.recv_timeout(SENDER_IDLE) {
+                finder.deliver(&k, &out, &mut conn);
+            }
+            // Idle: the thread ends; messages that came meanwhile fail to
+            // hand over and start a new sender.
+        });
+    if let Err(e) = spawned {
+        eprintln!("ferrocondor: no sender thread for a destination: {e}");
+    }
+    tx
+}
+
+impl Finder {
+    /// Sends one message on the kept connection `conn`, made (again)
+    /// where needed: a kept connection may be to a process that has since
+    /// gone, so one more try on a new one, the address looked for again.
+    fn deliver(&self, k: &Key, out: &Outgoing, conn: &mut Option<(Sock, Sinful)>) {
+        // The destination was heard from elsewhere (it restarted).
+        let known = self
+            .addresses
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(k)
+            .cloned();
+        if let (Some((_, at)), Some(known)) = (conn.as_ref(), known.as_ref()) {
+            if at != known {
+                *conn = None;
+            }
+        }
         let mut why = String::new();
         for attempt in 0..2 {
             if conn.is_none() {
-                match self.connect(to, &k, attempt > 0) {
-                    Ok(s) => *conn = Some(s),
+                match self.connect(&out.to, k, attempt > 0) {
+                    Ok(c) => *conn = Some(c),
                     Err(e) => {
                         why = e;
                         continue;
                     }
                 }
             }
-            let s = conn.as_mut().expect("made above");
+            let (s, _) = conn.as_mut().expect("made above");
             let mut e = s.encoder();
-            put_message(&mut e, to, &self.me, from_name, &line);
+            put_message(
+                &mut e,
+                &out.to,
+                &self.me,
+                out.from_name.as_deref(),
+                &out.line,
+            );
             match s.send(&e) {
                 Ok(()) => return,
                 Err(e) => {
@@ -242,21 +332,14 @@ impl Remote {
                 }
             }
         }
-        eprintln!("ferrocondor: the {who} is not reachable ({why}); a message is lost");
-    }
-
-    /// The place of the kept connection to `k`.
-    fn conn(&self, k: &Key) -> Arc<Mutex<Option<Sock>>> {
-        self.conns
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(k.clone())
-            .or_default()
-            .clone()
+        eprintln!(
+            "ferrocondor: the {} is not reachable ({why}); a message is lost",
+            describe(&out.to)
+        );
     }
 
     /// A new connection to `to`'s process, its handshake done.
-    fn connect(&self, to: &Dest, k: &Key, look_again: bool) -> Result<Sock, String> {
+    fn connect(&self, to: &Dest, k: &Key, look_again: bool) -> Result<(Sock, Sinful), String> {
         let addr = self.address_of(to, k, look_again)?;
         let (sock, _) = cedar::client::connect(
             &addr,
@@ -272,7 +355,7 @@ impl Remote {
                 .remove(k);
             format!("{addr}: {e}")
         })?;
-        Ok(sock)
+        Ok((sock, addr))
     }
 
     /// Where `to` listens: as last heard, else where the sender was told

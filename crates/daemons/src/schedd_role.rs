@@ -41,16 +41,47 @@ pub struct ScheddRole {
     /// messages go. Kept for the startds it holds claims at; the newest
     /// match says where a restarted one listens now.
     startds: BTreeMap<String, String>,
+    /// What the schedd must send as it begins (reconnects to the jobs the
+    /// last one left running, releases of their claims).
+    startup: Option<claims::Ready>,
+}
+
+/// Where a job ran when the last schedd stopped, if that was a startd of
+/// another process than this one's (`local_startd`): its claim, startd,
+/// slot and the startd's address.
+fn ran_elsewhere(
+    schedd: &Schedd,
+    local_startd: Option<&str>,
+    id: JobId,
+) -> Option<(String, String, String, Option<String>)> {
+    use crate::schedd_service::literal_str;
+    use schedd::job::attr;
+    let ad = schedd.queue().job(id)?;
+    let claim = literal_str(ad, attr::CLAIM_ID)?;
+    let host = literal_str(ad, attr::REMOTE_HOST)?;
+    let (slot, startd) = host.split_once('@')?;
+    if local_startd.is_some_and(|l| l.eq_ignore_ascii_case(startd)) {
+        return None;
+    }
+    let address = literal_str(ad, attr::STARTD_IP_ADDR);
+    Some((claim, startd.to_string(), slot.to_string(), address))
 }
 
 impl ScheddRole {
     /// The schedd around its queue. Jobs the queue says were on a machine
-    /// ran under a pool that is gone (its startd has killed what was left
-    /// before this runs): running ones are evicted to run again; removed
-    /// or completed ones whose run had not ended move to the history.
+    /// when the last schedd stopped: one on a startd of another process
+    /// (`local_startd` is this process's own, if it runs one) may run
+    /// there still, and is reconnected to (its claim made again from the
+    /// job's ClaimId and RemoteHost, the startd asked for it at once: the
+    /// job's lease decides); one on this process's startd ran under a
+    /// pool that is gone (the startd has killed what was left before
+    /// this runs) and is evicted to run again. Removed or completed ones
+    /// whose run had not ended move to the history (their claims, on
+    /// other processes' startds, released).
     pub fn new(
         mut schedd: Schedd,
         hostname: &str,
+        local_startd: Option<&str>,
         limits: ConcurrencyLimits,
         intervals: ScheddIntervals,
         now: i64,
@@ -71,16 +102,31 @@ impl ScheddRole {
                 )
             })
             .collect();
+        let mut reconnect = Vec::new();
+        let mut releases = Vec::new();
         for (id, status) in on_a_machine {
-            let done = if matches!(status, JobStatus::Removed | JobStatus::Completed) {
-                schedd.run_ended(id, now)
-            } else {
-                let ev = JobEvent::Evicted {
-                    checkpointed: false,
-                    reason: Some("the pool stopped while the job ran; it will run again".into()),
-                    report: RunReport::default(),
-                };
-                schedd.job_event(id, ev, now).map(|_| ())
+            let remote = ran_elsewhere(&schedd, local_startd, id);
+            let done = match (status, remote) {
+                (JobStatus::Removed | JobStatus::Completed, remote) => {
+                    if let Some((claim_id, startd, slot, address)) = remote {
+                        releases.push((startd, slot, claim_id, address));
+                    }
+                    schedd.run_ended(id, now)
+                }
+                (_, Some(remote)) => {
+                    reconnect.push((id, remote));
+                    Ok(())
+                }
+                (_, None) => {
+                    let ev = JobEvent::Evicted {
+                        checkpointed: false,
+                        reason: Some(
+                            "the pool stopped while the job ran; it will run again".into(),
+                        ),
+                        report: RunReport::default(),
+                    };
+                    schedd.job_event(id, ev, now).map(|_| ())
+                }
             };
             if let Err(e) = done {
                 notes.push(e);
@@ -95,6 +141,26 @@ impl ScheddRole {
         let all: Vec<JobId> = schedd.queue().jobs().map(|(id, _)| id).collect();
         schedd.take_touched();
         let _ = claims.jobs_changed(&all, schedd.queue());
+        let mut startds = BTreeMap::new();
+        let mut startup = claims::Ready::default();
+        for (startd, slot, claim_id, address) in releases {
+            if let Some(a) = address {
+                startds.insert(startd.clone(), a);
+            }
+            startup
+                .to_startd
+                .push((startd, startd::Event::ReleaseClaim { slot, claim_id }));
+        }
+        for (id, (claim_id, startd, slot, address)) in reconnect {
+            notes.push(format!(
+                "job {id}: reconnecting to it on {slot}@{startd} (claim of the last schedd)"
+            ));
+            if let Some(a) = address {
+                startds.insert(startd.clone(), a);
+            }
+            let r = claims.reconnect(id, &claim_id, (&startd, &slot), schedd.queue(), now);
+            startup.to_startd.extend(r.to_startd);
+        }
         ScheddRole {
             schedd,
             claims,
@@ -103,7 +169,8 @@ impl ScheddRole {
             published: BTreeSet::new(),
             address: None,
             vacating: Vec::new(),
-            startds: BTreeMap::new(),
+            startds,
+            startup: Some(startup),
         }
     }
 
@@ -280,6 +347,13 @@ impl ScheddRole {
         }
     }
 
+    /// Sends what the schedd had to say as it began, once.
+    fn begin(&mut self, out: &mut Outbox, now: i64) {
+        if let Some(r) = self.startup.take() {
+            self.apply(r, out, now);
+        }
+    }
+
     /// The schedd's requests for negotiation cycle `cycle`.
     fn requests(&self, cycle: u64) -> Message {
         let queue = self.schedd.queue();
@@ -310,6 +384,7 @@ impl Role for ScheddRole {
     const NAME: RoleName = RoleName::Schedd;
 
     fn receive(&mut self, from: RoleName, msg: Message, now: i64, out: &mut Outbox) {
+        self.begin(out, now);
         let ready = match msg {
             Message::Negotiate { cycle } => {
                 out.send(from, self.requests(cycle));
@@ -339,6 +414,7 @@ impl Role for ScheddRole {
     }
 
     fn timer(&mut self, which: usize, now: i64, out: &mut Outbox) {
+        self.begin(out, now);
         match which {
             0 => {
                 if let Err(e) = self.schedd.periodic(now) {

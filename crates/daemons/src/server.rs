@@ -139,9 +139,11 @@ fn build_roles(
     let poll = interval(&node.startd, "POLLING_INTERVAL", 5)?;
     if let Some(schedd) = schedd {
         let mut notes = Vec::new();
+        let local_startd = roles.startd.as_ref().map(|s| s.name().to_string());
         roles.schedd = Some(ScheddRole::new(
             schedd,
             &node.hostname,
+            local_startd.as_deref(),
             limits.clone(),
             ScheddIntervals {
                 periodic: periodic_interval.max(1),

@@ -84,6 +84,7 @@ impl Pool {
         let schedd = ScheddRole::new(
             schedd,
             "exec",
+            Some("exec"),
             limits.clone(),
             ScheddIntervals {
                 periodic: 60,

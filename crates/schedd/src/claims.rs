@@ -284,6 +284,42 @@ struct Claim {
     /// When it entered its phase (requested, activated, released, ended).
     since: i64,
     cost: f64,
+    /// When the startd or its starter last said anything of the claim:
+    /// the job's lease runs from there.
+    last_heard: i64,
+    /// The running job's JobLeaseDuration (seconds; 0 before a job runs).
+    lease: i64,
+    /// No word for a while: the job log says it is disconnected (022).
+    disconnected: bool,
+    /// Re-made at a restart of the access point from the job's ad: the
+    /// startd's first word reconnects to it (023).
+    reconnecting: bool,
+    /// The startd said it holds no such claim (at this time).
+    gone_since: Option<i64>,
+}
+
+/// Where the job's startd listens (its StartdIpAddr), for the job log.
+fn startd_address(queue: &JobQueue, job: JobId) -> String {
+    queue
+        .job(job)
+        .map(|ad| match ad.eval_attr(attr::STARTD_IP_ADDR, &Env::at(0)) {
+            Value::Str(s) => s.to_string(),
+            _ => String::new(),
+        })
+        .unwrap_or_default()
+}
+
+/// JobLeaseDuration where a job has none (HTCondor's condor_submit
+/// default).
+const DEFAULT_LEASE: i64 = 2400;
+
+/// A job's lease: its JobLeaseDuration, where that is a positive number.
+fn lease_of(job: &ClassAd) -> i64 {
+    match job.eval_attr("JobLeaseDuration", &Env::at(0)) {
+        Value::Int(n) if n > 0 => n,
+        Value::Real(r) if r >= 1.0 => r as i64,
+        _ => DEFAULT_LEASE,
+    }
 }
 
 /// The schedd's claims and its idle jobs by submitter.
@@ -510,6 +546,11 @@ impl Claims {
                 phase: Phase::Requested,
                 since: now,
                 cost: m.cost,
+                last_heard: now,
+                lease: 0,
+                disconnected: false,
+                reconnecting: false,
+                gone_since: None,
             },
         );
         self.on_claim.insert(m.job);
@@ -531,7 +572,30 @@ impl Claims {
     pub fn startd_said(&mut self, action: Action, queue: &JobQueue, now: i64) -> Ready {
         self.clock = self.clock.max(now);
         let mut ready = Ready::default();
+        match &action {
+            Action::ClaimGranted { claim_id, .. }
+            | Action::ClaimIdle { claim_id, .. }
+            | Action::ActivationRefused { claim_id, .. }
+            | Action::ClaimAlive {
+                claim_id,
+                alive: true,
+                ..
+            } => self.heard(claim_id, queue, now, &mut ready),
+            _ => {}
+        }
         match action {
+            Action::ClaimAlive {
+                claim_id,
+                alive: false,
+                ..
+            } => {
+                // Its job's last report may still be on its way (the
+                // answer and the report travel apart): the run is given
+                // up only if nothing comes within an ALIVE_INTERVAL.
+                if let Some(c) = self.claims.get_mut(&claim_id) {
+                    c.gone_since.get_or_insert(now);
+                }
+            }
             Action::ClaimGranted { slot, claim_id, .. } => {
                 if let Some(c) = self.claims.get_mut(&claim_id) {
                     c.slot = slot;
@@ -639,6 +703,11 @@ impl Claims {
         match c.phase {
             // Still idle after it was released: the release was lost.
             Phase::Released => return self.send_release(claim_id, ready),
+            // Idle while its job runs, as far as this schedd knows: the
+            // job's last report is on its way, or was lost (the startd
+            // keeps it and sends it again with its answer to the next
+            // keep-alive; the job's lease ends the wait).
+            Phase::Running if self.runs.contains_key(claim_id) => return,
             Phase::Ending | Phase::Running => {
                 return self.release(claim_id, ready);
             }
@@ -685,6 +754,8 @@ impl Claims {
         c.job = Some(j);
         c.phase = Phase::Activating;
         c.since = now;
+        c.lease = lease_of(&ad);
+        c.last_heard = now;
         let startd = c.startd.clone();
         self.runs.insert(claim_id.to_string(), j);
         self.on_claim.insert(j);
@@ -736,6 +807,7 @@ impl Claims {
     pub fn keep_alive(&mut self, queue: &JobQueue, now: i64) -> Ready {
         self.clock = self.clock.max(now);
         let mut ready = Ready::default();
+        self.check_leases(queue, now, &mut ready);
         let (request_timeout, forget_after) = (self.request_timeout(), self.forget_after());
         let unanswered: Vec<String> = self
             .claims
@@ -787,6 +859,155 @@ impl Claims {
         ready
     }
 
+    /// The leases of the running jobs (HTCondor's JobLeaseDuration, as
+    /// its shadow keeps it): a job whose execute point has said nothing
+    /// for two keep-alive rounds is disconnected (022); one silent for
+    /// longer than its lease (and a round more, by which time the
+    /// execute point, which counts the lease from the last keep-alive it
+    /// had, has killed it) is given up and runs again elsewhere (024), as
+    /// is one whose startd says it holds no such claim.
+    fn check_leases(&mut self, queue: &JobQueue, now: i64, ready: &mut Ready) {
+        let round = self.alive_interval.max(1);
+        let mut lost = Vec::new();
+        for (claim_id, &j) in &self.runs.by_claim {
+            let Some(c) = self.claims.get_mut(claim_id) else {
+                continue;
+            };
+            if !queue.status(j).is_some_and(JobStatus::is_active) {
+                continue;
+            }
+            let silent = now - c.last_heard;
+            let startd = format!("{}@{}", c.slot, c.startd);
+            if c.gone_since.is_some_and(|t| now - t >= round) {
+                lost.push((
+                    claim_id.clone(),
+                    "Claim not found at execution machine".to_string(),
+                ));
+            } else if silent > c.lease + round {
+                lost.push((
+                    claim_id.clone(),
+                    format!(
+                        "Job disconnected too long: JobLeaseDuration ({} seconds) expired",
+                        c.lease
+                    ),
+                ));
+            } else if !c.disconnected && !c.reconnecting && silent > 2 * round {
+                c.disconnected = true;
+                ready.job_events.push((
+                    j,
+                    JobEvent::Disconnected {
+                        reason: format!("No word from the execute point for {silent} seconds"),
+                        address: startd_address(queue, j),
+                        startd,
+                    },
+                ));
+            }
+        }
+        for (claim_id, reason) in lost {
+            self.give_up(&claim_id, reason, ready);
+        }
+    }
+
+    /// The startd or a starter said something of `claim_id`: its lease
+    /// starts again, and a job that was disconnected (or is being
+    /// reconnected after a restart) is reconnected (023).
+    fn heard(&mut self, claim_id: &str, queue: &JobQueue, now: i64, ready: &mut Ready) {
+        let Some(c) = self.claims.get_mut(claim_id) else {
+            return;
+        };
+        c.last_heard = now;
+        c.gone_since = None;
+        if !(c.disconnected || c.reconnecting) {
+            return;
+        }
+        c.disconnected = false;
+        c.reconnecting = false;
+        let startd = format!("{}@{}", c.slot, c.startd);
+        if let Some(&j) = self.runs.get(claim_id) {
+            if queue.status(j).is_some_and(JobStatus::is_active) {
+                ready.job_events.push((
+                    j,
+                    JobEvent::Reconnected {
+                        startd,
+                        address: startd_address(queue, j),
+                    },
+                ));
+            }
+        }
+    }
+
+    /// A running job's execute point is given up (its lease expired, or
+    /// it no longer has the claim): the job is idle again (024), the claim
+    /// forgotten (a release goes in case the startd still holds it).
+    fn give_up(&mut self, claim_id: &str, reason: String, ready: &mut Ready) {
+        let Some(j) = self.runs.remove(claim_id) else {
+            return;
+        };
+        self.on_claim.remove(&j);
+        let startd = self
+            .claims
+            .get(claim_id)
+            .map(|c| format!("{}@{}", c.slot, c.startd))
+            .unwrap_or_default();
+        ready
+            .job_events
+            .push((j, JobEvent::ReconnectFailed { reason, startd }));
+        self.send_release(claim_id, ready);
+        self.claims.remove(claim_id);
+        ready.charges.push(Charge::Remove {
+            claim_id: claim_id.to_string(),
+        });
+        ready.reschedule = true;
+    }
+
+    /// At a restart of the access point: job `job` ran on `claim_id` at
+    /// the startd `startd` (slot `slot`) when the last one stopped, and,
+    /// as far as anyone knows, runs there still. The claim is made again,
+    /// running, and a keep-alive asks the startd for it at once; its
+    /// answer reconnects the job (023), or says the claim is gone (024,
+    /// the job runs again), and silence until the lease ends gives it up.
+    pub fn reconnect(
+        &mut self,
+        job: JobId,
+        claim_id: &str,
+        (startd, slot): (&str, &str),
+        queue: &JobQueue,
+        now: i64,
+    ) -> Ready {
+        self.clock = self.clock.max(now);
+        let mut ready = Ready::default();
+        let Some(ad) = queue.job(job) else {
+            return ready;
+        };
+        self.claims.insert(
+            claim_id.to_string(),
+            Claim {
+                startd: startd.to_string(),
+                slot: slot.to_string(),
+                submitter: submitter_of(ad),
+                job: Some(job),
+                phase: Phase::Running,
+                since: now,
+                cost: 1.0,
+                last_heard: now,
+                lease: lease_of(ad),
+                disconnected: false,
+                reconnecting: true,
+                gone_since: None,
+            },
+        );
+        self.runs.insert(claim_id.to_string(), job);
+        self.on_claim.insert(job);
+        self.refresh(job, queue);
+        ready.to_startd.push((
+            startd.to_string(),
+            Event::KeepAlive {
+                claim_id: claim_id.to_string(),
+            },
+        ));
+        ready
+    }
+
     /// How long a claim request waits for the startd's answer.
     pub fn request_timeout(&self) -> i64 {
         self.alive_interval.max(60)
@@ -806,6 +1027,7 @@ impl Claims {
     pub fn starter_said(&mut self, report: StarterReport, queue: &JobQueue, now: i64) -> Ready {
         self.clock = self.clock.max(now);
         let mut ready = Ready::default();
+        self.heard(report.claim_id(), queue, now, &mut ready);
         match report {
             StarterReport::Started {
                 claim_id,
@@ -820,7 +1042,14 @@ impl Claims {
                         c.phase = Phase::Running;
                     }
                 }
-                ready.job_events.push((j, JobEvent::Started { host, slot }));
+                ready.job_events.push((
+                    j,
+                    JobEvent::Started {
+                        host,
+                        slot,
+                        claim: Some(claim_id),
+                    },
+                ));
             }
             StarterReport::StartFailed {
                 claim_id,
@@ -863,6 +1092,17 @@ impl Claims {
                 end,
                 report,
             } => {
+                // A job's last report comes after its start: one for a
+                // claim whose next job is being activated is the previous
+                // job's, sent again (the startd repeats it to a schedd
+                // that may have been away), and was had.
+                if self
+                    .claims
+                    .get(&claim_id)
+                    .is_some_and(|c| c.phase == Phase::Activating)
+                {
+                    return ready;
+                }
                 let Some(j) = self.runs.remove(&claim_id) else {
                     return ready;
                 };

@@ -119,6 +119,12 @@ pub mod attr {
     pub const CURRENT_HOSTS: &str = "CurrentHosts";
     pub const LAST_REMOTE_HOST: &str = "LastRemoteHost";
     pub const STARTD_IP_ADDR: &str = "StartdIpAddr";
+    /// The claim the job runs on (private, as in HTCondor: a capability
+    /// at the execute point), kept while it runs so that a restarted
+    /// access point can reconnect to it.
+    pub const CLAIM_ID: &str = "ClaimId";
+    /// When the access point lost word of the running job (022).
+    pub const JOB_DISCONNECTED_DATE: &str = "JobDisconnectedDate";
 
     pub const REMOTE_WALL_CLOCK_TIME: &str = "RemoteWallClockTime";
     pub const CUMULATIVE_SLOT_TIME: &str = "CumulativeSlotTime";

@@ -76,10 +76,31 @@ impl PartialEq for RunReport {
 pub enum JobEvent {
     /// The negotiator matched the job to a slot (no status change).
     Matched,
-    /// The job began running on `slot` of the startd at `host`.
+    /// The job began running on `slot` of the startd at `host`, on the
+    /// claim `claim` (kept in the job while it runs, for reconnecting).
     Started {
         host: String,
         slot: String,
+        claim: Option<String>,
+    },
+    /// The access point lost word of the running job's execute point
+    /// (022); it runs on there as far as anyone knows.
+    Disconnected {
+        reason: String,
+        startd: String,
+        address: String,
+    },
+    /// Word of the running job came back (023): after a disconnection,
+    /// or a restart of the access point.
+    Reconnected {
+        startd: String,
+        address: String,
+    },
+    /// The running job could not be reconnected to (024): its lease
+    /// expired, or its execute point no longer has it. It is idle again.
+    ReconnectFailed {
+        reason: String,
+        startd: String,
     },
     /// The startd suspended the job.
     Suspended {
@@ -122,6 +143,9 @@ impl JobEvent {
         match self {
             JobEvent::Matched => "matched",
             JobEvent::Started { .. } => "started",
+            JobEvent::Disconnected { .. } => "disconnected",
+            JobEvent::Reconnected { .. } => "reconnected",
+            JobEvent::ReconnectFailed { .. } => "reconnect failed",
             JobEvent::Suspended { .. } => "suspended",
             JobEvent::Unsuspended => "unsuspended",
             JobEvent::Evicted { .. } => "evicted",
@@ -630,7 +654,7 @@ impl JobQueue {
                 e.increment(attr::NUM_JOB_MATCHES);
                 None
             }
-            JobEvent::Started { host, slot } => {
+            JobEvent::Started { host, slot, claim } => {
                 if from != JobStatus::Idle {
                     return Err(wrong(&event));
                 }
@@ -646,10 +670,53 @@ impl JobQueue {
                 e.set(attr::REMOTE_HOST, slot.as_str());
                 e.set(attr::CURRENT_HOSTS, 1);
                 e.set(attr::STARTD_IP_ADDR, host.as_str());
+                if let Some(c) = claim {
+                    e.set(attr::CLAIM_ID, c.as_str());
+                }
                 e.set_status(JobStatus::Running, now);
                 Some(LogEvent::Execute {
                     host: host.clone(),
                     slot_name: Some(slot.clone()).filter(|s| !s.is_empty()),
+                })
+            }
+            JobEvent::Disconnected {
+                reason,
+                startd,
+                address,
+            } => {
+                if !from.is_active() {
+                    return Err(wrong(&event));
+                }
+                e.set(attr::JOB_DISCONNECTED_DATE, now);
+                Some(LogEvent::Disconnected {
+                    reason: reason.clone(),
+                    startd_name: startd.clone(),
+                    startd_addr: address.clone(),
+                })
+            }
+            JobEvent::Reconnected { startd, address } => {
+                if !from.is_active() {
+                    return Err(wrong(&event));
+                }
+                e.remove(attr::JOB_DISCONNECTED_DATE);
+                Some(LogEvent::Reconnected {
+                    startd_name: startd.clone(),
+                    startd_addr: address.clone(),
+                    starter_addr: address.clone(),
+                })
+            }
+            JobEvent::ReconnectFailed { reason, startd } => {
+                if !from.is_active() {
+                    return Err(wrong(&event));
+                }
+                // The run's time is not committed: the job starts over.
+                end_run(&mut e, now, false, &RunReport::default());
+                e.remove(attr::JOB_DISCONNECTED_DATE);
+                e.set(attr::LAST_VACATE_TIME, now);
+                e.set_status(JobStatus::Idle, now);
+                Some(LogEvent::ReconnectFailed {
+                    reason: reason.clone(),
+                    startd_name: startd.clone(),
                 })
             }
             JobEvent::Suspended { num_pids } => {
@@ -925,6 +992,8 @@ fn end_run(e: &mut Edit<'_>, now: i64, committed: bool, report: &RunReport) -> U
     if e.status() == JobStatus::Suspended {
         end_suspension(e, now);
     }
+    // The run's claim is no longer the job's.
+    e.remove(attr::CLAIM_ID);
     let run = current_run(e, now);
     e.add_time(attr::REMOTE_WALL_CLOCK_TIME, run);
     e.add_time(attr::CUMULATIVE_SLOT_TIME, run);

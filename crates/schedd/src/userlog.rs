@@ -209,6 +209,20 @@ pub enum LogEvent {
     },
     /// 013
     Released { reason: Option<String> },
+    /// 022: the access point lost word of the job's execute point.
+    Disconnected {
+        reason: String,
+        startd_name: String,
+        startd_addr: String,
+    },
+    /// 023
+    Reconnected {
+        startd_name: String,
+        startd_addr: String,
+        starter_addr: String,
+    },
+    /// 024: the job is rescheduled.
+    ReconnectFailed { reason: String, startd_name: String },
 }
 
 impl LogEvent {
@@ -224,6 +238,9 @@ impl LogEvent {
             LogEvent::Unsuspended => 11,
             LogEvent::Held { .. } => 12,
             LogEvent::Released { .. } => 13,
+            LogEvent::Disconnected { .. } => 22,
+            LogEvent::Reconnected { .. } => 23,
+            LogEvent::ReconnectFailed { .. } => 24,
         }
     }
 
@@ -256,6 +273,36 @@ impl LogEvent {
                         truncate(w, 8110)
                     ));
                 }
+            }
+            LogEvent::Disconnected {
+                reason,
+                startd_name,
+                startd_addr,
+            } => {
+                b.line(format_args!("Job disconnected, attempting to reconnect"));
+                b.line(format_args!("    {}", truncate(reason, 8191)));
+                b.line(format_args!(
+                    "    Trying to reconnect to {startd_name} {startd_addr}"
+                ));
+            }
+            LogEvent::Reconnected {
+                startd_name,
+                startd_addr,
+                starter_addr,
+            } => {
+                b.line(format_args!("Job reconnected to {startd_name}"));
+                b.line(format_args!("    startd address: {startd_addr}"));
+                b.line(format_args!("    starter address: {starter_addr}"));
+            }
+            LogEvent::ReconnectFailed {
+                reason,
+                startd_name,
+            } => {
+                b.line(format_args!("Job reconnection failed"));
+                b.line(format_args!("    {}", truncate(reason, 8191)));
+                b.line(format_args!(
+                    "    Can not reconnect to {startd_name}, rescheduling job"
+                ));
             }
             LogEvent::Execute { host, slot_name } => {
                 b.line(format_args!("Job executing on host: {host}"));
@@ -655,6 +702,55 @@ mod tests {
 
     fn utc() -> LogFormat {
         LogFormat::default()
+    }
+
+    /// 022, 023 and 024 as HTCondor's JobDisconnectedEvent,
+    /// JobReconnectedEvent and JobReconnectFailedEvent write them
+    /// (`condor_event.cpp`).
+    #[test]
+    fn the_reconnect_events_are_htcondor_s() {
+        let job = JobId::new(7, 1);
+        assert_eq!(
+            LogEvent::Disconnected {
+                reason: "Socket between submit and execute hosts closed unexpectedly".into(),
+                startd_name: "slot1@ep1@host".into(),
+                startd_addr: "<10.0.0.3:9618?noUDP>".into(),
+            }
+            .format(job, T, &utc()),
+            "022 (007.001.000) 2023-11-14 22:13:20 Job disconnected, attempting to reconnect\n\
+             \x20   Socket between submit and execute hosts closed unexpectedly\n\
+             \x20   Trying to reconnect to slot1@ep1@host <10.0.0.3:9618?noUDP>\n...\n"
+        );
+        assert_eq!(
+            LogEvent::Reconnected {
+                startd_name: "slot1@ep1@host".into(),
+                startd_addr: "<10.0.0.3:9618>".into(),
+                starter_addr: "<10.0.0.3:9618>".into(),
+            }
+            .format(job, T, &utc()),
+            "023 (007.001.000) 2023-11-14 22:13:20 Job reconnected to slot1@ep1@host\n\
+             \x20   startd address: <10.0.0.3:9618>\n\
+             \x20   starter address: <10.0.0.3:9618>\n...\n"
+        );
+        assert_eq!(
+            LogEvent::ReconnectFailed {
+                reason: "Job disconnected too long: JobLeaseDuration (20 seconds) expired".into(),
+                startd_name: "slot1@ep1@host".into(),
+            }
+            .format(job, T, &utc()),
+            "024 (007.001.000) 2023-11-14 22:13:20 Job reconnection failed\n\
+             \x20   Job disconnected too long: JobLeaseDuration (20 seconds) expired\n\
+             \x20   Can not reconnect to slot1@ep1@host, rescheduling job\n...\n"
+        );
+        cannot_forge("disconnect reason", |v| LogEvent::Disconnected {
+            reason: v.into(),
+            startd_name: v.into(),
+            startd_addr: v.into(),
+        });
+        cannot_forge("reconnect failure", |v| LogEvent::ReconnectFailed {
+            reason: v.into(),
+            startd_name: v.into(),
+        });
     }
 
     #[test]

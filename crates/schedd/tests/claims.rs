@@ -415,3 +415,224 @@ fn a_job_killed_for_memory_is_held_with_job_out_of_resources_and_not_run_again()
     assert_eq!(p.starts[1].1, job(1));
     assert_eq!(p.status(job(0)), Some(JobStatus::Held));
 }
+
+impl Pool {
+    /// A keep-alive round with the startd unreachable: what the claim core
+    /// sends is lost; its job events are applied. Returns the events.
+    fn silent_round(&mut self) -> Vec<JobEvent> {
+        let r = self.claims.keep_alive(&self.queue, self.now);
+        let events: Vec<JobEvent> = r.job_events.iter().map(|(_, e)| e.clone()).collect();
+        let mut touched = Vec::new();
+        for (id, ev) in r.job_events {
+            self.queue
+                .apply(id, ev, self.now, &SystemPolicy::none())
+                .unwrap();
+            touched.push(id);
+        }
+        let _ = self.claims.jobs_changed(&touched, &self.queue);
+        events
+    }
+
+    /// A keep-alive round that reaches the startd; the job events the
+    /// claim core made of its answers.
+    fn round(&mut self) -> Vec<JobEvent> {
+        let r = self.claims.keep_alive(&self.queue, self.now);
+        let mut events: Vec<JobEvent> = r.job_events.iter().map(|(_, e)| e.clone()).collect();
+        let mut answers = Vec::new();
+        for (_, ev) in &r.to_startd {
+            answers.extend(self.startd.receive(ev.clone(), self.now).actions);
+        }
+        self.carry(Ready {
+            to_startd: Vec::new(),
+            ..r
+        });
+        for a in answers {
+            let r = self.claims.startd_said(a, &self.queue, self.now);
+            events.extend(r.job_events.iter().map(|(_, e)| e.clone()));
+            self.carry(r);
+        }
+        events
+    }
+}
+
+fn names(events: &[JobEvent]) -> Vec<&'static str> {
+    events
+        .iter()
+        .map(|e| match e {
+            JobEvent::Disconnected { .. } => "disconnected",
+            JobEvent::Reconnected { .. } => "reconnected",
+            JobEvent::ReconnectFailed { .. } => "reconnect failed",
+            _ => "other",
+        })
+        .collect()
+}
+
+#[test]
+fn a_silent_execute_point_disconnects_its_job_and_past_the_lease_the_job_runs_again() {
+    let mut p = Pool::new(
+        "START = True",
+        "executable = job.sh\njob_lease_duration = 1000\nqueue\n",
+    );
+    p.matched(job(0));
+    let (claim, _) = p.starts[0].clone();
+    p.started(&claim);
+    assert_eq!(p.status(job(0)), Some(JobStatus::Running));
+    // The claim is kept in the job, for a restarted schedd.
+    let ad = p.queue.job(job(0)).unwrap();
+    assert_eq!(
+        ad.eval_attr("ClaimId", &classad::Env::at(0)).as_str(),
+        Some(claim.as_str())
+    );
+    // One round of silence (ALIVE_INTERVAL 300) is nothing yet; two are
+    // a disconnection (022), the job still running as far as anyone knows.
+    p.now += 300;
+    assert!(p.silent_round().is_empty());
+    p.now += 301;
+    assert_eq!(names(&p.silent_round()), ["disconnected"]);
+    assert_eq!(p.status(job(0)), Some(JobStatus::Running));
+    p.now += 300;
+    assert!(p.silent_round().is_empty(), "said once");
+    // Past the lease (1000 s) and one more round: given up (024), idle
+    // again, offered to the negotiator.
+    p.now += 500;
+    let events = p.silent_round();
+    assert_eq!(names(&events), ["reconnect failed"]);
+    let JobEvent::ReconnectFailed { reason, startd } = &events[0] else {
+        unreachable!()
+    };
+    assert_eq!(
+        reason,
+        "Job disconnected too long: JobLeaseDuration (1000 seconds) expired"
+    );
+    assert_eq!(startd, "slot1@exec");
+    assert_eq!(p.status(job(0)), Some(JobStatus::Idle));
+    assert_eq!(p.claims.idle_count(), 1);
+    assert!(p.claims.is_empty(), "the claim is forgotten");
+    let ad = p.queue.job(job(0)).unwrap();
+    assert!(!ad.contains("ClaimId"), "the claim is no longer the job's");
+}
+
+#[test]
+fn a_disconnected_job_whose_execute_point_answers_again_is_reconnected() {
+    let mut p = Pool::new(
+        "START = True",
+        "executable = job.sh\njob_lease_duration = 1000\nqueue\n",
+    );
+    p.matched(job(0));
+    let (claim, _) = p.starts[0].clone();
+    p.started(&claim);
+    p.now += 601;
+    assert_eq!(names(&p.silent_round()), ["disconnected"]);
+    // The network comes back before the lease ends: the startd answers.
+    p.now += 300;
+    assert_eq!(names(&p.round()), ["reconnected"]);
+    assert_eq!(p.status(job(0)), Some(JobStatus::Running));
+    p.starter(StarterReport::Ended {
+        claim_id: claim.clone(),
+        end: RunEnd::Exited(ExitHow::Code(0)),
+        report: RunReport::default(),
+    });
+    assert_eq!(p.status(job(0)), Some(JobStatus::Completed));
+}
+
+#[test]
+fn a_restarted_schedd_reconnects_to_a_job_its_startd_still_runs() {
+    let mut p = Pool::new(
+        "START = True",
+        "executable = job.sh\njob_lease_duration = 1000\nqueue 2\n",
+    );
+    p.matched(job(0));
+    let (claim, _) = p.starts[0].clone();
+    p.started(&claim);
+    // The schedd restarts: a new claim core, the queue as stored.
+    let limits = ConcurrencyLimits::from_config(&config::Config::empty("NEGOTIATOR")).unwrap();
+    p.claims = Claims::new("schedd", "<schedd>#2", 300, limits);
+    let all: Vec<JobId> = vec![job(0), job(1)];
+    let _ = p.claims.jobs_changed(&all, &p.queue);
+    p.now += 30;
+    let r = p
+        .claims
+        .reconnect(job(0), &claim, ("exec", "slot1"), &p.queue, p.now);
+    assert_eq!(r.to_startd.len(), 1, "the startd is asked at once");
+    let mut answers = Vec::new();
+    for (_, ev) in r.to_startd {
+        answers.extend(self_receive(&mut p, ev));
+    }
+    let mut events = Vec::new();
+    for a in answers {
+        let r = p.claims.startd_said(a, &p.queue, p.now);
+        events.extend(r.job_events.iter().map(|(_, e)| e.clone()));
+        p.carry(r);
+    }
+    assert_eq!(names(&events), ["reconnected"]);
+    assert_eq!(p.claims.idle_count(), 1, "the running job is not offered");
+    // It ends once; the claim takes the next job.
+    let starts = p.starts.len();
+    p.starter(StarterReport::Ended {
+        claim_id: claim.clone(),
+        end: RunEnd::Exited(ExitHow::Code(0)),
+        report: RunReport::default(),
+    });
+    p.starter_exited();
+    assert_eq!(p.status(job(0)), Some(JobStatus::Completed));
+    assert_eq!(p.starts.len(), starts + 1, "{:?}", p.starts);
+    // The same report again (the startd sends it again to a schedd that
+    // may not have had it), while the next job is being activated on the
+    // claim, changes nothing: neither job is ended by it.
+    p.starter(StarterReport::Ended {
+        claim_id: claim.clone(),
+        end: RunEnd::Exited(ExitHow::Code(0)),
+        report: RunReport::default(),
+    });
+    assert_eq!(p.status(job(0)), Some(JobStatus::Completed));
+    assert_eq!(p.status(job(1)), Some(JobStatus::Idle));
+    p.started(&claim);
+    assert_eq!(p.status(job(1)), Some(JobStatus::Running));
+}
+
+fn self_receive(p: &mut Pool, ev: Event) -> Vec<Action> {
+    p.startd.receive(ev, p.now).actions
+}
+
+#[test]
+fn a_reconnect_to_a_claim_the_startd_no_longer_holds_fails_and_the_job_runs_again() {
+    let mut p = Pool::new(
+        "START = True",
+        "executable = job.sh\njob_lease_duration = 1000\nqueue\n",
+    );
+    p.matched(job(0));
+    let (claim, _) = p.starts[0].clone();
+    p.started(&claim);
+    let limits = ConcurrencyLimits::from_config(&config::Config::empty("NEGOTIATOR")).unwrap();
+    p.claims = Claims::new("schedd", "<schedd>#2", 300, limits);
+    // A claim id the startd never gave.
+    let r = p
+        .claims
+        .reconnect(job(0), "<schedd>#1#999", ("exec", "slot1"), &p.queue, p.now);
+    let mut answers = Vec::new();
+    for (_, ev) in r.to_startd {
+        answers.extend(self_receive(&mut p, ev));
+    }
+    assert!(
+        answers
+            .iter()
+            .any(|a| matches!(a, Action::ClaimAlive { alive: false, .. })),
+        "{answers:?}"
+    );
+    for a in answers {
+        let r = p.claims.startd_said(a, &p.queue, p.now);
+        assert!(
+            r.job_events.is_empty(),
+            "not at once: a report may be on its way"
+        );
+        p.carry(r);
+    }
+    p.now += 300;
+    let events = p.silent_round();
+    assert_eq!(names(&events), ["reconnect failed"]);
+    let JobEvent::ReconnectFailed { reason, .. } = &events[0] else {
+        unreachable!()
+    };
+    assert_eq!(reason, "Claim not found at execution machine");
+    assert_eq!(p.status(job(0)), Some(JobStatus::Idle));
+}

@@ -119,6 +119,7 @@ fn step(q: &mut JobQueue, rng: &mut Rng, now: i64) {
                 JobEvent::Started {
                     host: "<10.0.0.2:9618>".into(),
                     slot: "slot1@exec".into(),
+                    claim: None,
                 },
                 now,
                 &system,

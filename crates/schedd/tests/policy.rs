@@ -17,6 +17,7 @@ fn started() -> JobEvent {
     JobEvent::Started {
         host: "<10.0.0.2:9618>".into(),
         slot: "slot1@bbs1.infn.it".into(),
+        claim: None,
     }
 }
 

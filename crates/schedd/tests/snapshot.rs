@@ -25,6 +25,7 @@ fn a_snapshot_shares_the_ads_and_keeps_them_as_they_were() {
         JobEvent::Started {
             host: "<10.0.0.2:9618>".into(),
             slot: "slot1@exec".into(),
+            claim: None,
         },
         T0 + 10,
         &SystemPolicy::none(),

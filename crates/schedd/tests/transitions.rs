@@ -12,6 +12,7 @@ fn started(host: &str) -> JobEvent {
     JobEvent::Started {
         host: host.into(),
         slot: "slot1@exec.example.org".into(),
+        claim: None,
     }
 }
 

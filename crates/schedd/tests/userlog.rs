@@ -30,6 +30,7 @@ fn a_jobs_life_in_its_event_log() {
         JobEvent::Started {
             host: "<10.0.0.2:9618?addrs=10.0.0.2-9618>".into(),
             slot: "slot1_1@exec.example.org".into(),
+            claim: None,
         },
         T0 + 10,
     );
@@ -52,6 +53,7 @@ fn a_jobs_life_in_its_event_log() {
         JobEvent::Started {
             host: "<10.0.0.3:9618>".into(),
             slot: "slot2@exec2.example.org".into(),
+            claim: None,
         },
         T0 + 100,
     );

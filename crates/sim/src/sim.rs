@@ -1032,6 +1032,7 @@ impl<'f> Simulation<'f> {
                 | Action::ClaimRefused { .. }
                 | Action::ClaimIdle { .. }
                 | Action::ActivationRefused { .. }
+                | Action::ClaimAlive { .. }
                 | Action::ClaimEnded { .. }) => self.send("claim_news", Flight::ToSchedd(a)),
                 Action::Refused(r) => self.report.notes.push(format!(
                     "{}: {} refused: {}",
@@ -1089,6 +1090,7 @@ impl<'f> Simulation<'f> {
             | Action::ClaimRefused { schedd, .. }
             | Action::ClaimIdle { schedd, .. }
             | Action::ActivationRefused { schedd, .. }
+            | Action::ClaimAlive { schedd, .. }
             | Action::ClaimEnded { schedd, .. } => schedd,
             _ => return,
         };
@@ -1912,5 +1914,8 @@ fn describe(ev: &JobEvent) -> String {
         JobEvent::TransferOutputStarted => "transferring output".into(),
         JobEvent::Released { reason } => format!("released: {reason}"),
         JobEvent::Removed { reason } => format!("removed: {reason}"),
+        JobEvent::Disconnected { startd, .. } => format!("disconnected from {startd}"),
+        JobEvent::Reconnected { startd, .. } => format!("reconnected to {startd}"),
+        JobEvent::ReconnectFailed { reason, .. } => format!("reconnect failed: {reason}"),
     }
 }

@@ -135,6 +135,15 @@ pub enum Action {
         schedd: String,
         reason: String,
     },
+    /// The answer to a schedd's keep-alive (ALIVE, which HTCondor's startd
+    /// answers too): whether the claim is still held here. It is the
+    /// schedd's evidence that the execute point and its job are there.
+    ClaimAlive {
+        claim_id: String,
+        /// The claim's schedd (empty for a claim not held here).
+        schedd: String,
+        alive: bool,
+    },
     /// Another event was refused ([`Startd::receive`]); for the log.
     Refused(Refusal),
     RunBenchmarks {
@@ -1731,6 +1740,22 @@ impl Startd {
     /// [`Action::Refused`]. This is what a daemon or the simulator hands
     /// its schedd messages to; it never reads the engine's claims itself.
     pub fn receive(&mut self, event: Event, now: i64) -> Ready {
+        if let Event::KeepAlive { claim_id } = &event {
+            let claim_id = claim_id.clone();
+            let schedd = self
+                .slots
+                .iter()
+                .flat_map(|s| s.claim.iter().chain(s.preempting.iter()))
+                .find(|c| c.id == claim_id)
+                .map(|c| c.schedd.clone());
+            let mut ready = self.handle(event, now).unwrap_or_default();
+            ready.actions.push(Action::ClaimAlive {
+                claim_id,
+                alive: schedd.is_some(),
+                schedd: schedd.unwrap_or_default(),
+            });
+            return ready;
+        }
         let asked = match &event {
             Event::RequestClaim { request, .. } => {
                 Some((true, request.claim_id.clone(), request.schedd.clone()))

@@ -176,6 +176,30 @@ impl Hosts {
         }
     }
 
+    /// Host `i` dies: everything that runs on it is killed at once
+    /// (SIGKILL), as by a power cut; the host stays, empty, and may run
+    /// again.
+    #[allow(dead_code)]
+    pub fn crash(&self, i: usize) {
+        kill_all(&self.ip, &self.hosts[i]);
+    }
+
+    /// Host `i`'s network goes down (its `eth0`, as an unplugged cable):
+    /// it reaches no other host and no other host reaches it, but what
+    /// runs on it runs on.
+    #[allow(dead_code)]
+    pub fn unplug(&self, i: usize) {
+        self.ip_cmd(&["-n", &self.hosts[i], "link", "set", "eth0", "down"])
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Host `i`'s network comes back.
+    #[allow(dead_code)]
+    pub fn plug(&self, i: usize) {
+        self.ip_cmd(&["-n", &self.hosts[i], "link", "set", "eth0", "up"])
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
     /// Runs `ip ARGS`; its error output when it fails.
     fn ip_cmd(&self, args: &[&str]) -> Result<(), String> {
         ip_cmd(&self.ip, args)
@@ -201,6 +225,12 @@ fn ip_cmd(ip: &Path, args: &[&str]) -> Result<(), String> {
 /// Kills what still runs in namespace `name`, then deletes it (its
 /// interfaces go with it; a veth's other end too).
 fn remove(ip: &Path, name: &str) {
+    kill_all(ip, name);
+    let _ = ip_cmd(ip, &["netns", "del", name]);
+}
+
+/// Kills everything that runs in namespace `name`.
+fn kill_all(ip: &Path, name: &str) {
     // SIGKILL until none is left: a process may fork while we look.
     for _ in 0..50 {
         let Ok(o) = Command::new(ip).args(["netns", "pids", name]).output() else {
@@ -219,7 +249,6 @@ fn remove(ip: &Path, name: &str) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let _ = ip_cmd(ip, &["netns", "del", name]);
 }
 
 /// Removes the beds of processes that are gone (a run killed before it
