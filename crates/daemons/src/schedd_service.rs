@@ -207,12 +207,25 @@ pub(crate) fn ad_text(ad: &ClassAd) -> String {
     s
 }
 
+/// A job ad as a query answers it: the projection's attributes (all of
+/// them without one). Private attributes (a running job's ClaimId: a capability at its
+/// execute point) never leave, as HTCondor's schedd keeps them from its
+/// clients.
 pub(crate) fn project(ad: &ClassAd, projection: &[String]) -> ClassAd {
     if projection.is_empty() {
-        return ad.clone();
+        let mut out = ad.clone();
+        let private: Vec<String> = ad
+            .iter()
+            .map(|(n, _)| n.as_str().to_string())
+            .filter(|n| cedar::ad::is_private(n))
+            .collect();
+        for n in private {
+            out.remove(&n);
+        }
+        return out;
     }
     let mut out = ClassAd::new();
-    for name in projection {
+    for name in projection.iter().filter(|n| !cedar::ad::is_private(n)) {
         if let Some(e) = ad.get(name) {
             out.insert(name.as_str(), e.clone());
         }
