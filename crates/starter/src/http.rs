@@ -15,6 +15,8 @@
 use std::io::{self, Read, Write};
 use std::time::Instant;
 
+use crate::url_plugin::shown;
+
 fn agent(until: Instant) -> Result<ureq::Agent, String> {
     let left = until.saturating_duration_since(Instant::now());
     if left.is_zero() {
@@ -27,20 +29,6 @@ fn agent(until: Instant) -> Result<ureq::Agent, String> {
         .user_agent(concat!("ferrocondor-starter/", env!("CARGO_PKG_VERSION")))
         .build()
         .new_agent())
-}
-
-/// A URL as it may be shown: without its query (a pre-signed URL's
-/// signature) or a password.
-pub fn shown(url: &str) -> String {
-    let no_query = url.split(['?', '#']).next().unwrap_or(url);
-    let Some((scheme, rest)) = no_query.split_once("://") else {
-        return no_query.to_string();
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{scheme}://{host}{path}"),
-        None => no_query.to_string(),
-    }
 }
 
 fn failed(url: &str, e: ureq::Error) -> String {
@@ -90,17 +78,4 @@ pub fn put(
         return Err(format!("`{}`: the server answered {status}", shown(url)));
     }
     Ok(len)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_are_shown_without_secrets() {
-        assert_eq!(shown("https://h/a/b?X-Sig=abc"), "https://h/a/b");
-        assert_eq!(shown("http://u:pw@h:80/x"), "http://h:80/x");
-        assert_eq!(shown("http://h/x@y"), "http://h/x@y");
-        assert_eq!(shown("zkm://thing"), "zkm://thing");
-    }
 }

@@ -81,7 +81,9 @@
 //! a failed upload is a [`FinishProblem::UrlOutput`] with HTCondor's
 //! subcode.
 //!
-//! **Not here (yet):** `TransferOutputRemaps` to plain paths, streaming output,
+//! `TransferOutputRemaps` to a path renames the file in the job's directory.
+//!
+//! **Not here (yet):** streaming output,
 //! HTCondor's `condor_exec.exe` checkpoint universes, and the
 //! STARTER_NUM_THREADS_ENV_VARS list beyond the common ones. (The job
 //! hooks run as the job's user, in its sandbox.)

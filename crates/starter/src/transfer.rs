@@ -228,7 +228,8 @@ const PLUGIN_OUT: &str = ".condor_plugin_out";
 /// each plugin the URLs need once (multi-file) or once a URL, in the
 /// sandbox, as this process's user (the job's: see `user_priv`).
 fn url_input(req: &InputRequest, sandbox: BorrowedFd<'_>, until: Instant) -> Result<u64, Failure> {
-    let fail = |(url, why): (String, String)| Failure::refused(Path::new(&url), why);
+    let fail =
+        |(url, why): (String, String)| Failure::refused(Path::new(&url_plugin::shown(&url)), why);
     let env = plugin_env(&req.sandbox, req.ads.iter().any(|(n, _)| n == MACHINE_AD));
     let (plugins, unusable) = query_plugins(&req.plugins, &req.sandbox, &env, until);
     let plan = url_plugin::plan(&req.urls, &plugins).map_err(|(url, mut why)| {
@@ -619,20 +620,21 @@ pub fn output(req: &OutputRequest) -> Output {
     let mut uploads = Vec::new();
     for (name, contents_only) in names {
         if let Some(url) = url_plugin::output_url(&name, req.destination.as_deref(), &req.remaps) {
-            match upload_source(sandbox.as_fd(), &name, contents_only) {
+            match upload_source(sandbox.as_fd(), &name) {
                 Ok(()) => uploads.push(Transfer { url, name }),
                 Err(f) => failures.push(f.to(Path::new(&url))),
             }
             continue;
         }
-        match copy_out(sandbox.as_fd(), &name, contents_only, &req.iwd) {
+        let renamed = url_plugin::remapped_path(&name, req.destination.as_deref(), &req.remaps);
+        match copy_out(sandbox.as_fd(), &name, contents_only, &req.iwd, renamed) {
             Ok(n) => bytes += n,
             Err(f) => failures.push(f),
         }
     }
     for (file, to) in &req.streams {
         if url_plugin::scheme(to).is_some() {
-            match upload_source(sandbox.as_fd(), file, false) {
+            match upload_source(sandbox.as_fd(), file) {
                 Ok(()) => uploads.push(Transfer {
                     url: to.clone(),
                     name: file.clone(),
@@ -672,13 +674,13 @@ pub fn output(req: &OutputRequest) -> Output {
 
 /// Whether sandbox file `name` may go to a URL: a regular file beneath
 /// the sandbox (a directory goes only to the job's directory).
-fn upload_source(sandbox: BorrowedFd<'_>, name: &str, contents_only: bool) -> Result<(), Failure> {
+fn upload_source(sandbox: BorrowedFd<'_>, name: &str) -> Result<(), Failure> {
     let shown = Path::new(name);
     check_output_name(name).map_err(|why| Failure::refused(shown, why))?;
     let fd = open_beneath(sandbox, name, OFlags::RDONLY).map_err(|e| Failure::io(shown, e))?;
     let st = rfs::fstat(&fd).map_err(|e| Failure::io(shown, e.into()))?;
     match rfs::FileType::from_raw_mode(st.st_mode) {
-        rfs::FileType::RegularFile if !contents_only => Ok(()),
+        rfs::FileType::RegularFile => Ok(()),
         rfs::FileType::Directory => Err(Failure::refused(
             shown,
             "it is a directory; only files are uploaded to a URL (name the files)",
@@ -710,7 +712,7 @@ fn url_output(
         let name = name_of.get(url).cloned().unwrap_or_default();
         failures.push(Failure {
             path: PathBuf::from(name),
-            to: Some(PathBuf::from(url)),
+            to: Some(PathBuf::from(url_plugin::shown(url))),
             message: why,
             errno: None,
             subcode: Some(subcode),
@@ -1098,12 +1100,15 @@ fn snapshot(sandbox: BorrowedFd<'_>) -> Snapshot {
 }
 
 /// Copies `name` (beneath the sandbox) to the job's initial directory,
-/// under its base name; `contents_only` copies a directory's contents.
+/// under its base name, or to where TransferOutputRemaps renames it
+/// (`renamed`, relative to the job's directory unless absolute);
+/// `contents_only` copies a directory's contents.
 fn copy_out(
     sandbox: BorrowedFd<'_>,
     name: &str,
     contents_only: bool,
     iwd: &Path,
+    renamed: Option<&str>,
 ) -> Result<u64, Failure> {
     let shown = Path::new(name);
     check_output_name(name).map_err(|why| Failure::refused(shown, why))?;
@@ -1121,10 +1126,10 @@ fn copy_out(
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| Failure::refused(shown, "the name has no file name"))?;
-    let to = if contents_only {
-        iwd.to_path_buf()
-    } else {
-        iwd.join(base)
+    let to = match renamed {
+        Some(r) => resolve(iwd, r),
+        None if contents_only => iwd.to_path_buf(),
+        None => iwd.join(base),
     };
     copy_out_fd(src, shown, contents_only, &to, 0).map_err(|f| f.to(&to))
 }
@@ -1445,6 +1450,35 @@ case \"$2\" in zkm://fail*) echo \"cannot store $2\" >&2; exit 5;; zkm://*) cp \
                 .contains("no file transfer plugin serves the `nope` scheme"),
             "{out:?}"
         );
+    }
+
+    #[test]
+    fn plain_remaps_rename_output_in_the_job_directory() {
+        let (t, iwd, sandbox) = dirs();
+        std::fs::write(sandbox.join("a.txt"), "a").unwrap();
+        std::fs::create_dir(sandbox.join("d")).unwrap();
+        std::fs::write(sandbox.join("d/f"), "f").unwrap();
+        std::fs::write(sandbox.join("b.txt"), "b").unwrap();
+        std::fs::create_dir(iwd.join("sub")).unwrap();
+        let abs = t.path().join("elsewhere.txt");
+        let out = output(&OutputRequest {
+            sandbox: sandbox.clone(),
+            iwd: iwd.clone(),
+            named: Some(vec!["a.txt".into(), "d/f".into(), "b.txt".into()]),
+            remaps: url_plugin::parse_remaps(&format!(
+                "a.txt = sub/renamed.txt; f = g; b.txt = {}",
+                abs.display()
+            )),
+            ..Default::default()
+        });
+        assert!(out.failures.is_empty(), "{out:?}");
+        assert_eq!(
+            std::fs::read_to_string(iwd.join("sub/renamed.txt")).unwrap(),
+            "a"
+        );
+        assert_eq!(std::fs::read_to_string(iwd.join("g")).unwrap(), "f");
+        assert_eq!(std::fs::read_to_string(&abs).unwrap(), "b");
+        assert!(!iwd.join("a.txt").exists() && !iwd.join("f").exists());
     }
 
     type Files = std::sync::Arc<std::sync::Mutex<BTreeMap<String, Vec<u8>>>>;

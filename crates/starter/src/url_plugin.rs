@@ -172,6 +172,21 @@ pub fn file_url_path(url: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(path))
 }
 
+/// A URL as it may be shown in a message or a hold reason: without its
+/// query (a pre-signed URL's signature) or a password, as HTCondor's
+/// `UrlSafePrint` hides them.
+pub fn shown(url: &str) -> String {
+    let no_query = url.split(['?', '#']).next().unwrap_or(url);
+    let Some((scheme, rest)) = no_query.split_once("://") else {
+        return no_query.to_string();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://{host}{path}"),
+        None => no_query.to_string(),
+    }
+}
+
 /// One URL transfer: a URL fetched into the sandbox, or a sandbox file
 /// uploaded to a URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -295,12 +310,36 @@ pub fn output_url(
         let sep = if d.ends_with('/') { "" } else { "/" };
         return Some(format!("{d}{sep}{name}"));
     }
+    remap_of(name, remaps)
+        .filter(|t| scheme(t).is_some())
+        .map(str::to_string)
+}
+
+/// The TransferOutputRemaps target of output file `name`: the pair for
+/// the name as listed, else for its base name (HTCondor's shadow sees
+/// output under its base name).
+fn remap_of<'a>(name: &str, remaps: &'a [(String, String)]) -> Option<&'a str> {
+    let base = name.rsplit('/').next().unwrap_or(name);
     remaps
         .iter()
         .find(|(n, _)| n == name)
-        .map(|(_, t)| t)
-        .filter(|t| scheme(t).is_some())
-        .cloned()
+        .or_else(|| remaps.iter().find(|(n, _)| n == base))
+        .map(|(_, t)| t.as_str())
+}
+
+/// Where output file `name` goes when TransferOutputRemaps renames it to
+/// a path (relative to the job's directory unless absolute); `None`
+/// when it is not remapped, or remapped to a URL, or an OutputDestination
+/// URL takes every file.
+pub fn remapped_path<'a>(
+    name: &str,
+    destination: Option<&str>,
+    remaps: &'a [(String, String)],
+) -> Option<&'a str> {
+    if destination.is_some_and(|d| scheme(d).is_some()) {
+        return None;
+    }
+    remap_of(name, remaps).filter(|t| !t.is_empty() && scheme(t).is_none())
 }
 
 /// HoldReasonSubCode of a failed upload, as HTCondor's `DoUpload` sets
@@ -546,6 +585,14 @@ mod tests {
     }
 
     #[test]
+    fn urls_are_shown_without_secrets() {
+        assert_eq!(shown("https://h/a/b?X-Sig=abc"), "https://h/a/b");
+        assert_eq!(shown("http://u:pw@h:80/x"), "http://h:80/x");
+        assert_eq!(shown("http://h/x@y"), "http://h/x@y");
+        assert_eq!(shown("zkm://thing"), "zkm://thing");
+    }
+
+    #[test]
     fn remaps_are_read_as_condor_submit_writes_them() {
         let r = parse_remaps("out.txt = zkm://place/out.txt; a\\;b=c\\=d ;junk; x=y;");
         assert_eq!(
@@ -581,6 +628,16 @@ mod tests {
         );
         assert_eq!(output_url("plain", None, &remaps), None);
         assert_eq!(output_url("other", None, &remaps), None);
+        assert_eq!(
+            output_url("sub/out.txt", None, &remaps).as_deref(),
+            Some("zkm://place/o.txt"),
+            "a listed path is remapped by its base name too"
+        );
+        // Plain renames, unless a destination URL takes every file.
+        assert_eq!(remapped_path("plain", None, &remaps), Some("elsewhere/p"));
+        assert_eq!(remapped_path("out.txt", None, &remaps), None);
+        assert_eq!(remapped_path("plain", Some("zkm://r"), &remaps), None);
+        assert_eq!(remapped_path("other", None, &remaps), None);
     }
 
     #[test]
