@@ -427,6 +427,55 @@ fn run_multi_file(
     })
 }
 
+/// How long a plugin's pipes are read after it ended and its process
+/// group was killed.
+const PIPE_GRACE: Duration = Duration::from_secs(2);
+
+/// One of a plugin's pipes, read on a thread of its own: at most `limit`
+/// bytes kept, the rest read and dropped (so the plugin never blocks on
+/// a full pipe).
+struct PipeReader {
+    kept: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    closed: std::sync::mpsc::Receiver<()>,
+}
+
+fn read_pipe(pipe: Option<Box<dyn io::Read + Send>>, limit: u64) -> PipeReader {
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (tx, closed) = std::sync::mpsc::channel();
+    let into = kept.clone();
+    std::thread::spawn(move || {
+        if let Some(mut p) = pipe {
+            let mut buf = [0u8; 8192];
+            loop {
+                match io::Read::read(&mut p, &mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let mut v = into.lock().unwrap_or_else(|e| e.into_inner());
+                        let room = usize::try_from(limit)
+                            .unwrap_or(usize::MAX)
+                            .saturating_sub(v.len());
+                        v.extend_from_slice(&buf[..n.min(room)]);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        let _ = tx.send(());
+    });
+    PipeReader { kept, closed }
+}
+
+impl PipeReader {
+    /// What was kept once the pipe closed, or by `until` if it did not.
+    fn take(self, until: Instant) -> Vec<u8> {
+        let _ = self
+            .closed
+            .recv_timeout(until.saturating_duration_since(Instant::now()));
+        std::mem::take(&mut *self.kept.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// How a plugin run ended: its exit code (`None`: killed by a signal),
 /// the signal, its standard output (when asked for) and the start of its
 /// standard error.
@@ -491,24 +540,14 @@ fn run_plugin(
         .spawn()
         .map_err(|e| format!("cannot run plugin `{}`: {e}", plugin.display()))?;
     let pgid = child.id() as i32;
-    let bounded = |pipe: Option<Box<dyn io::Read + Send>>, limit: u64| {
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = io::Read::read_to_end(&mut io::Read::take(&mut p, limit), &mut kept);
-                let _ = io::copy(&mut p, &mut io::sink());
-            }
-            kept
-        })
-    };
-    let out = bounded(
+    let out = read_pipe(
         child
             .stdout
             .take()
             .map(|p| Box::new(p) as Box<dyn io::Read + Send>),
         MAX_PLUGIN_ANSWER + 1,
     );
-    let err = bounded(
+    let err = read_pipe(
         child
             .stderr
             .take()
@@ -556,8 +595,11 @@ fn run_plugin(
         Ok(s) => finished.map(|()| s),
         Err(e) => Err(format!("waiting for plugin `{}`: {e}", plugin.display()).into()),
     };
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
+    // A process the plugin left in a session of its own may still hold
+    // the pipes: what came by then is taken, and it is not waited for.
+    let grace = Instant::now() + PIPE_GRACE;
+    let stdout = out.take(grace);
+    let stderr = err.take(grace);
     let status = status?;
     if stdout.len() as u64 > MAX_PLUGIN_ANSWER {
         return Err(format!(
@@ -1607,6 +1649,38 @@ case \"$2\" in zkm://fail*) echo \"cannot store $2\" >&2; exit 5;; zkm://*) cp \
         let f = input(&req).unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(10));
         assert!(f.message.contains("did not finish in time"), "{f:?}");
+    }
+
+    /// A plugin that leaves a process in a session of its own holding its
+    /// pipes is not waited for past a short grace.
+    #[test]
+    fn a_plugin_s_leftover_holding_its_pipes_does_not_hold_the_starter() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let plugin = t.path().join("leaver");
+        std::fs::write(
+            &plugin,
+            "#!/bin/sh\nsetsid -f sh -c ': > left; exec sleep 12'\n\
+             while [ ! -e left ]; do sleep 0.01; done\n\
+             printf 'PluginType = \"FileTransfer\"\\nSupportedMethods = \"zkm\"\\n'\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let started = Instant::now();
+        let (usable, unusable) = query_plugins(
+            &[plugin],
+            t.path(),
+            &[],
+            Instant::now() + Duration::from_secs(60),
+        );
+        // Its leftover lives 12 s; the starter waits 2 s for the pipes.
+        assert!(
+            started.elapsed() < Duration::from_secs(6),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(usable.len(), 1, "{unusable:?}");
+        assert_eq!(usable[0].methods, ["zkm"]);
     }
 
     #[test]
