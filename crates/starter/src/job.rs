@@ -328,7 +328,7 @@ impl Starter {
         // Files: everything in the sandbox is written, and every file the
         // job named is read, as the job's user.
         if let (Some(url), false) = (output_url(job), settings.enable_url_transfers) {
-            return Err(StartError::UrlOutput(url));
+            return Err(StartError::UrlOutput(crate::url_plugin::shown(&url)));
         }
         let (urls, plain): (Vec<String>, Vec<String>) = if launch.transfer {
             launch
@@ -340,7 +340,7 @@ impl Starter {
             (Vec::new(), Vec::new())
         };
         if let (Some(url), false) = (urls.first(), settings.enable_url_transfers) {
-            return Err(StartError::UrlInput(url.clone()));
+            return Err(StartError::UrlInput(crate::url_plugin::shown(url)));
         }
         let mut inputs: Vec<String> = Vec::new();
         if launch.transfer {
@@ -1424,15 +1424,16 @@ fn output_url(job: &ClassAd) -> Option<String> {
         classad::Value::Str(s) if !s.trim().is_empty() => Some(s.to_string()),
         _ => None,
     };
-    if let Some(d) = text("OutputDestination") {
-        return Some(d);
-    }
     let streams = ["Out", "Err"].into_iter().filter_map(text);
-    text("TransferOutputRemaps")
-        .map(|r| crate::url_plugin::parse_remaps(&r))
-        .unwrap_or_default()
+    text("OutputDestination")
         .into_iter()
-        .map(|(_, to)| to)
+        .chain(
+            text("TransferOutputRemaps")
+                .map(|r| crate::url_plugin::parse_remaps(&r))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(_, to)| to),
+        )
         .chain(streams)
         .find(|to| crate::url_plugin::scheme(to).is_some())
 }

@@ -779,3 +779,33 @@ fn a_root_starter_fetches_http_inputs_as_the_job_owner() {
     assert!(r.problems.is_empty(), "{:?}", r.problems);
     assert_eq!(w.read("out"), "65534\nhello");
 }
+
+/// ENABLE_URL_TRANSFERS = false: a job that names a URL for input or
+/// output is refused before it starts; an output_destination that is no
+/// URL is none.
+#[test]
+fn url_transfers_disabled_refuse_jobs_that_name_urls() {
+    let w = World::new();
+    let mut settings = w.settings();
+    settings.enable_url_transfers = false;
+    let job = |attr: &str, value: &str| {
+        let mut ad = w.job("/bin/true", "");
+        ad.insert_value("ShouldTransferFiles", "YES");
+        ad.insert_value("TransferExecutable", false);
+        ad.insert_value(attr, value);
+        Starter::start(JobSpec::new(ad, settings.clone()).unwrap())
+    };
+    match job("TransferInput", "zkm://thing") {
+        Err(e @ StartError::UrlInput(_)) => assert!(e.to_string().contains("zkm://thing"), "{e}"),
+        other => panic!("{:?}", other.err()),
+    }
+    match job("OutputDestination", "https://h/out?sig=secret") {
+        Err(e @ StartError::UrlOutput(_)) => {
+            let e = e.to_string();
+            assert!(e.contains("https://h/out") && !e.contains("secret"), "{e}");
+        }
+        other => panic!("{:?}", other.err()),
+    }
+    let r = job("OutputDestination", "/not/a/url").unwrap().finish();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+}
