@@ -1,6 +1,8 @@
 //! The only code that touches a user's files: input transfer into the
 //! sandbox, output transfer back to the job's initial directory, the job's
-//! standard streams, and opening a user's job event log.
+//! standard streams, URL transfers both ways (the FILETRANSFER_PLUGINS it
+//! runs, the built-in `file://` copies and `http(s)://` requests), and
+//! opening a user's job event log.
 //!
 //! Everything here runs with the user's credentials: [`crate::user_priv`]
 //! calls it in a helper process that has dropped to the user before it
@@ -1614,6 +1616,12 @@ case \"$2\" in zkm://fail*) echo \"cannot store $2\" >&2; exit 5;; zkm://*) cp \
         req.url_max_bytes = Some(4);
         let f = input(&req).unwrap_err();
         assert!(f.message.contains("larger than 4 bytes"), "{f:?}");
+        // https goes through rustls: a server that speaks no TLS is an
+        // error, not a panic.
+        req.url_max_bytes = None;
+        req.urls = vec![base.replace("http://", "https://") + "/data/in.txt"];
+        let f = input(&req).unwrap_err();
+        assert!(f.message.contains("https://127.0.0.1"), "{f:?}");
 
         // Output goes up by PUT, where the remap says.
         std::fs::write(sandbox.join("out.txt"), "result").unwrap();
