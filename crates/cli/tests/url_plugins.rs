@@ -1,12 +1,18 @@
-//! URL input transfer on the personal pool (issue 18): a plugin for the
+//! URL transfers on the personal pool (issue 18): a plugin for the
 //! manual's invented `zkm` scheme, configured by
 //! `examples/config/url-plugins.conf`, fetches a job's input into its
 //! sandbox as the job's user; a failed fetch holds the job with
-//! TransferInputError (13) and the plugin's message; output to a URL is
-//! refused, saying it is not supported yet.
+//! TransferInputError (13) and the plugin's message. Output with
+//! `output_destination` (or a `transfer_output_remaps` URL) is uploaded
+//! by the same plugin with `-upload`, as the job's user; a failed upload
+//! holds the job with TransferOutputError (12), the plugin's message and
+//! its exit status shifted left by 8 as the subcode. An `http://` input
+//! from a server on this machine is fetched by the starter itself.
 
 mod common;
 
+use std::io::{BufRead, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use common::{ok, run, scratch, wait_for, write, write_script, PoolProcess};
@@ -39,8 +45,20 @@ if [ "$1" = -classad ]; then
   exit 0
 fi
 [ "$1" = -infile ] && [ "$3" = -outfile ] || exit 9
-id -u > plugin.uid
 : > "$4"
+if [ "$5" = -upload ]; then
+  sed -e 's/.*Url = "zkm:\/\/\([^"]*\)".*LocalFileName = "\([^"]*\)".*/\1 \2/' "$2" | while read name local; do
+    case "$name" in
+      fail*) echo "[ TransferSuccess = false; TransferUrl = \"zkm://$name\"; TransferError = \"zkm: cannot store $name\" ]" >> "$4" ;;
+      *) mkdir -p "$(dirname "{store}/$name")"
+         cp "$local" "{store}/$name"
+         echo "[ TransferSuccess = true; TransferUrl = \"zkm://$name\"; TransferTotalBytes = $(wc -c < "$local") ]" >> "$4" ;;
+    esac
+  done
+  grep -q 'TransferSuccess = false' "$4" && exit 1
+  exit 0
+fi
+id -u > plugin.uid
 sed -e 's/.*Url = "zkm:\/\/\([^"]*\)".*LocalFileName = "\([^"]*\)".*/\1 \2/' "$2" | while read name local; do
   if cp "{store}/$name" "$local" 2>/dev/null; then
     echo "[ TransferSuccess = true; TransferUrl = \"zkm://$name\"; TransferTotalBytes = $(wc -c < "$local") ]" >> "$4"
@@ -57,7 +75,7 @@ exit 0
 }
 
 #[test]
-fn a_zkm_plugin_fetches_input_and_a_failed_fetch_holds_the_job() {
+fn a_zkm_plugin_fetches_input_and_stores_output_and_failures_hold_the_job() {
     let dir = scratch("url-plugins");
     let state = dir.join("state");
     let store = dir.join("store");
@@ -91,21 +109,24 @@ fn a_zkm_plugin_fetches_input_and_a_failed_fetch_holds_the_job() {
          log = job.log\n\
          queue\n",
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let h = loop {
-        let h = tool(&["history", "1.0", "-af", "ExitCode", "JobStatus"]);
-        if !h.trim().is_empty() {
-            break h.trim().to_string();
+    // A job's ExitCode and JobStatus once it is in the history.
+    let finished = |id: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let h = tool(&["history", id, "-af", "ExitCode", "JobStatus"]);
+            if !h.trim().is_empty() {
+                break h.trim().to_string();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "job {id} never finished: {}\ndaemon:\n{}",
+                tool(&["q", id, "-af", "JobStatus", "HoldReason"]),
+                pool.daemon_log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "job 1.0 never finished: {}\ndaemon:\n{}",
-            tool(&["q", "1.0", "-af", "JobStatus", "HoldReason"]),
-            pool.daemon_log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    assert_eq!(h, "0 4", "daemon:\n{}", pool.daemon_log());
+    assert_eq!(finished("1.0"), "0 4", "daemon:\n{}", pool.daemon_log());
     let out = std::fs::read_to_string(dir.join("ok.out")).unwrap();
     let mut lines = out.lines();
     assert_eq!(lines.next(), Some("a thing from zkm"), "{out}");
@@ -143,19 +164,101 @@ fn a_zkm_plugin_fetches_input_and_a_failed_fetch_holds_the_job() {
     assert!(held.contains("zkm://missing.txt"), "{held}");
     assert!(!dir.join("missing.out").exists());
 
-    // Output to a URL: not yet, and said so.
+    // Output to a URL: every output file goes to output_destination,
+    // through the plugin, as the job's user; the standard output comes
+    // back to the job's directory (it names no URL).
+    write_script(
+        &dir.join("writer.sh"),
+        "#!/bin/sh\necho result > res.txt\necho done\n",
+    );
     submit(
         "outurl.sub",
-        "executable = job.sh\n\
+        "executable = writer.sh\n\
          should_transfer_files = YES\n\
-         transfer_input_files = zkm://thing.txt\n\
          output_destination = zkm://results/\n\
+         output = outurl.out\n\
          log = job.log\n\
          queue\n",
     );
-    let held = wait_for(30, "job 3.0 held", || {
-        let q = tool(&["q", "3.0", "-af", "JobStatus", "HoldReason"]);
+    assert_eq!(finished("3.0"), "0 4", "daemon:\n{}", pool.daemon_log());
+    let stored = store.join("results/res.txt");
+    assert_eq!(std::fs::read_to_string(&stored).unwrap(), "result\n");
+    let job_uid =
+        common::run_as().map_or_else(|| std::fs::metadata(&dir).unwrap().uid(), |(u, _)| u);
+    assert_eq!(std::fs::metadata(&stored).unwrap().uid(), job_uid);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("outurl.out")).unwrap(),
+        "done\n"
+    );
+    assert!(!dir.join("res.txt").exists());
+
+    // The plugin cannot store it: held, TransferOutputError, its message,
+    // its exit status (1) shifted left by 8.
+    submit(
+        "outfail.sub",
+        "executable = writer.sh\n\
+         should_transfer_files = YES\n\
+         transfer_output_files = res.txt\n\
+         transfer_output_remaps = \"res.txt = zkm://fail/res.txt\"\n\
+         log = job.log\n\
+         queue\n",
+    );
+    let held = wait_for(30, "job 4.0 held", || {
+        let q = tool(&[
+            "q",
+            "4.0",
+            "-af",
+            "JobStatus",
+            "HoldReasonCode",
+            "HoldReasonSubCode",
+            "HoldReason",
+        ]);
         q.starts_with("5 ").then(|| q.trim().to_string())
     });
-    assert!(held.contains("not supported yet"), "{held}");
+    assert!(held.starts_with("5 12 256 "), "{held}");
+    assert!(held.contains("zkm: cannot store fail/res.txt"), "{held}");
+    assert!(held.contains("zkm://fail/res.txt"), "{held}");
+
+    // http:// is the starter's own: a server on this machine.
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/files/web.txt", server.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut c in server.incoming().flatten() {
+            let mut r = std::io::BufReader::new(c.try_clone().unwrap());
+            let mut line = String::new();
+            let _ = r.read_line(&mut line);
+            let (status, body) = if line.starts_with("GET /files/web.txt ") {
+                ("200 OK", "from the web\n")
+            } else {
+                ("404 Not Found", "")
+            };
+            line.clear();
+            while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let _ = write!(
+                c,
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    write_script(
+        &dir.join("web.sh"),
+        "#!/bin/sh\ncat web.txt\necho \"file $(stat -c %u web.txt) job $(id -u)\"\n",
+    );
+    submit(
+        "web.sub",
+        &format!(
+            "executable = web.sh\n\
+             should_transfer_files = YES\n\
+             transfer_input_files = {url}\n\
+             output = web.out\n\
+             log = job.log\n\
+             queue\n"
+        ),
+    );
+    assert_eq!(finished("5.0"), "0 4", "daemon:\n{}", pool.daemon_log());
+    let out = std::fs::read_to_string(dir.join("web.out")).unwrap();
+    assert_eq!(out, format!("from the web\nfile {job_uid} job {job_uid}\n"));
 }

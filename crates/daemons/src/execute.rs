@@ -999,6 +999,8 @@ impl StartdRole {
                 Some((p.to_string(), i64::from(source.raw_os_error().unwrap_or(0))))
             }
             FinishProblem::MissingOutput { .. } => Some((p.to_string(), 2)),
+            // A failed upload to a URL: the plugin's subcode, as HTCondor's.
+            FinishProblem::UrlOutput { subcode, .. } => Some((p.to_string(), *subcode)),
             _ => None,
         });
         if let Some(oom) = &report.oom {

@@ -27,10 +27,9 @@ pub enum StartError {
     /// An input URL while ENABLE_URL_TRANSFERS is false.
     #[error("input `{0}` is a URL, and URL transfers are disabled (ENABLE_URL_TRANSFERS)")]
     UrlInput(String),
-    /// Output to a URL (OutputDestination, TransferOutputRemaps).
-    #[error(
-        "output to the URL `{0}` is not supported yet (output_destination, transfer_output_remaps)"
-    )]
+    /// Output to a URL (OutputDestination, TransferOutputRemaps) while
+    /// ENABLE_URL_TRANSFERS is false.
+    #[error("output goes to the URL `{0}`, and URL transfers are disabled (ENABLE_URL_TRANSFERS)")]
     UrlOutput(String),
     /// Whom to run the job as.
     #[error("cannot run the job as `{user}`: {reason}")]
@@ -91,6 +90,16 @@ pub enum FinishProblem {
         to: PathBuf,
         #[source]
         source: io::Error,
+    },
+    /// An output file could not be uploaded to its URL: HTCondor's
+    /// TransferOutputError (12) with `subcode` (the plugin's exit status
+    /// shifted left by 8, its signal, or ETIME).
+    #[error("cannot upload output `{from}` to `{url}`: {reason}")]
+    UrlOutput {
+        from: PathBuf,
+        url: String,
+        reason: String,
+        subcode: i64,
     },
     #[error("cannot remove `{path}`: {source}")]
     Cleanup {

@@ -327,8 +327,8 @@ impl Starter {
 
         // Files: everything in the sandbox is written, and every file the
         // job named is read, as the job's user.
-        if let Some(url) = output_url(job) {
-            return Err(StartError::UrlOutput(url));
+        if let (Some(url), false) = (output_url(job), settings.enable_url_transfers) {
+            return Err(StartError::UrlOutput(crate::url_plugin::shown(&url)));
         }
         let (urls, plain): (Vec<String>, Vec<String>) = if launch.transfer {
             launch
@@ -340,7 +340,7 @@ impl Starter {
             (Vec::new(), Vec::new())
         };
         if let (Some(url), false) = (urls.first(), settings.enable_url_transfers) {
-            return Err(StartError::UrlInput(url.clone()));
+            return Err(StartError::UrlInput(crate::url_plugin::shown(url)));
         }
         let mut inputs: Vec<String> = Vec::new();
         if launch.transfer {
@@ -377,6 +377,13 @@ impl Starter {
                 plugin_deadline: settings
                     .transfer_deadline
                     .saturating_sub((settings.transfer_deadline / 10).min(Duration::from_secs(5))),
+                // An http(s) input may bring at most the slot's disk.
+                url_max_bytes: settings.slot_ad.as_ref().and_then(|slot| {
+                    match slot.eval_attr("Disk", &classad::Env::default()) {
+                        Value::Int(kib) if kib > 0 => Some((kib as u64).saturating_mul(1024)),
+                        _ => None,
+                    }
+                }),
             },
             settings.transfer_deadline,
         )
@@ -1328,6 +1335,11 @@ impl RunningJob {
             .filter_map(|(name, file)| Some((file.to_string(), name.clone()?)))
             .collect();
             let named = self.launch.transfer_output.clone();
+            let text = |n: &str| match self.job.eval_attr(n, &classad::Env::default()) {
+                Value::Str(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+                _ => None,
+            };
+            let deadline = self.settings.transfer_deadline;
             let output = user_priv::output(
                 self.mechanisms.user.as_ref(),
                 OutputRequest {
@@ -1336,8 +1348,17 @@ impl RunningJob {
                     named,
                     before: std::mem::take(&mut self.input_snapshot),
                     streams,
+                    destination: text("OutputDestination"),
+                    remaps: text("TransferOutputRemaps")
+                        .map(|r| crate::url_plugin::parse_remaps(&r))
+                        .unwrap_or_default(),
+                    plugins: self.settings.filetransfer_plugins.clone(),
+                    // The plugins are killed a little before the helper
+                    // that runs them, so none outlives it.
+                    plugin_deadline: deadline
+                        .saturating_sub((deadline / 10).min(Duration::from_secs(5))),
                 },
-                self.settings.transfer_deadline,
+                deadline,
             );
             bytes_sent = output.bytes;
             problems.extend(
@@ -1395,26 +1416,39 @@ impl RunningJob {
     }
 }
 
-/// An output URL the job asks for (`OutputDestination`, or a
-/// `TransferOutputRemaps` target that is a URL): not carried out yet.
+/// An output URL the job asks for (`OutputDestination`, a
+/// `TransferOutputRemaps` target that is a URL, or an `Out`/`Err` that
+/// is one), refused while URL transfers are disabled.
 fn output_url(job: &ClassAd) -> Option<String> {
     let text = |n: &str| match job.eval_attr(n, &classad::Env::default()) {
         classad::Value::Str(s) if !s.trim().is_empty() => Some(s.to_string()),
         _ => None,
     };
-    if let Some(d) = text("OutputDestination") {
-        return Some(d);
-    }
-    text("TransferOutputRemaps")?
-        .split(';')
-        .filter_map(|m| m.split_once('='))
-        .map(|(_, to)| to.trim().to_string())
+    let streams = ["Out", "Err"].into_iter().filter_map(text);
+    text("OutputDestination")
+        .into_iter()
+        .chain(
+            text("TransferOutputRemaps")
+                .map(|r| crate::url_plugin::parse_remaps(&r))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(_, to)| to),
+        )
+        .chain(streams)
         .find(|to| crate::url_plugin::scheme(to).is_some())
 }
 
 /// An output transfer failure as the daemon reports it: a named file the
 /// job did not make, or a file that could not (or may not) go back.
 fn output_problem(f: transfer::Failure, sandbox: &Path) -> FinishProblem {
+    if let Some(subcode) = f.subcode {
+        return FinishProblem::UrlOutput {
+            from: f.path,
+            url: f.to.map(|u| u.display().to_string()).unwrap_or_default(),
+            reason: f.message,
+            subcode,
+        };
+    }
     match (&f.to, f.errno) {
         (_, Some(libc::ENOENT)) if f.path.is_relative() => FinishProblem::MissingOutput {
             name: f.path.display().to_string(),

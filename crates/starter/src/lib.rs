@@ -71,13 +71,19 @@
 //! than one sample and without a cgroup reports no memory). `ImageSize` and
 //! `ResidentSetSize` are KiB, `MemoryUsage` MiB, as in HTCondor.
 //!
-//! **URL inputs.** A transfer_input_files item that is a URL is fetched
+//! **URL transfers.** A transfer_input_files item that is a URL is fetched
 //! by the FILETRANSFER_PLUGINS plugin for its scheme (`url_plugin` decides,
-//! `transfer` runs it as the job's user in the sandbox; `file://` is built
-//! in); a failure is a [`StartError::Input`] naming the URL.
+//! `transfer` runs it as the job's user in the sandbox; `file://` and
+//! `http(s)://` are built in, `http` making the requests); a failure is a
+//! [`StartError::Input`] naming the URL. Output whose destination is a URL
+//! (`OutputDestination`, a URL target of `TransferOutputRemaps`, an
+//! `output`/`error` that is a URL) is uploaded the same way after the job;
+//! a failed upload is a [`FinishProblem::UrlOutput`] with HTCondor's
+//! subcode.
 //!
-//! **Not here (yet):** output to URLs (refused, [`StartError::UrlOutput`]),
-//! `TransferOutputRemaps`, streaming output,
+//! `TransferOutputRemaps` to a path renames the file in the job's directory.
+//!
+//! **Not here (yet):** streaming output,
 //! HTCondor's `condor_exec.exe` checkpoint universes, and the
 //! STARTER_NUM_THREADS_ENV_VARS list beyond the common ones. (The job
 //! hooks run as the job's user, in its sandbox.)
@@ -86,6 +92,7 @@ mod cgroup;
 pub mod cgroup_layout;
 mod error;
 mod hooks;
+mod http;
 mod job;
 pub mod limits;
 mod procs;

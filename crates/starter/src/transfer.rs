@@ -1,6 +1,8 @@
 //! The only code that touches a user's files: input transfer into the
 //! sandbox, output transfer back to the job's initial directory, the job's
-//! standard streams, and opening a user's job event log.
+//! standard streams, URL transfers both ways (the FILETRANSFER_PLUGINS it
+//! runs, the built-in `file://` copies and `http(s)://` requests), and
+//! opening a user's job event log.
 //!
 //! Everything here runs with the user's credentials: [`crate::user_priv`]
 //! calls it in a helper process that has dropped to the user before it
@@ -56,6 +58,10 @@ pub struct Failure {
     pub message: String,
     /// The operating system's error number, when it was one.
     pub errno: Option<i32>,
+    /// A failed upload to a URL: HTCondor's HoldReasonSubCode for it
+    /// ([`url_plugin::upload_subcode`]); `to` is the URL.
+    #[serde(default)]
+    pub subcode: Option<i64>,
 }
 
 impl Failure {
@@ -65,6 +71,7 @@ impl Failure {
             to: None,
             message: e.to_string(),
             errno: e.raw_os_error(),
+            subcode: None,
         }
     }
 
@@ -74,6 +81,7 @@ impl Failure {
             to: None,
             message: why.into(),
             errno: None,
+            subcode: None,
         }
     }
 
@@ -92,7 +100,7 @@ impl Failure {
 }
 
 /// What to put into a fresh sandbox before the job starts.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct InputRequest {
     pub sandbox: PathBuf,
     /// The job's initial directory: relative names are taken from it.
@@ -115,10 +123,14 @@ pub struct InputRequest {
     /// How long each plugin run may take before it is killed.
     #[serde(default)]
     pub plugin_deadline: Duration,
+    /// The most an `http(s)://` input may bring (the slot's disk);
+    /// `None`: no bound but the deadline.
+    #[serde(default)]
+    pub url_max_bytes: Option<u64>,
 }
 
 /// What to copy back after the job.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct OutputRequest {
     pub sandbox: PathBuf,
     pub iwd: PathBuf,
@@ -127,8 +139,23 @@ pub struct OutputRequest {
     /// The sandbox as input transfer left it.
     pub before: Snapshot,
     /// Standard streams: the sandbox file and where the job wants it
-    /// (relative to `iwd` unless absolute).
+    /// (relative to `iwd` unless absolute; a URL is uploaded there).
     pub streams: Vec<(String, String)>,
+    /// OutputDestination: every output file goes to this URL + `/` +
+    /// its name (the streams unless they name a URL themselves stay).
+    #[serde(default)]
+    pub destination: Option<String>,
+    /// TransferOutputRemaps, read ([`url_plugin::parse_remaps`]); the
+    /// targets that are URLs are uploaded there.
+    #[serde(default)]
+    pub remaps: Vec<(String, String)>,
+    /// FILETRANSFER_PLUGINS, for the uploads.
+    #[serde(default)]
+    pub plugins: Vec<PathBuf>,
+    /// How long each upload may take before it is killed (from the start
+    /// of output transfer).
+    #[serde(default)]
+    pub plugin_deadline: Duration,
 }
 
 /// Opens (creating if needed) the file a user named for appending, such as
@@ -203,8 +230,9 @@ const PLUGIN_OUT: &str = ".condor_plugin_out";
 /// each plugin the URLs need once (multi-file) or once a URL, in the
 /// sandbox, as this process's user (the job's: see `user_priv`).
 fn url_input(req: &InputRequest, sandbox: BorrowedFd<'_>, until: Instant) -> Result<u64, Failure> {
-    let fail = |(url, why): (String, String)| Failure::refused(Path::new(&url), why);
-    let env = plugin_env(req);
+    let fail =
+        |(url, why): (String, String)| Failure::refused(Path::new(&url_plugin::shown(&url)), why);
+    let env = plugin_env(&req.sandbox, req.ads.iter().any(|(n, _)| n == MACHINE_AD));
     let (plugins, unusable) = query_plugins(&req.plugins, &req.sandbox, &env, until);
     let plan = url_plugin::plan(&req.urls, &plugins).map_err(|(url, mut why)| {
         if !unusable.is_empty() {
@@ -220,10 +248,22 @@ fn url_input(req: &InputRequest, sandbox: BorrowedFd<'_>, until: Instant) -> Res
             f
         })?;
     }
+    let mut fetched = 0u64;
+    for t in &plan.http {
+        let f = create_beneath(sandbox, &t.name, 0o644)
+            .map_err(|e| fail((t.url.clone(), format!("{}: {e}", t.name))))?;
+        let left = req
+            .url_max_bytes
+            .map_or(u64::MAX, |m| m.saturating_sub(fetched));
+        fetched += crate::http::get(&t.url, &mut File::from(f), left, until)
+            .map_err(|why| fail((t.url.clone(), why)))?;
+    }
+    bytes += fetched;
     for (i, group) in &plan.by_plugin {
         let c = &plugins[*i];
         bytes += if c.multi_file {
-            run_multi_file(c, group, req, sandbox, until).map_err(fail)?
+            run_multi_file(c, group, &req.sandbox, sandbox, &env, until, false)
+                .map_err(|p| fail((p.url, p.why)))?
         } else {
             let mut n = 0;
             for t in group {
@@ -236,7 +276,7 @@ fn url_input(req: &InputRequest, sandbox: BorrowedFd<'_>, until: Instant) -> Res
                     until,
                     false,
                 )
-                .map_err(|why| fail((t.url.clone(), why)))?;
+                .map_err(|e| fail((t.url.clone(), e.why)))?;
                 if r.status != Some(0) {
                     let mut why = format!(
                         "plugin `{}` failed: it exited with {}",
@@ -271,12 +311,14 @@ pub fn query_plugins(
     let mut usable = Vec::new();
     let mut unusable = Vec::new();
     for p in plugins {
-        let asked = run_plugin(p, &["-classad".into()], cwd, env, until, true).and_then(|r| {
-            if r.status != Some(0) {
-                return Err(format!("it exited with {}", describe_exit(r.status)));
-            }
-            url_plugin::read_capabilities(p, &String::from_utf8_lossy(&r.stdout))
-        });
+        let asked = run_plugin(p, &["-classad".into()], cwd, env, until, true)
+            .map_err(|e| e.why)
+            .and_then(|r| {
+                if r.status != Some(0) {
+                    return Err(format!("it exited with {}", describe_exit(r.status)));
+                }
+                url_plugin::read_capabilities(p, &String::from_utf8_lossy(&r.stdout))
+            });
         match asked {
             Ok(c) => usable.push(c),
             Err(why) => unusable.push(format!("`{}`: {why}", p.display())),
@@ -287,53 +329,64 @@ pub fn query_plugins(
 
 /// A plugin's environment for a job: where the job's and the machine's
 /// ads are, and the sandbox.
-fn plugin_env(req: &InputRequest) -> Vec<(String, String)> {
-    let at = |n: &str| req.sandbox.join(n).to_string_lossy().into_owned();
+fn plugin_env(sandbox: &Path, machine_ad: bool) -> Vec<(String, String)> {
+    let at = |n: &str| sandbox.join(n).to_string_lossy().into_owned();
     let mut env = vec![
         ("_CONDOR_JOB_AD".to_string(), at(JOB_AD)),
         (
             "_CONDOR_SCRATCH_DIR".to_string(),
-            req.sandbox.to_string_lossy().into_owned(),
+            sandbox.to_string_lossy().into_owned(),
         ),
     ];
-    if req.ads.iter().any(|(n, _)| n == MACHINE_AD) {
+    if machine_ad {
         env.push(("_CONDOR_MACHINE_AD".to_string(), at(MACHINE_AD)));
     }
     env
 }
 
-/// One run of a multi-file plugin for `group`: writes the `-infile`,
-/// runs it, reads the `-outfile` back (bounded) and judges it.
+/// A plugin run that failed: the URL it failed for, why, and the
+/// HoldReasonSubCode an upload failure has ([`url_plugin::upload_subcode`]).
+struct PluginFailure {
+    url: String,
+    why: String,
+    subcode: i64,
+}
+
+/// One run of a multi-file plugin for `group` (`upload`: with
+/// `-upload`, the sandbox files going to the URLs): writes the
+/// `-infile`, runs it, reads the `-outfile` back (bounded) and judges it.
 fn run_multi_file(
     c: &Capabilities,
     group: &[Transfer],
-    req: &InputRequest,
+    sandbox_path: &Path,
     sandbox: BorrowedFd<'_>,
+    env: &[(String, String)],
     until: Instant,
-) -> Result<u64, (String, String)> {
+    upload: bool,
+) -> Result<u64, PluginFailure> {
     let first = group.first().map(|t| t.url.clone()).unwrap_or_default();
-    let io_fail = |what: &str, e: io::Error| (first.clone(), format!("{what}: {e}"));
+    let io_fail = |what: &str, e: io::Error| PluginFailure {
+        url: first.clone(),
+        why: format!("{what}: {e}"),
+        subcode: e.raw_os_error().map_or(0, i64::from),
+    };
     let input = create_beneath(sandbox, PLUGIN_IN, 0o600).map_err(|e| io_fail(PLUGIN_IN, e))?;
     io::Write::write_all(
         &mut File::from(input),
-        url_plugin::infile(group, &req.sandbox).as_bytes(),
+        url_plugin::infile(group, sandbox_path).as_bytes(),
     )
     .map_err(|e| io_fail(PLUGIN_IN, e))?;
     let _ = rfs::unlinkat(sandbox, PLUGIN_OUT, rfs::AtFlags::empty());
-    let args = [
+    let mut args = vec![
         "-infile".to_string(),
-        req.sandbox.join(PLUGIN_IN).to_string_lossy().into_owned(),
+        sandbox_path.join(PLUGIN_IN).to_string_lossy().into_owned(),
         "-outfile".to_string(),
-        req.sandbox.join(PLUGIN_OUT).to_string_lossy().into_owned(),
+        sandbox_path.join(PLUGIN_OUT).to_string_lossy().into_owned(),
     ];
-    let ran = run_plugin(
-        &c.plugin,
-        &args,
-        &req.sandbox,
-        &plugin_env(req),
-        until,
-        false,
-    );
+    if upload {
+        args.push("-upload".to_string());
+    }
+    let ran = run_plugin(&c.plugin, &args, sandbox_path, env, until, false);
     let answer = open_beneath(sandbox, PLUGIN_OUT, OFlags::RDONLY).and_then(|f| {
         let f = File::from(f);
         if rfs::FileType::from_raw_mode(rfs::fstat(&f)?.st_mode) != rfs::FileType::RegularFile {
@@ -345,35 +398,110 @@ fn run_multi_file(
     });
     let _ = rfs::unlinkat(sandbox, PLUGIN_IN, rfs::AtFlags::empty());
     let _ = rfs::unlinkat(sandbox, PLUGIN_OUT, rfs::AtFlags::empty());
-    let ran = ran.map_err(|why| (first.clone(), why))?;
+    let ran = ran.map_err(|e| PluginFailure {
+        url: first.clone(),
+        subcode: url_plugin::upload_subcode(None, None, e.timed_out),
+        why: e.why,
+    })?;
+    let subcode = url_plugin::upload_subcode(ran.status, ran.signal, false);
     let results = match answer {
         Ok(text) if text.len() as u64 > MAX_PLUGIN_ANSWER => {
-            return Err((
-                first,
-                format!(
+            return Err(PluginFailure {
+                url: first,
+                why: format!(
                     "plugin `{}` wrote an -outfile over {MAX_PLUGIN_ANSWER} bytes",
                     c.plugin.display()
                 ),
-            ))
+                subcode,
+            })
         }
-        Ok(text) => url_plugin::read_outfile(&text).map_err(|e| {
-            (
-                first.clone(),
-                format!("plugin `{}`: {e}", c.plugin.display()),
-            )
+        Ok(text) => url_plugin::read_outfile(&text).map_err(|e| PluginFailure {
+            url: first.clone(),
+            why: format!("plugin `{}`: {e}", c.plugin.display()),
+            subcode,
         })?,
         Err(_) => Vec::new(),
     };
-    url_plugin::judge(&c.plugin, group, &results, ran.status)
+    url_plugin::judge(&c.plugin, group, &results, ran.status).map_err(|(url, why)| PluginFailure {
+        url,
+        why,
+        subcode,
+    })
+}
+
+/// How long a plugin's pipes are read after it ended and its process
+/// group was killed.
+const PIPE_GRACE: Duration = Duration::from_secs(2);
+
+/// One of a plugin's pipes, read on a thread of its own: at most `limit`
+/// bytes kept, the rest read and dropped (so the plugin never blocks on
+/// a full pipe).
+struct PipeReader {
+    kept: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    closed: std::sync::mpsc::Receiver<()>,
+}
+
+fn read_pipe(pipe: Option<Box<dyn io::Read + Send>>, limit: u64) -> PipeReader {
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (tx, closed) = std::sync::mpsc::channel();
+    let into = kept.clone();
+    std::thread::spawn(move || {
+        if let Some(mut p) = pipe {
+            let mut buf = [0u8; 8192];
+            loop {
+                match io::Read::read(&mut p, &mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let mut v = into.lock().unwrap_or_else(|e| e.into_inner());
+                        let room = usize::try_from(limit)
+                            .unwrap_or(usize::MAX)
+                            .saturating_sub(v.len());
+                        v.extend_from_slice(&buf[..n.min(room)]);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        let _ = tx.send(());
+    });
+    PipeReader { kept, closed }
+}
+
+impl PipeReader {
+    /// What was kept once the pipe closed, or by `until` if it did not.
+    fn take(self, until: Instant) -> Vec<u8> {
+        let _ = self
+            .closed
+            .recv_timeout(until.saturating_duration_since(Instant::now()));
+        std::mem::take(&mut *self.kept.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 /// How a plugin run ended: its exit code (`None`: killed by a signal),
-/// its standard output (when asked for) and the start of its standard
-/// error.
+/// the signal, its standard output (when asked for) and the start of its
+/// standard error.
 struct PluginRun {
     status: Option<i32>,
+    signal: Option<i32>,
     stdout: Vec<u8>,
     stderr: Vec<u8>,
+}
+
+/// A plugin that could not be run to its end: why, and whether it was
+/// killed at its deadline.
+struct RunFailure {
+    why: String,
+    timed_out: bool,
+}
+
+impl From<String> for RunFailure {
+    fn from(why: String) -> RunFailure {
+        RunFailure {
+            why,
+            timed_out: false,
+        }
+    }
 }
 
 fn describe_exit(status: Option<i32>) -> String {
@@ -393,8 +521,9 @@ fn run_plugin(
     env: &[(String, String)],
     until: Instant,
     want_stdout: bool,
-) -> Result<PluginRun, String> {
+) -> Result<PluginRun, RunFailure> {
     use std::os::unix::process::CommandExt;
+    use std::os::unix::process::ExitStatusExt;
     let mut cmd = Command::new(plugin);
     cmd.args(args)
         .current_dir(cwd)
@@ -413,24 +542,14 @@ fn run_plugin(
         .spawn()
         .map_err(|e| format!("cannot run plugin `{}`: {e}", plugin.display()))?;
     let pgid = child.id() as i32;
-    let bounded = |pipe: Option<Box<dyn io::Read + Send>>, limit: u64| {
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = io::Read::read_to_end(&mut io::Read::take(&mut p, limit), &mut kept);
-                let _ = io::copy(&mut p, &mut io::sink());
-            }
-            kept
-        })
-    };
-    let out = bounded(
+    let out = read_pipe(
         child
             .stdout
             .take()
             .map(|p| Box::new(p) as Box<dyn io::Read + Send>),
         MAX_PLUGIN_ANSWER + 1,
     );
-    let err = bounded(
+    let err = read_pipe(
         child
             .stderr
             .take()
@@ -461,10 +580,13 @@ fn run_plugin(
             break Ok(());
         }
         if Instant::now() >= until {
-            break Err(format!(
-                "plugin `{}` did not finish in time and was killed",
-                plugin.display()
-            ));
+            break Err(RunFailure {
+                why: format!(
+                    "plugin `{}` did not finish in time and was killed",
+                    plugin.display()
+                ),
+                timed_out: true,
+            });
         }
         std::thread::sleep(Duration::from_millis(10));
     };
@@ -473,19 +595,24 @@ fn run_plugin(
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
     let status = match child.wait() {
         Ok(s) => finished.map(|()| s),
-        Err(e) => Err(format!("waiting for plugin `{}`: {e}", plugin.display())),
+        Err(e) => Err(format!("waiting for plugin `{}`: {e}", plugin.display()).into()),
     };
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
+    // A process the plugin left in a session of its own may still hold
+    // the pipes: what came by then is taken, and it is not waited for.
+    let grace = Instant::now() + PIPE_GRACE;
+    let stdout = out.take(grace);
+    let stderr = err.take(grace);
     let status = status?;
     if stdout.len() as u64 > MAX_PLUGIN_ANSWER {
         return Err(format!(
             "plugin `{}` printed over {MAX_PLUGIN_ANSWER} bytes",
             plugin.display()
-        ));
+        )
+        .into());
     }
     Ok(PluginRun {
         status: status.code(),
+        signal: status.signal(),
         stdout,
         stderr,
     })
@@ -500,9 +627,13 @@ pub struct Output {
 }
 
 /// Copies the job's output back: the named files (or every new or changed
-/// top-level file), then the standard streams. Each failure is reported;
-/// the rest still goes back.
+/// top-level file), then the standard streams; those whose destination is
+/// a URL (OutputDestination, a TransferOutputRemaps URL, a stream named
+/// by a URL) are uploaded after, by the plugin for the URL's scheme. Each
+/// failure is reported; the rest still goes back.
 pub fn output(req: &OutputRequest) -> Output {
+    // The uploads' deadline counts from here, as the helper's does.
+    let started = Instant::now();
     let sandbox = match open_sandbox(&req.sandbox) {
         Ok(s) => s,
         Err(f) => {
@@ -530,13 +661,34 @@ pub fn output(req: &OutputRequest) -> Output {
                 .collect()
         }
     };
+    let mut uploads = Vec::new();
     for (name, contents_only) in names {
-        match copy_out(sandbox.as_fd(), &name, contents_only, &req.iwd) {
+        if let Some(url) = url_plugin::output_url(&name, req.destination.as_deref(), &req.remaps) {
+            match upload_source(sandbox.as_fd(), &name) {
+                Ok(()) => uploads.push(Transfer { url, name }),
+                Err(f) => failures.push(f.to(Path::new(&url))),
+            }
+            continue;
+        }
+        let renamed = url_plugin::remapped_path(&name, req.destination.as_deref(), &req.remaps);
+        match copy_out(sandbox.as_fd(), &name, contents_only, &req.iwd, renamed) {
             Ok(n) => bytes += n,
             Err(f) => failures.push(f),
         }
     }
     for (file, to) in &req.streams {
+        if url_plugin::scheme(to).is_some() {
+            match upload_source(sandbox.as_fd(), file) {
+                Ok(()) => uploads.push(Transfer {
+                    url: to.clone(),
+                    name: file.clone(),
+                }),
+                // The job's stream was never made: nothing to send.
+                Err(f) if f.errno == Some(libc::ENOENT) => {}
+                Err(f) => failures.push(f.to(Path::new(to))),
+            }
+            continue;
+        }
         let to = resolve(&req.iwd, to);
         let shown = Path::new(file);
         let src = match open_beneath(sandbox.as_fd(), file, OFlags::RDONLY) {
@@ -557,7 +709,152 @@ pub fn output(req: &OutputRequest) -> Output {
             Err(f) => failures.push(f.to(&to)),
         }
     }
+    if !uploads.is_empty() {
+        let until = started + req.plugin_deadline;
+        bytes += url_output(req, sandbox.as_fd(), uploads, until, &mut failures);
+    }
     Output { failures, bytes }
+}
+
+/// Whether sandbox file `name` may go to a URL: a regular file beneath
+/// the sandbox (a directory goes only to the job's directory).
+fn upload_source(sandbox: BorrowedFd<'_>, name: &str) -> Result<(), Failure> {
+    let shown = Path::new(name);
+    check_output_name(name).map_err(|why| Failure::refused(shown, why))?;
+    let fd = open_beneath(sandbox, name, OFlags::RDONLY).map_err(|e| Failure::io(shown, e))?;
+    let st = rfs::fstat(&fd).map_err(|e| Failure::io(shown, e.into()))?;
+    match rfs::FileType::from_raw_mode(st.st_mode) {
+        rfs::FileType::RegularFile => Ok(()),
+        rfs::FileType::Directory => Err(Failure::refused(
+            shown,
+            "it is a directory; only files are uploaded to a URL (name the files)",
+        )),
+        other => Err(Failure::refused(
+            shown,
+            format!("it is {}, not a regular file", describe(other)),
+        )),
+    }
+}
+
+/// Uploads sandbox files to their URLs: `file://` copied and
+/// `http(s)://` PUT by the starter, the rest by the plugin for each
+/// scheme (multi-file with `-upload`, or `plugin PATH URL`), as this
+/// process's user (the job's). Each failure is pushed with HTCondor's
+/// subcode; the bytes uploaded are returned.
+fn url_output(
+    req: &OutputRequest,
+    sandbox: BorrowedFd<'_>,
+    uploads: Vec<Transfer>,
+    until: Instant,
+    failures: &mut Vec<Failure>,
+) -> u64 {
+    let name_of: BTreeMap<String, String> = uploads
+        .iter()
+        .map(|t| (t.url.clone(), t.name.clone()))
+        .collect();
+    let mut fail = |url: &str, why: String, subcode: i64| {
+        let name = name_of.get(url).cloned().unwrap_or_default();
+        failures.push(Failure {
+            path: PathBuf::from(name),
+            to: Some(PathBuf::from(url_plugin::shown(url))),
+            message: why,
+            errno: None,
+            subcode: Some(subcode),
+        });
+    };
+    let machine_ad = rfs::statat(sandbox, MACHINE_AD, rfs::AtFlags::SYMLINK_NOFOLLOW).is_ok();
+    let env = plugin_env(&req.sandbox, machine_ad);
+    let (plugins, unusable) = if req.plugins.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        query_plugins(&req.plugins, &req.sandbox, &env, until)
+    };
+    let plan = match url_plugin::plan_transfers(uploads, &plugins) {
+        Ok(p) => p,
+        Err((url, mut why)) => {
+            if !unusable.is_empty() {
+                why = format!("{why}; unusable plugins: {}", unusable.join("; "));
+            }
+            fail(&url, why, 0);
+            return 0;
+        }
+    };
+    let mut bytes = 0;
+    for t in &plan.builtin {
+        let r = url_plugin::file_url_path(&t.url)
+            .map_err(|e| Failure::refused(Path::new(&t.name), e))
+            .and_then(|to| {
+                let src = open_beneath(sandbox, &t.name, OFlags::RDONLY)
+                    .map_err(|e| Failure::io(Path::new(&t.name), e))?;
+                copy_out_fd(src, Path::new(&t.name), false, &to, 0)
+            });
+        match r {
+            Ok(n) => bytes += n,
+            Err(f) => fail(&t.url, f.message, f.errno.map_or(0, i64::from)),
+        }
+    }
+    for t in &plan.http {
+        let r = open_beneath(sandbox, &t.name, OFlags::RDONLY)
+            .map_err(|e| format!("{}: {e}", t.name))
+            .and_then(|fd| {
+                let len = rfs::fstat(&fd).map_or(0, |st| st.st_size.max(0) as u64);
+                crate::http::put(&t.url, File::from(fd), len, until)
+            });
+        match r {
+            Ok(n) => bytes += n,
+            Err(why) => fail(&t.url, why, 0),
+        }
+    }
+    for (i, group) in &plan.by_plugin {
+        let c = &plugins[*i];
+        if c.multi_file {
+            match run_multi_file(c, group, &req.sandbox, sandbox, &env, until, true) {
+                Ok(n) => bytes += n,
+                Err(p) => fail(&p.url, p.why, p.subcode),
+            }
+            continue;
+        }
+        for t in group {
+            let local = req.sandbox.join(&t.name).to_string_lossy().into_owned();
+            let ran = run_plugin(
+                &c.plugin,
+                &[local, t.url.clone()],
+                &req.sandbox,
+                &env,
+                until,
+                false,
+            );
+            match ran {
+                Err(e) => fail(
+                    &t.url,
+                    e.why,
+                    url_plugin::upload_subcode(None, None, e.timed_out),
+                ),
+                Ok(r) if r.status == Some(0) => {
+                    bytes += open_beneath(sandbox, &t.name, OFlags::RDONLY)
+                        .and_then(|f| Ok(rfs::fstat(&f)?.st_size.max(0) as u64))
+                        .unwrap_or(0);
+                }
+                Ok(r) => {
+                    let mut why = format!(
+                        "plugin `{}` failed: it exited with {}",
+                        c.plugin.display(),
+                        describe_exit(r.status)
+                    );
+                    let said = String::from_utf8_lossy(&r.stderr).trim().to_string();
+                    if !said.is_empty() {
+                        why = format!("{why}: {said}");
+                    }
+                    fail(
+                        &t.url,
+                        why,
+                        url_plugin::upload_subcode(r.status, r.signal, false),
+                    );
+                }
+            }
+        }
+    }
+    bytes
 }
 
 /// A relative name taken from `base`; an absolute one as it is.
@@ -847,12 +1144,15 @@ fn snapshot(sandbox: BorrowedFd<'_>) -> Snapshot {
 }
 
 /// Copies `name` (beneath the sandbox) to the job's initial directory,
-/// under its base name; `contents_only` copies a directory's contents.
+/// under its base name, or to where TransferOutputRemaps renames it
+/// (`renamed`, relative to the job's directory unless absolute);
+/// `contents_only` copies a directory's contents.
 fn copy_out(
     sandbox: BorrowedFd<'_>,
     name: &str,
     contents_only: bool,
     iwd: &Path,
+    renamed: Option<&str>,
 ) -> Result<u64, Failure> {
     let shown = Path::new(name);
     check_output_name(name).map_err(|why| Failure::refused(shown, why))?;
@@ -870,10 +1170,10 @@ fn copy_out(
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| Failure::refused(shown, "the name has no file name"))?;
-    let to = if contents_only {
-        iwd.to_path_buf()
-    } else {
-        iwd.join(base)
+    let to = match renamed {
+        Some(r) => resolve(iwd, r),
+        None if contents_only => iwd.to_path_buf(),
+        None => iwd.join(base),
     };
     copy_out_fd(src, shown, contents_only, &to, 0).map_err(|f| f.to(&to))
 }
@@ -952,6 +1252,7 @@ mod tests {
             urls: Vec::new(),
             plugins: Vec::new(),
             plugin_deadline: Duration::from_secs(20),
+            url_max_bytes: None,
         }
     }
 
@@ -972,6 +1273,18 @@ fi
 pwd > plugin.cwd
 rc=0
 : > "$4"
+if [ "$5" = -upload ]; then
+  id -u > plugin.uid
+  sed -e 's/.*Url = "zkm:\/\/\([^"]*\)".*LocalFileName = "\([^"]*\)".*/\1 \2/' "$2" | while read name local; do
+    mkdir -p "$(dirname "{store}/$name")"
+    case "$name" in
+      fail*) echo "[ TransferSuccess = false; TransferUrl = \"zkm://$name\"; TransferFileName = \"$local\"; TransferError = \"zkm: cannot store $name\" ]" >> "$4" ;;
+      *) cp "$local" "{store}/$name" && echo "[ TransferSuccess = true; TransferUrl = \"zkm://$name\"; TransferFileName = \"$local\"; TransferTotalBytes = $(wc -c < "$local") ]" >> "$4" ;;
+    esac
+  done
+  grep -q 'TransferSuccess = false' "$4" && exit 3
+  exit 0
+fi
 sed -e 's/.*Url = "zkm:\/\/\([^"]*\)".*LocalFileName = "\([^"]*\)".*/\1 \2/' "$2" | while read name local; do
   [ "$name" = hang ] && sleep 100
   if cp "{store}/$name" "$local" 2>/dev/null; then
@@ -989,9 +1302,10 @@ exit 0
             format!(
                 "#!/bin/sh
 [ \"$1\" = -classad ] && {{ echo 'PluginType = \"FileTransfer\"'; echo 'SupportedMethods = \"zkm\"'; exit 0; }}
-                 cp \"{}/${{1#zkm://}}\" \"$2\" || {{ echo \"cannot fetch $1\" >&2; exit 4; }}
+case \"$2\" in zkm://fail*) echo \"cannot store $2\" >&2; exit 5;; zkm://*) cp \"$1\" \"{store}/${{2#zkm://}}\"; exit $?;; esac
+                 cp \"{store}/${{1#zkm://}}\" \"$2\" || {{ echo \"cannot fetch $1\" >&2; exit 4; }}
 ",
-                store.display()
+                store = store.display()
             )
         };
         std::fs::write(&path, body).unwrap();
@@ -1077,6 +1391,307 @@ exit 0
     }
 
     #[test]
+    fn url_outputs_are_uploaded_by_the_plugin_for_their_scheme() {
+        let (t, iwd, sandbox) = dirs();
+        let store = t.path().join("store");
+        std::fs::create_dir(&store).unwrap();
+        let multi = zkm_plugin(t.path(), &store, true);
+        let (snap, _) = input(&input_req(&iwd, &sandbox, &[])).unwrap();
+        std::fs::write(sandbox.join("a.txt"), "aaa").unwrap();
+        std::fs::write(sandbox.join("b.txt"), "bb").unwrap();
+        std::fs::create_dir(sandbox.join("dir")).unwrap();
+        std::fs::write(sandbox.join(STDOUT), "out").unwrap();
+        std::fs::write(sandbox.join(STDERR), "err").unwrap();
+
+        // OutputDestination: every output file goes there under its name;
+        // a stream goes back unless it names a URL itself.
+        let out = output(&OutputRequest {
+            sandbox: sandbox.clone(),
+            iwd: iwd.clone(),
+            named: None,
+            before: snap.clone(),
+            streams: vec![
+                (STDOUT.into(), "job.out".into()),
+                (STDERR.into(), "zkm://results/job.err".into()),
+            ],
+            destination: Some("zkm://results".into()),
+            plugins: vec![multi.clone()],
+            plugin_deadline: Duration::from_secs(20),
+            ..Default::default()
+        });
+        assert!(out.failures.is_empty(), "{out:?}");
+        let stored = |n: &str| std::fs::read_to_string(store.join(n)).unwrap();
+        assert_eq!(stored("results/a.txt"), "aaa");
+        assert_eq!(stored("results/b.txt"), "bb");
+        assert_eq!(stored("results/job.err"), "err");
+        assert_eq!(std::fs::read_to_string(iwd.join("job.out")).unwrap(), "out");
+        assert!(!iwd.join("a.txt").exists() && !iwd.join("job.err").exists());
+        assert_eq!(out.bytes, 3 + 2 + 3 + 3);
+        assert!(!sandbox.join(PLUGIN_IN).exists() && !sandbox.join(PLUGIN_OUT).exists());
+
+        // A remap to a URL sends that file there; the rest come back.
+        let named = |names: &[&str], remaps: &str, plugins: Vec<PathBuf>| OutputRequest {
+            sandbox: sandbox.clone(),
+            iwd: iwd.clone(),
+            named: Some(names.iter().map(|n| n.to_string()).collect()),
+            remaps: url_plugin::parse_remaps(remaps),
+            plugins,
+            plugin_deadline: Duration::from_secs(20),
+            ..Default::default()
+        };
+        let out = output(&named(
+            &["a.txt", "b.txt"],
+            "b.txt = zkm://place/b2.txt",
+            vec![multi.clone()],
+        ));
+        assert!(out.failures.is_empty(), "{out:?}");
+        assert_eq!(stored("place/b2.txt"), "bb");
+        assert_eq!(std::fs::read_to_string(iwd.join("a.txt")).unwrap(), "aaa");
+
+        // A failed upload: the plugin's TransferError, HTCondor's subcode
+        // (its exit status 3, shifted left by 8), the file and the URL.
+        let out = output(&named(
+            &["a.txt"],
+            "a.txt = zkm://fail/a.txt",
+            vec![multi.clone()],
+        ));
+        assert_eq!(out.failures.len(), 1, "{out:?}");
+        let f = &out.failures[0];
+        assert_eq!(f.subcode, Some(3 << 8));
+        assert_eq!(f.path, Path::new("a.txt"));
+        assert_eq!(f.to.as_deref(), Some(Path::new("zkm://fail/a.txt")));
+        assert!(f.message.contains("zkm: cannot store fail/a.txt"), "{f:?}");
+
+        // The one-file-a-run form: `plugin PATH URL`.
+        let single = zkm_plugin(t.path(), &store, false);
+        let out = output(&named(
+            &["a.txt", "b.txt"],
+            "a.txt = zkm://single.txt; b.txt = zkm://fail-b",
+            vec![single],
+        ));
+        assert_eq!(stored("single.txt"), "aaa");
+        assert_eq!(out.failures.len(), 1, "{out:?}");
+        assert_eq!(out.failures[0].subcode, Some(5 << 8));
+        assert!(
+            out.failures[0]
+                .message
+                .contains("cannot store zkm://fail-b"),
+            "{out:?}"
+        );
+
+        // A scheme nobody serves, a directory, a file the job did not make.
+        let out = output(&named(
+            &["a.txt", "dir", "gone"],
+            "a.txt = nope://x; dir = zkm://d; gone = zkm://g",
+            vec![multi],
+        ));
+        assert_eq!(out.failures.len(), 3, "{out:?}");
+        assert!(out.failures[0].message.contains("directory"), "{out:?}");
+        assert_eq!(out.failures[1].errno, Some(libc::ENOENT), "{out:?}");
+        assert!(
+            out.failures[2]
+                .message
+                .contains("no file transfer plugin serves the `nope` scheme"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn plain_remaps_rename_output_in_the_job_directory() {
+        let (t, iwd, sandbox) = dirs();
+        std::fs::write(sandbox.join("a.txt"), "a").unwrap();
+        std::fs::create_dir(sandbox.join("d")).unwrap();
+        std::fs::write(sandbox.join("d/f"), "f").unwrap();
+        std::fs::write(sandbox.join("b.txt"), "b").unwrap();
+        std::fs::create_dir(iwd.join("sub")).unwrap();
+        let abs = t.path().join("elsewhere.txt");
+        let out = output(&OutputRequest {
+            sandbox: sandbox.clone(),
+            iwd: iwd.clone(),
+            named: Some(vec!["a.txt".into(), "d/f".into(), "b.txt".into()]),
+            remaps: url_plugin::parse_remaps(&format!(
+                "a.txt = sub/renamed.txt; f = g; b.txt = {}",
+                abs.display()
+            )),
+            ..Default::default()
+        });
+        assert!(out.failures.is_empty(), "{out:?}");
+        assert_eq!(
+            std::fs::read_to_string(iwd.join("sub/renamed.txt")).unwrap(),
+            "a"
+        );
+        assert_eq!(std::fs::read_to_string(iwd.join("g")).unwrap(), "f");
+        assert_eq!(std::fs::read_to_string(&abs).unwrap(), "b");
+        assert!(!iwd.join("a.txt").exists() && !iwd.join("f").exists());
+    }
+
+    type Files = std::sync::Arc<std::sync::Mutex<BTreeMap<String, Vec<u8>>>>;
+
+    /// A small HTTP/1.1 server on 127.0.0.1 for the tests: GET serves
+    /// `files`, PUT stores into them (403 under `/readonly/`).
+    fn http_server(files: Files) -> String {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for c in l.incoming().flatten() {
+                let files = files.clone();
+                std::thread::spawn(move || serve_one(c, &files));
+            }
+        });
+        base
+    }
+
+    fn serve_one(mut c: std::net::TcpStream, files: &Files) -> io::Result<()> {
+        use io::{BufRead, Read, Write};
+        let mut r = io::BufReader::new(c.try_clone()?);
+        let mut line = String::new();
+        r.read_line(&mut line)?;
+        let mut parts = line.split_whitespace();
+        let method = parts.next().unwrap_or("").to_string();
+        let target = parts.next().unwrap_or("");
+        let path = target.split('?').next().unwrap_or("").to_string();
+        let mut len = 0usize;
+        loop {
+            let mut h = String::new();
+            r.read_line(&mut h)?;
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let (status, body) = match method.as_str() {
+            "GET" => match files.lock().unwrap().get(&path) {
+                Some(b) => ("200 OK", b.clone()),
+                None => ("404 Not Found", b"no such file".to_vec()),
+            },
+            "PUT" => {
+                let mut b = vec![0; len];
+                r.read_exact(&mut b)?;
+                if path.starts_with("/readonly/") {
+                    ("403 Forbidden", Vec::new())
+                } else {
+                    files.lock().unwrap().insert(path, b);
+                    ("201 Created", Vec::new())
+                }
+            }
+            _ => ("405 Method Not Allowed", Vec::new()),
+        };
+        write!(
+            c,
+            "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )?;
+        c.write_all(&body)
+    }
+
+    #[test]
+    fn http_urls_are_fetched_and_put_by_the_starter_itself() {
+        let files = Files::default();
+        files
+            .lock()
+            .unwrap()
+            .insert("/data/in.txt".into(), b"from the web\n".to_vec());
+        let base = http_server(files.clone());
+        let (_t, iwd, sandbox) = dirs();
+        let mut req = input_req(&iwd, &sandbox, &[]);
+        req.urls = vec![format!("{base}/data/in.txt?version=2")];
+        let (_, bytes) = input(&req).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(sandbox.join("in.txt")).unwrap(),
+            "from the web\n"
+        );
+        assert_eq!(bytes, 13);
+
+        // The server's answer names a failure; the slot's disk bounds a
+        // download.
+        req.urls = vec![format!("{base}/missing.txt")];
+        let f = input(&req).unwrap_err();
+        assert!(f.message.contains("404"), "{f:?}");
+        req.urls = vec![format!("{base}/data/in.txt")];
+        req.url_max_bytes = Some(4);
+        let f = input(&req).unwrap_err();
+        assert!(f.message.contains("larger than 4 bytes"), "{f:?}");
+        // https goes through rustls: a server that speaks no TLS is an
+        // error, not a panic.
+        req.url_max_bytes = None;
+        req.urls = vec![base.replace("http://", "https://") + "/data/in.txt"];
+        let f = input(&req).unwrap_err();
+        assert!(f.message.contains("https://127.0.0.1"), "{f:?}");
+
+        // Output goes up by PUT, where the remap says.
+        std::fs::write(sandbox.join("out.txt"), "result").unwrap();
+        let put = |remaps: String| {
+            output(&OutputRequest {
+                sandbox: sandbox.clone(),
+                iwd: iwd.clone(),
+                named: Some(vec!["out.txt".into()]),
+                remaps: url_plugin::parse_remaps(&remaps),
+                plugin_deadline: Duration::from_secs(20),
+                ..Default::default()
+            })
+        };
+        let out = put(format!("out.txt = {base}/up/out.txt"));
+        assert!(out.failures.is_empty(), "{out:?}");
+        assert_eq!(out.bytes, 6);
+        assert_eq!(files.lock().unwrap()["/up/out.txt"], b"result");
+        let out = put(format!("out.txt = {base}/readonly/out.txt"));
+        assert_eq!(out.failures.len(), 1, "{out:?}");
+        assert!(out.failures[0].message.contains("403"), "{out:?}");
+        assert!(!iwd.join("out.txt").exists());
+    }
+
+    #[test]
+    fn an_http_server_that_never_answers_is_given_up_at_the_deadline() {
+        // Connections queue in the backlog and are never answered.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let (_t, iwd, sandbox) = dirs();
+        let mut req = input_req(&iwd, &sandbox, &[]);
+        req.urls = vec![format!("http://{}/x", silent.local_addr().unwrap())];
+        req.plugin_deadline = Duration::from_secs(2);
+        let started = Instant::now();
+        let f = input(&req).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(f.message.contains("did not finish in time"), "{f:?}");
+    }
+
+    /// A plugin that leaves a process in a session of its own holding its
+    /// pipes is not waited for past a short grace.
+    #[test]
+    fn a_plugin_s_leftover_holding_its_pipes_does_not_hold_the_starter() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let plugin = t.path().join("leaver");
+        std::fs::write(
+            &plugin,
+            "#!/bin/sh\nsetsid -f sh -c ': > left; exec sleep 12'\n\
+             while [ ! -e left ]; do sleep 0.01; done\n\
+             printf 'PluginType = \"FileTransfer\"\\nSupportedMethods = \"zkm\"\\n'\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let started = Instant::now();
+        let (usable, unusable) = query_plugins(
+            &[plugin],
+            t.path(),
+            &[],
+            Instant::now() + Duration::from_secs(60),
+        );
+        // Its leftover lives 12 s; the starter waits 2 s for the pipes.
+        assert!(
+            started.elapsed() < Duration::from_secs(6),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(usable.len(), 1, "{unusable:?}");
+        assert_eq!(usable[0].methods, ["zkm"]);
+    }
+
+    #[test]
     fn a_plugin_that_hangs_is_killed_at_its_deadline() {
         let (t, iwd, sandbox) = dirs();
         let mut req = input_req(&iwd, &sandbox, &[]);
@@ -1150,6 +1765,7 @@ exit 0
             ]),
             before: Snapshot::new(),
             streams: vec![],
+            ..Default::default()
         };
         let out = output(&req);
         assert_eq!(out.bytes, 1, "only `good` went back");
@@ -1180,6 +1796,7 @@ exit 0
                 (STDOUT.into(), "job.out".into()),
                 (STDERR.into(), "job.err".into()),
             ],
+            ..Default::default()
         });
         assert!(out.failures.is_empty(), "{out:?}");
         assert_eq!(out.bytes, 4, "`new` and the output stream");

@@ -18,6 +18,17 @@
 //! `TransferUrl`, `TransferFileName`, `TransferTotalBytes`, ...). A plugin
 //! without `MultipleFileSupport` runs once per URL as `plugin URL PATH`
 //! and says how it went by its exit status alone.
+//!
+//! Output goes to URLs the same way (HTCondor's `DoUpload`): a file whose
+//! destination is a URL (`OutputDestination` + `/` + its name, or a URL
+//! target in `TransferOutputRemaps`) is uploaded by the plugin for the
+//! URL's scheme, run as `plugin -infile IN -outfile OUT -upload` with the
+//! same ads (`Url` is where it goes, `LocalFileName` the sandbox file), or
+//! as `plugin PATH URL` without `MultipleFileSupport`. A failed upload is
+//! HTCondor's TransferOutputError (12) with [`upload_subcode`].
+//!
+//! `file://` and `http(s)://` are the starter's own (copied, or fetched
+//! and PUT by `crate::http`), unless a listed plugin claims the scheme.
 
 use std::path::{Path, PathBuf};
 
@@ -79,10 +90,13 @@ fn first_ad(text: &str) -> Option<ClassAd> {
     read_ads(text, syntax).ads.into_iter().next().map(|r| r.ad)
 }
 
+/// The schemes the starter serves itself.
+pub const BUILTIN_METHODS: [&str; 3] = ["file", "http", "https"];
+
 /// What an execute point advertises as HasFileTransferPluginMethods:
-/// `file` (built in) and every scheme the plugins serve, once each.
+/// the built-in schemes and every scheme the plugins serve, once each.
 pub fn advertised_methods(plugins: &[Capabilities]) -> String {
-    let mut all: Vec<&str> = vec!["file"];
+    let mut all: Vec<&str> = BUILTIN_METHODS.to_vec();
     for m in plugins.iter().flat_map(|c| &c.methods) {
         if !all.contains(&m.as_str()) {
             all.push(m);
@@ -108,19 +122,26 @@ pub enum Handler {
     /// `file://`, which the starter copies itself (as the user) when no
     /// configured plugin claims it, as HTCondor's curl_plugin would.
     BuiltinFile,
+    /// `http://` and `https://`: GET for input, PUT for output, as
+    /// HTCondor's curl_plugin does, in the starter (as the user).
+    BuiltinHttp,
     /// The plugin at this index of the capabilities.
     Plugin(usize),
 }
 
 /// The plugin for `scheme`: the last one that serves it, else the
-/// built-in `file://`.
+/// built-in `file://` or `http(s)://`.
 pub fn choose(scheme: &str, plugins: &[Capabilities]) -> Option<Handler> {
     let scheme = scheme.to_ascii_lowercase();
     plugins
         .iter()
         .rposition(|c| c.methods.contains(&scheme))
         .map(Handler::Plugin)
-        .or((scheme == "file").then_some(Handler::BuiltinFile))
+        .or(match scheme.as_str() {
+            "file" => Some(Handler::BuiltinFile),
+            "http" | "https" => Some(Handler::BuiltinHttp),
+            _ => None,
+        })
 }
 
 /// The sandbox name a URL's file gets: the last part of its path, without
@@ -151,7 +172,23 @@ pub fn file_url_path(url: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(path))
 }
 
-/// One URL to fetch into the sandbox.
+/// A URL as it may be shown in a message or a hold reason: without its
+/// query (a pre-signed URL's signature) or a password, as HTCondor's
+/// `UrlSafePrint` hides them.
+pub fn shown(url: &str) -> String {
+    let no_query = url.split(['?', '#']).next().unwrap_or(url);
+    let Some((scheme, rest)) = no_query.split_once("://") else {
+        return no_query.to_string();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://{host}{path}"),
+        None => no_query.to_string(),
+    }
+}
+
+/// One URL transfer: a URL fetched into the sandbox, or a sandbox file
+/// uploaded to a URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transfer {
     pub url: String,
@@ -159,23 +196,38 @@ pub struct Transfer {
     pub name: String,
 }
 
-/// Which handler fetches which URL: the built-in `file://` copies, and one
-/// group per plugin, in the order the plugins first appear.
+/// Which handler carries out which transfer: the built-in `file://`
+/// copies and `http(s)://` requests, and one group per plugin, in the
+/// order the plugins first appear.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
     pub builtin: Vec<Transfer>,
+    pub http: Vec<Transfer>,
     pub by_plugin: Vec<(usize, Vec<Transfer>)>,
 }
 
 /// Plans the URL inputs; a URL no plugin serves is refused with why.
 pub fn plan(urls: &[String], plugins: &[Capabilities]) -> Result<Plan, (String, String)> {
-    let mut p = Plan::default();
+    let mut transfers = Vec::new();
     for url in urls {
-        let s = scheme(url).ok_or_else(|| (url.clone(), "it is not a URL".to_string()))?;
-        let t = Transfer {
+        transfers.push(Transfer {
             url: url.clone(),
             name: local_name(url).map_err(|e| (url.clone(), e))?,
-        };
+        });
+    }
+    plan_transfers(transfers, plugins)
+}
+
+/// Groups transfers (inputs or uploads) by who carries them out; one
+/// whose scheme nobody serves is refused with why.
+pub fn plan_transfers(
+    transfers: Vec<Transfer>,
+    plugins: &[Capabilities],
+) -> Result<Plan, (String, String)> {
+    let mut p = Plan::default();
+    for t in transfers {
+        let url = t.url.clone();
+        let s = scheme(&url).ok_or_else(|| (url.clone(), "it is not a URL".to_string()))?;
         match choose(&s, plugins) {
             None => {
                 return Err((
@@ -186,6 +238,7 @@ pub fn plan(urls: &[String], plugins: &[Capabilities]) -> Result<Plan, (String, 
                 ))
             }
             Some(Handler::BuiltinFile) => p.builtin.push(t),
+            Some(Handler::BuiltinHttp) => p.http.push(t),
             Some(Handler::Plugin(i)) => match p.by_plugin.iter_mut().find(|(j, _)| *j == i) {
                 Some((_, group)) => group.push(t),
                 None => p.by_plugin.push((i, vec![t])),
@@ -197,6 +250,8 @@ pub fn plan(urls: &[String], plugins: &[Capabilities]) -> Result<Plan, (String, 
 
 /// The `-infile` of a multi-file plugin: one ad per transfer, in new
 /// syntax, one a line (`[ Url = "..."; LocalFileName = "/sandbox/name" ]`).
+/// An upload (`-upload`) reads the same form: `Url` is where the sandbox
+/// file `LocalFileName` goes, as HTCondor's `DoUpload` writes it.
 pub fn infile(transfers: &[Transfer], sandbox: &Path) -> String {
     let mut text = String::new();
     for t in transfers {
@@ -210,6 +265,96 @@ pub fn infile(transfers: &[Transfer], sandbox: &Path) -> String {
         text.push('\n');
     }
     text
+}
+
+/// HTCondor's TransferOutputRemaps: `name = target` pairs separated by
+/// `;`, where `\` escapes a `;`, `=` or `\` (condor_submit escapes them
+/// so); the names and targets trimmed. A pair without `=` is skipped.
+pub fn parse_remaps(text: &str) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    let (mut name, mut part) = (None::<String>, String::new());
+    let mut finish = |name: &mut Option<String>, part: &mut String| {
+        if let Some(n) = name.take() {
+            let (n, t) = (n.trim().to_string(), part.trim().to_string());
+            if !n.is_empty() {
+                pairs.push((n, t));
+            }
+        }
+        part.clear();
+    };
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => part.push(chars.next().unwrap_or('\\')),
+            '=' if name.is_none() => name = Some(std::mem::take(&mut part)),
+            ';' => finish(&mut name, &mut part),
+            c => part.push(c),
+        }
+    }
+    finish(&mut name, &mut part);
+    pairs
+}
+
+/// Where output file `name` (as transfer_output_files lists it, or as
+/// the sandbox holds it) goes when that is a URL, as HTCondor's
+/// `DoUpload` computes it: with an OutputDestination that is a URL,
+/// that URL, a `/` unless it ends in one, and the name; otherwise the
+/// name's TransferOutputRemaps target when that is a URL. `None`: the
+/// file goes back to the job's directory as usual.
+pub fn output_url(
+    name: &str,
+    destination: Option<&str>,
+    remaps: &[(String, String)],
+) -> Option<String> {
+    if let Some(d) = destination.filter(|d| scheme(d).is_some()) {
+        let sep = if d.ends_with('/') { "" } else { "/" };
+        return Some(format!("{d}{sep}{name}"));
+    }
+    remap_of(name, remaps)
+        .filter(|t| scheme(t).is_some())
+        .map(str::to_string)
+}
+
+/// The TransferOutputRemaps target of output file `name`: the pair for
+/// the name as listed, else for its base name (HTCondor's shadow sees
+/// output under its base name).
+fn remap_of<'a>(name: &str, remaps: &'a [(String, String)]) -> Option<&'a str> {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    remaps
+        .iter()
+        .find(|(n, _)| n == name)
+        .or_else(|| remaps.iter().find(|(n, _)| n == base))
+        .map(|(_, t)| t.as_str())
+}
+
+/// Where output file `name` goes when TransferOutputRemaps renames it to
+/// a path (relative to the job's directory unless absolute); `None`
+/// when it is not remapped, or remapped to a URL, or an OutputDestination
+/// URL takes every file.
+pub fn remapped_path<'a>(
+    name: &str,
+    destination: Option<&str>,
+    remaps: &'a [(String, String)],
+) -> Option<&'a str> {
+    if destination.is_some_and(|d| scheme(d).is_some()) {
+        return None;
+    }
+    remap_of(name, remaps).filter(|t| !t.is_empty() && scheme(t).is_none())
+}
+
+/// HoldReasonSubCode of a failed upload, as HTCondor's `DoUpload` sets
+/// it: the plugin's exit status shifted left by 8, the signal that
+/// killed it, `ETIME` when it ran out of time; 1 when it exited 0 but
+/// said a transfer failed (the shadow's `Result` of it).
+pub fn upload_subcode(exit: Option<i32>, signal: Option<i32>, timed_out: bool) -> i64 {
+    if timed_out {
+        return i64::from(libc::ETIME);
+    }
+    match (exit, signal) {
+        (Some(n), _) if n > 0 => i64::from(n) << 8,
+        (_, Some(s)) => i64::from(s),
+        _ => 1,
+    }
 }
 
 /// What a plugin's `-outfile` says of one transfer.
@@ -350,6 +495,7 @@ mod tests {
         assert_eq!(choose("zkm", &ps), Some(Handler::Plugin(1)));
         assert_eq!(choose("HTTP", &ps), Some(Handler::Plugin(0)));
         assert_eq!(choose("file", &ps), Some(Handler::BuiltinFile));
+        assert_eq!(choose("https", &ps), Some(Handler::BuiltinHttp));
         assert_eq!(choose("ftp", &ps), None);
         let with_file = [caps("/c", &["file"], true)];
         assert_eq!(choose("file", &with_file), Some(Handler::Plugin(0)));
@@ -357,12 +503,14 @@ mod tests {
 
     #[test]
     fn the_execute_point_advertises_file_and_every_plugin_scheme() {
-        assert_eq!(advertised_methods(&[]), "file");
+        assert_eq!(advertised_methods(&[]), "file,http,https");
         let ps = [
             caps("/a", &["http", "https"], true),
             caps("/b", &["zkm", "http", "file"], true),
         ];
         assert_eq!(advertised_methods(&ps), "file,http,https,zkm");
+        let ftp = [caps("/c", &["ftp"], true)];
+        assert_eq!(advertised_methods(&ftp), "file,http,https,ftp");
     }
 
     #[test]
@@ -390,10 +538,16 @@ mod tests {
     #[test]
     fn a_plan_groups_urls_by_plugin_and_refuses_unserved_schemes() {
         let ps = [caps("/a", &["zkm"], true), caps("/b", &["http"], true)];
-        let urls: Vec<String> = ["http://h/1", "zkm://2", "file:///x/3", "zkm://4"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let urls: Vec<String> = [
+            "http://h/1",
+            "zkm://2",
+            "file:///x/3",
+            "zkm://4",
+            "https://h/5",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let p = plan(&urls, &ps).unwrap();
         let names = |g: &[Transfer]| g.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
         assert_eq!(p.by_plugin.len(), 2);
@@ -401,6 +555,7 @@ mod tests {
         assert_eq!(names(&p.by_plugin[0].1), ["1"]);
         assert_eq!(names(&p.by_plugin[1].1), ["2", "4"]);
         assert_eq!(names(&p.builtin), ["3"]);
+        assert_eq!(names(&p.http), ["5"], "https is the starter's own");
         let (url, why) = plan(&["ftp://h/x".to_string()], &ps).unwrap_err();
         assert_eq!(url, "ftp://h/x");
         assert!(why.contains("`ftp`"), "{why}");
@@ -427,6 +582,88 @@ mod tests {
             string_attr(&ad, "LocalFileName").as_deref(),
             Some("/sb/a\"b")
         );
+    }
+
+    #[test]
+    fn urls_are_shown_without_secrets() {
+        assert_eq!(shown("https://h/a/b?X-Sig=abc"), "https://h/a/b");
+        assert_eq!(shown("http://u:pw@h:80/x"), "http://h:80/x");
+        assert_eq!(shown("http://h/x@y"), "http://h/x@y");
+        assert_eq!(shown("zkm://thing"), "zkm://thing");
+    }
+
+    #[test]
+    fn remaps_are_read_as_condor_submit_writes_them() {
+        let r = parse_remaps("out.txt = zkm://place/out.txt; a\\;b=c\\=d ;junk; x=y;");
+        assert_eq!(
+            r,
+            [
+                ("out.txt".to_string(), "zkm://place/out.txt".to_string()),
+                ("a;b".to_string(), "c=d".to_string()),
+                ("x".to_string(), "y".to_string()),
+            ]
+        );
+        assert!(parse_remaps("").is_empty());
+        assert!(parse_remaps("=x;\\").is_empty());
+    }
+
+    #[test]
+    fn output_goes_to_the_destination_url_or_a_remapped_url() {
+        let remaps = parse_remaps("out.txt = zkm://place/o.txt; plain = elsewhere/p");
+        // OutputDestination: every file, under its name; a `/` added once.
+        assert_eq!(
+            output_url("out.txt", Some("zkm://results"), &remaps).as_deref(),
+            Some("zkm://results/out.txt")
+        );
+        assert_eq!(
+            output_url("d/f", Some("zkm://results/"), &[]).as_deref(),
+            Some("zkm://results/d/f")
+        );
+        // A destination that is not a URL is not one (condor_submit warns).
+        assert_eq!(output_url("x", Some("/tmp/out"), &[]), None);
+        // Without one: a remap whose target is a URL.
+        assert_eq!(
+            output_url("out.txt", None, &remaps).as_deref(),
+            Some("zkm://place/o.txt")
+        );
+        assert_eq!(output_url("plain", None, &remaps), None);
+        assert_eq!(output_url("other", None, &remaps), None);
+        assert_eq!(
+            output_url("sub/out.txt", None, &remaps).as_deref(),
+            Some("zkm://place/o.txt"),
+            "a listed path is remapped by its base name too"
+        );
+        // Plain renames, unless a destination URL takes every file.
+        assert_eq!(remapped_path("plain", None, &remaps), Some("elsewhere/p"));
+        assert_eq!(remapped_path("out.txt", None, &remaps), None);
+        assert_eq!(remapped_path("plain", Some("zkm://r"), &remaps), None);
+        assert_eq!(remapped_path("other", None, &remaps), None);
+    }
+
+    #[test]
+    fn an_upload_infile_says_where_each_sandbox_file_goes() {
+        let t = [Transfer {
+            url: "zkm://place/out.txt".into(),
+            name: "out.txt".into(),
+        }];
+        let text = infile(&t, Path::new("/sb"));
+        let ad = ClassAd::parse(text.trim()).unwrap();
+        assert_eq!(
+            string_attr(&ad, "Url").as_deref(),
+            Some("zkm://place/out.txt")
+        );
+        assert_eq!(
+            string_attr(&ad, "LocalFileName").as_deref(),
+            Some("/sb/out.txt")
+        );
+    }
+
+    #[test]
+    fn a_failed_upload_has_htcondors_subcode() {
+        assert_eq!(upload_subcode(Some(3), None, false), 3 << 8);
+        assert_eq!(upload_subcode(None, Some(9), false), 9);
+        assert_eq!(upload_subcode(Some(0), None, false), 1);
+        assert_eq!(upload_subcode(None, None, true), i64::from(libc::ETIME));
     }
 
     #[test]

@@ -158,6 +158,7 @@ fn helper_failure(path: &Path, why: &str) -> Failure {
         to: None,
         message: format!("the file helper failed: {why}"),
         errno: None,
+        subcode: None,
     }
 }
 
@@ -298,6 +299,7 @@ fn serve() -> i32 {
             to: None,
             message: format!("cannot change to uid {}: {why}", req.uid),
             errno: None,
+            subcode: None,
         };
         let answer = match req.op {
             Op::Input(_) => Answer::Input(Err(failure)),

@@ -2,13 +2,13 @@
 //! `/proc`, the files it wrote and the ad the starter gave back.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use classad::ClassAd;
 use starter::{
-    CgroupPolicy, ExitKind, ExitStatus, JobSpec, Limit, RunAs, StartError, Starter,
+    CgroupPolicy, ExitKind, ExitStatus, FinishProblem, JobSpec, Limit, RunAs, StartError, Starter,
     StarterSettings, SuspendMechanism,
 };
 
@@ -671,4 +671,141 @@ fn a_root_starter_runs_url_plugins_as_the_job_owner() {
         cwd.starts_with(w.dir.path().join("execute").to_str().unwrap()),
         "{out}"
     );
+}
+
+/// A root starter uploads output through a URL plugin as the job's user:
+/// the plugin runs with `-upload` as uid 65534, the file it stores is the
+/// job's, and a failed upload is reported with HTCondor's subcode.
+#[test]
+fn a_root_starter_uploads_output_through_url_plugins_as_the_job_owner() {
+    let Some(w) = world_of_nobody() else {
+        return;
+    };
+    let store = w.dir.path().join("store");
+    fs::create_dir(&store).unwrap();
+    std::os::unix::fs::chown(&store, Some(65534), Some(65534)).unwrap();
+    let plugin = w.script(
+        "zkm_plugin",
+        &format!(
+            "if [ \"$1\" = -classad ]; then\n\
+               echo 'PluginVersion = \"0.1\"'; echo 'PluginType = \"FileTransfer\"'\n\
+               echo 'SupportedMethods = \"zkm\"'; echo 'MultipleFileSupport = true'; exit 0\n\
+             fi\n\
+             [ \"$5\" = -upload ] || exit 7\n\
+             url=$(sed 's/.*Url = \"zkm:\\/\\/\\([^\"]*\\)\".*/\\1/' \"$2\")\n\
+             local=$(sed 's/.*LocalFileName = \"\\([^\"]*\\)\".*/\\1/' \"$2\")\n\
+             if [ \"$url\" = refused ]; then\n\
+               echo '[ TransferSuccess = false; TransferUrl = \"zkm://refused\"; TransferError = \"zkm: the store refused it\" ]' > \"$4\"; exit 2\n\
+             fi\n\
+             {{ cat \"$local\"; id -u; }} > {}/\"$url\"\n\
+             echo \"[ TransferSuccess = true; TransferUrl = \\\"zkm://$url\\\" ]\" > \"$4\"",
+            store.display()
+        ),
+    );
+    let mut settings = w.settings();
+    settings.run_as = RunAs::JobOwner;
+    settings.filetransfer_plugins = vec![plugin];
+    let job = |remaps: &str| {
+        let mut ad = w.job("/bin/sh", "-c 'echo result > res.txt'");
+        ad.insert_value("Owner", "nobody");
+        ad.insert_value("ShouldTransferFiles", "YES");
+        ad.insert_value("TransferExecutable", false);
+        ad.insert_value("TransferOutput", "res.txt");
+        ad.insert_value("TransferOutputRemaps", remaps);
+        ad
+    };
+    let r =
+        Starter::start(JobSpec::new(job("res.txt = zkm://stored.txt"), settings.clone()).unwrap())
+            .unwrap()
+            .finish();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!(
+        fs::read_to_string(store.join("stored.txt")).unwrap(),
+        "result\n65534\n"
+    );
+    assert_eq!(fs::metadata(store.join("stored.txt")).unwrap().uid(), 65534);
+    assert!(!w.iwd().join("res.txt").exists());
+
+    let r = Starter::start(JobSpec::new(job("res.txt = zkm://refused"), settings).unwrap())
+        .unwrap()
+        .finish();
+    match r.problems.as_slice() {
+        [FinishProblem::UrlOutput {
+            url,
+            reason,
+            subcode,
+            ..
+        }] => {
+            assert_eq!(url, "zkm://refused");
+            assert!(reason.contains("zkm: the store refused it"), "{reason}");
+            assert_eq!(*subcode, 2 << 8);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A root starter fetches an `http://` input itself, as the job's user:
+/// the file in the sandbox is the job's.
+#[test]
+fn a_root_starter_fetches_http_inputs_as_the_job_owner() {
+    let Some(w) = world_of_nobody() else {
+        return;
+    };
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/data/in.txt", server.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{BufRead, Write};
+        for mut c in server.incoming().flatten() {
+            let mut r = std::io::BufReader::new(c.try_clone().unwrap());
+            let mut line = String::new();
+            while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let _ = c.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    let mut settings = w.settings();
+    settings.run_as = RunAs::JobOwner;
+    let mut ad = w.job("/bin/sh", "-c 'stat -c %u in.txt; cat in.txt'");
+    ad.insert_value("Owner", "nobody");
+    ad.insert_value("ShouldTransferFiles", "YES");
+    ad.insert_value("TransferExecutable", false);
+    ad.insert_value("TransferInput", url.as_str());
+    let r = Starter::start(JobSpec::new(ad, settings).unwrap())
+        .unwrap()
+        .finish();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!(w.read("out"), "65534\nhello");
+}
+
+/// ENABLE_URL_TRANSFERS = false: a job that names a URL for input or
+/// output is refused before it starts; an output_destination that is no
+/// URL is none.
+#[test]
+fn url_transfers_disabled_refuse_jobs_that_name_urls() {
+    let w = World::new();
+    let mut settings = w.settings();
+    settings.enable_url_transfers = false;
+    let job = |attr: &str, value: &str| {
+        let mut ad = w.job("/bin/true", "");
+        ad.insert_value("ShouldTransferFiles", "YES");
+        ad.insert_value("TransferExecutable", false);
+        ad.insert_value(attr, value);
+        Starter::start(JobSpec::new(ad, settings.clone()).unwrap())
+    };
+    match job("TransferInput", "zkm://thing") {
+        Err(e @ StartError::UrlInput(_)) => assert!(e.to_string().contains("zkm://thing"), "{e}"),
+        other => panic!("{:?}", other.err()),
+    }
+    match job("OutputDestination", "https://h/out?sig=secret") {
+        Err(e @ StartError::UrlOutput(_)) => {
+            let e = e.to_string();
+            assert!(e.contains("https://h/out") && !e.contains("secret"), "{e}");
+        }
+        other => panic!("{:?}", other.err()),
+    }
+    let r = job("OutputDestination", "/not/a/url").unwrap().finish();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
 }

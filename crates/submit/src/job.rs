@@ -453,6 +453,13 @@ pub(crate) fn build(t: &Table, cx: &Context<'_>, proc: i64) -> Result<ClassAd, S
     }
     if let Some(f) = t.get(&["transfer_output_remaps", "TransferOutputRemaps"])? {
         let v = f.value.trim_matches('"');
+        // A target that is a URL needs a plugin for its scheme, as
+        // condor_submit's Requirements say.
+        for pair in v.split(';') {
+            if let Some((_, target)) = pair.split_once('=') {
+                note_url(target.trim());
+            }
+        }
         ad.insert("TransferOutputRemaps", string(v));
     }
     let methods: Vec<String> = methods.into_iter().collect();

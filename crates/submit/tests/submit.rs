@@ -225,3 +225,33 @@ fn the_old_env_command_keeps_the_old_form() {
     assert_eq!(attr(&s, 0, "EnvDelim"), "\";\"");
     assert_eq!(attr(&s, 0, "Environment"), "<absent>");
 }
+
+/// Output URLs need a plugin for their scheme, as condor_submit's
+/// Requirements say (checked against 24.0.24's bindings): the
+/// output_destination's scheme and each URL target of
+/// transfer_output_remaps, kept as written.
+#[test]
+fn output_urls_ask_for_their_plugins() {
+    let s = run("executable = /home/alice/job.sh\n\
+         should_transfer_files = YES\n\
+         transfer_output_files = out.txt\n\
+         transfer_output_remaps = \"out.txt = abc://place/out.txt; b.txt = https://h/x; c = plain\"\n\
+         queue\n");
+    let req = attr(&s, 0, "Requirements");
+    assert!(
+        req.contains("stringListIMember(\"abc\",TARGET.HasFileTransferPluginMethods)")
+            && req.contains("stringListIMember(\"https\",TARGET.HasFileTransferPluginMethods)"),
+        "{req}"
+    );
+    assert_eq!(
+        attr(&s, 0, "TransferOutputRemaps"),
+        "\"out.txt = abc://place/out.txt; b.txt = https://h/x; c = plain\""
+    );
+    assert_eq!(attr(&s, 0, "WantTransferPluginMethods"), "\"abc,https\"");
+    let s = run("executable = /home/alice/job.sh\n\
+         should_transfer_files = YES\n\
+         output_destination = zkm://results/\n\
+         queue\n");
+    assert_eq!(attr(&s, 0, "OutputDestination"), "\"zkm://results/\"");
+    assert!(attr(&s, 0, "Requirements").contains("stringListIMember(\"zkm\""));
+}

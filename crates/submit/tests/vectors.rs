@@ -207,6 +207,6 @@ fn every_submit_vector_agrees_with_htcondor() {
 fn our_oracle_cases_agree_with_htcondor() {
     check_all(
         &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/cases"),
-        48,
+        49,
     );
 }
