@@ -1,0 +1,384 @@
+//! A pool of many hosts on the test bed (`hosts.rs`): host 0 the central
+//! manager (collector and negotiator), host 1 the access point (schedd),
+//! the others execute points (`STARTD_NAME = ep<i>`), each its own
+//! `ferrocondor master` with its own state and configuration, the hosts
+//! holding the pool's signing key and a token the central manager signed
+//! for the daemons (a "rogue" host's token is signed by a key the pool
+//! does not know). Used by `pool_of_hosts.rs` and the other multi-host
+//! tests.
+
+#![allow(dead_code)]
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use super::common::{bin, err, me, out, run_as, scratch, write, PoolProcess};
+use super::hosts::Hosts;
+
+pub const CM: usize = 0;
+pub const AP: usize = 1;
+/// A command as the test's unprivileged user (the pool's user), with the
+/// configuration file `config` only.
+pub fn tool(config: &Path, home: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("_CONDOR_") {
+            c.env_remove(k);
+        }
+    }
+    c.env_remove("FERROCONDOR_STATE")
+        .env("CONDOR_CONFIG", config)
+        .env("HOME", home)
+        .args(args);
+    if let Some((uid, gid)) = run_as() {
+        c.uid(uid).gid(gid);
+    }
+    c
+}
+
+/// Polls `f` every 200 ms for at most `secs`; the last answer in the
+/// panic.
+pub fn until(secs: u64, what: &str, mut f: impl FnMut() -> Result<(), String>) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        match f() {
+            Ok(()) => return,
+            Err(last) if Instant::now() > deadline => {
+                panic!("timed out waiting for {what}; last: {last}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+pub fn both(o: &Output) -> String {
+    format!("{}{}", out(o), err(o))
+}
+
+pub fn dir_for(base: &Path, name: &str) -> PathBuf {
+    let d = base.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    if let Some((uid, gid)) = run_as() {
+        std::os::unix::fs::chown(&d, Some(uid), Some(gid)).unwrap();
+    }
+    d
+}
+
+/// One host of the pool: its configuration, home and state.
+pub struct Host {
+    pub config: PathBuf,
+    pub home: PathBuf,
+    pub state: PathBuf,
+}
+
+/// What runs on host `i` of a pool of `n`: host 0 the central manager,
+/// host 1 the access point, the others execute points (`STARTD_NAME =
+/// ep<i>`); `rogue` hosts' tokens are signed by a key the pool does not
+/// know.
+pub fn role_of(i: usize) -> &'static str {
+    match i {
+        CM => "DAEMON_LIST = MASTER, COLLECTOR, NEGOTIATOR",
+        AP => "DAEMON_LIST = MASTER, SCHEDD",
+        _ => "DAEMON_LIST = MASTER, STARTD",
+    }
+}
+
+/// A pool on a bed of hosts, each with its master.
+pub struct Pool {
+    pub hosts: Hosts,
+    pub all: Vec<Host>,
+    pub masters: Vec<Option<PoolProcess>>,
+    pub base: PathBuf,
+}
+
+impl Pool {
+    /// `n` hosts with `extra` configuration on each; the hosts in `rogue`
+    /// get a token the pool did not sign. None where hosts cannot be made.
+    pub fn new(name: &str, n: usize, rogue: &[usize], extra: &str) -> Option<Pool> {
+        let hosts = Hosts::or_skip(n)?;
+        let cm = hosts.addr(CM);
+        for i in 0..n {
+            println!("host {i}: {} ({})", hosts.name(i), hosts.addr(i));
+        }
+        let base = scratch(name);
+        dir_for(&base, "work");
+        let user = me();
+        let key = base.join("POOL");
+        let rogue_key = base.join("ROGUE");
+        let all: Vec<Host> = (0..n)
+            .map(|i| {
+                let dir = dir_for(&base, &format!("h{i}"));
+                let config = dir.join("condor_config");
+                let name = if i >= 2 {
+                    format!("STARTD_NAME = ep{i}")
+                } else {
+                    String::new()
+                };
+                write(
+                    &config,
+                    &format!(
+                        "COLLECTOR_HOST = {cm}:9618\n\
+                         {role}\n\
+                         {name}\n\
+                         UID_DOMAIN = hosts.test\n\
+                         FILESYSTEM_DOMAIN = hosts.test\n\
+                         SEC_DEFAULT_AUTHENTICATION_METHODS = FS, TOKEN\n\
+                         SEC_TOKEN_POOL_SIGNING_KEY_FILE = {key}\n\
+                         SEC_TOKEN_SYSTEM_DIRECTORY = {tokens}\n\
+                         NUM_CPUS = 2\n\
+                         POLLING_INTERVAL = 1\n\
+                         NEGOTIATOR_INTERVAL = 2\n\
+                         UPDATE_INTERVAL = 1\n\
+                         PERIODIC_EXPR_INTERVAL = 1\n\
+                         MASTER_BACKOFF_CONSTANT = 0\n\
+                         MASTER_BACKOFF_FACTOR = 1.0\n\
+                         {extra}\n",
+                        role = role_of(i),
+                        key = if rogue.contains(&i) { &rogue_key } else { &key }.display(),
+                        tokens = dir.join("tokens.d").display(),
+                    ),
+                );
+                Host {
+                    config,
+                    home: dir_for(&dir, "home"),
+                    state: dir.join("state"),
+                }
+            })
+            .collect();
+        let mut pool = Pool {
+            hosts,
+            all,
+            masters: (0..n).map(|_| None).collect(),
+            base,
+        };
+        // The central manager's key signs the daemons' token, which every
+        // other host gets (as condor_token_create's output is copied to an
+        // execute point's tokens.d); a rogue host's token is signed by a
+        // key of its own, which the pool does not know.
+        let signers: Vec<usize> = std::iter::once(CM).chain(rogue.iter().copied()).collect();
+        for &i in &signers {
+            let o = pool.on(i, &["token", "create-key"]);
+            assert!(o.status.success(), "host {i}: {}", both(&o));
+        }
+        let token_from = |signer: usize| {
+            let o = pool.on(
+                signer,
+                &[
+                    "token",
+                    "create",
+                    "-identity",
+                    &format!("{user}@hosts.test"),
+                ],
+            );
+            assert!(o.status.success(), "{}", both(&o));
+            out(&o)
+        };
+        let token = token_from(CM);
+        let rogue_token = rogue.first().map(|&r| token_from(r));
+        for (i, h) in pool.all.iter().enumerate() {
+            let dir = dir_for(h.config.parent().unwrap(), "tokens.d");
+            let t = match (&rogue_token, rogue.contains(&i)) {
+                (Some(t), true) => t,
+                _ => &token,
+            };
+            write(&dir.join("pool"), t);
+            std::fs::set_permissions(
+                dir.join("pool"),
+                std::os::unix::fs::PermissionsExt::from_mode(0o600),
+            )
+            .unwrap();
+        }
+        for i in 0..n {
+            pool.start(i);
+        }
+        Some(pool)
+    }
+
+    /// Runs a tool on host `i`.
+    pub fn on(&self, i: usize, args: &[&str]) -> Output {
+        let h = &self.all[i];
+        let mut c = tool(&h.config, &h.home, args);
+        c.env("FERROCONDOR_STATE", &h.state)
+            .current_dir(self.base.join("work"));
+        self.hosts.output(i, &mut c)
+    }
+
+    /// Starts host `i`'s master.
+    pub fn start(&mut self, i: usize) {
+        let h = &self.all[i];
+        self.masters[i] = Some(PoolProcess::spawn_by(
+            &h.state,
+            tool(&h.config, &h.home, &[]),
+            &["master"],
+            |c| self.hosts.spawn(i, c),
+        ));
+    }
+
+    /// Host `i` dies: its master, daemons and jobs killed at once.
+    pub fn crash(&mut self, i: usize) {
+        self.hosts.crash(i);
+        if let Some(mut m) = self.masters[i].take() {
+            m.kill();
+        }
+    }
+
+    pub fn log(&self, i: usize) -> String {
+        self.masters[i]
+            .as_ref()
+            .map(PoolProcess::daemon_log)
+            .unwrap_or_else(|| {
+                std::fs::read_to_string(self.all[i].state.with_extension("daemon.log"))
+                    .unwrap_or_default()
+            })
+    }
+
+    pub fn logs(&self) -> String {
+        (0..self.all.len())
+            .map(|i| format!("---- host {i} ----\n{}", self.log(i)))
+            .collect()
+    }
+
+    /// The slots the collector knows: `Name MyAddress` lines.
+    pub fn wait_slots(&self, n: usize) -> String {
+        let mut slots = String::new();
+        until(90, &format!("{n} slots at the collector"), || {
+            let o = self.on(AP, &["status", "-af", "Name", "MyAddress"]);
+            slots = out(&o);
+            (slots.lines().count() == n)
+                .then_some(())
+                .ok_or_else(|| format!("{}\n{}", both(&o), self.logs()))
+        });
+        slots
+    }
+
+    /// Submits `text` as `name` on the access point.
+    pub fn submit(&self, name: &str, text: &str) {
+        write(&self.base.join("work").join(name), text);
+        let o = self.on(AP, &["submit", name]);
+        assert!(o.status.success(), "{}", both(&o));
+    }
+
+    /// The lines of a file the jobs wrote in the work directory.
+    pub fn lines(&self, name: &str) -> Vec<String> {
+        std::fs::read_to_string(self.base.join("work").join(name))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The host (by index) whose address a line names.
+    pub fn host_in(&self, line: &str) -> Option<usize> {
+        (0..self.all.len()).find(|&i| line.contains(&format!("{}/24", self.hosts.addr(i))))
+    }
+
+    /// Waits until `n` jobs of cluster `cluster` are in the history, done.
+    pub fn wait_done(&self, cluster: u32, n: usize, secs: u64) {
+        until(
+            secs,
+            &format!("{n} jobs of cluster {cluster} to complete"),
+            || {
+                let o = self.on(
+                    AP,
+                    &[
+                        "history",
+                        &cluster.to_string(),
+                        "-af",
+                        "JobStatus",
+                        "ExitCode",
+                    ],
+                );
+                let done = out(&o).lines().filter(|l| l.trim() == "4 0").count();
+                (done == n).then_some(()).ok_or_else(|| {
+                    let q = self.on(AP, &["q", "-af", "ProcId", "JobStatus", "RemoteHost"]);
+                    format!(
+                        "{done} done\n{}\nqueue:\n{}\n{}",
+                        both(&o),
+                        both(&q),
+                        self.logs()
+                    )
+                })
+            },
+        );
+    }
+
+    /// The job event log's event numbers for job `id`.
+    pub fn events(&self, log: &str, id: &str) -> Vec<String> {
+        let (c, p) = id.split_once('.').unwrap();
+        let tag = format!(
+            "({:03}.{:03}.000)",
+            c.parse::<u32>().unwrap(),
+            p.parse::<u32>().unwrap()
+        );
+        self.lines(log)
+            .iter()
+            .filter(|l| l.contains(&tag))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect()
+    }
+}
+
+/// The job script: writes where it runs (`runs.N`, one line a start),
+/// sleeps, and says it finished (`done.N`, one line an end).
+pub fn jobs(log: &str, seconds: u32, count: u32, lease: u32) -> String {
+    let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
+        .iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap();
+    format!(
+        "executable = /bin/sh\n\
+         arguments = \"-c '{ip} -4 -o addr show dev eth0 >> runs.$(Cluster).$(Process); \
+         sleep {seconds}; echo done >> done.$(Cluster).$(Process)'\"\n\
+         should_transfer_files = NO\n\
+         job_lease_duration = {lease}\n\
+         log = {log}\n\
+         queue {count}\n"
+    )
+}
+
+/// How often the schedd keeps its claims alive, and how soon a silent
+/// execute point's ads are gone from the collector, in these tests.
+pub const FAST: &str = "ALIVE_INTERVAL = 2\nCLASSAD_LIFETIME = 6\n";
+
+/// Jobs of `cluster`, by where they run now (host index), from `q`.
+pub fn running_on(pool: &Pool, cluster: u32, want: usize) -> Vec<(u32, usize)> {
+    let mut placed = Vec::new();
+    until(
+        60,
+        &format!("{want} jobs of cluster {cluster} running"),
+        || {
+            let o = pool.on(
+                AP,
+                &[
+                    "q",
+                    &cluster.to_string(),
+                    "-af",
+                    "ProcId",
+                    "JobStatus",
+                    "RemoteHost",
+                ],
+            );
+            placed = out(&o)
+                .lines()
+                .filter_map(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    let ep = f
+                        .get(2)?
+                        .split('@')
+                        .nth(1)?
+                        .strip_prefix("ep")?
+                        .parse()
+                        .ok()?;
+                    (f.get(1) == Some(&"2")).then(|| (f[0].parse().ok(), ep))
+                })
+                .filter_map(|(p, ep)| Some((p?, ep)))
+                .collect();
+            (placed.len() == want)
+                .then_some(())
+                .ok_or_else(|| format!("{}\n{}", both(&o), pool.logs()))
+        },
+    );
+    placed
+}
