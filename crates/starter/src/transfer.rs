@@ -626,6 +626,72 @@ pub struct Output {
     pub bytes: u64,
 }
 
+/// What output transfer has to do, decided from the request and the
+/// sandbox: files to copy back (sandbox name, a directory's contents
+/// only, where it goes: relative to the job's initial directory unless
+/// absolute; `None` for its own name there), streams to copy back
+/// (sandbox name, destination), uploads to URLs; and what was refused
+/// on the way.
+struct OutputPlan {
+    copies: Vec<(String, bool, Option<String>)>,
+    streams: Vec<(String, String)>,
+    uploads: Vec<Transfer>,
+    failures: Vec<Failure>,
+}
+
+fn plan_output(req: &OutputRequest, sandbox: BorrowedFd<'_>) -> OutputPlan {
+    let mut plan = OutputPlan {
+        copies: Vec::new(),
+        streams: Vec::new(),
+        uploads: Vec::new(),
+        failures: Vec::new(),
+    };
+    let names: Vec<(String, bool)> = match &req.named {
+        Some(list) => list
+            .iter()
+            .map(|n| (n.trim_end_matches('/').to_string(), n.ends_with('/')))
+            .collect(),
+        None => {
+            let now = snapshot(sandbox);
+            now.iter()
+                .filter(|(name, stat)| {
+                    ![EXECUTABLE, STDOUT, STDERR, JOB_AD, MACHINE_AD].contains(&name.as_str())
+                        && req.before.get(*name) != Some(stat)
+                })
+                .map(|(n, _)| (n.clone(), false))
+                .collect()
+        }
+    };
+    for (name, contents_only) in names {
+        if let Some(url) = url_plugin::output_url(&name, req.destination.as_deref(), &req.remaps) {
+            match upload_source(sandbox, &name) {
+                Ok(()) => plan.uploads.push(Transfer { url, name }),
+                Err(f) => plan.failures.push(f.to(Path::new(&url))),
+            }
+            continue;
+        }
+        let renamed = url_plugin::remapped_path(&name, req.destination.as_deref(), &req.remaps)
+            .map(str::to_string);
+        plan.copies.push((name, contents_only, renamed));
+    }
+    for (file, to) in &req.streams {
+        if url_plugin::scheme(to).is_some() {
+            match upload_source(sandbox, file) {
+                Ok(()) => plan.uploads.push(Transfer {
+                    url: to.clone(),
+                    name: file.clone(),
+                }),
+                // The job's stream was never made: nothing to send.
+                Err(f) if f.errno == Some(libc::ENOENT) => {}
+                Err(f) => plan.failures.push(f.to(Path::new(to))),
+            }
+            continue;
+        }
+        plan.streams.push((file.clone(), to.clone()));
+    }
+    plan
+}
+
 /// Copies the job's output back: the named files (or every new or changed
 /// top-level file), then the standard streams; those whose destination is
 /// a URL (OutputDestination, a TransferOutputRemaps URL, a stream named
@@ -643,52 +709,22 @@ pub fn output(req: &OutputRequest) -> Output {
             }
         }
     };
-    let mut failures = Vec::new();
+    let plan = plan_output(req, sandbox.as_fd());
+    let mut failures = plan.failures;
     let mut bytes = 0;
-    let names: Vec<(String, bool)> = match &req.named {
-        Some(list) => list
-            .iter()
-            .map(|n| (n.trim_end_matches('/').to_string(), n.ends_with('/')))
-            .collect(),
-        None => {
-            let now = snapshot(sandbox.as_fd());
-            now.iter()
-                .filter(|(name, stat)| {
-                    ![EXECUTABLE, STDOUT, STDERR, JOB_AD, MACHINE_AD].contains(&name.as_str())
-                        && req.before.get(*name) != Some(stat)
-                })
-                .map(|(n, _)| (n.clone(), false))
-                .collect()
-        }
-    };
-    let mut uploads = Vec::new();
-    for (name, contents_only) in names {
-        if let Some(url) = url_plugin::output_url(&name, req.destination.as_deref(), &req.remaps) {
-            match upload_source(sandbox.as_fd(), &name) {
-                Ok(()) => uploads.push(Transfer { url, name }),
-                Err(f) => failures.push(f.to(Path::new(&url))),
-            }
-            continue;
-        }
-        let renamed = url_plugin::remapped_path(&name, req.destination.as_deref(), &req.remaps);
-        match copy_out(sandbox.as_fd(), &name, contents_only, &req.iwd, renamed) {
+    for (name, contents_only, renamed) in &plan.copies {
+        match copy_out(
+            sandbox.as_fd(),
+            name,
+            *contents_only,
+            &req.iwd,
+            renamed.as_deref(),
+        ) {
             Ok(n) => bytes += n,
             Err(f) => failures.push(f),
         }
     }
-    for (file, to) in &req.streams {
-        if url_plugin::scheme(to).is_some() {
-            match upload_source(sandbox.as_fd(), file) {
-                Ok(()) => uploads.push(Transfer {
-                    url: to.clone(),
-                    name: file.clone(),
-                }),
-                // The job's stream was never made: nothing to send.
-                Err(f) if f.errno == Some(libc::ENOENT) => {}
-                Err(f) => failures.push(f.to(Path::new(to))),
-            }
-            continue;
-        }
+    for (file, to) in &plan.streams {
         let to = resolve(&req.iwd, to);
         let shown = Path::new(file);
         let src = match open_beneath(sandbox.as_fd(), file, OFlags::RDONLY) {
@@ -709,11 +745,379 @@ pub fn output(req: &OutputRequest) -> Output {
             Err(f) => failures.push(f.to(&to)),
         }
     }
-    if !uploads.is_empty() {
+    if !plan.uploads.is_empty() {
         let until = started + req.plugin_deadline;
-        bytes += url_output(req, sandbox.as_fd(), uploads, until, &mut failures);
+        bytes += url_output(req, sandbox.as_fd(), plan.uploads, until, &mut failures);
     }
     Output { failures, bytes }
+}
+
+// ---- transfers between hosts ------------------------------------------
+//
+// When the job's access point is another host, its files travel on the
+// wire: the access point lists and opens the input as the job's user, the
+// execute point creates it beneath the sandbox as the job's user; output
+// the other way. The daemons move the bytes between descriptors these
+// functions opened (handed over by the user-priv helper), so no daemon
+// opens a path a user named.
+
+/// One directory or file a transfer between hosts moves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Input: where it goes beneath the sandbox (`dir/file`). Output:
+    /// where it goes, as the job named it (relative to its initial
+    /// directory unless absolute).
+    pub name: String,
+    pub dir: bool,
+    /// Permission bits (files only).
+    pub mode: u32,
+    /// Bytes (files only).
+    pub size: u64,
+}
+
+/// The most directories and files one transfer between hosts moves (a
+/// bound on what a job's lists, or a peer, can ask a daemon to hold).
+pub const MAX_ENTRIES: usize = 100_000;
+
+/// Input, on the access point: what [`input`] would copy into a sandbox
+/// (the executable, the input files and directory trees), listed in
+/// order (a directory before what it holds), each entry with the path it
+/// is read from (none for a directory). Run as the job's user.
+pub fn list_input(
+    iwd: &Path,
+    executable: Option<&str>,
+    inputs: &[String],
+) -> Result<Vec<(Entry, Option<PathBuf>)>, Failure> {
+    let mut out = Vec::new();
+    if let Some(cmd) = executable {
+        let from = resolve(iwd, cmd);
+        let (fd, kind) = open_source(&from)?;
+        if !kind.is_file() {
+            return Err(Failure::refused(
+                &from,
+                "the executable is not a regular file",
+            ));
+        }
+        let size = rfs::fstat(&fd).map_or(0, |s| s.st_size.max(0) as u64);
+        out.push((
+            Entry {
+                name: EXECUTABLE.into(),
+                dir: false,
+                mode: 0o755,
+                size,
+            },
+            Some(from),
+        ));
+    }
+    for item in inputs {
+        let contents_only = item.ends_with('/');
+        let from = resolve(iwd, item.trim_end_matches('/'));
+        list_in(&from, contents_only, "", 0, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// [`copy_in`]'s walk, listing instead of copying.
+fn list_in(
+    from: &Path,
+    contents_only: bool,
+    prefix: &str,
+    depth: usize,
+    out: &mut Vec<(Entry, Option<PathBuf>)>,
+) -> Result<(), Failure> {
+    if depth > MAX_DEPTH {
+        return Err(Failure::refused(
+            from,
+            format!("the directory tree is deeper than {MAX_DEPTH} levels"),
+        ));
+    }
+    if out.len() >= MAX_ENTRIES {
+        return Err(Failure::refused(
+            from,
+            format!("more than {MAX_ENTRIES} files and directories to transfer"),
+        ));
+    }
+    let (fd, kind) = open_source(from)?;
+    let name = from
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| Failure::refused(from, "the path names no file"))?;
+    let here = format!("{prefix}{name}");
+    let st = rfs::fstat(&fd).map_err(|e| Failure::io(from, e.into()))?;
+    if kind.is_file() {
+        out.push((
+            Entry {
+                name: here,
+                dir: false,
+                mode: st.st_mode & 0o777,
+                size: st.st_size.max(0) as u64,
+            },
+            Some(from.to_path_buf()),
+        ));
+        return Ok(());
+    }
+    let inner = if contents_only {
+        prefix.to_string()
+    } else {
+        out.push((
+            Entry {
+                name: here.clone(),
+                dir: true,
+                mode: 0o755,
+                size: 0,
+            },
+            None,
+        ));
+        format!("{here}/")
+    };
+    for entry in list(&fd).map_err(|e| Failure::io(from, e))? {
+        list_in(&from.join(entry), false, &inner, depth + 1, out)?;
+    }
+    Ok(())
+}
+
+/// Opens each of `paths` for reading, as this process's user: regular
+/// files only (the access point's side of an input transfer; `beneath`
+/// the execute point's, for output, names taken beneath the sandbox).
+pub fn open_files(beneath: Option<&Path>, paths: &[PathBuf]) -> Result<Vec<OwnedFd>, Failure> {
+    let dir = beneath.map(open_sandbox).transpose()?;
+    paths
+        .iter()
+        .map(|p| {
+            let fd = match &dir {
+                Some(d) => {
+                    let name = p.to_string_lossy();
+                    check_output_name(&name).map_err(|why| Failure::refused(p, why))?;
+                    open_beneath(d.as_fd(), &name, OFlags::RDONLY)
+                        .map_err(|e| Failure::io(p, e))?
+                }
+                None => {
+                    let (fd, kind) = open_source(p)?;
+                    if !kind.is_file() {
+                        return Err(Failure::refused(p, "it is not a regular file"));
+                    }
+                    fd
+                }
+            };
+            must_be_regular(&fd, p)?;
+            Ok(fd)
+        })
+        .collect()
+}
+
+/// Input, on the execute point: makes the listed directories and creates
+/// the listed files beneath the sandbox, as [`input`] would, and opens
+/// each file for writing, in order. The names come from another host:
+/// none may be absolute, hold `..` or lead out of the sandbox.
+pub fn create_input(sandbox: &Path, entries: &[Entry]) -> Result<Vec<OwnedFd>, Failure> {
+    let dir = open_sandbox(sandbox)?;
+    let mut fds = Vec::new();
+    for e in entries {
+        let shown = Path::new(&e.name);
+        check_output_name(&e.name).map_err(|why| Failure::refused(shown, why))?;
+        if e.dir {
+            let (parent, base) = match e.name.rsplit_once('/') {
+                Some((p, b)) => (
+                    Some(
+                        open_beneath(
+                            dir.as_fd(),
+                            p,
+                            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW,
+                        )
+                        .map_err(|err| Failure::io(shown, err))?,
+                    ),
+                    b,
+                ),
+                None => (None, e.name.as_str()),
+            };
+            let at = parent.as_ref().map_or(dir.as_fd(), |p| p.as_fd());
+            make_dir_beneath(at, base).map_err(|err| Failure::io(shown, err))?;
+        } else {
+            let fd = create_beneath(dir.as_fd(), &e.name, e.mode & 0o777)
+                .map_err(|err| Failure::io(shown, err))?;
+            fds.push(fd);
+        }
+    }
+    Ok(fds)
+}
+
+/// Output, on the execute point, for an access point on another host:
+/// what [`output`] would copy back, listed (each entry named by where it
+/// goes, with the sandbox name it is read from; a directory before what
+/// it holds), the uploads to URLs done as [`output`] does them. The
+/// returned [`Output`] holds the failures so far and the bytes uploaded.
+pub fn list_output(req: &OutputRequest) -> (Vec<(Entry, Option<String>)>, Output) {
+    let started = Instant::now();
+    let sandbox = match open_sandbox(&req.sandbox) {
+        Ok(s) => s,
+        Err(f) => {
+            return (
+                Vec::new(),
+                Output {
+                    failures: vec![f],
+                    bytes: 0,
+                },
+            )
+        }
+    };
+    let plan = plan_output(req, sandbox.as_fd());
+    let mut failures = plan.failures;
+    let mut listed = Vec::new();
+    for (name, contents_only, renamed) in &plan.copies {
+        let shown = Path::new(name);
+        if let Err(why) = check_output_name(name) {
+            failures.push(Failure::refused(shown, why));
+            continue;
+        }
+        let base = shown.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let to = match renamed {
+            Some(r) => r.clone(),
+            None if *contents_only => String::new(),
+            None => base.to_string(),
+        };
+        if let Err(f) = list_out(sandbox.as_fd(), name, *contents_only, &to, 0, &mut listed) {
+            failures.push(f.to(Path::new(&to)));
+        }
+    }
+    for (file, to) in &plan.streams {
+        match open_beneath(sandbox.as_fd(), file, OFlags::RDONLY) {
+            Ok(fd) => match must_be_regular(&fd, Path::new(file)) {
+                Ok(()) => listed.push((
+                    Entry {
+                        name: to.clone(),
+                        dir: false,
+                        mode: 0o644,
+                        size: rfs::fstat(&fd).map_or(0, |s| s.st_size.max(0) as u64),
+                    },
+                    Some(file.clone()),
+                )),
+                Err(f) => failures.push(f.to(Path::new(to))),
+            },
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(e) => failures.push(Failure::io(Path::new(file), e).to(Path::new(to))),
+        }
+    }
+    let mut bytes = 0;
+    if !plan.uploads.is_empty() {
+        let until = started + req.plugin_deadline;
+        bytes += url_output(req, sandbox.as_fd(), plan.uploads, until, &mut failures);
+    }
+    (listed, Output { failures, bytes })
+}
+
+/// [`copy_out`]'s walk, listing instead of copying: sandbox name `name`
+/// going to `to` (empty: the job's directory itself, for a directory's
+/// contents).
+fn list_out(
+    sandbox: BorrowedFd<'_>,
+    name: &str,
+    contents_only: bool,
+    to: &str,
+    depth: usize,
+    out: &mut Vec<(Entry, Option<String>)>,
+) -> Result<(), Failure> {
+    let shown = Path::new(name);
+    if depth > MAX_DEPTH || out.len() >= MAX_ENTRIES {
+        return Err(Failure::refused(
+            shown,
+            "the output is too deep or has too many files to transfer",
+        ));
+    }
+    let fd = open_beneath(sandbox, name, OFlags::RDONLY).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EXDEV) || e.raw_os_error() == Some(libc::ELOOP) {
+            Failure::refused(
+                shown,
+                "it leads out of the job's sandbox (a symbolic link); refused",
+            )
+        } else {
+            Failure::io(shown, e)
+        }
+    })?;
+    let st = rfs::fstat(&fd).map_err(|e| Failure::io(shown, e.into()))?;
+    match rfs::FileType::from_raw_mode(st.st_mode) {
+        rfs::FileType::RegularFile => {
+            out.push((
+                Entry {
+                    name: to.to_string(),
+                    dir: false,
+                    mode: 0o644,
+                    size: st.st_size.max(0) as u64,
+                },
+                Some(name.to_string()),
+            ));
+            Ok(())
+        }
+        rfs::FileType::Directory => {
+            if !contents_only {
+                out.push((
+                    Entry {
+                        name: to.to_string(),
+                        dir: true,
+                        mode: 0o755,
+                        size: 0,
+                    },
+                    None,
+                ));
+            }
+            for entry in list(&fd).map_err(|e| Failure::io(shown, e))? {
+                let inner_to = if to.is_empty() {
+                    entry.clone()
+                } else {
+                    format!("{}/{entry}", to.trim_end_matches('/'))
+                };
+                list_out(
+                    sandbox,
+                    &format!("{name}/{entry}"),
+                    false,
+                    &inner_to,
+                    depth + 1,
+                    out,
+                )?;
+            }
+            Ok(())
+        }
+        other => Err(Failure::refused(
+            shown,
+            format!(
+                "it is {}; only files and directories are transferred",
+                describe(other)
+            ),
+        )),
+    }
+}
+
+/// Output, on the access point: makes the listed directories and creates
+/// (or truncates) the listed files where the job wants them (relative to
+/// `iwd` unless absolute), as [`output`] would, and opens each file for
+/// writing, in order (`None` where one could not be made; its failure is
+/// in the list).
+pub fn create_output(iwd: &Path, entries: &[Entry]) -> (Vec<Option<OwnedFd>>, Vec<Failure>) {
+    let mut fds = Vec::new();
+    let mut failures = Vec::new();
+    for e in entries {
+        let to = if e.name.is_empty() {
+            iwd.to_path_buf()
+        } else {
+            resolve(iwd, &e.name)
+        };
+        let shown = Path::new(&e.name);
+        if e.dir {
+            match std::fs::create_dir(&to) {
+                Ok(()) => {}
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists && to.is_dir() => {}
+                Err(err) => failures.push(Failure::io(shown, err).to(&to)),
+            }
+            continue;
+        }
+        match create_plain(&to) {
+            Ok(fd) => fds.push(Some(fd)),
+            Err(err) => {
+                failures.push(Failure::io(shown, err).to(&to));
+                fds.push(None);
+            }
+        }
+    }
+    (fds, failures)
 }
 
 /// Whether sandbox file `name` may go to a URL: a regular file beneath
