@@ -98,6 +98,10 @@ commands! {
     // processes of a pool (daemons::role_transport), at the DAEMON level.
     // HTCondor's command bases stop well below it.
     FC_ROLE_MESSAGES = 95000,
+    // ferrocondor's own: a job's files between its execute point and its
+    // access point on another host (daemons::file_transfer), at the
+    // DAEMON level.
+    FC_FILE_TRANSFER = 95001,
 }
 
 /// A command's name for a person: HTCondor's, or the number.

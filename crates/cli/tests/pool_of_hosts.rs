@@ -229,3 +229,81 @@ fn running_jobs_survive_restarts_of_the_access_point_and_the_central_manager() {
     pool.submit("c.sub", &jobs("c.log", 1, 2, 30));
     pool.wait_done(3, 2, 90);
 }
+
+/// Jobs whose files move between the hosts: the access point reads each
+/// job's executable and input (a file and a directory tree) as the job's
+/// user and sends them; the execute point makes them in the job's sandbox
+/// as the job's user; the output (a file, a directory, the standard
+/// streams) comes back the same way into the job's directory.
+#[test]
+fn jobs_with_input_and_output_files_run_on_other_hosts_with_their_files_moved_there_and_back() {
+    let count: usize = std::env::var("FC_TRANSFER_JOBS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(500);
+    let Some(pool) = Pool::new("pool-transfer", 5, &[], "") else {
+        return;
+    };
+    pool.wait_slots(6);
+    let work = pool.base.join("work");
+    common::write(
+        &work.join("job.sh"),
+        "#!/bin/sh\n\
+         # Where the job runs, what it was given, what it makes.\n\
+         pwd\n\
+         n=$1\n\
+         cat in.txt data/a.txt data/deeper/b.txt > out.$n.txt\n\
+         echo \"job $n\" >> out.$n.txt\n\
+         mkdir -p results.$n && echo made > results.$n/inside.txt\n\
+         echo \"to stderr $n\" >&2\n",
+    );
+    std::fs::set_permissions(
+        work.join("job.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    common::write(&work.join("in.txt"), "input\n");
+    bed::dir_for(&work, "data");
+    bed::dir_for(&work.join("data"), "deeper");
+    common::write(&work.join("data/a.txt"), "alpha\n");
+    common::write(&work.join("data/deeper/b.txt"), "beta\n");
+    pool.submit(
+        "t.sub",
+        &format!(
+            "executable = job.sh\n\
+             arguments = $(Process)\n\
+             should_transfer_files = YES\n\
+             when_to_transfer_output = ON_EXIT\n\
+             transfer_input_files = in.txt, data\n\
+             transfer_output_files = out.$(Process).txt, results.$(Process)\n\
+             output = stdout.$(Process)\n\
+             error = stderr.$(Process)\n\
+             log = t.log\n\
+             queue {count}\n"
+        ),
+    );
+    pool.wait_done(1, count, 60 + count as u64);
+    for p in 0..count {
+        let out = std::fs::read_to_string(work.join(format!("out.{p}.txt"))).unwrap_or_default();
+        assert_eq!(out, format!("input\nalpha\nbeta\njob {p}\n"), "job 1.{p}");
+        let inside = std::fs::read_to_string(work.join(format!("results.{p}/inside.txt")))
+            .unwrap_or_default();
+        assert_eq!(inside, "made\n", "job 1.{p}");
+        let err = std::fs::read_to_string(work.join(format!("stderr.{p}"))).unwrap_or_default();
+        assert_eq!(err, format!("to stderr {p}\n"), "job 1.{p}");
+        // It ran in a sandbox of an execute point, not in the job's
+        // directory.
+        let pwd = std::fs::read_to_string(work.join(format!("stdout.{p}"))).unwrap_or_default();
+        assert!(
+            pwd.contains("/state/execute/") && !pwd.starts_with(work.to_str().unwrap()),
+            "job 1.{p} ran in {pwd:?}"
+        );
+    }
+    let o = pool.on(AP, &["history", "1.0", "-af", "BytesRecvd", "BytesSent"]);
+    println!("1.0 bytes received and sent: {}", out(&o).trim());
+    let f: Vec<f64> = out(&o)
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    assert!(f.len() == 2 && f[0] > 0.0 && f[1] > 0.0, "{}", out(&o));
+}

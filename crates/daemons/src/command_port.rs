@@ -512,6 +512,7 @@ fn forces_authentication(command: i32) -> bool {
             | cmd::QUERY_JOB_ADS_WITH_AUTH
             | cmd::DC_GET_SESSION_TOKEN
             | cmd::FC_ROLE_MESSAGES
+            | cmd::FC_FILE_TRANSFER
     )
 }
 
@@ -688,6 +689,18 @@ impl PortDaemon {
                 self.session_token(sock, &a.peer, &msg)
             }
             cmd::FC_ROLE_MESSAGES => self.role_messages(sock, &mut a),
+            cmd::FC_FILE_TRANSFER => {
+                let msg = Self::first_message(sock, &mut a)?;
+                // The claim core says which job runs on the claim; the
+                // queue gives its ad.
+                let lookup = |claim: &str, job: schedd::JobId| -> Option<ClassAd> {
+                    let claim = claim.to_string();
+                    self.on_schedd(move |s, _, _| s.job_on_claim(&claim, job))
+                        .ok()
+                        .flatten()
+                };
+                crate::file_transfer::serve(sock, &msg, &lookup)
+            }
             cmd::RESCHEDULE => {
                 let _ = self.on_schedd(|s, _, out| {
                     out.send(RoleName::Negotiator, crate::roles::Message::Reschedule);
@@ -1699,6 +1712,12 @@ impl Daemon for PortDaemon {
             // Only where roles of other processes talk to these: a daemon
             // of `ferrocondor master` or of a pool of many hosts.
             return self.router.has_remote().then_some(Level::Daemon);
+        }
+        if command == cmd::FC_FILE_TRANSFER {
+            // A starter of another process fetches or sends the files of
+            // a job of this schedd.
+            return (self.router.has_remote() && self.router.schedd().is_ok())
+                .then_some(Level::Daemon);
         }
         if command == cmd::DC_GET_SESSION_TOKEN {
             // Any user this daemon authenticated may have a token for

@@ -123,6 +123,13 @@ enum Control {
     HardKill,
 }
 
+/// How the starter of a job reaches the job's schedd in another process:
+/// given the schedd's name, the claim and the job, the shadow to use, or
+/// `None` where that schedd runs in this process (its files are here).
+pub type Shadows = std::sync::Arc<
+    dyn Fn(&str, &str, schedd::JobId) -> Option<starter::shadow::ShadowRef> + Send + Sync,
+>;
+
 /// The execute point.
 pub struct StartdRole {
     startd: Startd,
@@ -146,6 +153,10 @@ pub struct StartdRole {
     /// answer, so a job that ended meanwhile is neither lost nor run
     /// twice.
     last_reports: BTreeMap<String, StarterReport>,
+    /// Where the starter reaches the job's access point in another
+    /// process, for its files (by the schedd's name, the claim and the
+    /// job); `None` where every schedd runs in this process.
+    shadows: Option<Shadows>,
     /// What this step leaves for the role's outbox.
     work: Vec<Work>,
     messages: Vec<(Dest, Message)>,
@@ -407,6 +418,7 @@ impl StartdRole {
             messages: Vec::new(),
             claim_schedds: BTreeMap::new(),
             last_reports: BTreeMap::new(),
+            shadows: None,
             notes,
             published: BTreeSet::new(),
             address: None,
@@ -425,6 +437,11 @@ impl StartdRole {
 
     pub fn hostname(&self) -> &str {
         &self.hostname
+    }
+
+    /// Where the starters reach schedds of other processes.
+    pub fn set_shadows(&mut self, shadows: Shadows) {
+        self.shadows = Some(shadows);
     }
 
     /// The startd's name (its slots are `slotN@name`): the host's, or as
@@ -734,7 +751,18 @@ impl StartdRole {
     }
 
     fn start_job(&mut self, slot: &str, claim_id: &str, job: ClassAd, nice: i64, now: i64) {
-        let settings = self.starter_settings(slot, &job, nice, now);
+        let mut settings = self.starter_settings(slot, &job, nice, now);
+        // A schedd of another process (another host) is where the job's
+        // files are: the starter fetches and sends them through it.
+        if let (Some(shadows), Some(schedd)) = (&self.shadows, self.claim_schedds.get(claim_id)) {
+            let id = |n: &str| match job.eval_attr(n, &classad::Env::default()) {
+                classad::Value::Int(i) => Some(i),
+                _ => None,
+            };
+            if let (Some(cluster), Some(proc)) = (id("ClusterId"), id("ProcId")) {
+                settings.shadow = shadows(schedd, claim_id, schedd::JobId::new(cluster, proc));
+            }
+        }
         let spec = match JobSpec::new(job, settings) {
             Ok(spec) => spec,
             Err(e) => return self.start_failed(slot, claim_id, e),

@@ -37,6 +37,7 @@ pub mod collector_role;
 pub mod command_port;
 mod event_logs;
 pub mod execute;
+pub mod file_transfer;
 mod identity;
 mod leftovers;
 pub mod local_protocol;

@@ -223,6 +223,15 @@ impl Remote {
         }
     }
 
+    /// Where the daemon `to` listens (as last heard, or found), and how
+    /// this process authenticates to it: for a conversation of its own
+    /// (a job's files).
+    pub fn locate(&self, to: &Dest) -> Result<(Sinful, ClientOptions), String> {
+        let k = key(to.role, to.name.as_deref());
+        let a = self.finder.address_of(to, &k, false)?;
+        Ok((a, self.finder.peers.client.clone()))
+    }
+
     /// Hands `msg` from this process's `from` (named `from_name`) to the
     /// sender for `to`; a daemon that cannot be reached loses it (said in
     /// the daemon's log).

@@ -556,6 +556,22 @@ impl Router {
         }
     }
 
+    /// Where a daemon of another process listens, and how to
+    /// authenticate to it; `None` for one of this process's (or with no
+    /// other processes).
+    pub fn locate(&self, to: &Dest) -> Option<(cedar::Sinful, cedar::client::ClientOptions)> {
+        if self.is_here(to) {
+            return None;
+        }
+        match self.remote.as_ref()?.locate(to) {
+            Ok(found) => Some(found),
+            Err(why) => {
+                eprintln!("ferrocondor: {why}");
+                None
+            }
+        }
+    }
+
     /// Whether roles of other processes are reached from here (a daemon
     /// of `ferrocondor master`, or of a pool of many hosts).
     pub fn has_remote(&self) -> bool {

@@ -189,6 +189,14 @@ impl ScheddRole {
         )
     }
 
+    /// The ad of `job`, if it runs on `claim_id` (a starter on another
+    /// host asks for its files by the claim).
+    pub fn job_on_claim(&self, claim_id: &str, job: JobId) -> Option<ClassAd> {
+        (self.claims.job_of(claim_id) == Some(job))
+            .then(|| self.schedd.queue().job(job).cloned())
+            .flatten()
+    }
+
     /// Where HTCondor's clients reach this schedd (its ad's `MyAddress`).
     pub fn set_address(&mut self, sinful: String) {
         self.address = Some(sinful);

@@ -447,8 +447,26 @@ impl Pool {
         // on this runtime.
         let runtime = tokio::runtime::Handle::current();
         let for_work = router.clone();
+        let mut roles = self.roles;
+        // A job whose schedd is another process's has its files moved by
+        // its starter through that schedd (file_transfer).
+        if let (Some(startd), true) = (roles.startd.as_mut(), router.has_remote()) {
+            let r = router.clone();
+            startd.set_shadows(Arc::new(move |schedd, claim_id, job| {
+                let to = crate::roles::Dest::named(RoleName::Schedd, schedd);
+                let (address, client) = r.locate(&to)?;
+                Some(starter::shadow::ShadowRef(Arc::new(
+                    crate::file_transfer::CedarShadow {
+                        address,
+                        client,
+                        claim_id: claim_id.to_string(),
+                        job,
+                    },
+                )))
+            }));
+        }
         let threads = crate::roles::spawn(
-            self.roles,
+            roles,
             &router,
             inboxes,
             Arc::new(move |work| {

@@ -1008,6 +1008,12 @@ impl Claims {
         ready
     }
 
+    /// The job whose run is on `claim_id` (being activated, running, or
+    /// ending): what a starter on another host may transfer files for.
+    pub fn job_of(&self, claim_id: &str) -> Option<JobId> {
+        self.runs.get(claim_id).copied()
+    }
+
     /// How long a claim request waits for the startd's answer.
     pub fn request_timeout(&self) -> i64 {
         self.alive_interval.max(60)

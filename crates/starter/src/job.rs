@@ -330,27 +330,18 @@ impl Starter {
         if let (Some(url), false) = (output_url(job), settings.enable_url_transfers) {
             return Err(StartError::UrlOutput(crate::url_plugin::shown(&url)));
         }
-        let (urls, plain): (Vec<String>, Vec<String>) = if launch.transfer {
-            launch
-                .transfer_input
-                .iter()
-                .cloned()
-                .partition(|i| crate::url_plugin::scheme(i).is_some())
-        } else {
-            (Vec::new(), Vec::new())
-        };
+        let planned = launch.inputs(false);
+        let urls = planned.urls.clone();
         if let (Some(url), false) = (urls.first(), settings.enable_url_transfers) {
             return Err(StartError::UrlInput(crate::url_plugin::shown(url)));
         }
-        let mut inputs: Vec<String> = Vec::new();
-        if launch.transfer {
-            inputs.extend(plain);
-            if let Some(n) = &launch.stdin {
-                if !launch.transfer_input.contains(n) {
-                    inputs.push(n.clone());
-                }
-            }
-        }
+        // From the job's access point on another host, or copied here.
+        let remote = settings.shadow.as_ref().filter(|_| launch.transfer);
+        let inputs = if remote.is_some() {
+            Vec::new()
+        } else {
+            planned.inputs.clone()
+        };
         let mut ads = vec![(
             transfer::JOB_AD.to_string(),
             classad::unparse::ad_to_old_syntax(job),
@@ -361,13 +352,27 @@ impl Starter {
                 classad::unparse::ad_to_old_syntax(slot),
             ));
         }
+        // The files from the job's access point first: the snapshot the
+        // local step takes then counts them as input.
+        let mut remote_bytes = 0;
+        if let Some(shadow) = remote {
+            let mut sink =
+                crate::remote::Sink::new(user.as_ref(), sandbox, settings.transfer_deadline);
+            remote_bytes = shadow
+                .0
+                .fetch_input(&mut sink)
+                .map_err(|why| StartError::Input {
+                    path: PathBuf::from("the job's input at its access point"),
+                    source: io::Error::other(why),
+                })?;
+        }
         let copy_executable = launch.transfer && launch.transfer_executable;
         let (input_snapshot, bytes_received) = user_priv::input(
             user.as_ref(),
             InputRequest {
                 sandbox: sandbox.to_path_buf(),
                 iwd: launch.iwd.clone(),
-                executable: copy_executable.then(|| launch.cmd.clone()),
+                executable: planned.executable.clone().filter(|_| remote.is_none()),
                 inputs,
                 ads,
                 urls,
@@ -391,6 +396,7 @@ impl Starter {
             path: f.path.clone(),
             source: io::Error::new(f.to_io_error().kind(), f.message.clone()),
         })?;
+        let bytes_received = bytes_received + remote_bytes;
         let program = if copy_executable {
             sandbox.join(transfer::EXECUTABLE)
         } else {
@@ -1340,26 +1346,29 @@ impl RunningJob {
                 _ => None,
             };
             let deadline = self.settings.transfer_deadline;
-            let output = user_priv::output(
-                self.mechanisms.user.as_ref(),
-                OutputRequest {
-                    sandbox: self.sandbox.clone(),
-                    iwd: self.launch.iwd.clone(),
-                    named,
-                    before: std::mem::take(&mut self.input_snapshot),
-                    streams,
-                    destination: text("OutputDestination"),
-                    remaps: text("TransferOutputRemaps")
-                        .map(|r| crate::url_plugin::parse_remaps(&r))
-                        .unwrap_or_default(),
-                    plugins: self.settings.filetransfer_plugins.clone(),
-                    // The plugins are killed a little before the helper
-                    // that runs them, so none outlives it.
-                    plugin_deadline: deadline
-                        .saturating_sub((deadline / 10).min(Duration::from_secs(5))),
-                },
-                deadline,
-            );
+            let req = OutputRequest {
+                sandbox: self.sandbox.clone(),
+                iwd: self.launch.iwd.clone(),
+                named,
+                before: std::mem::take(&mut self.input_snapshot),
+                streams,
+                destination: text("OutputDestination"),
+                remaps: text("TransferOutputRemaps")
+                    .map(|r| crate::url_plugin::parse_remaps(&r))
+                    .unwrap_or_default(),
+                plugins: self.settings.filetransfer_plugins.clone(),
+                // The plugins are killed a little before the helper
+                // that runs them, so none outlives it.
+                plugin_deadline: deadline
+                    .saturating_sub((deadline / 10).min(Duration::from_secs(5))),
+            };
+            // To the job's access point on another host, or copied here.
+            let output = match &self.settings.shadow {
+                Some(shadow) => {
+                    crate::remote::send_output(shadow, self.mechanisms.user.as_ref(), req, deadline)
+                }
+                None => user_priv::output(self.mechanisms.user.as_ref(), req, deadline),
+            };
             bytes_sent = output.bytes;
             problems.extend(
                 output

@@ -97,7 +97,9 @@ mod job;
 pub mod limits;
 mod procs;
 pub mod quoting;
+mod remote;
 mod sandbox;
+pub mod shadow;
 mod spec;
 pub mod transfer;
 pub mod url_plugin;
@@ -114,4 +116,7 @@ pub use limits::{MemoryLimitPolicy, MemorySettings, OomVerdict, PolicyError};
 pub use procs::{
     all_pids, home_dir, lookup_user, stat as process_stat, user_home_lookup, ProcStat, User,
 };
-pub use spec::{signal_number, CgroupPolicy, Hooks, JobSpec, RunAs, StarterSettings};
+pub use spec::{
+    signal_number, transfer_inputs, CgroupPolicy, Hooks, JobSpec, RunAs, StarterSettings,
+    TransferInputs,
+};

@@ -86,6 +86,10 @@ pub struct StarterSettings {
     /// FILETRANSFER_PLUGINS: the plugin programs, each asked `-classad`
     /// for the URL schemes it serves (the last one for a scheme wins).
     pub filetransfer_plugins: Vec<PathBuf>,
+    /// The job's access point, when its files are on another host: the
+    /// input comes from it and the output goes to it (else they are
+    /// copied from and to the job's initial directory on this host).
+    pub shadow: Option<crate::shadow::ShadowRef>,
 }
 
 impl StarterSettings {
@@ -108,6 +112,7 @@ impl StarterSettings {
             transfer_deadline: Duration::from_secs(3600),
             enable_url_transfers: true,
             filetransfer_plugins: Vec::new(),
+            shadow: None,
         }
     }
 }
@@ -127,6 +132,26 @@ impl JobSpec {
         Launch::from_ad(&job, settings.file_system_domain.as_deref())?;
         Ok(JobSpec { job, settings })
     }
+}
+
+/// What a job's input transfer copies from its initial directory: the
+/// executable (transfer_executable), and the plain input files and
+/// directories (transfer_input_files without its URLs, and the `input`
+/// stream); its URLs are fetched by plugins on the execute point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransferInputs {
+    pub iwd: PathBuf,
+    pub executable: Option<String>,
+    pub inputs: Vec<String>,
+    pub urls: Vec<String>,
+}
+
+/// The job's input transfer, as the starter does it, read from its ad
+/// (the access point of a transfer between hosts reads it from its own
+/// copy of the ad, never from what the execute point says).
+pub fn transfer_inputs(job: &ClassAd) -> Result<TransferInputs, StartError> {
+    let launch = Launch::from_ad(job, None)?;
+    Ok(launch.inputs(true))
 }
 
 /// The launch parameters read from a job ad.
@@ -183,6 +208,33 @@ fn stream(ad: &ClassAd, name: &str) -> Result<Option<String>, StartError> {
 }
 
 impl Launch {
+    /// The input transfer: nothing when the job runs in place, unless
+    /// `always` (the access point, where the execute point decided).
+    pub fn inputs(&self, always: bool) -> TransferInputs {
+        let transfer = self.transfer || always;
+        let (urls, mut inputs): (Vec<String>, Vec<String>) = if transfer {
+            self.transfer_input
+                .iter()
+                .cloned()
+                .partition(|i| crate::url_plugin::scheme(i).is_some())
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        if transfer {
+            if let Some(n) = &self.stdin {
+                if !self.transfer_input.contains(n) {
+                    inputs.push(n.clone());
+                }
+            }
+        }
+        TransferInputs {
+            iwd: self.iwd.clone(),
+            executable: (transfer && self.transfer_executable).then(|| self.cmd.clone()),
+            inputs,
+            urls,
+        }
+    }
+
     pub fn from_ad(ad: &ClassAd, fs_domain: Option<&str>) -> Result<Launch, StartError> {
         let cmd = string(ad, "Cmd")?
             .filter(|c| !c.is_empty())

@@ -1,0 +1,203 @@
+//! The execute point's side of a transfer between hosts: the input the
+//! job's access point sends is made in the sandbox as the job's user (the
+//! user-priv helper creates each directory and file beneath the sandbox
+//! and hands back the open files, a batch at a time), and the bytes are
+//! written through those descriptors; the output goes the other way
+//! (`job.rs`). No path is opened here: only descriptors the job's user
+//! opened are read or written.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::procs::User;
+use crate::shadow::InputSink;
+use crate::transfer::{Entry, MAX_ENTRIES};
+use crate::user_priv::{self, MAX_FDS};
+
+/// Takes an input transfer's files into a sandbox.
+pub(crate) struct Sink<'a> {
+    user: Option<&'a User>,
+    sandbox: PathBuf,
+    deadline: Duration,
+    entries: Vec<Entry>,
+    /// The next entry to make.
+    next: usize,
+    /// Made and not yet filled: each file's descriptor and the bytes it
+    /// still expects, in order.
+    open: std::collections::VecDeque<(OwnedFd, u64, String)>,
+}
+
+impl<'a> Sink<'a> {
+    pub(crate) fn new(user: Option<&'a User>, sandbox: &Path, deadline: Duration) -> Sink<'a> {
+        Sink {
+            user,
+            sandbox: sandbox.to_path_buf(),
+            deadline,
+            entries: Vec::new(),
+            next: 0,
+            open: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Makes the next batch of entries (up to [`MAX_FDS`] files).
+    fn make_more(&mut self) -> Result<(), String> {
+        let mut end = self.next;
+        let mut files = 0;
+        while end < self.entries.len() && (self.entries[end].dir || files < MAX_FDS) {
+            if !self.entries[end].dir {
+                files += 1;
+            }
+            end += 1;
+        }
+        let batch = &self.entries[self.next..end];
+        let fds = user_priv::create_input(self.user, &self.sandbox, batch, self.deadline)
+            .map_err(|f| format!("{}: {}", f.path.display(), f.message))?;
+        let sizes = batch
+            .iter()
+            .filter(|e| !e.dir)
+            .map(|e| (e.size, e.name.clone()));
+        self.open.extend(
+            fds.into_iter()
+                .zip(sizes)
+                .map(|(fd, (n, name))| (fd, n, name)),
+        );
+        self.next = end;
+        Ok(())
+    }
+
+    /// Makes entries until a file waits for bytes (or none is left).
+    fn fill_queue(&mut self) -> Result<(), String> {
+        loop {
+            // Files of no bytes are done as soon as they are made.
+            while self.open.front().is_some_and(|(_, left, _)| *left == 0) {
+                self.open.pop_front();
+            }
+            if !self.open.is_empty() || self.next >= self.entries.len() {
+                return Ok(());
+            }
+            self.make_more()?;
+        }
+    }
+}
+
+impl InputSink for Sink<'_> {
+    fn entries(&mut self, entries: Vec<Entry>) -> Result<(), String> {
+        if entries.len() > MAX_ENTRIES {
+            return Err(format!(
+                "more than {MAX_ENTRIES} files and directories to transfer"
+            ));
+        }
+        self.entries = entries;
+        self.next = 0;
+        self.fill_queue()
+    }
+
+    fn data(&mut self, mut bytes: &[u8]) -> Result<(), String> {
+        while !bytes.is_empty() {
+            self.fill_queue()?;
+            let Some((fd, left, name)) = self.open.front_mut() else {
+                return Err("more bytes came than the files listed hold".into());
+            };
+            let n = (*left).min(bytes.len() as u64) as usize;
+            let mut chunk = &bytes[..n];
+            while !chunk.is_empty() {
+                let wrote = rustix::io::write(&*fd, chunk)
+                    .map_err(|e| format!("writing {name} in the sandbox: {e}"))?;
+                chunk = &chunk[wrote..];
+            }
+            *left -= n as u64;
+            bytes = &bytes[n..];
+        }
+        self.fill_queue()
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        self.fill_queue()?;
+        match self.open.front() {
+            Some((_, left, name)) => Err(format!("{name}: {left} bytes never came")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A file's bytes, read through the descriptor the job's user opened.
+struct FdReader(OwnedFd);
+
+impl std::io::Read for FdReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        rustix::io::read(&self.0, buf).map_err(std::io::Error::from)
+    }
+}
+
+/// Sends the job's output to its access point on another host: listed
+/// (and uploaded to URLs) as the job's user, opened as the job's user a
+/// batch at a time, each batch handed to the shadow. What failed, and the
+/// bytes that went.
+pub(crate) fn send_output(
+    shadow: &crate::shadow::ShadowRef,
+    user: Option<&User>,
+    req: crate::transfer::OutputRequest,
+    deadline: Duration,
+) -> crate::transfer::Output {
+    let sandbox = req.sandbox.clone();
+    let (listed, mut out) = user_priv::list_output(user, req, deadline);
+    let failure = |path: &Path, message: String| crate::transfer::Failure {
+        path: path.to_path_buf(),
+        to: None,
+        message,
+        errno: None,
+        subcode: None,
+    };
+    let mut at = 0;
+    while at < listed.len() {
+        let mut end = at;
+        let mut files = 0;
+        while end < listed.len() && (listed[end].1.is_none() || files < MAX_FDS) {
+            if listed[end].1.is_some() {
+                files += 1;
+            }
+            end += 1;
+        }
+        let batch = &listed[at..end];
+        at = end;
+        let sources: Vec<PathBuf> = batch
+            .iter()
+            .filter_map(|(_, s)| s.as_ref().map(PathBuf::from))
+            .collect();
+        let fds = match user_priv::open_files(user, Some(&sandbox), &sources, deadline) {
+            Ok(fds) => fds,
+            Err(f) => {
+                out.failures.push(f);
+                continue;
+            }
+        };
+        let mut fds = fds.into_iter();
+        let files: Vec<(Entry, Option<Box<dyn std::io::Read + Send>>)> = batch
+            .iter()
+            .map(|(e, source)| {
+                let reader = source
+                    .as_ref()
+                    .and_then(|_| fds.next())
+                    .map(|fd| Box::new(FdReader(fd)) as Box<dyn std::io::Read + Send>);
+                (e.clone(), reader)
+            })
+            .collect();
+        match shadow.0.send_output(files) {
+            Ok((bytes, refused)) => {
+                out.bytes += bytes;
+                for (name, why) in refused {
+                    out.failures.push(failure(Path::new(&name), why));
+                }
+            }
+            Err(why) => {
+                out.failures.push(failure(
+                    &sandbox,
+                    format!("the job's access point did not take its output: {why}"),
+                ));
+                break;
+            }
+        }
+    }
+    out
+}
