@@ -343,10 +343,7 @@ pub fn reconfig(out: &mut dyn Write) -> Result<Outcome, Error> {
     ] {
         let file =
             daemons::role_transport::address_file(&admin.daemons.state().join("roles"), role);
-        let addr = std::fs::read_to_string(&file)
-            .ok()
-            .and_then(|t| Sinful::parse(t.trim(), 0).ok())
-            .filter(|a| a.port != 0);
+        let addr = daemons::role_transport::read_address(&file);
         if let Some(addr) = addr {
             found.push((kind, addr));
         }

@@ -136,8 +136,7 @@ fn only_the_pool_s_own_user_may_send_the_roles_messages() {
     let _pool = PoolProcess::master(&state, &config);
     let file = state.join("roles").join("SCHEDD.address");
     wait_for(20, "the schedd's address", || file.exists().then_some(()));
-    let text = std::fs::read_to_string(&file).unwrap();
-    let addr = cedar::Sinful::parse(text.trim(), 0).unwrap();
+    let addr = daemons::role_transport::read_address(&file).unwrap();
 
     let stranger = cedar::client::ClientOptions {
         methods: vec![cedar::auth::Method::ClaimToBe],

@@ -478,8 +478,9 @@ fn read_address_file(file: &Path) -> Option<(Sinful, Option<String>)> {
     Some((a, name))
 }
 
-/// The first line of an address file, when it is an address.
-fn read_address(file: &Path) -> Option<Sinful> {
+/// The first line of an address file, when it is an address (the second
+/// names the daemon).
+pub fn read_address(file: &Path) -> Option<Sinful> {
     read_address_file(file).map(|(a, _)| a)
 }
 
