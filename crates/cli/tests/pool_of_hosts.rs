@@ -77,6 +77,18 @@ fn a_pool_of_a_central_manager_an_access_point_and_three_execute_points_runs_job
         assert!(line.contains("<10.231.0."), "{line}");
     }
 
+    // `q -better-analyze` on the access point looks at the whole pool: a
+    // job no slot can take says how many slots of the pool it considered.
+    pool.submit(
+        "big.sub",
+        "executable = /bin/true\nrequest_memory = 10000000\nqueue\n",
+    );
+    let o = pool.on(AP, &["q", "-better-analyze", "2.0"]);
+    let analysis = out(&o);
+    println!("{analysis}");
+    assert!(analysis.contains("Of 6 slots"), "the pool's six slots: {analysis}");
+    assert!(analysis.contains("Memory"), "{analysis}");
+
     // The rogue execute point never got in: its startd could not
     // authenticate to the collector, and says so.
     let rogue = pool.log(ROGUE);
