@@ -105,7 +105,11 @@ impl Daemons {
             collector_host: get("COLLECTOR_HOST"),
             collector_file: file("COLLECTOR_ADDRESS_FILE", ".collector_address"),
             schedd_file: file("SCHEDD_ADDRESS_FILE", ".schedd_address"),
-            schedd_name: get("SCHEDD_NAME").unwrap_or_else(|| hostname.clone()),
+            // As the schedd builds its name from SCHEDD_NAME (`name@host`).
+            schedd_name: startd::publish::daemon_name(
+                &get("SCHEDD_NAME").unwrap_or_default(),
+                &hostname,
+            ),
             schedd_named: false,
             hostname,
             collector: OnceCell::new(),
@@ -595,7 +599,8 @@ mod tests {
         );
         let c = d.collector().unwrap();
         assert_eq!((c.host.as_str(), c.port), ("cm.example.org", 9620));
-        assert_eq!(d.schedd_name(), "ap1");
+        // As HTCondor builds a daemon's name: `name@host`.
+        assert_eq!(d.schedd_name(), "ap1@localhost");
     }
 
     #[test]

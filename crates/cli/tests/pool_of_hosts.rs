@@ -86,7 +86,10 @@ fn a_pool_of_a_central_manager_an_access_point_and_three_execute_points_runs_job
     let o = pool.on(AP, &["q", "-better-analyze", "2.0"]);
     let analysis = out(&o);
     println!("{analysis}");
-    assert!(analysis.contains("Of 6 slots"), "the pool's six slots: {analysis}");
+    assert!(
+        analysis.contains("Of 6 slots"),
+        "the pool's six slots: {analysis}"
+    );
     assert!(analysis.contains("Memory"), "{analysis}");
 
     // The rogue execute point never got in: its startd could not
@@ -318,4 +321,51 @@ fn jobs_with_input_and_output_files_run_on_other_hosts_with_their_files_moved_th
         .filter_map(|x| x.parse().ok())
         .collect();
     assert!(f.len() == 2 && f[0] > 0.0 && f[1] > 0.0, "{}", out(&o));
+}
+
+/// Two access points (SCHEDD_NAME `ap1` and `ap2`) share the execute
+/// points: the negotiator asks each schedd for its requests in every
+/// cycle and sends each its own matches; both users' jobs run, each on
+/// the execute points, and each access point's history has its own.
+#[test]
+fn two_access_points_share_the_execute_points() {
+    const AP2: usize = 2;
+    let Some(pool) = Pool::with_access_points("pool-two-aps", 5, &[AP, AP2], &[], "") else {
+        return;
+    };
+    // Hosts 3 and 4 execute: four slots.
+    pool.wait_slots(4);
+    let o = pool.on(AP, &["status", "-schedd", "-af", "Name"]);
+    let names = out(&o);
+    assert!(
+        names.contains("ap1@") && names.contains("ap2@"),
+        "both schedds at the collector: {names}"
+    );
+    pool.submit_on(AP, "one.sub", &jobs("one.log", 1, 6, 2400));
+    pool.submit_on(AP2, "two.sub", &jobs("two.log", 1, 6, 2400));
+    pool.wait_done_on(AP, 1, 6, 120);
+    pool.wait_done_on(AP2, 1, 6, 120);
+    for p in 0..6 {
+        // Both clusters are 1, one at each schedd: each job wrote its own
+        // line once (runs.1.N gets one line from each schedd's job).
+        let runs = pool.lines(&format!("runs.1.{p}"));
+        assert_eq!(runs.len(), 2, "1.{p} at each schedd ran once: {runs:?}");
+        assert!(
+            runs.iter().all(|l| pool.host_in(l).is_some_and(|h| h >= 3)),
+            "{runs:?}"
+        );
+    }
+    for log in ["one.log", "two.log"] {
+        for p in 0..6 {
+            let events = pool.events(log, &format!("1.{p}"));
+            assert_eq!(events, ["000", "001", "005"], "{log} 1.{p}");
+        }
+        // Submitted from the schedd's command port, where other hosts
+        // reach it.
+        let text = pool.lines(log).join("\n");
+        assert!(
+            text.contains("Job submitted from host: <10.231.0."),
+            "{text}"
+        );
+    }
 }

@@ -93,6 +93,10 @@ impl Role for CollectorRole {
                 let ads = self.ads(&AdType::Startd, now);
                 out.send(from, Message::SlotAds(ads));
             }
+            Message::QuerySchedds => {
+                let ads = self.ads(&AdType::Schedd, now);
+                out.send(from, Message::ScheddAds(ads));
+            }
             Message::Admin {
                 id,
                 request: AdminRequest::Ads { ad_type },

@@ -85,12 +85,18 @@ enum Wire {
     SlotAds {
         ads: Vec<String>,
     },
+    QuerySchedds,
+    ScheddAds {
+        ads: Vec<String>,
+    },
     Reschedule,
     Negotiate {
         cycle: u64,
     },
     Requests {
         cycle: u64,
+        #[serde(default)]
+        schedd: String,
         submitters: Vec<WireSubmitter>,
         on_claims: Vec<String>,
     },
@@ -246,6 +252,10 @@ pub fn encode(from: RoleName, msg: &Message) -> Result<String, String> {
             names: names.clone(),
         },
         Message::QuerySlots => Wire::QuerySlots,
+        Message::QuerySchedds => Wire::QuerySchedds,
+        Message::ScheddAds(a) => Wire::ScheddAds {
+            ads: a.iter().map(text).collect(),
+        },
         Message::SlotAds(a) => Wire::SlotAds {
             ads: a.iter().map(text).collect(),
         },
@@ -253,10 +263,12 @@ pub fn encode(from: RoleName, msg: &Message) -> Result<String, String> {
         Message::Negotiate { cycle } => Wire::Negotiate { cycle: *cycle },
         Message::Requests {
             cycle,
+            schedd,
             submitters,
             on_claims,
         } => Wire::Requests {
             cycle: *cycle,
+            schedd: schedd.clone(),
             submitters: submitters
                 .iter()
                 .map(|(who, jobs)| {
@@ -508,11 +520,14 @@ pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
             names,
         },
         Wire::QuerySlots => Message::QuerySlots,
+        Wire::QuerySchedds => Message::QuerySchedds,
+        Wire::ScheddAds { ads: a } => Message::ScheddAds(ads(a)?),
         Wire::SlotAds { ads: a } => Message::SlotAds(ads(a)?),
         Wire::Reschedule => Message::Reschedule,
         Wire::Negotiate { cycle } => Message::Negotiate { cycle },
         Wire::Requests {
             cycle,
+            schedd,
             submitters,
             on_claims,
         } => {
@@ -526,6 +541,7 @@ pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
             }
             Message::Requests {
                 cycle,
+                schedd,
                 submitters: subs,
                 on_claims: ads(on_claims)?.into_iter().map(Arc::new).collect(),
             }

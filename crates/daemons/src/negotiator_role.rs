@@ -5,6 +5,7 @@
 //! (MATCH_INFO). It keeps the accountant (its figures in
 //! `<state>/accountant.json`), charged for the claims the schedd reports.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -22,13 +23,37 @@ use crate::schedd_service::literal_str;
 /// Where a cycle is.
 enum Cycle {
     Idle,
-    /// NEGOTIATE sent to the schedd.
-    Requests(u64),
-    /// The schedd's requests are in; the slot ads asked for.
-    Slots {
-        submitters: Vec<SubmitterRequest>,
-        on_claims: Vec<Arc<ClassAd>>,
+    /// The schedds' ads asked for (whom to negotiate with).
+    Schedds(u64),
+    /// NEGOTIATE sent to each schedd; their requests as they come.
+    Requests {
+        cycle: u64,
+        /// The schedds not heard from yet (an empty name: the one schedd
+        /// of a pool whose collector had no schedd ad yet).
+        waiting: BTreeMap<String, Option<String>>,
+        got: Vec<ScheddRequests>,
     },
+    /// Every schedd's requests are in; the slot ads asked for.
+    Slots(Vec<ScheddRequests>),
+}
+
+/// One schedd's requests for a cycle, and where it listens.
+struct ScheddRequests {
+    name: String,
+    address: Option<String>,
+    submitters: Vec<SubmitterRequest>,
+    on_claims: Vec<Arc<ClassAd>>,
+}
+
+impl ScheddRequests {
+    /// Where its matches go.
+    fn dest(&self) -> Dest {
+        if self.name.is_empty() {
+            Dest::role(RoleName::Schedd)
+        } else {
+            Dest::at(RoleName::Schedd, &self.name, self.address.as_deref())
+        }
+    }
 }
 
 pub struct NegotiatorRole {
@@ -152,7 +177,8 @@ impl NegotiatorRole {
         );
     }
 
-    /// Begins a cycle: the schedd's requests first. The own ad goes with
+    /// Begins a cycle: whom to negotiate with (the schedds' ads at the
+    /// collector), then each schedd's requests. The own ad goes with
     /// each cycle as well as every five minutes: a collector that
     /// (re)started after the last one, losing it, knows the negotiator
     /// again within a cycle.
@@ -163,8 +189,43 @@ impl NegotiatorRole {
         }
         self.advertise(now, out);
         self.cycles += 1;
-        self.cycle = Cycle::Requests(self.cycles);
-        out.send(RoleName::Schedd, Message::Negotiate { cycle: self.cycles });
+        self.cycle = Cycle::Schedds(self.cycles);
+        out.send(RoleName::Collector, Message::QuerySchedds);
+    }
+
+    /// NEGOTIATE to each schedd the collector knows (to the pool's one
+    /// schedd where it knows none yet).
+    fn ask_schedds(&mut self, cycle: u64, ads: &[ClassAd], out: &mut Outbox) {
+        let mut waiting: BTreeMap<String, Option<String>> = ads
+            .iter()
+            .filter_map(|a| Some((literal_str(a, "Name")?, literal_str(a, "MyAddress"))))
+            .collect();
+        if waiting.is_empty() {
+            waiting.insert(String::new(), None);
+        }
+        for (name, address) in &waiting {
+            let to = if name.is_empty() {
+                Dest::role(RoleName::Schedd)
+            } else {
+                Dest::at(RoleName::Schedd, name, address.as_deref())
+            };
+            out.send(to, Message::Negotiate { cycle });
+        }
+        self.cycle = Cycle::Requests {
+            cycle,
+            waiting,
+            got: Vec::new(),
+        };
+    }
+
+    /// Every schedd's requests are in (or the others are late): the slot
+    /// ads next, unless no schedd has an idle job.
+    fn requests_in(&mut self, got: Vec<ScheddRequests>, now: i64, out: &mut Outbox) {
+        if got.iter().all(|r| r.submitters.is_empty()) {
+            return self.cycle_done(now, out);
+        }
+        self.cycle = Cycle::Slots(got);
+        out.send(RoleName::Collector, Message::QuerySlots);
     }
 
     fn cycle_done(&mut self, now: i64, out: &mut Outbox) {
@@ -174,25 +235,40 @@ impl NegotiatorRole {
         }
     }
 
-    /// The cycle itself, over the schedd's requests and the slot ads.
+    /// The cycle itself, over the schedds' requests and the slot ads. A
+    /// submitter with jobs at several schedds is one submitter (its fair
+    /// share is the user's); each match goes to the schedd of its job.
     fn negotiate(
         &mut self,
-        submitters: Vec<SubmitterRequest>,
-        on_claims: Vec<Arc<ClassAd>>,
+        got: Vec<ScheddRequests>,
         slot_ads: Vec<ClassAd>,
         now: i64,
         out: &mut Outbox,
     ) {
-        let requests: Vec<Request<'_, JobId>> = submitters
+        let mut order: Vec<String> = Vec::new();
+        let mut by_submitter: BTreeMap<String, Vec<((usize, JobId), &ClassAd)>> = BTreeMap::new();
+        for (i, r) in got.iter().enumerate() {
+            for (who, jobs) in &r.submitters {
+                if !by_submitter.contains_key(who) {
+                    order.push(who.clone());
+                }
+                by_submitter
+                    .entry(who.clone())
+                    .or_default()
+                    .extend(jobs.iter().map(|(id, ad)| ((i, *id), ad.as_ref())));
+            }
+        }
+        let requests: Vec<Request<'_, (usize, JobId)>> = order
             .iter()
-            .map(|(who, jobs)| Request {
+            .map(|who| Request {
                 submitter: who.clone(),
-                jobs: jobs.iter().map(|(id, ad)| (*id, ad.as_ref())).collect(),
+                jobs: by_submitter.remove(who).unwrap_or_default(),
             })
             .collect();
         let (granted, _plan) = self.negotiator.cycle(
             &requests,
-            on_claims.iter().map(|a| a.as_ref()),
+            got.iter()
+                .flat_map(|r| r.on_claims.iter().map(|a| a.as_ref())),
             &slot_ads,
             now,
         );
@@ -208,12 +284,14 @@ impl NegotiatorRole {
                 None => (name, String::new()),
             }
         };
-        let mut matches = Vec::new();
+        let mut matches: Vec<Vec<MatchInfo>> = got.iter().map(|_| Vec::new()).collect();
         // Where each matched startd listens (its slot ads' MyAddress): the
         // schedd claims there, as HTCondor's schedd reaches the startd
         // its match names.
-        let mut startds = std::collections::BTreeMap::new();
+        let mut startds: Vec<BTreeMap<String, String>> =
+            got.iter().map(|_| BTreeMap::new()).collect();
         for g in granted {
+            let (schedd, job) = g.job;
             let (slot, machine) = name(g.slot);
             let address = slot_ads
                 .get(g.slot)
@@ -223,10 +301,10 @@ impl NegotiatorRole {
                 Message::MatchInfo { slot: slot.clone() },
             );
             if let Some(a) = address {
-                startds.insert(machine.clone(), a);
+                startds[schedd].insert(machine.clone(), a);
             }
-            matches.push(MatchInfo {
-                job: g.job,
+            matches[schedd].push(MatchInfo {
+                job,
                 startd: machine,
                 slot,
                 by_user_priority: g.kind == MatchKind::PriorityPreemption,
@@ -234,8 +312,14 @@ impl NegotiatorRole {
                 preempt_dynamic: g.preempt_dynamic.into_iter().map(|i| name(i).0).collect(),
             });
         }
-        if !matches.is_empty() {
-            out.send(RoleName::Schedd, Message::Matches { matches, startds });
+        let mut any = false;
+        for ((r, matches), startds) in got.iter().zip(matches).zip(startds) {
+            if !matches.is_empty() {
+                any = true;
+                out.send(r.dest(), Message::Matches { matches, startds });
+            }
+        }
+        if any {
             // The accountant's figures are kept when a cycle changes who
             // holds what (and at shutdown), not at every cycle: a
             // submission asks for one, and there may be hundreds a second.
@@ -250,34 +334,50 @@ impl Role for NegotiatorRole {
     fn receive(&mut self, from: RoleName, msg: Message, now: i64, out: &mut Outbox) {
         match msg {
             Message::Reschedule => self.start_cycle(now, out),
+            Message::ScheddAds(ads) => {
+                if let Cycle::Schedds(c) = self.cycle {
+                    self.ask_schedds(c, &ads, out);
+                }
+            }
             Message::Requests {
                 cycle,
+                schedd,
                 submitters,
                 on_claims,
             } => {
-                if !matches!(self.cycle, Cycle::Requests(c) if c == cycle) {
-                    return;
-                }
-                if submitters.is_empty() {
-                    // No idle job: nothing to match.
-                    return self.cycle_done(now, out);
-                }
-                self.cycle = Cycle::Slots {
-                    submitters,
-                    on_claims,
-                };
-                out.send(RoleName::Collector, Message::QuerySlots);
-            }
-            Message::SlotAds(ads) => {
-                let Cycle::Slots {
-                    submitters,
-                    on_claims,
-                    ..
-                } = std::mem::replace(&mut self.cycle, Cycle::Idle)
+                let Cycle::Requests {
+                    cycle: c,
+                    waiting,
+                    got,
+                } = &mut self.cycle
                 else {
                     return;
                 };
-                self.negotiate(submitters, on_claims, ads, now, out);
+                if *c != cycle {
+                    return;
+                }
+                // The one schedd asked without a name answers for it.
+                let address = match waiting.remove(&schedd) {
+                    Some(a) => a,
+                    None if waiting.remove("").is_some() => None,
+                    None => return,
+                };
+                got.push(ScheddRequests {
+                    name: schedd,
+                    address,
+                    submitters,
+                    on_claims,
+                });
+                if waiting.is_empty() {
+                    let got = std::mem::take(got);
+                    self.requests_in(got, now, out);
+                }
+            }
+            Message::SlotAds(ads) => {
+                let Cycle::Slots(got) = std::mem::replace(&mut self.cycle, Cycle::Idle) else {
+                    return;
+                };
+                self.negotiate(got, ads, now, out);
                 self.cycle_done(now, out);
             }
             Message::Charges(charges) => {
@@ -307,8 +407,16 @@ impl Role for NegotiatorRole {
             self.advertise(now, out);
             return;
         }
-        // A cycle that lost its answers (a role gone) does not block the
-        // next ones for ever.
+        // A schedd that does not answer holds up only itself: the cycle
+        // goes on with the others' requests. A cycle that lost its
+        // answers (a role gone) does not block the next ones for ever.
+        if let Cycle::Requests { got, .. } = &mut self.cycle {
+            if !got.is_empty() {
+                let got = std::mem::take(got);
+                self.again = false;
+                return self.requests_in(got, now, out);
+            }
+        }
         if !matches!(self.cycle, Cycle::Idle) {
             self.cycle = Cycle::Idle;
             self.again = false;

@@ -11,6 +11,7 @@
 //! | --- | --- | --- |
 //! | [`Message::UpdateAds`], [`Message::InvalidateAds`] | UPDATE_STARTD_AD, UPDATE_SCHEDD_AD, UPDATE_SUBMITTOR_AD, INVALIDATE_*_ADS | startd, schedd → collector |
 //! | [`Message::QuerySlots`], [`Message::SlotAds`] | QUERY_STARTD_ADS and its answer | negotiator → collector → negotiator |
+//! | [`Message::QuerySchedds`], [`Message::ScheddAds`] | QUERY_SCHEDD_ADS and its answer | negotiator → collector → negotiator |
 //! | [`Message::Reschedule`] | RESCHEDULE | schedd → negotiator |
 //! | [`Message::Negotiate`], [`Message::Requests`] | NEGOTIATE and the schedd's job requests | negotiator → schedd → negotiator |
 //! | [`Message::Matches`] | PERMISSION_AND_AD | negotiator → schedd |
@@ -126,6 +127,10 @@ pub enum Message {
     QuerySlots,
     /// The collector's answer to [`Message::QuerySlots`].
     SlotAds(Vec<ClassAd>),
+    /// The negotiator asks for the schedds' ads (whom to negotiate with).
+    QuerySchedds,
+    /// The collector's answer to [`Message::QuerySchedds`].
+    ScheddAds(Vec<ClassAd>),
     /// Idle jobs may have somewhere to run: a cycle soon, please.
     Reschedule,
     /// The negotiator asks a schedd for its requests (cycle number).
@@ -134,6 +139,8 @@ pub enum Message {
     /// the jobs its claims hold (for the concurrency limits in use).
     Requests {
         cycle: u64,
+        /// The schedd's name.
+        schedd: String,
         submitters: Vec<SubmitterRequest>,
         on_claims: Vec<Arc<ClassAd>>,
     },
@@ -239,6 +246,7 @@ impl Message {
                 _ => return None,
             },
             Message::QuerySlots => (5, "QUERY_STARTD_ADS"),
+            Message::QuerySchedds => (6, "QUERY_SCHEDD_ADS"),
             Message::Reschedule => (421, "RESCHEDULE"),
             Message::Negotiate { .. } => (416, "NEGOTIATE"),
             Message::Matches { .. } => (472, "PERMISSION_AND_AD"),

@@ -28,6 +28,8 @@ pub struct ScheddIntervals {
 pub struct ScheddRole {
     pub schedd: Schedd,
     claims: Claims,
+    /// Its name (SCHEDD_NAME as HTCondor builds it, else the host's).
+    name: String,
     hostname: String,
     intervals: ScheddIntervals,
     /// The submitters last advertised (those gone are withdrawn).
@@ -132,9 +134,10 @@ impl ScheddRole {
                 notes.push(e);
             }
         }
+        let name = schedd.name().to_string();
         let mut claims = Claims::new(
-            hostname,
-            &format!("<{hostname}>#{}", std::process::id()),
+            &name,
+            &format!("<{name}>#{}", std::process::id()),
             intervals.alive as i64,
             limits,
         );
@@ -164,6 +167,7 @@ impl ScheddRole {
         ScheddRole {
             schedd,
             claims,
+            name,
             hostname: hostname.to_string(),
             intervals,
             published: BTreeSet::new(),
@@ -177,7 +181,7 @@ impl ScheddRole {
     /// The schedd's name (its ad's `Name`, and the name its claims give
     /// the startds).
     pub fn name(&self) -> &str {
-        &self.hostname
+        &self.name
     }
 
     /// Where messages for the startd `name` go.
@@ -199,6 +203,7 @@ impl ScheddRole {
 
     /// Where HTCondor's clients reach this schedd (its ad's `MyAddress`).
     pub fn set_address(&mut self, sinful: String) {
+        self.schedd.set_public_address(&sinful);
         self.address = Some(sinful);
     }
 
@@ -319,7 +324,7 @@ impl ScheddRole {
         };
         let mut ad = ClassAd::new();
         ad.insert_value("MyType", "Scheduler");
-        ad.insert_value("Name", self.hostname.as_str());
+        ad.insert_value("Name", self.name.as_str());
         ad.insert_value("Machine", self.hostname.as_str());
         if let Some(a) = &self.address {
             ad.insert_value("MyAddress", a.as_str());
@@ -344,7 +349,10 @@ impl ScheddRole {
                 let mut ad = ClassAd::new();
                 ad.insert_value("MyType", "Submitter");
                 ad.insert_value("Name", user.as_str());
-                ad.insert_value("ScheddName", self.hostname.as_str());
+                ad.insert_value("ScheddName", self.name.as_str());
+                if let Some(a) = &self.address {
+                    ad.insert_value("ScheddIpAddr", a.as_str());
+                }
                 ad.insert_value("Machine", self.hostname.as_str());
                 counts(&mut ad, c);
                 ad
@@ -382,6 +390,7 @@ impl ScheddRole {
             .collect();
         Message::Requests {
             cycle,
+            schedd: self.name.clone(),
             submitters,
             on_claims,
         }

@@ -78,18 +78,24 @@ impl PoolConfig {
             .integer_or("PERIODIC_EXPR_INTERVAL", 60)
             .map_err(|e| e.to_string())?
             .max(1) as u64;
-        let schedd_name = config
+        let hostname = config
             .get("FULL_HOSTNAME")
             .ok()
             .flatten()
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| "localhost".into());
+        // SCHEDD_NAME as HTCondor builds a daemon's name (`name@host`),
+        // so that several schedds may share a host.
+        let schedd_name = startd::publish::daemon_name(
+            &config.get("SCHEDD_NAME").ok().flatten().unwrap_or_default(),
+            &hostname,
+        );
         let uid_domain = config
             .get("UID_DOMAIN")
             .ok()
             .flatten()
             .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| schedd_name.clone());
+            .unwrap_or_else(|| hostname.clone());
         let edit_rules = EditRules::from_config(config).map_err(|e| e.to_string())?;
         let user_home = config
             .boolean("CLASSAD_ENABLE_USER_HOME")
@@ -172,6 +178,9 @@ pub struct Schedd {
     config: PoolConfig,
     /// The schedd's address, for banners and submit events.
     address: String,
+    /// The command port's address, where other hosts reach the schedd
+    /// (the submit event's host), once it has one.
+    public_address: Option<String>,
     /// Cluster ids handed out and not yet submitted, with whom to.
     reserved: BTreeMap<u32, String>,
     log_format: LogFormat,
@@ -650,10 +659,21 @@ impl Schedd {
             store,
             config,
             address,
+            public_address: None,
             reserved: BTreeMap::new(),
             log_format,
             touched: Vec::new(),
         })
+    }
+
+    /// Where other hosts reach this schedd: its command port.
+    pub fn set_public_address(&mut self, sinful: &str) {
+        self.public_address = Some(sinful.to_string());
+    }
+
+    /// The schedd's name (SCHEDD_NAME, else the host's).
+    pub fn name(&self) -> &str {
+        &self.config.schedd_name
     }
 
     /// Whether `user` is a queue super user (QUEUE_SUPER_USERS).
@@ -774,7 +794,7 @@ impl Schedd {
                 user,
                 &self.config.submit_policy,
                 &schedd_ad,
-                &self.address,
+                self.public_address.as_deref().unwrap_or(&self.address),
                 now,
             )
             .map_err(|e| ApiError::bad_request(format!("submission refused: {e}")))?;

@@ -120,9 +120,13 @@ impl Pool {
     fn post(&mut self, from: RoleName, out: Outbox) {
         for (to, m) in out.messages {
             // Messages for the startd and the schedd name the daemon (the
-            // startd's and schedd's names here are both "exec").
+            // startd is "exec"; the schedd has PoolConfig's name).
             if let Some(name) = &to.name {
-                assert_eq!(name, "exec", "{to:?}: {m:?}");
+                let want = match to.role {
+                    RoleName::Schedd => "localhost",
+                    _ => "exec",
+                };
+                assert_eq!(name, want, "{to:?}: {m:?}");
             }
             if matches!(m, Message::Startd(_) | Message::ClaimNews(_)) {
                 assert!(to.name.is_some(), "{to:?}: {m:?}");

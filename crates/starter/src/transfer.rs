@@ -888,8 +888,7 @@ pub fn open_files(beneath: Option<&Path>, paths: &[PathBuf]) -> Result<Vec<Owned
                 Some(d) => {
                     let name = p.to_string_lossy();
                     check_output_name(&name).map_err(|why| Failure::refused(p, why))?;
-                    open_beneath(d.as_fd(), &name, OFlags::RDONLY)
-                        .map_err(|e| Failure::io(p, e))?
+                    open_beneath(d.as_fd(), &name, OFlags::RDONLY).map_err(|e| Failure::io(p, e))?
                 }
                 None => {
                     let (fd, kind) = open_source(p)?;

@@ -617,7 +617,12 @@ fn reply(answer: &Answer, fds: Vec<OwnedFd>) -> io::Result<()> {
         if !control.push(SendAncillaryMessage::ScmRights(&borrowed)) {
             return Err(io::Error::other("too many descriptors for one message"));
         }
-        let sent = sendmsg(&sock, &[io::IoSlice::new(&[0])], &mut control, SendFlags::empty())?;
+        let sent = sendmsg(
+            &sock,
+            &[io::IoSlice::new(&[0])],
+            &mut control,
+            SendFlags::empty(),
+        )?;
         if sent != 1 {
             return Err(io::Error::other("the descriptors were not sent"));
         }
@@ -716,8 +721,14 @@ mod tests {
         for (r, w) in readers.into_iter().zip(writers) {
             std::io::copy(&mut std::fs::File::from(r), &mut std::fs::File::from(w)).unwrap();
         }
-        assert_eq!(std::fs::read_to_string(sandbox.join("data/a.txt")).unwrap(), "alpha");
-        assert_eq!(std::fs::read_to_string(sandbox.join("in.txt")).unwrap(), "input");
+        assert_eq!(
+            std::fs::read_to_string(sandbox.join("data/a.txt")).unwrap(),
+            "alpha"
+        );
+        assert_eq!(
+            std::fs::read_to_string(sandbox.join("in.txt")).unwrap(),
+            "input"
+        );
         let exe = std::fs::metadata(sandbox.join("condor_exec.exe")).unwrap();
         assert_eq!(exe.mode() & 0o777, 0o755);
         if root {
@@ -764,8 +775,14 @@ mod tests {
             std::io::Write::write_all(&mut std::fs::File::from(w.unwrap()), text.as_bytes())
                 .unwrap();
         }
-        assert_eq!(std::fs::read_to_string(iwd.join("result.txt")).unwrap(), "result");
-        assert_eq!(std::fs::read_to_string(iwd.join("job.out")).unwrap(), "printed");
+        assert_eq!(
+            std::fs::read_to_string(iwd.join("result.txt")).unwrap(),
+            "result"
+        );
+        assert_eq!(
+            std::fs::read_to_string(iwd.join("job.out")).unwrap(),
+            "printed"
+        );
     }
 
     #[test]

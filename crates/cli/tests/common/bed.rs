@@ -77,10 +77,10 @@ pub struct Host {
 /// host 1 the access point, the others execute points (`STARTD_NAME =
 /// ep<i>`); `rogue` hosts' tokens are signed by a key the pool does not
 /// know.
-pub fn role_of(i: usize) -> &'static str {
+pub fn role_of(i: usize, aps: &[usize]) -> &'static str {
     match i {
         CM => "DAEMON_LIST = MASTER, COLLECTOR, NEGOTIATOR",
-        AP => "DAEMON_LIST = MASTER, SCHEDD",
+        _ if aps.contains(&i) => "DAEMON_LIST = MASTER, SCHEDD",
         _ => "DAEMON_LIST = MASTER, STARTD",
     }
 }
@@ -97,6 +97,18 @@ impl Pool {
     /// `n` hosts with `extra` configuration on each; the hosts in `rogue`
     /// get a token the pool did not sign. None where hosts cannot be made.
     pub fn new(name: &str, n: usize, rogue: &[usize], extra: &str) -> Option<Pool> {
+        Pool::with_access_points(name, n, &[AP], rogue, extra)
+    }
+
+    /// As [`Pool::new`], with access points on the hosts `aps` (each
+    /// `SCHEDD_NAME = ap<i>` when there are several).
+    pub fn with_access_points(
+        name: &str,
+        n: usize,
+        aps: &[usize],
+        rogue: &[usize],
+        extra: &str,
+    ) -> Option<Pool> {
         let hosts = Hosts::or_skip(n)?;
         let cm = hosts.addr(CM);
         for i in 0..n {
@@ -111,7 +123,9 @@ impl Pool {
             .map(|i| {
                 let dir = dir_for(&base, &format!("h{i}"));
                 let config = dir.join("condor_config");
-                let name = if i >= 2 {
+                let name = if aps.contains(&i) && aps.len() > 1 {
+                    format!("SCHEDD_NAME = ap{i}")
+                } else if i != CM && !aps.contains(&i) {
                     format!("STARTD_NAME = ep{i}")
                 } else {
                     String::new()
@@ -135,7 +149,7 @@ impl Pool {
                          MASTER_BACKOFF_CONSTANT = 0\n\
                          MASTER_BACKOFF_FACTOR = 1.0\n\
                          {extra}\n",
-                        role = role_of(i),
+                        role = role_of(i, aps),
                         key = if rogue.contains(&i) { &rogue_key } else { &key }.display(),
                         tokens = dir.join("tokens.d").display(),
                     ),
@@ -255,8 +269,13 @@ impl Pool {
 
     /// Submits `text` as `name` on the access point.
     pub fn submit(&self, name: &str, text: &str) {
+        self.submit_on(AP, name, text);
+    }
+
+    /// Submits `text` as `name` on access point `host`.
+    pub fn submit_on(&self, host: usize, name: &str, text: &str) {
         write(&self.base.join("work").join(name), text);
-        let o = self.on(AP, &["submit", name]);
+        let o = self.on(host, &["submit", name]);
         assert!(o.status.success(), "{}", both(&o));
     }
 
@@ -276,12 +295,17 @@ impl Pool {
 
     /// Waits until `n` jobs of cluster `cluster` are in the history, done.
     pub fn wait_done(&self, cluster: u32, n: usize, secs: u64) {
+        self.wait_done_on(AP, cluster, n, secs);
+    }
+
+    /// As [`Pool::wait_done`], at access point `host`.
+    pub fn wait_done_on(&self, host: usize, cluster: u32, n: usize, secs: u64) {
         until(
             secs,
             &format!("{n} jobs of cluster {cluster} to complete"),
             || {
                 let o = self.on(
-                    AP,
+                    host,
                     &[
                         "history",
                         &cluster.to_string(),
@@ -292,7 +316,7 @@ impl Pool {
                 );
                 let done = out(&o).lines().filter(|l| l.trim() == "4 0").count();
                 (done == n).then_some(()).ok_or_else(|| {
-                    let q = self.on(AP, &["q", "-af", "ProcId", "JobStatus", "RemoteHost"]);
+                    let q = self.on(host, &["q", "-af", "ProcId", "JobStatus", "RemoteHost"]);
                     format!(
                         "{done} done\n{}\nqueue:\n{}\n{}",
                         both(&o),
