@@ -37,6 +37,9 @@ enum Cycle {
     Slots(Vec<ScheddRequests>),
 }
 
+/// A job in a cycle of several schedds: the schedd's index, the job.
+type ScheddJob = (usize, JobId);
+
 /// One schedd's requests for a cycle, and where it listens.
 struct ScheddRequests {
     name: String,
@@ -246,7 +249,7 @@ impl NegotiatorRole {
         out: &mut Outbox,
     ) {
         let mut order: Vec<String> = Vec::new();
-        let mut by_submitter: BTreeMap<String, Vec<((usize, JobId), &ClassAd)>> = BTreeMap::new();
+        let mut by_submitter: BTreeMap<String, Vec<(ScheddJob, &ClassAd)>> = BTreeMap::new();
         for (i, r) in got.iter().enumerate() {
             for (who, jobs) in &r.submitters {
                 if !by_submitter.contains_key(who) {
@@ -258,7 +261,7 @@ impl NegotiatorRole {
                     .extend(jobs.iter().map(|(id, ad)| ((i, *id), ad.as_ref())));
             }
         }
-        let requests: Vec<Request<'_, (usize, JobId)>> = order
+        let requests: Vec<Request<'_, ScheddJob>> = order
             .iter()
             .map(|who| Request {
                 submitter: who.clone(),
