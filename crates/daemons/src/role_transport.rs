@@ -169,8 +169,14 @@ pub struct Remote {
 /// How many messages may wait for one destination.
 const QUEUE: usize = 4096;
 
-/// How long a destination's sender waits for more before it ends.
-const SENDER_IDLE: Duration = Duration::from_secs(60);
+/// How long a destination's sender waits for more before it ends (and
+/// its connection with it): longer than the pool's usual intervals
+/// (ALIVE_INTERVAL, UPDATE_INTERVAL: 300 s), so that a daemon talked to
+/// regularly keeps its connection.
+const SENDER_IDLE: Duration = Duration::from_secs(900);
+
+/// A sender's stack: it encodes and sends, nothing deep.
+const SENDER_STACK: usize = 1 << 20;
 
 /// A message waiting to leave: the sender's name and the encoded line.
 struct Outgoing {
@@ -282,6 +288,7 @@ fn start_sender(finder: Arc<Finder>, k: Key) -> mpsc::SyncSender<Outgoing> {
     let (tx, rx) = mpsc::sync_channel::<Outgoing>(QUEUE);
     let spawned = std::thread::Builder::new()
         .name("role-sender".into())
+        .stack_size(SENDER_STACK)
         .spawn(move || {
             let mut conn: Option<(Sock, Sinful)> = None;
             while let Ok(out) = rx.recv_timeout(SENDER_IDLE) {
