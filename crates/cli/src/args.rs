@@ -315,6 +315,12 @@ pub struct ThroughputArgs {
     /// `submitted_jobs_per_second=X`.
     #[arg(long)]
     pub submit_only: bool,
+    /// A pool of many hosts instead: a central manager, an access point
+    /// and N execute hosts of `--slots` slots each, each its own master
+    /// on a host of network namespaces (needs root; the pool runs as
+    /// nobody). The last line is `jobs_per_second=X hosts=N slots=M`.
+    #[arg(long, value_name = "N", conflicts_with_all = ["local_socket", "submit_only"])]
+    pub hosts: Option<usize>,
     /// Internal: the benchmark re-run as `nobody` when started by root.
     #[arg(long, hide = true)]
     pub as_nobody: bool,

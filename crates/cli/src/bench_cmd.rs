@@ -55,6 +55,9 @@ pub fn run(
     out: &mut dyn Write,
     diag: &mut dyn Write,
 ) -> Result<Outcome, Error> {
+    if let Some(hosts) = a.hosts {
+        return crate::bench_hosts::run(a.jobs.max(1), hosts, a.slots, out, diag);
+    }
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 && !a.as_nobody {
         // A pool started by root never runs a job as root: the whole

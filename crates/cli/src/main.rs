@@ -11,6 +11,7 @@ mod adfile;
 mod admin_cmd;
 mod args;
 mod bench_cmd;
+mod bench_hosts;
 mod classad_cmd;
 mod config_cmd;
 mod daemon_client;
@@ -24,6 +25,7 @@ mod simulate_cmd;
 mod status_cmd;
 mod submit_cmd;
 mod system;
+mod testbed;
 mod token_cmd;
 
 use std::io::Write;

@@ -11,7 +11,7 @@
 //! cannot be made the test says `skipped:` and passes.
 
 mod common;
-#[path = "common/hosts.rs"]
+#[path = "../src/testbed.rs"]
 mod hosts;
 
 use std::os::unix::process::CommandExt;

@@ -15,7 +15,7 @@
 #[path = "common/bed.rs"]
 mod bed;
 mod common;
-#[path = "common/hosts.rs"]
+#[path = "../src/testbed.rs"]
 mod hosts;
 
 use std::time::Duration;

@@ -1,5 +1,6 @@
-//! Real hosts on one machine, for the tests of a pool of many hosts
-//! (issue 15): each host a network namespace of its own with loopback and
+//! Real hosts on one machine, for the tests of a pool of many hosts and
+//! `bench throughput --hosts` (the tests include this file as a module of
+//! their own): each host a network namespace of its own with loopback and
 //! one Ethernet interface (`eth0`, one end of a veth pair), the other ends
 //! joined by a Linux bridge that lives in a namespace of its own.
 //!
@@ -25,6 +26,8 @@
 //!
 //! Where namespaces cannot be made (not root, no CAP_NET_ADMIN, no `ip`),
 //! [`Hosts::or_skip`] prints `skipped: ...` and the test returns.
+
+#![allow(dead_code)]
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
