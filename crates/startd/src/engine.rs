@@ -2707,19 +2707,27 @@ impl Startd {
         }
         let ad = self.take_ad(i, now);
         let s = &self.slots[i];
+        let env = self.env(now);
         let nice = number(&evaluate(
             s.policy.job_renice_increment.as_ref(),
             &ad,
             Some(&job),
-            &self.env(now),
+            &env,
         ))
         .unwrap_or(0);
+        // The claim's rank is now this job's (HTCondor's activate_claim:
+        // "update the current rank on this claim"): a claim reused for
+        // another job publishes the CurrentRank of the job it runs, which
+        // is what RANK preemption compares against.
+        let rank =
+            number_f(&evaluate(s.policy.rank.as_ref(), &ad, Some(&job), &env)).unwrap_or(0.0);
         self.put_ad(i, ad);
         let s = &mut self.slots[i];
         let schedd = match s.claim.as_mut() {
             Some(c) => {
                 c.told_idle = false;
                 c.ran_job = true;
+                c.rank = rank;
                 c.schedd.clone()
             }
             None => String::new(),

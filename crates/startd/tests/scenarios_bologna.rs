@@ -284,6 +284,42 @@ fn req4_req9_the_preempting_bb_job_then_runs() {
     assert_eq!(published_number(&s, 0, "CurrentRank", T0 + 720), 1.0);
 }
 
+/// Requirement 9 when a schedd reuses its claim for its next job (as it
+/// does while the claim is younger than CLAIM_WORKLIFE): the claim takes
+/// the rank of the job it now runs (HTCondor's activate_claim updates
+/// the claim's rank), so an INFN job started on a claim first made for a
+/// BB job is preempted by a BB job at once, and a BB job started on a
+/// claim first made for an INFN job is not taken by another INFN job.
+#[test]
+fn req9_a_reused_claim_takes_the_rank_of_the_job_it_runs() {
+    let mut s = server(T0);
+    s.tick(T0, idle(&[]));
+    // A BB job's claim, then an INFN job on it.
+    claim_and_run(&mut s, "slot1", "c-bb", &short_bb("rossi", 1), T0).unwrap();
+    assert_eq!(published_number(&s, 0, "CurrentRank", T0), 1.0);
+    s.handle(exited("slot1"), T0 + 60).unwrap();
+    s.handle(activate("slot1", "c-bb", infn_job("bianchi", 2)), T0 + 60)
+        .unwrap();
+    assert_eq!(pair_of(&s, "slot1"), "Claimed/Busy");
+    assert_eq!(published_number(&s, 0, "CurrentRank", T0 + 60), 0.0);
+    let r = s
+        .handle(request("slot1", "c-bb2", short_bb("neri", 3)), T0 + 70)
+        .unwrap();
+    assert_eq!(of(&r, "slot1"), [13, 18], "{:?}", r.transitions);
+    // An INFN job's claim, then a BB job on it.
+    claim_and_run(&mut s, "slot2", "c-infn", &infn_job("bianchi", 4), T0 + 70).unwrap();
+    assert_eq!(published_number(&s, 1, "CurrentRank", T0 + 70), 0.0);
+    s.handle(exited("slot2"), T0 + 80).unwrap();
+    s.handle(activate("slot2", "c-infn", short_bb("rossi", 5)), T0 + 80)
+        .unwrap();
+    assert_eq!(published_number(&s, 1, "CurrentRank", T0 + 80), 1.0);
+    let e = s
+        .handle(request("slot2", "c-infn2", infn_job("bianchi", 6)), T0 + 90)
+        .unwrap_err();
+    assert!(e.reason.contains("RANK"), "{e}");
+    assert_eq!(pair_of(&s, "slot2"), "Claimed/Busy");
+}
+
 // ===========================================================================
 // Requirements 5 and 6
 

@@ -97,7 +97,7 @@ impl Pool {
     /// `n` hosts with `extra` configuration on each; the hosts in `rogue`
     /// get a token the pool did not sign. None where hosts cannot be made.
     pub fn new(name: &str, n: usize, rogue: &[usize], extra: &str) -> Option<Pool> {
-        Pool::with_access_points(name, n, &[AP], rogue, extra)
+        Pool::build(name, n, &[AP], rogue, extra, &|_, _| String::new())
     }
 
     /// As [`Pool::new`], with access points on the hosts `aps` (each
@@ -108,6 +108,31 @@ impl Pool {
         aps: &[usize],
         rogue: &[usize],
         extra: &str,
+    ) -> Option<Pool> {
+        Pool::build(name, n, aps, rogue, extra, &|_, _| String::new())
+    }
+
+    /// As `new`, with each host's own configuration after `extra`:
+    /// `per_host(i, dir)` for host `i`, whose directory (configuration,
+    /// home, state) is `dir`. The daemons' token names the UID_DOMAIN the
+    /// central manager's configuration gives.
+    pub fn with_hosts(
+        name: &str,
+        n: usize,
+        rogue: &[usize],
+        extra: &str,
+        per_host: impl Fn(usize, &Path) -> String,
+    ) -> Option<Pool> {
+        Pool::build(name, n, &[AP], rogue, extra, &per_host)
+    }
+
+    fn build(
+        name: &str,
+        n: usize,
+        aps: &[usize],
+        rogue: &[usize],
+        extra: &str,
+        per_host: &dyn Fn(usize, &Path) -> String,
     ) -> Option<Pool> {
         let hosts = Hosts::or_skip(n)?;
         let cm = hosts.addr(CM);
@@ -148,8 +173,10 @@ impl Pool {
                          PERIODIC_EXPR_INTERVAL = 1\n\
                          MASTER_BACKOFF_CONSTANT = 0\n\
                          MASTER_BACKOFF_FACTOR = 1.0\n\
-                         {extra}\n",
+                         {extra}\n\
+                         {own}\n",
                         role = role_of(i, aps),
+                        own = per_host(i, &dir),
                         key = if rogue.contains(&i) { &rogue_key } else { &key }.display(),
                         tokens = dir.join("tokens.d").display(),
                     ),
@@ -176,15 +203,13 @@ impl Pool {
             let o = pool.on(i, &["token", "create-key"]);
             assert!(o.status.success(), "host {i}: {}", both(&o));
         }
+        let o = pool.on(CM, &["config_val", "UID_DOMAIN"]);
+        assert!(o.status.success(), "{}", both(&o));
+        let domain = out(&o).trim().to_string();
         let token_from = |signer: usize| {
             let o = pool.on(
                 signer,
-                &[
-                    "token",
-                    "create",
-                    "-identity",
-                    &format!("{user}@hosts.test"),
-                ],
+                &["token", "create", "-identity", &format!("{user}@{domain}")],
             );
             assert!(o.status.success(), "{}", both(&o));
             out(&o)
@@ -212,10 +237,20 @@ impl Pool {
 
     /// Runs a tool on host `i`.
     pub fn on(&self, i: usize, args: &[&str]) -> Output {
+        self.on_with(i, args, &[])
+    }
+
+    /// Runs a tool on host `i` with configuration set in its environment
+    /// (`NAME`, value pairs given as `_CONDOR_NAME`, as a wrapper script
+    /// such as the Bologna `bbs_submit_*` sets them).
+    pub fn on_with(&self, i: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
         let h = &self.all[i];
         let mut c = tool(&h.config, &h.home, args);
         c.env("FERROCONDOR_STATE", &h.state)
             .current_dir(self.base.join("work"));
+        for (k, v) in env {
+            c.env(format!("_CONDOR_{k}"), v);
+        }
         self.hosts.output(i, &mut c)
     }
 
@@ -269,14 +304,31 @@ impl Pool {
 
     /// Submits `text` as `name` on the access point.
     pub fn submit(&self, name: &str, text: &str) {
-        self.submit_on(AP, name, text);
+        self.submit_with(name, text, &[]);
     }
 
     /// Submits `text` as `name` on access point `host`.
     pub fn submit_on(&self, host: usize, name: &str, text: &str) {
+        self.submit_on_with(host, name, text, &[]);
+    }
+
+    /// Submits `text` as `name` on the access point, with configuration
+    /// in the submitter's environment (see `on_with`); the cluster's id.
+    pub fn submit_with(&self, name: &str, text: &str, env: &[(&str, &str)]) -> u32 {
+        self.submit_on_with(AP, name, text, env)
+    }
+
+    /// Submits `text` as `name` on access point `host`, with
+    /// configuration in the submitter's environment; the cluster's id.
+    pub fn submit_on_with(&self, host: usize, name: &str, text: &str, env: &[(&str, &str)]) -> u32 {
         write(&self.base.join("work").join(name), text);
-        let o = self.on(host, &["submit", name]);
+        let o = self.on_with(host, &["submit", name], env);
         assert!(o.status.success(), "{}", both(&o));
+        let text = out(&o);
+        text.split("submitted to cluster ")
+            .nth(1)
+            .and_then(|c| c.trim().trim_end_matches('.').parse().ok())
+            .unwrap_or_else(|| panic!("no cluster in: {text}"))
     }
 
     /// The lines of a file the jobs wrote in the work directory.
