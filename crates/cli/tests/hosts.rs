@@ -10,67 +10,21 @@
 //! The hosts are network namespaces (`common/hosts.rs`); where they
 //! cannot be made the test says `skipped:` and passes.
 
+#[path = "common/bed.rs"]
+mod bed;
 mod common;
 #[path = "../src/testbed.rs"]
 mod hosts;
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use common::{bin, err, me, out, run_as, scratch, write, PoolProcess};
+use bed::{both, dir_for, tool, until};
+use common::{err, me, out, scratch, write, PoolProcess};
 use hosts::Hosts;
 
 const A: usize = 0;
 const B: usize = 1;
-
-/// A tool as the test's unprivileged user, with the configuration file
-/// `config` only (nothing of the test's own environment).
-fn tool(config: &Path, home: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(bin());
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("_CONDOR_") {
-            c.env_remove(k);
-        }
-    }
-    c.env_remove("FERROCONDOR_STATE")
-        .env("CONDOR_CONFIG", config)
-        .env("HOME", home)
-        .args(args);
-    if let Some((uid, gid)) = run_as() {
-        c.uid(uid).gid(gid);
-    }
-    c
-}
-
-/// Polls `f` every 100 ms for at most `secs`; the last answer in the
-/// panic.
-fn until(secs: u64, what: &str, mut f: impl FnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        match f() {
-            Ok(()) => return,
-            Err(last) if Instant::now() > deadline => {
-                panic!("timed out waiting for {what}; last: {last}")
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
-}
-
-fn both(o: &Output) -> String {
-    format!("{}{}", out(o), err(o))
-}
-
-fn dir_for(base: &Path, name: &str) -> std::path::PathBuf {
-    let d = base.join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    if let Some((uid, gid)) = run_as() {
-        std::os::unix::fs::chown(&d, Some(uid), Some(gid)).unwrap();
-    }
-    d
-}
 
 #[test]
 fn a_pools_tools_work_from_another_host_with_a_token() {

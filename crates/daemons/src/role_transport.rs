@@ -304,17 +304,21 @@ fn start_sender(finder: Arc<Finder>, k: Key) -> mpsc::SyncSender<Outgoing> {
 }
 
 impl Finder {
+    /// Where `k` was last heard from, or found.
+    fn known(&self, k: &Key) -> Option<Sinful> {
+        self.addresses
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(k)
+            .cloned()
+    }
+
     /// Sends one message on the kept connection `conn`, made (again)
     /// where needed: a kept connection may be to a process that has since
     /// gone, so one more try on a new one, the address looked for again.
     fn deliver(&self, k: &Key, out: &Outgoing, conn: &mut Option<(Sock, Sinful)>) {
         // The destination was heard from elsewhere (it restarted).
-        let known = self
-            .addresses
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(k)
-            .cloned();
+        let known = self.known(k);
         if let (Some((_, at)), Some(known)) = (conn.as_ref(), known.as_ref()) {
             if at != known {
                 *conn = None;
@@ -383,13 +387,7 @@ impl Finder {
             .and_then(|a| Sinful::parse(a, 0).ok())
             .filter(|a| a.port != 0);
         if !look_again {
-            let known = self
-                .addresses
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(k)
-                .cloned();
-            if let Some(a) = known.or_else(|| told.clone()) {
+            if let Some(a) = self.known(k).or_else(|| told.clone()) {
                 return Ok(a);
             }
         }

@@ -455,6 +455,30 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// The schedd restarts: a new claim core over the queue as stored.
+    fn restart_schedd(&mut self) {
+        let limits = ConcurrencyLimits::from_config(&config::Config::empty("NEGOTIATOR")).unwrap();
+        self.claims = Claims::new("schedd", "<schedd>#2", 300, limits);
+        let all: Vec<JobId> = self.queue.jobs().map(|(id, _)| id).collect();
+        let _ = self.claims.jobs_changed(&all, &self.queue);
+    }
+
+    /// The new claim core reconnects `job` to `claim` on the startd; what
+    /// the startd answers.
+    fn reconnect(&mut self, job: JobId, claim: &str) -> Vec<Action> {
+        let r = self
+            .claims
+            .reconnect(job, claim, ("exec", "slot1"), &self.queue, self.now);
+        assert_eq!(r.to_startd.len(), 1, "the startd is asked at once");
+        let mut answers = Vec::new();
+        for (_, ev) in r.to_startd {
+            answers.extend(self.startd.receive(ev, self.now).actions);
+        }
+        answers
+    }
+}
+
 fn names(events: &[JobEvent]) -> Vec<&'static str> {
     events
         .iter()
@@ -544,20 +568,9 @@ fn a_restarted_schedd_reconnects_to_a_job_its_startd_still_runs() {
     p.matched(job(0));
     let (claim, _) = p.starts[0].clone();
     p.started(&claim);
-    // The schedd restarts: a new claim core, the queue as stored.
-    let limits = ConcurrencyLimits::from_config(&config::Config::empty("NEGOTIATOR")).unwrap();
-    p.claims = Claims::new("schedd", "<schedd>#2", 300, limits);
-    let all: Vec<JobId> = vec![job(0), job(1)];
-    let _ = p.claims.jobs_changed(&all, &p.queue);
+    p.restart_schedd();
     p.now += 30;
-    let r = p
-        .claims
-        .reconnect(job(0), &claim, ("exec", "slot1"), &p.queue, p.now);
-    assert_eq!(r.to_startd.len(), 1, "the startd is asked at once");
-    let mut answers = Vec::new();
-    for (_, ev) in r.to_startd {
-        answers.extend(self_receive(&mut p, ev));
-    }
+    let answers = p.reconnect(job(0), &claim);
     let mut events = Vec::new();
     for a in answers {
         let r = p.claims.startd_said(a, &p.queue, p.now);
@@ -590,10 +603,6 @@ fn a_restarted_schedd_reconnects_to_a_job_its_startd_still_runs() {
     assert_eq!(p.status(job(1)), Some(JobStatus::Running));
 }
 
-fn self_receive(p: &mut Pool, ev: Event) -> Vec<Action> {
-    p.startd.receive(ev, p.now).actions
-}
-
 #[test]
 fn a_reconnect_to_a_claim_the_startd_no_longer_holds_fails_and_the_job_runs_again() {
     let mut p = Pool::new(
@@ -603,16 +612,9 @@ fn a_reconnect_to_a_claim_the_startd_no_longer_holds_fails_and_the_job_runs_agai
     p.matched(job(0));
     let (claim, _) = p.starts[0].clone();
     p.started(&claim);
-    let limits = ConcurrencyLimits::from_config(&config::Config::empty("NEGOTIATOR")).unwrap();
-    p.claims = Claims::new("schedd", "<schedd>#2", 300, limits);
+    p.restart_schedd();
     // A claim id the startd never gave.
-    let r = p
-        .claims
-        .reconnect(job(0), "<schedd>#1#999", ("exec", "slot1"), &p.queue, p.now);
-    let mut answers = Vec::new();
-    for (_, ev) in r.to_startd {
-        answers.extend(self_receive(&mut p, ev));
-    }
+    let answers = p.reconnect(job(0), "<schedd>#1#999");
     assert!(
         answers
             .iter()
