@@ -52,6 +52,24 @@ fn a_job_has_htcondor_s_global_job_id() {
     assert!(long.contains("\nGlobalJobId = \""), "{long}");
 }
 
+/// A parallel-universe job would run on one machine, not on its
+/// machine_count: until the dedicated scheduler is there, the schedd
+/// refuses it and says why, and queues nothing.
+#[test]
+fn a_parallel_universe_job_is_refused_and_says_why() {
+    let dir = scratch("habits-parallel");
+    let state = dir.join("state");
+    let _pool = PoolProcess::start(&state, &[("NUM_CPUS", "1")]);
+    write(
+        &dir.join("p.sub"),
+        "universe = parallel\nexecutable = /bin/true\nmachine_count = 3\nqueue\n",
+    );
+    let o = run(&state, &dir, &["submit", "p.sub"]);
+    assert!(!o.status.success(), "{}", out(&o));
+    assert!(err(&o).contains("dedicated scheduler"), "{}", err(&o));
+    assert_eq!(ok(run(&state, &dir, &["q", "-af", "ClusterId"])), "");
+}
+
 #[test]
 fn history_reads_the_history_itself_when_the_pool_is_down() {
     let dir = scratch("habits-history");

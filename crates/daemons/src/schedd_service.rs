@@ -764,6 +764,21 @@ impl Schedd {
                 )))
             }
         }
+        // The parallel universe needs the dedicated scheduler, which this
+        // schedd does not have yet: such a job would run on one machine,
+        // not on the machine_count it asks for, so it is refused, not
+        // queued to run wrongly.
+        if ads
+            .iter()
+            .any(|ad| literal_int(ad, "JobUniverse") == Some(11))
+        {
+            return Err(ApiError::bad_request(
+                "submission refused: the parallel universe (machine_count) needs a dedicated \
+                 scheduler, which this pool does not have yet; run the nodes as separate vanilla \
+                 jobs"
+                    .to_string(),
+            ));
+        }
         let mut ads = ads;
         for ad in &mut ads {
             // Whose account the job is charged to, as HTCondor's schedd
