@@ -1137,6 +1137,22 @@ impl StartdRole {
 
     /// Kills every job still running (the pool is going down); their jobs
     /// run again when it comes back.
+    /// The startd is going down: its slots' ads are withdrawn from the
+    /// collector (INVALIDATE_STARTD_ADS, as HTCondor's startd sends at
+    /// shutdown), so that no match is made to them meanwhile.
+    pub fn withdraw(&mut self, out: &mut Outbox) {
+        let names: Vec<String> = std::mem::take(&mut self.published).into_iter().collect();
+        if !names.is_empty() {
+            out.send(
+                RoleName::Collector,
+                Message::InvalidateAds {
+                    kind: AdType::Startd,
+                    names,
+                },
+            );
+        }
+    }
+
     pub fn kill_all(&mut self) {
         for (slot, r) in self.runs.iter_mut() {
             if let Some(p) = r.process.as_mut() {

@@ -164,6 +164,8 @@ fn key(role: RoleName, name: Option<&str>) -> Key {
 pub struct Remote {
     finder: Arc<Finder>,
     outlets: Mutex<HashMap<Key, mpsc::SyncSender<Outgoing>>>,
+    /// Messages handed over and not yet sent (or given up).
+    pending: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// How many messages may wait for one destination.
@@ -206,6 +208,18 @@ impl Remote {
                 addresses: Mutex::new(HashMap::new()),
             }),
             outlets: Mutex::new(HashMap::new()),
+            pending: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        }
+    }
+
+    /// Waits (at most `within`) until every message handed over has been
+    /// sent or given up (a daemon going down says its last words).
+    pub fn flush(&self, within: Duration) {
+        let until = std::time::Instant::now() + within;
+        while self.pending.load(std::sync::atomic::Ordering::Acquire) > 0
+            && std::time::Instant::now() < until
+        {
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -261,10 +275,17 @@ impl Remote {
         let mut outlets = self.outlets.lock().unwrap_or_else(|p| p.into_inner());
         // A sender that ended (idle) is started again.
         for _ in 0..2 {
-            let tx = outlets
-                .entry(k.clone())
-                .or_insert_with(|| start_sender(self.finder.clone(), k.clone()));
-            match tx.try_send(out) {
+            let tx = outlets.entry(k.clone()).or_insert_with(|| {
+                start_sender(self.finder.clone(), k.clone(), self.pending.clone())
+            });
+            self.pending
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            let handed = tx.try_send(out);
+            if handed.is_err() {
+                self.pending
+                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            }
+            match handed {
                 Ok(()) => return,
                 Err(mpsc::TrySendError::Full(_)) => {
                     eprintln!(
@@ -284,7 +305,11 @@ impl Remote {
 
 /// A destination's sender: its thread keeps one connection, made again
 /// when the destination is heard from elsewhere or a send fails.
-fn start_sender(finder: Arc<Finder>, k: Key) -> mpsc::SyncSender<Outgoing> {
+fn start_sender(
+    finder: Arc<Finder>,
+    k: Key,
+    pending: Arc<std::sync::atomic::AtomicUsize>,
+) -> mpsc::SyncSender<Outgoing> {
     let (tx, rx) = mpsc::sync_channel::<Outgoing>(QUEUE);
     let spawned = std::thread::Builder::new()
         .name("role-sender".into())
@@ -293,6 +318,7 @@ fn start_sender(finder: Arc<Finder>, k: Key) -> mpsc::SyncSender<Outgoing> {
             let mut conn: Option<(Sock, Sinful)> = None;
             while let Ok(out) = rx.recv_timeout(SENDER_IDLE) {
                 finder.deliver(&k, &out, &mut conn);
+                pending.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             }
             // Idle: the thread ends; messages that came meanwhile fail to
             // hand over and start a new sender.

@@ -580,6 +580,14 @@ impl Router {
         }
     }
 
+    /// Waits (at most `within`) until the messages handed to other
+    /// processes have left.
+    pub fn flush(&self, within: Duration) {
+        if let Some(r) = &self.remote {
+            r.flush(within);
+        }
+    }
+
     /// Whether roles of other processes are reached from here (a daemon
     /// of `ferrocondor master`, or of a pool of many hosts).
     pub fn has_remote(&self) -> bool {

@@ -363,6 +363,29 @@ impl ScheddRole {
         }
     }
 
+    /// The schedd is going down: its own ad and its submitters' are
+    /// withdrawn from the collector (INVALIDATE_SCHEDD_ADS and
+    /// INVALIDATE_SUBMITTOR_ADS, as HTCondor's schedd sends at shutdown).
+    pub fn withdraw(&mut self, out: &mut Outbox) {
+        out.send(
+            RoleName::Collector,
+            Message::InvalidateAds {
+                kind: AdType::Schedd,
+                names: vec![self.name.clone()],
+            },
+        );
+        let names: Vec<String> = std::mem::take(&mut self.published).into_iter().collect();
+        if !names.is_empty() {
+            out.send(
+                RoleName::Collector,
+                Message::InvalidateAds {
+                    kind: AdType::Submitter,
+                    names,
+                },
+            );
+        }
+    }
+
     /// Sends what the schedd had to say as it began, once.
     fn begin(&mut self, out: &mut Outbox, now: i64) {
         if let Some(r) = self.startup.take() {

@@ -543,11 +543,23 @@ impl Pool {
         // so the next start evicts them to idle and they run again. The
         // accountant keeps its figures.
         if let Ok(startd) = router.startd() {
-            let _ = startd.call(|s, _, _| s.kill_all()).await;
+            let _ = startd
+                .call(|s, _, out| {
+                    s.kill_all();
+                    s.withdraw(out);
+                })
+                .await;
+        }
+        if let Ok(schedd) = router.schedd() {
+            let _ = schedd.call(|s, _, out| s.withdraw(out)).await;
         }
         if let Ok(negotiator) = router.negotiator() {
             let _ = negotiator.call(|n, now, out| n.shut_down(now, out)).await;
         }
+        // What the roles said last (the withdrawals) leaves before the
+        // process ends.
+        let r = router.clone();
+        let _ = tokio::task::spawn_blocking(move || r.flush(SHUTDOWN_GRACE)).await;
         router.stop();
         if let Some(dir) = &self.roles_dir {
             crate::role_transport::remove_addresses(dir, &local);
