@@ -1,9 +1,11 @@
 //! The store itself: opening (pragmas, lock, migrations), submission,
 //! updates, removal into the history, and reading back.
 
+use std::borrow::Borrow;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use classad::name::same_name;
@@ -32,8 +34,8 @@ impl fmt::Display for JobId {
     }
 }
 
-/// A queued job as read back from disk: its whole ad (cluster attributes
-/// overlaid with the job's own).
+/// A queued job as read back from disk: its ad, the job's own attributes
+/// chained to its cluster's (which the cluster's jobs share).
 #[derive(Clone, Debug)]
 pub struct Job {
     pub id: JobId,
@@ -378,6 +380,17 @@ impl Store {
     /// transaction: when this returns `Ok` every proc with every attribute
     /// is on disk (fsynced); on `Err` (or a crash before return) none is.
     pub fn submit_cluster(&mut self, cluster: u32, procs: &[ClassAd]) -> Result<()> {
+        self.submit_procs(cluster, procs)
+    }
+
+    /// [`Store::submit_cluster`] of the queue's own (shared) job ads: the
+    /// schedd's proc ads chained to one cluster ad are written as they
+    /// are, the cluster ad once and each proc's own attributes.
+    pub fn submit_shared(&mut self, cluster: u32, procs: &[Arc<ClassAd>]) -> Result<()> {
+        self.submit_procs(cluster, procs)
+    }
+
+    fn submit_procs<A: Borrow<ClassAd>>(&mut self, cluster: u32, procs: &[A]) -> Result<()> {
         if !self.reserved.contains(&cluster) {
             return Err(Error::NotReserved {
                 path: self.path.clone(),
@@ -390,21 +403,16 @@ impl Store {
                 cluster,
             });
         }
-        let texts: Vec<Vec<(&AttrName, String)>> = procs
-            .iter()
-            .map(|ad| ad.iter_inserted().map(|(n, e)| (n, unparse(e))).collect())
-            .collect();
-        for (p, attrs) in texts.iter().enumerate() {
-            if attrs.iter().any(|(n, _)| n.as_str().is_empty()) {
-                return Err(Error::BadAttribute {
-                    path: self.path.clone(),
-                    op: "submitting a cluster",
-                    job: JobId::new(cluster, p as u32),
-                    why: BadName::Empty,
-                });
-            }
+        let layout = Layout::of(procs);
+        let empty_name = |p: usize| Error::BadAttribute {
+            path: self.path.clone(),
+            op: "submitting a cluster",
+            job: JobId::new(cluster, p as u32),
+            why: BadName::Empty,
+        };
+        if layout.cluster.iter().any(|(n, _)| n.is_empty()) {
+            return Err(empty_name(0));
         }
-        let shared = Shared::find(&texts);
 
         let op = format!("submitting cluster {cluster}");
         let path = &self.path;
@@ -431,21 +439,20 @@ impl Store {
                     "INSERT INTO job_attrs (cluster, proc, name, expr) VALUES (?1, ?2, ?3, ?4)",
                 )
                 .map_err(sql)?;
-            for (k, (name, text)) in texts[0].iter().enumerate() {
-                if shared.common[k] {
-                    cluster_attr
-                        .execute(params![cluster, name.as_str(), text])
-                        .map_err(sql)?;
-                }
+            for (name, text) in &layout.cluster {
+                cluster_attr
+                    .execute(params![cluster, name, text])
+                    .map_err(sql)?;
             }
-            for (p, attrs) in texts.iter().enumerate() {
+            for p in 0..procs.len() {
                 job.execute(params![cluster, p as u32]).map_err(sql)?;
-                for (k, (name, text)) in attrs.iter().enumerate() {
-                    if !shared.is_common(&texts[0], k, name) {
-                        job_attr
-                            .execute(params![cluster, p as u32, name.as_str(), text])
-                            .map_err(sql)?;
+                for (name, text) in layout.proc(procs, p) {
+                    if name.is_empty() {
+                        return Err(empty_name(p));
                     }
+                    job_attr
+                        .execute(params![cluster, p as u32, name, text])
+                        .map_err(sql)?;
                 }
             }
             tx.prepare_cached(
@@ -474,9 +481,7 @@ impl Store {
                 op: "starting an update".into(),
                 source,
             })?;
-        for op in ops {
-            apply_one(&tx, path, op)?;
-        }
+        apply_all(&tx, path, ops)?;
         tx.commit().map_err(|source| Error::Sqlite {
             path: path.clone(),
             op: "committing an update".into(),
@@ -537,7 +542,8 @@ impl Store {
     }
 
     /// Every queued job, in (cluster, proc) order: what the schedd reads at
-    /// startup.
+    /// startup. Each job's ad is its proc ad chained to its cluster's ad
+    /// (read once, shared by the cluster's jobs), as the schedd keeps it.
     pub fn load_queue(&self) -> Result<Vec<Job>> {
         let op = "reading the queue";
         let mut clusters: Vec<(u32, ClassAd)> = Vec::new();
@@ -564,6 +570,10 @@ impl Store {
                     .insert(name.as_str(), expr);
             }
         }
+        let clusters: Vec<(u32, Arc<ClassAd>)> = clusters
+            .into_iter()
+            .map(|(c, ad)| (c, Arc::new(ad)))
+            .collect();
         let mut jobs: Vec<Job> = Vec::new();
         let mut st = self
             .conn
@@ -586,7 +596,7 @@ impl Store {
                     next_cluster_ad += 1;
                 }
                 let ad = match clusters.get(next_cluster_ad) {
-                    Some((c, ad)) if *c == id.cluster => ad.clone(),
+                    Some((c, ad)) if *c == id.cluster => ClassAd::chained_to(Arc::clone(ad)),
                     _ => ClassAd::new(),
                 };
                 jobs.push(Job { id, ad });
@@ -595,6 +605,9 @@ impl Store {
             let text: Option<String> = row.get(3).map_err(self.err(op))?;
             let ad = &mut jobs.last_mut().expect("pushed above").ad;
             overlay(&self.path, ad, id, name, text)?;
+        }
+        for job in &mut jobs {
+            job.ad.shrink_to_fit();
         }
         Ok(jobs)
     }
@@ -633,6 +646,83 @@ impl Store {
         self.conn
             .execute("DELETE FROM history WHERE entered < ?1", params![before])
             .map_err(self.err("pruning the history"))
+    }
+}
+
+/// One ad's attributes as stored text, in its order.
+type Texts<'a> = Vec<(&'a AttrName, String)>;
+
+/// What a submission writes: the cluster's attributes (stored once) and
+/// each proc's own, as text (`None`: the proc deletes the cluster's).
+/// A proc's are made as it is written, so a million procs never have all
+/// their texts in memory at once.
+struct Layout<'a> {
+    cluster: Vec<(String, String)>,
+    /// For whole ads: every proc's texts, and which the cluster holds.
+    whole: Option<(Vec<Texts<'a>>, Shared)>,
+}
+
+impl<'a> Layout<'a> {
+    fn of<A: Borrow<ClassAd>>(procs: &'a [A]) -> Layout<'a> {
+        let first = procs[0].borrow();
+        // The schedd's jobs: proc ads chained to one cluster ad. That ad
+        // is the cluster's, each proc ad's own attributes its own.
+        if let Some(parent) = first.parent() {
+            if procs
+                .iter()
+                .all(|p| p.borrow().parent().is_some_and(|q| Arc::ptr_eq(q, parent)))
+            {
+                let cluster = parent
+                    .iter_inserted()
+                    .map(|(n, e)| (n.to_string(), unparse(e)))
+                    .collect();
+                return Layout {
+                    cluster,
+                    whole: None,
+                };
+            }
+        }
+        // Whole ads: what every proc has with the same text is the
+        // cluster's.
+        let texts: Vec<Texts<'a>> = procs
+            .iter()
+            .map(|ad| {
+                ad.borrow()
+                    .iter_inserted()
+                    .map(|(n, e)| (n, unparse(e)))
+                    .collect()
+            })
+            .collect();
+        let shared = Shared::find(&texts);
+        let cluster = texts[0]
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| shared.common[*k])
+            .map(|(_, (n, t))| (n.to_string(), t.clone()))
+            .collect();
+        Layout {
+            cluster,
+            whole: Some((texts, shared)),
+        }
+    }
+
+    /// Proc `p`'s own attributes.
+    fn proc<A: Borrow<ClassAd>>(&self, procs: &[A], p: usize) -> Vec<(String, Option<String>)> {
+        match &self.whole {
+            Some((texts, shared)) => texts[p]
+                .iter()
+                .enumerate()
+                .filter(|(k, (n, _))| !shared.is_common(&texts[0], *k, n))
+                .map(|(_, (n, t))| (n.to_string(), Some(t.clone())))
+                .collect(),
+            None => {
+                let ad = procs[p].borrow();
+                ad.own()
+                    .map(|(n, e)| (n.to_string(), Some(unparse(e))))
+                    .chain(ad.hidden().iter().map(|n| (n.to_string(), None)))
+                    .collect()
+            }
+        }
     }
 }
 
@@ -756,6 +846,256 @@ fn read_job(conn: &Connection, path: &Path, job: JobId) -> Result<Option<ClassAd
         )?;
     }
     Ok(Some(ad))
+}
+
+/// Applies `ops` inside the caller's transaction. Ops on different jobs
+/// commute (a job's rows are its own; its cluster's ad goes only with its
+/// last job), so each job's ops are taken together, in their order. A job
+/// whose ops end by moving it to the history (a removal, a completion) is
+/// moved in bulk with the others: its history ad is made from the stored
+/// texts and its last changes, without writing those changes first, and
+/// the rows of consecutive procs leave in one statement. Any other job's
+/// ops are applied one by one.
+fn apply_all(conn: &Connection, path: &Path, ops: &[Op]) -> Result<()> {
+    let job_of = |op: &Op| match op {
+        Op::Set { job, .. } | Op::Delete { job, .. } | Op::ToHistory { job, .. } => *job,
+    };
+    if ops.len() < 2 {
+        return ops.iter().try_for_each(|op| apply_one(conn, path, op));
+    }
+    let mut by_job: std::collections::BTreeMap<JobId, Vec<&Op>> = std::collections::BTreeMap::new();
+    for op in ops {
+        by_job.entry(job_of(op)).or_default().push(op);
+    }
+    let mut leaving: Vec<(JobId, Vec<&Op>)> = Vec::new();
+    for (job, list) in by_job {
+        let last_leaves = matches!(list.last(), Some(Op::ToHistory { .. }));
+        let once = list
+            .iter()
+            .filter(|op| matches!(op, Op::ToHistory { .. }))
+            .count()
+            == 1;
+        if last_leaves && once {
+            leaving.push((job, list));
+        } else {
+            for op in list {
+                apply_one(conn, path, op)?;
+            }
+        }
+    }
+    if !leaving.is_empty() {
+        move_to_history(conn, path, &leaving)?;
+    }
+    Ok(())
+}
+
+/// Moves `leaving` jobs (in id order, each with its ops, the last its
+/// `ToHistory`) to the history: one history row each, the rest in bulk.
+fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, Vec<&Op>)]) -> Result<()> {
+    let sql_for = |job: JobId, what: &'static str| {
+        move |source| Error::Sqlite {
+            path: path.to_path_buf(),
+            op: format!("{what} of job {job}"),
+            source,
+        }
+    };
+    let what_of = |op: &Op| match op {
+        Op::Set { .. } => "setting an attribute",
+        Op::Delete { .. } => "deleting an attribute",
+        Op::ToHistory { .. } => "moving a job to the history",
+    };
+    // Each cluster's attributes, read once, sorted in HTCondor's order.
+    let mut cluster: Option<(u32, Vec<(String, String)>)> = None;
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO history (cluster, proc, owner, entered, ad) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .map_err(sql_for(leaving[0].0, "moving a job to the history"))?;
+    for (job, ops) in leaving {
+        let job = *job;
+        let first = what_of(ops[0]);
+        let sql = sql_for(job, first);
+        for op in ops {
+            if let Op::Set { name, .. } | Op::Delete { name, .. } = op {
+                if name.is_empty() {
+                    return Err(Error::BadAttribute {
+                        path: path.to_path_buf(),
+                        op: what_of(op),
+                        job,
+                        why: BadName::Empty,
+                    });
+                }
+            }
+        }
+        if !job_exists(conn, job).map_err(sql)? {
+            return Err(Error::NoSuchJob {
+                path: path.to_path_buf(),
+                op: first,
+                job,
+            });
+        }
+        if cluster.as_ref().map(|c| c.0) != Some(job.cluster) {
+            cluster = Some((
+                job.cluster,
+                cluster_texts(conn, job.cluster).map_err(sql_for(job, first))?,
+            ));
+        }
+        let (_, shared) = cluster.as_ref().expect("read above");
+        // The job's own rows, then its changes in this batch over them.
+        let mut own: Vec<(String, Option<String>)> = Vec::new();
+        {
+            let mut st = conn
+                .prepare_cached("SELECT name, expr FROM job_attrs WHERE cluster = ?1 AND proc = ?2")
+                .map_err(sql_for(job, first))?;
+            let mut rows = st
+                .query(params![job.cluster, job.proc])
+                .map_err(sql_for(job, first))?;
+            while let Some(row) = rows.next().map_err(sql_for(job, first))? {
+                own.push((
+                    row.get(0).map_err(sql_for(job, first))?,
+                    row.get(1).map_err(sql_for(job, first))?,
+                ));
+            }
+        }
+        let mut now = 0;
+        for op in ops {
+            let (name, text) = match op {
+                Op::Set { name, expr, .. } => (name, Some(unparse(expr))),
+                Op::Delete { name, .. } => (name, None),
+                Op::ToHistory { now: n, .. } => {
+                    now = *n;
+                    continue;
+                }
+            };
+            match own.iter_mut().find(|(n, _)| same_name(n, name)) {
+                Some(slot) => slot.1 = text,
+                None => own.push((name.clone(), text)),
+            }
+        }
+        let (text, owner) = history_text(path, job, shared, &own)?;
+        insert
+            .execute(params![job.cluster, job.proc, owner, now, text])
+            .map_err(sql_for(job, "moving a job to the history"))?;
+    }
+    // The rows of runs of consecutive procs of a cluster, in one statement
+    // a run; then the ads of the clusters whose last job left.
+    let mut runs: Vec<(u32, u32, u32)> = Vec::new();
+    for (job, _) in leaving {
+        match runs.last_mut() {
+            Some((c, _, hi)) if *c == job.cluster && job.proc == *hi + 1 => *hi = job.proc,
+            _ => runs.push((job.cluster, job.proc, job.proc)),
+        }
+    }
+    for &(c, lo, hi) in &runs {
+        let sql = sql_for(JobId::new(c, lo), "moving a job to the history");
+        conn.prepare_cached("DELETE FROM job_attrs WHERE cluster = ?1 AND proc BETWEEN ?2 AND ?3")
+            .map_err(sql)?
+            .execute(params![c, lo, hi])
+            .map_err(sql_for(JobId::new(c, lo), "moving a job to the history"))?;
+        conn.prepare_cached("DELETE FROM jobs WHERE cluster = ?1 AND proc BETWEEN ?2 AND ?3")
+            .map_err(sql_for(JobId::new(c, lo), "moving a job to the history"))?
+            .execute(params![c, lo, hi])
+            .map_err(sql_for(JobId::new(c, lo), "moving a job to the history"))?;
+    }
+    let mut clusters: Vec<u32> = runs.iter().map(|r| r.0).collect();
+    clusters.dedup();
+    for c in clusters {
+        let sql = sql_for(JobId::new(c, 0), "moving a job to the history");
+        let others = conn
+            .prepare_cached("SELECT 1 FROM jobs WHERE cluster = ?1 LIMIT 1")
+            .map_err(sql)?
+            .query_row(params![c], |_| Ok(()))
+            .optional()
+            .map_err(sql_for(JobId::new(c, 0), "moving a job to the history"))?
+            .is_some();
+        if !others {
+            // The last proc has left: the cluster's ad goes with it (its
+            // id stays used: the counter never goes back).
+            conn.prepare_cached("DELETE FROM cluster_attrs WHERE cluster = ?1")
+                .map_err(sql_for(JobId::new(c, 0), "moving a job to the history"))?
+                .execute(params![c])
+                .map_err(sql_for(JobId::new(c, 0), "moving a job to the history"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A cluster's stored attributes, in HTCondor's order (the history ad's).
+fn cluster_texts(conn: &Connection, cluster: u32) -> rusqlite::Result<Vec<(String, String)>> {
+    let mut st = conn.prepare_cached("SELECT name, expr FROM cluster_attrs WHERE cluster = ?1")?;
+    let mut rows = st.query(params![cluster])?;
+    let mut out: Vec<(String, String)> = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push((row.get(0)?, row.get(1)?));
+    }
+    out.sort_by(|a, b| classad::name::htcondor_order(&a.0, &b.0));
+    Ok(out)
+}
+
+/// A job's history ad as text, made from its cluster's stored texts
+/// (sorted) overlaid by its own (`None` deletes), and its `Owner` when
+/// that is a string: what [`ad_text`] and [`owner_of`] give of the ad
+/// [`read_job`] reads (the stored texts are the unparser's, which reads
+/// back to itself), without parsing every attribute of every job.
+fn history_text(
+    path: &Path,
+    job: JobId,
+    cluster: &[(String, String)],
+    own: &[(String, Option<String>)],
+) -> Result<(String, Option<String>)> {
+    let mut attrs: Vec<(&str, &str)> = Vec::with_capacity(cluster.len() + own.len());
+    for (n, t) in cluster {
+        match own.iter().find(|(o, _)| same_name(o, n)) {
+            Some((_, Some(t))) => attrs.push((n, t)),
+            Some((_, None)) => {}
+            None => attrs.push((n, t)),
+        }
+    }
+    let mut extra: Vec<(&str, &str)> = own
+        .iter()
+        .filter(|(o, _)| !cluster.iter().any(|(n, _)| same_name(o, n)))
+        .filter_map(|(o, t)| Some((o.as_str(), t.as_deref()?)))
+        .collect();
+    if !extra.is_empty() {
+        // Both in order: merged, not sorted again.
+        extra.sort_by(|a, b| classad::name::htcondor_order(a.0, b.0));
+        let shared = std::mem::take(&mut attrs);
+        let (mut a, mut b) = (shared.into_iter().peekable(), extra.into_iter().peekable());
+        while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
+            if classad::name::htcondor_order(x.0, y.0).is_le() {
+                attrs.extend(a.next());
+            } else {
+                attrs.extend(b.next());
+            }
+        }
+        attrs.extend(a);
+        attrs.extend(b);
+    }
+    let mut text = String::with_capacity(
+        attrs
+            .iter()
+            .map(|(n, t)| n.len() + t.len() + 5)
+            .sum::<usize>()
+            + 4,
+    );
+    text.push_str("[ ");
+    let mut owner = None;
+    for (i, (n, t)) in attrs.iter().enumerate() {
+        if i > 0 {
+            text.push_str("; ");
+        }
+        classad::unparse::name_into(&mut text, n);
+        text.push_str(" = ");
+        text.push_str(t);
+        if n.eq_ignore_ascii_case("Owner") {
+            let e = parse_stored(path, t, || format!("attribute {n} of job {job}"))?;
+            if let Expr::Lit(Value::Str(s)) = e {
+                owner = Some(s.to_string());
+            }
+        }
+    }
+    text.push_str(" ]");
+    Ok((text, owner))
 }
 
 fn apply_one(conn: &Connection, path: &Path, op: &Op) -> Result<()> {
