@@ -643,9 +643,31 @@ impl Store {
     /// Forgets history records that entered before `before`; returns how
     /// many (HTCondor rotates its history file for the same reason).
     pub fn prune_history(&mut self, before: i64) -> Result<usize> {
-        self.conn
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|source| Error::Sqlite {
+                path: self.path.clone(),
+                op: "pruning the history".into(),
+                source,
+            })?;
+        let pruned = tx
             .execute("DELETE FROM history WHERE entered < ?1", params![before])
-            .map_err(self.err("pruning the history"))
+            .and_then(|n| {
+                // Shared records no row names any more go too.
+                tx.execute(
+                    "DELETE FROM history_shared WHERE id NOT IN \
+                     (SELECT shared FROM history WHERE shared IS NOT NULL)",
+                    [],
+                )?;
+                Ok(n)
+            })
+            .and_then(|n| tx.commit().map(|_| n));
+        pruned.map_err(|source| Error::Sqlite {
+            path: self.path.clone(),
+            op: "pruning the history".into(),
+            source,
+        })
     }
 }
 
@@ -891,6 +913,8 @@ fn apply_all(conn: &Connection, path: &Path, ops: &[Op]) -> Result<()> {
 
 /// Moves `leaving` jobs (in id order, each with its ops, the last its
 /// `ToHistory`) to the history: one history row each, the rest in bulk.
+/// The jobs of a cluster that leave together share one record of their
+/// cluster's attributes (`history_shared`); each row holds the job's own.
 fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, Vec<&Op>)]) -> Result<()> {
     let sql_for = |job: JobId, what: &'static str| {
         move |source| Error::Sqlite {
@@ -899,125 +923,224 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, Vec<&Op>)]
             source,
         }
     };
+    const MOVING: &str = "moving a job to the history";
     let what_of = |op: &Op| match op {
         Op::Set { .. } => "setting an attribute",
         Op::Delete { .. } => "deleting an attribute",
-        Op::ToHistory { .. } => "moving a job to the history",
+        Op::ToHistory { .. } => MOVING,
     };
-    // Each cluster's attributes, read once, sorted in HTCondor's order.
-    let mut cluster: Option<(u32, Vec<(String, String)>)> = None;
+    // Runs of consecutive procs of a cluster: read, and deleted, with one
+    // statement a run.
+    let mut runs: Vec<(u32, u32, u32, usize)> = Vec::new();
+    for (i, (job, _)) in leaving.iter().enumerate() {
+        match runs.last_mut() {
+            Some((c, _, hi, _)) if *c == job.cluster && job.proc == *hi + 1 => *hi = job.proc,
+            _ => runs.push((job.cluster, job.proc, job.proc, i)),
+        }
+    }
     let mut insert = conn
         .prepare_cached(
-            "INSERT INTO history (cluster, proc, owner, entered, ad) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO history (cluster, proc, owner, entered, ad, shared) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )
-        .map_err(sql_for(leaving[0].0, "moving a job to the history"))?;
-    for (job, ops) in leaving {
-        let job = *job;
-        let first = what_of(ops[0]);
-        let sql = sql_for(job, first);
-        for op in ops {
-            if let Op::Set { name, .. } | Op::Delete { name, .. } = op {
-                if name.is_empty() {
-                    return Err(Error::BadAttribute {
-                        path: path.to_path_buf(),
-                        op: what_of(op),
-                        job,
-                        why: BadName::Empty,
-                    });
-                }
-            }
-        }
-        if !job_exists(conn, job).map_err(sql)? {
-            return Err(Error::NoSuchJob {
-                path: path.to_path_buf(),
-                op: first,
-                job,
-            });
-        }
-        if cluster.as_ref().map(|c| c.0) != Some(job.cluster) {
-            cluster = Some((
-                job.cluster,
-                cluster_texts(conn, job.cluster).map_err(sql_for(job, first))?,
-            ));
-        }
-        let (_, shared) = cluster.as_ref().expect("read above");
-        // The job's own rows, then its changes in this batch over them.
-        let mut own: Vec<(String, Option<String>)> = Vec::new();
+        .map_err(sql_for(leaving[0].0, MOVING))?;
+    // The cluster being moved: its attributes' texts (in HTCondor's
+    // order), and its shared history record once written.
+    let mut cluster: Option<Leaving> = None;
+    for (r, &(c, lo, hi, start)) in runs.iter().enumerate() {
+        let first_job = JobId::new(c, lo);
+        // Each job of the run that is queued, with its own rows.
+        let mut stored: Vec<(u32, Option<String>, Option<String>)> = Vec::new();
         {
+            let sql = sql_for(first_job, MOVING);
             let mut st = conn
-                .prepare_cached("SELECT name, expr FROM job_attrs WHERE cluster = ?1 AND proc = ?2")
-                .map_err(sql_for(job, first))?;
+                .prepare_cached(
+                    "SELECT j.proc, a.name, a.expr FROM jobs j \
+                     LEFT JOIN job_attrs a ON a.cluster = j.cluster AND a.proc = j.proc \
+                     WHERE j.cluster = ?1 AND j.proc BETWEEN ?2 AND ?3 ORDER BY j.proc",
+                )
+                .map_err(sql)?;
             let mut rows = st
-                .query(params![job.cluster, job.proc])
-                .map_err(sql_for(job, first))?;
-            while let Some(row) = rows.next().map_err(sql_for(job, first))? {
-                own.push((
-                    row.get(0).map_err(sql_for(job, first))?,
-                    row.get(1).map_err(sql_for(job, first))?,
+                .query(params![c, lo, hi])
+                .map_err(sql_for(first_job, MOVING))?;
+            while let Some(row) = rows.next().map_err(sql_for(first_job, MOVING))? {
+                stored.push((
+                    row.get(0).map_err(sql_for(first_job, MOVING))?,
+                    row.get(1).map_err(sql_for(first_job, MOVING))?,
+                    row.get(2).map_err(sql_for(first_job, MOVING))?,
                 ));
             }
         }
-        let mut now = 0;
-        for op in ops {
-            let (name, text) = match op {
-                Op::Set { name, expr, .. } => (name, Some(unparse(expr))),
-                Op::Delete { name, .. } => (name, None),
-                Op::ToHistory { now: n, .. } => {
-                    now = *n;
-                    continue;
+        if cluster.as_ref().map(|k| k.cluster) != Some(c) {
+            let texts = cluster_texts(conn, c).map_err(sql_for(first_job, MOVING))?;
+            let owner = owner_text(path, first_job, &texts)?;
+            cluster = Some(Leaving {
+                cluster: c,
+                texts,
+                record: None,
+                owner,
+            });
+        }
+        // Jobs of this cluster leaving in this batch, this run and those
+        // after it: a shared record pays only for two or more.
+        let together: usize = runs[r..]
+            .iter()
+            .take_while(|run| run.0 == c)
+            .map(|run| (run.2 - run.1 + 1) as usize)
+            .sum();
+        let mut next_row = 0;
+        for (job, ops) in &leaving[start..start + (hi - lo + 1) as usize] {
+            let job = *job;
+            let first = what_of(ops[0]);
+            for op in ops {
+                if let Op::Set { name, .. } | Op::Delete { name, .. } = op {
+                    if name.is_empty() {
+                        return Err(Error::BadAttribute {
+                            path: path.to_path_buf(),
+                            op: what_of(op),
+                            job,
+                            why: BadName::Empty,
+                        });
+                    }
+                }
+            }
+            while next_row < stored.len() && stored[next_row].0 < job.proc {
+                next_row += 1;
+            }
+            if stored.get(next_row).map(|s| s.0) != Some(job.proc) {
+                return Err(Error::NoSuchJob {
+                    path: path.to_path_buf(),
+                    op: first,
+                    job,
+                });
+            }
+            // The job's own rows, then its changes in this batch over them.
+            let mut own: Vec<(String, Option<String>)> = Vec::new();
+            while let Some((p, name, text)) = stored.get_mut(next_row) {
+                if *p != job.proc {
+                    break;
+                }
+                if let Some(name) = name.take() {
+                    own.push((name, text.take()));
+                }
+                next_row += 1;
+            }
+            let mut now = 0;
+            for op in ops {
+                let (name, text) = match op {
+                    Op::Set { name, expr, .. } => (name, Some(unparse(expr))),
+                    Op::Delete { name, .. } => (name, None),
+                    Op::ToHistory { now: n, .. } => {
+                        now = *n;
+                        continue;
+                    }
+                };
+                match own.iter_mut().find(|(n, _)| same_name(n, name)) {
+                    Some(slot) => slot.1 = text,
+                    None => own.push((name.clone(), text)),
+                }
+            }
+            let Leaving {
+                texts: shared,
+                record,
+                owner: cluster_owner,
+                ..
+            } = cluster.as_mut().expect("read above");
+            // A job that deletes one of its cluster's attributes is kept
+            // whole (the shared record cannot say that).
+            let hides = own
+                .iter()
+                .any(|(n, t)| t.is_none() && shared.iter().any(|(s, _)| same_name(s, n)));
+            if together < 2 || hides {
+                let (whole, owner) = history_text(path, job, shared, &own)?;
+                insert
+                    .execute(params![
+                        job.cluster,
+                        job.proc,
+                        owner,
+                        now,
+                        whole,
+                        None::<i64>
+                    ])
+                    .map_err(sql_for(job, MOVING))?;
+                continue;
+            }
+            let id = match *record {
+                Some(id) => id,
+                None => {
+                    let (text, _) = history_text(path, job, shared, &[])?;
+                    conn.prepare_cached("INSERT INTO history_shared (ad) VALUES (?1)")
+                        .map_err(sql_for(job, MOVING))?
+                        .execute(params![text])
+                        .map_err(sql_for(job, MOVING))?;
+                    let id = conn.last_insert_rowid();
+                    *record = Some(id);
+                    id
                 }
             };
-            match own.iter_mut().find(|(n, _)| same_name(n, name)) {
-                Some(slot) => slot.1 = text,
-                None => own.push((name.clone(), text)),
-            }
+            own.retain(|(_, t)| t.is_some());
+            let (text, own_owner) = history_text(path, job, &[], &own)?;
+            let owner = if own.iter().any(|(n, _)| n.eq_ignore_ascii_case("Owner")) {
+                own_owner
+            } else {
+                cluster_owner.clone()
+            };
+            insert
+                .execute(params![job.cluster, job.proc, owner, now, text, id])
+                .map_err(sql_for(job, MOVING))?;
         }
-        let (text, owner) = history_text(path, job, shared, &own)?;
-        insert
-            .execute(params![job.cluster, job.proc, owner, now, text])
-            .map_err(sql_for(job, "moving a job to the history"))?;
-    }
-    // The rows of runs of consecutive procs of a cluster, in one statement
-    // a run; then the ads of the clusters whose last job left.
-    let mut runs: Vec<(u32, u32, u32)> = Vec::new();
-    for (job, _) in leaving {
-        match runs.last_mut() {
-            Some((c, _, hi)) if *c == job.cluster && job.proc == *hi + 1 => *hi = job.proc,
-            _ => runs.push((job.cluster, job.proc, job.proc)),
-        }
-    }
-    for &(c, lo, hi) in &runs {
-        let sql = sql_for(JobId::new(c, lo), "moving a job to the history");
         conn.prepare_cached("DELETE FROM job_attrs WHERE cluster = ?1 AND proc BETWEEN ?2 AND ?3")
-            .map_err(sql)?
+            .map_err(sql_for(first_job, MOVING))?
             .execute(params![c, lo, hi])
-            .map_err(sql_for(JobId::new(c, lo), "moving a job to the history"))?;
+            .map_err(sql_for(first_job, MOVING))?;
         conn.prepare_cached("DELETE FROM jobs WHERE cluster = ?1 AND proc BETWEEN ?2 AND ?3")
-            .map_err(sql_for(JobId::new(c, lo), "moving a job to the history"))?
+            .map_err(sql_for(first_job, MOVING))?
             .execute(params![c, lo, hi])
-            .map_err(sql_for(JobId::new(c, lo), "moving a job to the history"))?;
+            .map_err(sql_for(first_job, MOVING))?;
     }
     let mut clusters: Vec<u32> = runs.iter().map(|r| r.0).collect();
     clusters.dedup();
     for c in clusters {
-        let sql = sql_for(JobId::new(c, 0), "moving a job to the history");
+        let job = JobId::new(c, 0);
         let others = conn
             .prepare_cached("SELECT 1 FROM jobs WHERE cluster = ?1 LIMIT 1")
-            .map_err(sql)?
+            .map_err(sql_for(job, MOVING))?
             .query_row(params![c], |_| Ok(()))
             .optional()
-            .map_err(sql_for(JobId::new(c, 0), "moving a job to the history"))?
+            .map_err(sql_for(job, MOVING))?
             .is_some();
         if !others {
             // The last proc has left: the cluster's ad goes with it (its
             // id stays used: the counter never goes back).
             conn.prepare_cached("DELETE FROM cluster_attrs WHERE cluster = ?1")
-                .map_err(sql_for(JobId::new(c, 0), "moving a job to the history"))?
+                .map_err(sql_for(job, MOVING))?
                 .execute(params![c])
-                .map_err(sql_for(JobId::new(c, 0), "moving a job to the history"))?;
+                .map_err(sql_for(job, MOVING))?;
         }
     }
     Ok(())
+}
+
+/// The cluster whose jobs [`move_to_history`] is moving.
+struct Leaving {
+    cluster: u32,
+    /// Its attributes' texts, in HTCondor's order.
+    texts: Vec<(String, String)>,
+    /// Its shared history record, once written.
+    record: Option<i64>,
+    /// Its `Owner`, when a string.
+    owner: Option<String>,
+}
+
+/// The `Owner` of stored texts, when it is a string.
+fn owner_text(path: &Path, job: JobId, texts: &[(String, String)]) -> Result<Option<String>> {
+    let Some((n, t)) = texts.iter().find(|(n, _)| n.eq_ignore_ascii_case("Owner")) else {
+        return Ok(None);
+    };
+    match parse_stored(path, t, || format!("attribute {n} of job {job}"))? {
+        Expr::Lit(Value::Str(s)) => Ok(Some(s.to_string())),
+        _ => Ok(None),
+    }
 }
 
 /// A cluster's stored attributes, in HTCondor's order (the history ad's).
@@ -1213,8 +1336,12 @@ fn history_rows(
     before: Option<i64>,
 ) -> Result<Vec<HistoryRow>> {
     let op = "reading the history";
-    let mut sql =
-        String::from("SELECT seq, cluster, proc, owner, entered, ad FROM history WHERE 1");
+    let compact = schema_of(conn).map_err(sql_err(path, op))? >= 2;
+    let mut sql = String::from(if compact {
+        "SELECT seq, cluster, proc, owner, entered, ad, shared FROM history WHERE 1"
+    } else {
+        "SELECT seq, cluster, proc, owner, entered, ad, NULL FROM history WHERE 1"
+    });
     let mut args: Vec<rusqlite::types::Value> = Vec::new();
     let mut clause = |text: &str, v: rusqlite::types::Value| {
         args.push(v);
@@ -1247,19 +1374,57 @@ fn history_rows(
         .query(rusqlite::params_from_iter(args))
         .map_err(sql_err(path, op))?;
     let mut out = Vec::new();
+    // The shared records these rows name, each read and parsed once.
+    let mut shared: std::collections::HashMap<i64, Arc<ClassAd>> = Default::default();
     while let Some(row) = rows.next().map_err(sql_err(path, op))? {
+        let id = JobId::new(
+            row.get(1).map_err(sql_err(path, op))?,
+            row.get(2).map_err(sql_err(path, op))?,
+        );
+        let mut text: String = row.get(5).map_err(sql_err(path, op))?;
+        if let Some(record) = row.get::<_, Option<i64>>(6).map_err(sql_err(path, op))? {
+            let base = match shared.get(&record) {
+                Some(ad) => Arc::clone(ad),
+                None => {
+                    let t: String = conn
+                        .prepare_cached("SELECT ad FROM history_shared WHERE id = ?1")
+                        .map_err(sql_err(path, op))?
+                        .query_row(params![record], |r| r.get(0))
+                        .map_err(sql_err(path, op))?;
+                    let ad = Arc::new(ClassAd::parse(&t).map_err(|e| Error::Corrupt {
+                        path: path.to_path_buf(),
+                        what: format!("the shared history ad {record}"),
+                        message: e.to_string(),
+                    })?);
+                    shared.insert(record, Arc::clone(&ad));
+                    ad
+                }
+            };
+            // The whole ad: the job's own attributes over the shared ones.
+            let mut own = ClassAd::parse(&text).map_err(|e| Error::Corrupt {
+                path: path.to_path_buf(),
+                what: format!("the history ad of job {id}"),
+                message: e.to_string(),
+            })?;
+            own.chain_to(base);
+            text = ad_text(&own);
+        }
         out.push(HistoryRow {
             seq: row.get(0).map_err(sql_err(path, op))?,
-            id: JobId::new(
-                row.get(1).map_err(sql_err(path, op))?,
-                row.get(2).map_err(sql_err(path, op))?,
-            ),
+            id,
             owner: row.get(3).map_err(sql_err(path, op))?,
             entered: row.get(4).map_err(sql_err(path, op))?,
-            text: row.get(5).map_err(sql_err(path, op))?,
+            text,
         });
     }
     Ok(out)
+}
+
+/// The schema version of the file `conn` reads.
+fn schema_of(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT user_version FROM pragma_user_version", [], |r| {
+        r.get(0)
+    })
 }
 
 /// The failure of a read step on `path`, named.

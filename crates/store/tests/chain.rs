@@ -87,12 +87,19 @@ fn a_batch_of_leaving_jobs_writes_the_history_ads_one_by_one_would() {
             .unwrap();
     }
     // Per job: what the batch changes before it leaves.
+    // (1.3 deletes one of its cluster's attributes: its history row is
+    // whole; 1.0 and 1.1 share a record of their cluster's.)
     let batch = |job: JobId| -> Vec<Op> {
+        let gone = if job == JobId::new(1, 3) {
+            "Cmd"
+        } else {
+            "NotThere"
+        };
         vec![
             Op::set(job, "JobStatus", expr("3")),
             Op::set(job, "RemoveReason", expr("\"via condor_rm\"")),
             Op::set(job, "ZZ last", expr("1 + 2")),
-            Op::delete(job, "Cmd"),
+            Op::delete(job, gone),
             Op::delete(job, "Args"),
             Op::to_history(job, 77),
         ]
@@ -153,6 +160,28 @@ fn a_batch_of_leaving_jobs_writes_the_history_ads_one_by_one_would() {
         stores[0].load_queue().unwrap()[0].ad.to_string(),
         stores[1].load_queue().unwrap()[0].ad.to_string()
     );
+    drop(stores);
+    let count = |file: &str, sql: &str| -> i64 {
+        rusqlite::Connection::open(dir.path().join(file))
+            .unwrap()
+            .query_row(sql, [], |r| r.get(0))
+            .unwrap()
+    };
+    let shared = "SELECT count(*) FROM history_shared";
+    assert_eq!(count("one.db", shared), 0);
+    assert_eq!(count("bulk.db", shared), 1);
+    assert_eq!(
+        count(
+            "bulk.db",
+            "SELECT count(*) FROM history WHERE shared IS NOT NULL"
+        ),
+        2
+    );
+    // The shared record goes with the last row that names it.
+    let mut s = Store::open(dir.path().join("bulk.db")).unwrap();
+    assert_eq!(s.prune_history(78).unwrap(), 4);
+    drop(s);
+    assert_eq!(count("bulk.db", shared), 0);
 }
 
 #[test]
