@@ -905,7 +905,7 @@ impl Schedd {
             return Ok(self.may_vacate(user, req.action, targets));
         }
         let mut before = BTreeMap::new();
-        let mut changes = Vec::new();
+        let mut changes = Vec::with_capacity(targets.len());
         let mut failed = Vec::new();
         for id in targets {
             let Some(pre) = self.queue.job(id).cloned() else {
@@ -1233,7 +1233,13 @@ impl Schedd {
         if changes.is_empty() {
             return Ok(());
         }
-        let mut ops = Vec::new();
+        // Sized once: a removal of a big cluster makes millions of ops.
+        let mut ops = Vec::with_capacity(
+            changes
+                .iter()
+                .map(|c| c.attributes.len() + 1)
+                .sum::<usize>(),
+        );
         let mut leaving = Vec::new();
         self.touched.extend(changes.iter().map(|c| c.job));
         for c in changes {

@@ -949,28 +949,6 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, Vec<&Op>)]
     let mut cluster: Option<Leaving> = None;
     for (r, &(c, lo, hi, start)) in runs.iter().enumerate() {
         let first_job = JobId::new(c, lo);
-        // Each job of the run that is queued, with its own rows.
-        let mut stored: Vec<(u32, Option<String>, Option<String>)> = Vec::new();
-        {
-            let sql = sql_for(first_job, MOVING);
-            let mut st = conn
-                .prepare_cached(
-                    "SELECT j.proc, a.name, a.expr FROM jobs j \
-                     LEFT JOIN job_attrs a ON a.cluster = j.cluster AND a.proc = j.proc \
-                     WHERE j.cluster = ?1 AND j.proc BETWEEN ?2 AND ?3 ORDER BY j.proc",
-                )
-                .map_err(sql)?;
-            let mut rows = st
-                .query(params![c, lo, hi])
-                .map_err(sql_for(first_job, MOVING))?;
-            while let Some(row) = rows.next().map_err(sql_for(first_job, MOVING))? {
-                stored.push((
-                    row.get(0).map_err(sql_for(first_job, MOVING))?,
-                    row.get(1).map_err(sql_for(first_job, MOVING))?,
-                    row.get(2).map_err(sql_for(first_job, MOVING))?,
-                ));
-            }
-        }
         if cluster.as_ref().map(|k| k.cluster) != Some(c) {
             let texts = cluster_texts(conn, c).map_err(sql_for(first_job, MOVING))?;
             let owner = owner_text(path, first_job, &texts)?;
@@ -988,7 +966,29 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, Vec<&Op>)]
             .take_while(|run| run.0 == c)
             .map(|run| (run.2 - run.1 + 1) as usize)
             .sum();
-        let mut next_row = 0;
+        // Each queued job of the run with its own rows, read as the jobs
+        // are moved (a run may be a million procs: never all in memory).
+        let mut st = conn
+            .prepare_cached(
+                "SELECT j.proc, a.name, a.expr FROM jobs j \
+                 LEFT JOIN job_attrs a ON a.cluster = j.cluster AND a.proc = j.proc \
+                 WHERE j.cluster = ?1 AND j.proc BETWEEN ?2 AND ?3 ORDER BY j.proc",
+            )
+            .map_err(sql_for(first_job, MOVING))?;
+        let mut rows = st
+            .query(params![c, lo, hi])
+            .map_err(sql_for(first_job, MOVING))?;
+        let next = |rows: &mut rusqlite::Rows<'_>| -> Result<Option<StoredRow>> {
+            let Some(row) = rows.next().map_err(sql_for(first_job, MOVING))? else {
+                return Ok(None);
+            };
+            Ok(Some((
+                row.get(0).map_err(sql_for(first_job, MOVING))?,
+                row.get(1).map_err(sql_for(first_job, MOVING))?,
+                row.get(2).map_err(sql_for(first_job, MOVING))?,
+            )))
+        };
+        let mut pending = next(&mut rows)?;
         for (job, ops) in &leaving[start..start + (hi - lo + 1) as usize] {
             let job = *job;
             let first = what_of(ops[0]);
@@ -1004,10 +1004,7 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, Vec<&Op>)]
                     }
                 }
             }
-            while next_row < stored.len() && stored[next_row].0 < job.proc {
-                next_row += 1;
-            }
-            if stored.get(next_row).map(|s| s.0) != Some(job.proc) {
+            if pending.as_ref().map(|r| r.0) != Some(job.proc) {
                 return Err(Error::NoSuchJob {
                     path: path.to_path_buf(),
                     op: first,
@@ -1016,14 +1013,15 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, Vec<&Op>)]
             }
             // The job's own rows, then its changes in this batch over them.
             let mut own: Vec<(String, Option<String>)> = Vec::new();
-            while let Some((p, name, text)) = stored.get_mut(next_row) {
-                if *p != job.proc {
+            while let Some((p, name, text)) = pending.take() {
+                if p != job.proc {
+                    pending = Some((p, name, text));
                     break;
                 }
-                if let Some(name) = name.take() {
-                    own.push((name, text.take()));
+                if let Some(name) = name {
+                    own.push((name, text));
                 }
-                next_row += 1;
+                pending = next(&mut rows)?;
             }
             let mut now = 0;
             for op in ops {
@@ -1089,6 +1087,8 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, Vec<&Op>)]
                 .execute(params![job.cluster, job.proc, owner, now, text, id])
                 .map_err(sql_for(job, MOVING))?;
         }
+        drop(rows);
+        drop(st);
         conn.prepare_cached("DELETE FROM job_attrs WHERE cluster = ?1 AND proc BETWEEN ?2 AND ?3")
             .map_err(sql_for(first_job, MOVING))?
             .execute(params![c, lo, hi])
@@ -1120,6 +1120,10 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, Vec<&Op>)]
     }
     Ok(())
 }
+
+/// A job's row as [`move_to_history`] reads it: its proc, and one of its
+/// attributes (none when it has no row of its own), `None` text deleting.
+type StoredRow = (u32, Option<String>, Option<String>);
 
 /// The cluster whose jobs [`move_to_history`] is moving.
 struct Leaving {
