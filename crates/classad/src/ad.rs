@@ -319,19 +319,25 @@ impl ClassAd {
     /// The expression bound to `name` (any case); no allocation.
     #[inline]
     pub fn get(&self, name: &str) -> Option<&Expr> {
-        let hash = crate::name::fold_hash(name);
+        self.get_hashed(crate::name::fold_hash(name), name)
+    }
+
+    /// [`ClassAd::get`] of a name already hashed: a chained ad's miss
+    /// looks in its parent without hashing the name again.
+    #[inline]
+    fn get_hashed(&self, hash: u64, name: &str) -> Option<&Expr> {
         match self.position_hashed(hash, name) {
             Some(pos) => Some(&self.entries[pos].1),
-            None => self.inherited_get(name),
+            None => self.inherited_get(hash, name),
         }
     }
 
-    fn inherited_get(&self, name: &str) -> Option<&Expr> {
+    fn inherited_get(&self, hash: u64, name: &str) -> Option<&Expr> {
         let chain = self.chain.as_ref()?;
         if self.is_hidden_str(name) {
             return None;
         }
-        chain.parent.get(name)
+        chain.parent.get_hashed(hash, name)
     }
 
     pub fn contains(&self, name: &str) -> bool {
