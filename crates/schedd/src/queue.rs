@@ -664,8 +664,10 @@ impl JobQueue {
             return Err(SubmitRefused::Malformed("no jobs to submit".into()));
         };
         self.next_cluster = self.next_cluster.max(cluster + 1);
-        let mut jobs = Vec::new();
-        let mut changes = Vec::new();
+        // Sized once: growing them copies them, and for a million jobs
+        // the changes alone are hundreds of megabytes.
+        let mut jobs = Vec::with_capacity(prepared.len());
+        let mut changes = Vec::with_capacity(prepared.len());
         for (id, mut ad) in prepared {
             let to = status_of(&ad).unwrap_or(JobStatus::Idle);
             ad.insert_value(attr::JOB_STATUS, to.number());
