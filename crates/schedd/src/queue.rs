@@ -334,6 +334,24 @@ pub fn split_cluster(ads: Vec<ClassAd>) -> (ClassAd, Vec<ClassAd>) {
     (cluster, procs)
 }
 
+/// The integer every ad of `ads` holds itself as `name`'s literal, if they
+/// all hold the same one.
+fn same_literal_int(ads: &[ClassAd], name: &str) -> Option<i64> {
+    let mut same = None;
+    for ad in ads {
+        match ad
+            .own()
+            .find(|(n, _)| n.as_str().eq_ignore_ascii_case(name))
+        {
+            Some((_, Expr::Lit(Value::Int(v)))) if !matches!(same, Some(s) if s != *v) => {
+                same = Some(*v)
+            }
+            _ => return None,
+        }
+    }
+    same
+}
+
 /// The value of a literal attribute (what the queue itself wrote).
 fn literal(ad: &ClassAd, name: &str) -> Option<Value> {
     match ad.get(name)? {
@@ -607,13 +625,26 @@ impl JobQueue {
         let mut notes = Vec::new();
         // The schedd, not the submitter's tool, says whose job it is: once,
         // in the cluster ad, when there is one.
+        // What every job enters the queue with goes there too (its status,
+        // when every proc ad says the same, and when it entered it): a job
+        // costs only what is its own until something happens to it.
+        let same_status = cluster_ad
+            .as_ref()
+            .and_then(|_| same_literal_int(&ads, attr::JOB_STATUS));
         let shared = cluster_ad.map(|mut c| {
             c.insert_value(attr::OWNER, submitter);
+            if let Some(s) = same_status {
+                c.insert_value(attr::JOB_STATUS, s);
+            }
+            c.insert_value(attr::ENTERED_CURRENT_STATUS, now);
             Arc::new(c)
         });
         for mut ad in ads {
             if let Some(parent) = &shared {
                 ad.remove(attr::OWNER);
+                if same_status.is_some() {
+                    ad.remove(attr::JOB_STATUS);
+                }
                 ad.chain_to(Arc::clone(parent));
             }
             let c = literal(&ad, attr::CLUSTER_ID).and_then(|v| v.as_int());
@@ -670,8 +701,16 @@ impl JobQueue {
         let mut changes = Vec::with_capacity(prepared.len());
         for (id, mut ad) in prepared {
             let to = status_of(&ad).unwrap_or(JobStatus::Idle);
-            ad.insert_value(attr::JOB_STATUS, to.number());
-            ad.insert_value(attr::ENTERED_CURRENT_STATUS, now);
+            // Written unless the job already reads so (through its cluster
+            // ad): the same ad either way, and nothing copied per job.
+            for (name, value) in [
+                (attr::JOB_STATUS, to.number()),
+                (attr::ENTERED_CURRENT_STATUS, now),
+            ] {
+                if !matches!(ad.get(name), Some(Expr::Lit(Value::Int(v))) if *v == value) {
+                    ad.insert_value(name, value);
+                }
+            }
             let log = LogEvent::Submit {
                 host: host.to_string(),
                 log_notes: literal(&ad, attr::SUBMIT_EVENT_NOTES)
