@@ -890,12 +890,22 @@ fn apply_all(conn: &Connection, path: &Path, ops: &[Op]) -> Result<()> {
     if ops.len() < 2 {
         return ops.iter().try_for_each(|op| apply_one(conn, path, op));
     }
-    let mut by_job: std::collections::BTreeMap<JobId, Vec<&Op>> = std::collections::BTreeMap::new();
-    for op in ops {
-        by_job.entry(job_of(op)).or_default().push(op);
-    }
-    let mut leaving: Vec<(JobId, Vec<&Op>)> = Vec::new();
-    for (job, list) in by_job {
+    // Each job's ops in their order: one list sorted by job (stably, so
+    // in linear time when the caller gave them job by job), a slice a job.
+    let mut order: Vec<(JobId, usize)> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, op)| (job_of(op), i))
+        .collect();
+    order.sort_by_key(|&(job, _)| job);
+    let flat: Vec<&Op> = order.iter().map(|&(_, i)| &ops[i]).collect();
+    let mut leaving: Vec<(JobId, &[&Op])> = Vec::new();
+    let mut start = 0;
+    while start < flat.len() {
+        let job = order[start].0;
+        let end = start + order[start..].iter().take_while(|o| o.0 == job).count();
+        let list = &flat[start..end];
+        start = end;
         let last_leaves = matches!(list.last(), Some(Op::ToHistory { .. }));
         let once = list
             .iter()
@@ -920,7 +930,7 @@ fn apply_all(conn: &Connection, path: &Path, ops: &[Op]) -> Result<()> {
 /// `ToHistory`) to the history: one history row each, the rest in bulk.
 /// The jobs of a cluster that leave together share one record of their
 /// cluster's attributes (`history_shared`); each row holds the job's own.
-fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, Vec<&Op>)]) -> Result<()> {
+fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, &[&Op])]) -> Result<()> {
     let sql_for = |job: JobId, what: &'static str| {
         move |source| Error::Sqlite {
             path: path.to_path_buf(),
@@ -997,7 +1007,7 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, Vec<&Op>)]
         for (job, ops) in &leaving[start..start + (hi - lo + 1) as usize] {
             let job = *job;
             let first = what_of(ops[0]);
-            for op in ops {
+            for op in ops.iter() {
                 if let Op::Set { name, .. } | Op::Delete { name, .. } = op {
                     if name.is_empty() {
                         return Err(Error::BadAttribute {
@@ -1029,7 +1039,7 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, Vec<&Op>)]
                 pending = next(&mut rows)?;
             }
             let mut now = 0;
-            for op in ops {
+            for op in ops.iter() {
                 let (name, text) = match op {
                     Op::Set { name, expr, .. } => (name, Some(unparse(expr))),
                     Op::Delete { name, .. } => (name, None),
