@@ -1,6 +1,15 @@
 //! The ClassAd: a set of attributes, each bound to an expression.
+//!
+//! An ad may be chained to a parent ad (HTCondor's `ClassAd::ChainToAd`):
+//! the schedd keeps the attributes every job of a cluster shares once, in
+//! the cluster ad, and each job's proc ad holds only what differs and
+//! chains to it. A chained ad reads, iterates, prints and compares as the
+//! flat ad of its parent's attributes overlaid by its own; writes go to
+//! the ad itself only (copy on write), so the parent stays what every
+//! other job of the cluster sees.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::expr::Expr;
 use crate::name::{htcondor_order, same_name, AttrName};
@@ -11,6 +20,10 @@ use crate::name::{htcondor_order, same_name, AttrName};
 /// Attributes are kept in the order they were inserted; [`ClassAd::iter`]
 /// yields them in the order HTCondor stores and prints them (shorter names
 /// first, then case-insensitively), so printed ads look like HTCondor's.
+///
+/// With a parent ([`ClassAd::chain_to`]), every read sees the parent's
+/// attributes too (the ad's own win), in the order of the flat ad that
+/// `parent.clone()` then `update(own)` would make.
 #[derive(Clone, Default)]
 pub struct ClassAd {
     entries: Vec<(AttrName, Expr)>,
@@ -19,6 +32,21 @@ pub struct ClassAd {
     /// power of two at least twice the number of entries, so a lookup is
     /// usually one probe and one name comparison.
     slots: Vec<u32>,
+    /// The chained parent and what this ad hides of it; boxed, so that
+    /// an ad chained to nothing (most ads) grows by one word only.
+    chain: Option<Box<Chain>>,
+}
+
+#[derive(Clone)]
+struct Chain {
+    /// The chained parent (a job's cluster ad), consulted when a name is
+    /// not among this ad's own.
+    parent: Arc<ClassAd>,
+    /// The parent's attributes deleted from this ad: hidden, as HTCondor
+    /// hides them (it writes UNDEFINED over them; an absent attribute is
+    /// what a flat ad would show, so here they are absent). Empty unless
+    /// a chained ad had one of its parent's attributes removed.
+    hidden: Vec<AttrName>,
 }
 
 impl ClassAd {
@@ -26,28 +54,129 @@ impl ClassAd {
         ClassAd::default()
     }
 
-    pub fn len(&self) -> usize {
+    /// An empty ad chained to `parent` (HTCondor's `ChainToAd`): it reads
+    /// as `parent` until attributes are set or deleted in it.
+    pub fn chained_to(parent: Arc<ClassAd>) -> ClassAd {
+        ClassAd {
+            chain: Some(Box::new(Chain {
+                parent,
+                hidden: Vec::new(),
+            })),
+            ..ClassAd::default()
+        }
+    }
+
+    /// Chains this ad to `parent`: its own attributes stay and win, the
+    /// parent's others show through. Replaces any parent it had (and
+    /// forgets which of that parent's attributes it hid).
+    pub fn chain_to(&mut self, parent: Arc<ClassAd>) {
+        self.chain = Some(Box::new(Chain {
+            parent,
+            hidden: Vec::new(),
+        }));
+    }
+
+    /// The parent this ad is chained to, if any.
+    pub fn parent(&self) -> Option<&Arc<ClassAd>> {
+        self.chain.as_ref().map(|c| &c.parent)
+    }
+
+    /// The ad's own attributes, in the order they were first inserted
+    /// (without its parent's): what a proc ad holds beside its cluster ad.
+    pub fn own(&self) -> impl Iterator<Item = (&AttrName, &Expr)> {
+        self.entries.iter().map(|(n, e)| (n, e))
+    }
+
+    /// How many attributes the ad holds itself (without its parent's).
+    pub fn own_len(&self) -> usize {
         self.entries.len()
     }
 
+    /// The parent's attributes that were deleted from this ad (they do not
+    /// show through).
+    pub fn hidden(&self) -> &[AttrName] {
+        match &self.chain {
+            Some(c) => &c.hidden,
+            None => &[],
+        }
+    }
+
+    /// A copy holding every attribute itself, chained to nothing.
+    pub fn flattened(&self) -> ClassAd {
+        if self.chain.is_none() {
+            return self.clone();
+        }
+        let mut flat = ClassAd::new();
+        flat.entries.reserve(self.len());
+        for (n, e) in self.iter_inserted() {
+            flat.insert(n.clone(), e.clone());
+        }
+        flat
+    }
+
+    /// Gives back memory the ad's tables hold beyond what they need (for
+    /// ads kept long, by the million: a job's proc ad).
+    pub fn shrink_to_fit(&mut self) {
+        self.entries.shrink_to_fit();
+        if let Some(c) = &mut self.chain {
+            c.hidden.shrink_to_fit();
+        }
+    }
+
+    /// How many attributes the ad has, its parent's included.
+    pub fn len(&self) -> usize {
+        match self.parent() {
+            None => self.entries.len(),
+            Some(p) => {
+                self.entries.len()
+                    + p.iter_inserted()
+                        .filter(|(n, _)| self.position(n).is_none() && !self.is_hidden(n))
+                        .count()
+            }
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        match &self.chain {
+            None => self.entries.is_empty(),
+            Some(_) => self.entries.is_empty() && self.len() == 0,
+        }
     }
 
     /// Sets `name` to `expr`. A name already present (ignoring case) keeps its
-    /// first spelling and takes the new expression.
+    /// first spelling and takes the new expression. In a chained ad the
+    /// ad itself takes it (spelled as the parent spells it, if it has it).
     pub fn insert(&mut self, name: impl Into<AttrName>, expr: Expr) {
         let name = name.into();
         if let Some(pos) = self.position(&name) {
             self.entries[pos].1 = expr;
             return;
         }
+        let name = self.unhide(name);
         self.entries.push((name, expr));
         if self.entries.len() * 2 > self.slots.len() {
             self.reindex();
         } else {
             let pos = self.entries.len() - 1;
             self.place(pos);
+        }
+    }
+
+    /// Before a chained ad takes a name of its own: the name shows again if
+    /// it was hidden, and takes the parent's spelling (a flat ad keeps the
+    /// first spelling, which was the parent's).
+    fn unhide(&mut self, name: AttrName) -> AttrName {
+        let Some(chain) = &mut self.chain else {
+            return name;
+        };
+        if !chain.hidden.is_empty() {
+            chain
+                .hidden
+                .retain(|h| !same_name(h.as_str(), name.as_str()));
+        }
+        match chain.parent.lookup_entry(&name) {
+            Some((spelled, _)) => spelled.clone(),
+            None => name,
         }
     }
 
@@ -76,11 +205,31 @@ impl ClassAd {
         Refresher { ad: self, next: 0 }
     }
 
+    /// Deletes `name`, returning the expression it had. In a chained ad a
+    /// name the parent has is hidden from then on (the parent is not
+    /// changed).
     pub fn remove(&mut self, name: &str) -> Option<Expr> {
-        let pos = self.position(&AttrName::new(name))?;
-        let (_, e) = self.entries.remove(pos);
-        self.reindex();
-        Some(e)
+        let key = AttrName::new(name);
+        let own = self.position(&key).map(|pos| {
+            let (_, e) = self.entries.remove(pos);
+            self.reindex();
+            e
+        });
+        if self.chain.is_none() || self.is_hidden(&key) {
+            return own;
+        }
+        let chain = self.chain.as_mut()?;
+        let inherited = chain
+            .parent
+            .lookup_entry(&key)
+            .map(|(n, e)| (n.clone(), e.clone()));
+        match inherited {
+            Some((spelled, e)) => {
+                chain.hidden.push(spelled);
+                own.or(Some(e))
+            }
+            None => own,
+        }
     }
 
     fn reindex(&mut self) {
@@ -108,6 +257,15 @@ impl ClassAd {
 
     fn position(&self, name: &AttrName) -> Option<usize> {
         self.position_hashed(name.fold_hash(), name.as_str())
+    }
+
+    fn is_hidden(&self, name: &AttrName) -> bool {
+        self.is_hidden_str(name.as_str())
+    }
+
+    fn is_hidden_str(&self, name: &str) -> bool {
+        let hidden = self.hidden();
+        !hidden.is_empty() && hidden.iter().any(|h| same_name(h.as_str(), name))
     }
 
     #[inline(always)]
@@ -140,36 +298,89 @@ impl ClassAd {
     /// The entry (name as spelled in this ad, and expression) for `name`.
     #[inline]
     pub fn lookup_entry(&self, name: &AttrName) -> Option<(&AttrName, &Expr)> {
-        let pos = self.position(name)?;
-        let (n, e) = &self.entries[pos];
-        Some((n, e))
+        match self.position(name) {
+            Some(pos) => {
+                let (n, e) = &self.entries[pos];
+                Some((n, e))
+            }
+            None => self.inherited_entry(name),
+        }
+    }
+
+    /// A chained ad's miss: the parent's entry, unless this ad deleted it.
+    fn inherited_entry(&self, name: &AttrName) -> Option<(&AttrName, &Expr)> {
+        let chain = self.chain.as_ref()?;
+        if self.is_hidden(name) {
+            return None;
+        }
+        chain.parent.lookup_entry(name)
     }
 
     /// The expression bound to `name` (any case); no allocation.
+    #[inline]
     pub fn get(&self, name: &str) -> Option<&Expr> {
-        let pos = self.position_hashed(crate::name::fold_hash(name), name)?;
-        Some(&self.entries[pos].1)
+        self.get_hashed(crate::name::fold_hash(name), name)
+    }
+
+    /// [`ClassAd::get`] of a name already hashed: a chained ad's miss
+    /// looks in its parent without hashing the name again.
+    #[inline]
+    fn get_hashed(&self, hash: u64, name: &str) -> Option<&Expr> {
+        match self.position_hashed(hash, name) {
+            Some(pos) => Some(&self.entries[pos].1),
+            None => self.inherited_get(hash, name),
+        }
+    }
+
+    fn inherited_get(&self, hash: u64, name: &str) -> Option<&Expr> {
+        let chain = self.chain.as_ref()?;
+        if self.is_hidden_str(name) {
+            return None;
+        }
+        chain.parent.get_hashed(hash, name)
     }
 
     pub fn contains(&self, name: &str) -> bool {
         self.get(name).is_some()
     }
 
-    /// Attributes in the order they were first inserted.
-    pub fn iter_inserted(&self) -> impl Iterator<Item = (&AttrName, &Expr)> {
-        self.entries.iter().map(|(n, e)| (n, e))
+    /// Attributes in the order they were first inserted. In a chained ad:
+    /// the parent's (those the ad sets itself in their place, those it
+    /// deleted left out), then the ad's own others, as the flat ad
+    /// `parent.clone()` then `update(own)` lists them.
+    pub fn iter_inserted(&self) -> Iter<'_> {
+        match self.parent() {
+            None => Iter::Own(self.entries.iter()),
+            Some(p) => {
+                let mut v: Vec<(&AttrName, &Expr)> =
+                    Vec::with_capacity(p.entries.len() + self.entries.len());
+                for (n, e) in p.iter_inserted() {
+                    if let Some(pos) = self.position(n) {
+                        v.push((n, &self.entries[pos].1));
+                    } else if !self.is_hidden(n) {
+                        v.push((n, e));
+                    }
+                }
+                for (n, e) in &self.entries {
+                    if p.lookup_entry(n).is_none() {
+                        v.push((n, e));
+                    }
+                }
+                Iter::Merged(v.into_iter())
+            }
+        }
     }
 
     /// Attributes in HTCondor's storage (and printing) order.
     pub fn iter(&self) -> impl Iterator<Item = (&AttrName, &Expr)> {
-        let mut v: Vec<&(AttrName, Expr)> = self.entries.iter().collect();
+        let mut v: Vec<(&AttrName, &Expr)> = self.iter_inserted().collect();
         v.sort_by(|a, b| htcondor_order(a.0.as_str(), b.0.as_str()));
-        v.into_iter().map(|(n, e)| (n, e))
+        v.into_iter()
     }
 
     /// Copies every attribute of `other` into this ad (later wins).
     pub fn update(&mut self, other: &ClassAd) {
-        for (n, e) in &other.entries {
+        for (n, e) in other.iter_inserted() {
             self.insert(n.clone(), e.clone());
         }
     }
@@ -189,6 +400,34 @@ impl ClassAd {
         crate::eval::eval_expr(expr, Some(self), None, env)
     }
 }
+
+/// The attributes of an ad in inserted order ([`ClassAd::iter_inserted`]):
+/// an unchained ad's are read in place, a chained ad's merged first.
+pub enum Iter<'a> {
+    Own(std::slice::Iter<'a, (AttrName, Expr)>),
+    Merged(std::vec::IntoIter<(&'a AttrName, &'a Expr)>),
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a AttrName, &'a Expr);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Iter::Own(it) => it.next().map(|(n, e)| (n, e)),
+            Iter::Merged(it) => it.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            Iter::Own(it) => it.size_hint(),
+            Iter::Merged(it) => it.size_hint(),
+        }
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
 
 impl fmt::Debug for ClassAd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

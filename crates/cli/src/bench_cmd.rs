@@ -1,7 +1,10 @@
 //! `ferrocondor bench throughput --jobs N`: a fresh personal pool, N
 //! trivial jobs (`/bin/true`) pushed from submit to completion, and the
 //! submit-to-complete latency of a lone job (median of 20). The last line
-//! is `jobs_per_second=X median_latency_ms=Y`.
+//! is `jobs_per_second=X median_latency_ms=Y`. With `--submit-only`, N
+//! idle jobs in one cluster (`START = False`): the submission's rate, the
+//! pool's resident memory holding them (and per job), and the time to
+//! remove the whole cluster.
 //!
 //! The pool is the real one (`pool up`, a child process on a scratch
 //! state directory); the jobs are built by the real submit code and sent
@@ -28,6 +31,26 @@ struct BenchPool {
     child: Option<Child>,
     state: PathBuf,
     client: wire::Client,
+}
+
+impl BenchPool {
+    /// The pool process's resident memory and its peak, KiB (`VmRSS` and
+    /// `VmHWM` of /proc/PID/status); zeros where they cannot be read.
+    fn memory(&self) -> (u64, u64) {
+        let Some(child) = &self.child else {
+            return (0, 0);
+        };
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(0)
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
 }
 
 impl Drop for BenchPool {
@@ -140,9 +163,22 @@ pub fn run(
     let submit_cluster = |count: u64| -> Result<u32, Error> {
         if let Some(addr) = &command_port {
             // The cluster id comes from the schedd (NewCluster); the ads'
-            // own ClusterId is not sent.
-            let jobs = build_ads(0, count)?;
-            let (cluster_ad, procs) = cedar::qmgmt::split_jobs(&jobs);
+            // own ClusterId is not sent. Jobs that differ only by ProcId
+            // (`queue N` of one command) are sent as the tools send them
+            // (the cluster ad, and per job its ProcId and JobStatus) from
+            // two built jobs, so that a benchmark of a million jobs does
+            // not first build a million ads here.
+            let (cluster_ad, procs) = match build_ads(0, count.min(2))? {
+                two if count > 2 && two.len() == 2 => {
+                    let (cluster_ad, procs) = cedar::qmgmt::split_jobs(&two);
+                    if procs.iter().all(|p| p.is_empty()) {
+                        (cluster_ad, vec![classad::ClassAd::new(); count as usize])
+                    } else {
+                        cedar::qmgmt::split_jobs(&build_ads(0, count)?)
+                    }
+                }
+                jobs => cedar::qmgmt::split_jobs(&jobs),
+            };
             let (mut sock, _) = cedar::client::connect(
                 addr,
                 cedar::commands::QMGMT_WRITE_CMD,
@@ -185,8 +221,9 @@ pub fn run(
     if a.submit_only {
         // Submission alone: N jobs in one cluster into a pool that runs
         // nothing, timed from building the ads to the schedd's commit.
+        let rss_before = pool.memory();
         let t0 = Instant::now();
-        submit_cluster(jobs)?;
+        let cluster = submit_cluster(jobs)?;
         let elapsed = t0.elapsed().as_secs_f64();
         let queued = left()?;
         if queued != jobs {
@@ -194,11 +231,44 @@ pub fn run(
                 "bench: {queued} of {jobs} jobs are in the queue after the submission"
             )));
         }
+        // The access point's memory holding the idle jobs (all roles run
+        // in the pool's one process), and what a job costs beyond an
+        // empty pool's.
+        let (rss, peak) = pool.memory();
+        let per_job = (rss.saturating_sub(rss_before.0) * 1024) as f64 / jobs as f64;
+        // The removal of the whole cluster, timed to the answer (which
+        // comes once the store has it on disk).
+        let t1 = Instant::now();
+        let removed: api::ActAnswer = pool.client.call(
+            api::PATH_ACT,
+            &api::ActRequest {
+                action: api::Action::Remove,
+                selection: api::Selection {
+                    ids: vec![api::JobSpec {
+                        cluster,
+                        proc: None,
+                    }],
+                    ..api::Selection::default()
+                },
+                reason: None,
+            },
+        )?;
+        let rm_seconds = t1.elapsed().as_secs_f64();
+        let still = left()?;
+        if removed.done.len() as u64 != jobs || still != 0 {
+            return Err(Error::Daemon(format!(
+                "bench: rm removed {} of {jobs} jobs; {still} left in the queue",
+                removed.done.len()
+            )));
+        }
         drop(pool);
         writeln!(
             out,
-            "jobs={jobs} seconds={elapsed:.3}\nsubmitted_jobs_per_second={:.1}",
-            jobs as f64 / elapsed
+            "jobs={jobs} seconds={elapsed:.3}\nsubmitted_jobs_per_second={:.1}\n\
+             pool_rss_kib={rss} pool_peak_rss_kib={peak} empty_pool_rss_kib={} rss_bytes_per_job={per_job:.0}\n\
+             rm_seconds={rm_seconds:.3}",
+            jobs as f64 / elapsed,
+            rss_before.0,
         )?;
         return Ok(Outcome::Success);
     }
@@ -331,6 +401,8 @@ fn start_pool(state: &Path, slots: u32, no_start: bool) -> Result<BenchPool, Err
         .env("_CONDOR_NUM_CPUS", slots.to_string());
     if no_start {
         cmd.env("_CONDOR_START", "False");
+        // The submission-only benchmark's one cluster may be large.
+        cmd.env("_CONDOR_MAX_JOBS_PER_SUBMISSION", "2000000");
     }
     let child = cmd
         .stdin(Stdio::null())

@@ -64,8 +64,8 @@ const ENOSYS: i64 = 38;
 const NEWJOB_ERR_DISALLOWED_USER: i64 = -7;
 
 /// The most edits one transaction may hold, and the most bytes of
-/// attribute text, counting the cluster ad once for every job it makes (at
-/// commit each job is the cluster ad and its own): far above any real
+/// attribute text (the cluster ad counts once: the queue keeps it once,
+/// each job's proc ad chained to it): far above any real
 /// submission (a job of a few KiB, up to 12 KiB with `getenv = true`,
 /// 20,000 of them by default), a bound on what one connection can make
 /// the schedd hold; the same as the HTTP API's (`MAX_SUBMIT_BYTES`), so
@@ -84,8 +84,6 @@ struct Transaction {
     cluster_ad: ClassAd,
     procs: Vec<ClassAd>,
     bytes: usize,
-    /// The cluster ad's own bytes (it is copied into every job).
-    cluster_bytes: usize,
     /// Edits of jobs already in the queue, made at the commit.
     edits: Vec<EditRequest>,
     /// The first failure of a call that had no answer (NoAck): it fails
@@ -172,7 +170,7 @@ pub(crate) fn serve(port: &PortDaemon, sock: &mut Sock, peer: &Peer) -> Result<(
                         ),
                     ));
                     reply_rval(sock, -4, EINVAL)?;
-                } else if t.bytes + t.cluster_bytes * (t.procs.len() + 1) > MAX_BYTES {
+                } else if t.bytes > MAX_BYTES {
                     // Not HTCondor's (its schedd has no such bound): EFBIG
                     // says which bound it is.
                     t.error.get_or_insert((
@@ -332,10 +330,7 @@ fn set_attribute(
         .map_err(|e| (EINVAL, format!("{name} = {value}: {e}")))?;
     let bytes = name.len() + value.len();
     t.bytes += bytes;
-    if proc == -1 {
-        t.cluster_bytes += bytes;
-    }
-    if t.bytes + t.cluster_bytes * t.procs.len() > MAX_BYTES {
+    if t.bytes > MAX_BYTES {
         return Err((
             EINVAL,
             format!("the submission's jobs together are over {MAX_BYTES} bytes"),
@@ -554,15 +549,16 @@ fn commit(
             return reply_failure(sock, -1, EINVAL, &format!("cluster {cluster} has no jobs"));
         }
         Some(cluster) => {
-            let mut ads = Vec::with_capacity(t.procs.len());
-            for (i, proc_ad) in t.procs.iter().enumerate() {
-                let mut ad = t.cluster_ad.clone();
-                ad.update(proc_ad);
-                ad.insert_value("ClusterId", i64::from(cluster));
-                ad.insert_value("ProcId", i as i64);
-                ads.push(ad);
+            // Kept as they came: the cluster ad once, each job's proc ad
+            // chained to it (HTCondor's schedd keeps them so too).
+            let mut cluster_ad = t.cluster_ad;
+            cluster_ad.insert_value("ClusterId", i64::from(cluster));
+            let mut procs = t.procs;
+            for (i, proc_ad) in procs.iter_mut().enumerate() {
+                proc_ad.remove("ClusterId");
+                proc_ad.insert_value("ProcId", i as i64);
             }
-            Some(ParsedSubmission::from_ads(cluster, ads))
+            Some(ParsedSubmission::from_cluster(cluster, cluster_ad, procs))
         }
     };
     let edits = t.edits;

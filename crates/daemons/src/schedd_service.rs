@@ -557,18 +557,49 @@ pub struct EditRequest {
 }
 
 /// A submission's job ads, parsed (without the queue's lock: parsing a big
-/// cluster takes a while) and checked to name their cluster and proc.
+/// cluster takes a while) and checked to name their cluster and proc:
+/// the cluster ad of what its jobs share and a proc ad per job of what
+/// differs (HTCondor's cluster and proc ads), or whole job ads.
 #[derive(Debug)]
 pub struct ParsedSubmission {
     cluster: u32,
+    cluster_ad: Option<ClassAd>,
     ads: Vec<ClassAd>,
 }
 
 impl ParsedSubmission {
-    /// A cluster's ads already built (the job-queue protocol builds them
-    /// from the client's cluster and proc ads): ids set by the caller.
+    /// A cluster's ads already built, whole: ids set by the caller.
     pub fn from_ads(cluster: u32, ads: Vec<ClassAd>) -> ParsedSubmission {
-        ParsedSubmission { cluster, ads }
+        ParsedSubmission {
+            cluster,
+            cluster_ad: None,
+            ads,
+        }
+    }
+
+    /// A cluster as the job-queue protocol brings it: its cluster ad
+    /// (with `ClusterId`) and one proc ad per job (with its `ProcId`),
+    /// holding only what differs from the cluster ad. The queue keeps
+    /// them so, each job's proc ad chained to the one cluster ad.
+    pub fn from_cluster(
+        cluster: u32,
+        cluster_ad: ClassAd,
+        procs: Vec<ClassAd>,
+    ) -> ParsedSubmission {
+        ParsedSubmission {
+            cluster,
+            cluster_ad: Some(cluster_ad),
+            ads: procs,
+        }
+    }
+
+    /// How many jobs the submission makes.
+    pub fn len(&self) -> usize {
+        self.ads.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ads.is_empty()
     }
 
     pub fn parse(req: SubmitRequest) -> Result<ParsedSubmission, ApiError> {
@@ -597,7 +628,10 @@ impl ParsedSubmission {
             }
             ads.push(ad);
         }
-        Ok(ParsedSubmission { cluster, ads })
+        // Whole ads, as this API takes them: what they all share becomes
+        // the cluster ad, as the job-queue protocol's client sends it.
+        let (cluster_ad, procs) = schedd::queue::split_cluster(ads);
+        Ok(ParsedSubmission::from_cluster(cluster, cluster_ad, procs))
     }
 }
 
@@ -749,7 +783,11 @@ impl Schedd {
         parsed: ParsedSubmission,
         now: i64,
     ) -> Result<Submitted, ApiError> {
-        let ParsedSubmission { cluster, ads } = parsed;
+        let ParsedSubmission {
+            cluster,
+            mut cluster_ad,
+            mut ads,
+        } = parsed;
         match self.reserved.get(&cluster) {
             Some(owner) if owner == user => {}
             Some(_) => {
@@ -768,8 +806,9 @@ impl Schedd {
         // schedd does not have yet: such a job would run on one machine,
         // not on the machine_count it asks for, so it is refused, not
         // queued to run wrongly.
-        if ads
+        if cluster_ad
             .iter()
+            .chain(ads.iter())
             .any(|ad| literal_int(ad, "JobUniverse") == Some(11))
         {
             return Err(ApiError::bad_request(
@@ -779,51 +818,56 @@ impl Schedd {
                     .to_string(),
             ));
         }
-        let mut ads = ads;
+        // Whose account the job is charged to, as HTCondor's schedd
+        // sets it: the peer, not what the ad says (once, in the cluster
+        // ad, when there is one).
+        let account = format!("{user}@{}", self.config.uid_domain);
+        if let Some(c) = &mut cluster_ad {
+            c.insert_value(attr::USER, account.as_str());
+        }
         for ad in &mut ads {
-            // Whose account the job is charged to, as HTCondor's schedd
-            // sets it: the peer, not what the ad says.
-            ad.insert_value(
-                attr::USER,
-                format!("{user}@{}", self.config.uid_domain).as_str(),
-            );
+            if cluster_ad.is_some() {
+                ad.remove(attr::USER);
+            } else {
+                ad.insert_value(attr::USER, account.as_str());
+            }
             // The job's name across pools, as HTCondor's schedd gives it
             // in NewProc: `<schedd name>#<cluster>.<proc>#<submit time>`
             // (GLOBAL_JOB_ID_WITH_TIME's default). Clients may not set it.
-            let id = |name: &str| literal_int(ad, name).unwrap_or(0);
             let global = format!(
-                "{}#{}.{}#{now}",
+                "{}#{cluster}.{}#{now}",
                 self.config.schedd_name,
-                id(attr::CLUSTER_ID),
-                id(attr::PROC_ID)
+                literal_int(ad, attr::PROC_ID).unwrap_or(0)
             );
             ad.insert_value("GlobalJobId", global.as_str());
         }
         let mut schedd_ad = ClassAd::new();
         schedd_ad.insert_value("MyType", "Scheduler");
         schedd_ad.insert_value("Name", self.config.schedd_name.as_str());
-        let done = self
-            .queue
-            .submit(
-                ads,
-                user,
-                &self.config.submit_policy,
-                &schedd_ad,
-                self.public_address.as_deref().unwrap_or(&self.address),
-                now,
-            )
-            .map_err(|e| ApiError::bad_request(format!("submission refused: {e}")))?;
-        let stored: Vec<ClassAd> = done
+        let policy = &self.config.submit_policy;
+        // The submit event names where other hosts reach the schedd.
+        let host = self.public_address.as_deref().unwrap_or(&self.address);
+        let done = match cluster_ad {
+            Some(c) => self
+                .queue
+                .submit_cluster(c, ads, user, policy, &schedd_ad, host, now),
+            None => self.queue.submit(ads, user, policy, &schedd_ad, host, now),
+        }
+        .map_err(|e| ApiError::bad_request(format!("submission refused: {e}")))?;
+        // The queue's own ads (shared, not copied): chained to one cluster
+        // ad, the store writes that once.
+        let stored: Vec<Arc<ClassAd>> = done
             .jobs
             .iter()
-            .filter_map(|id| self.queue.job(*id).cloned())
+            .filter_map(|id| self.queue.shared_job(*id))
             .collect();
-        if let Err(e) = self.store.submit_cluster(cluster, &stored) {
+        if let Err(e) = self.store.submit_shared(cluster, &stored) {
             for id in &done.jobs {
                 self.queue.forget(*id);
             }
             return Err(ApiError::store(e));
         }
+        drop(stored);
         self.reserved.remove(&cluster);
         self.touched.extend(done.jobs.iter().copied());
         let logs = self.log_entries(&done.changes, now);
@@ -909,7 +953,7 @@ impl Schedd {
             return Ok(self.may_vacate(user, req.action, targets));
         }
         let mut before = BTreeMap::new();
-        let mut changes = Vec::new();
+        let mut changes = Vec::with_capacity(targets.len());
         let mut failed = Vec::new();
         for id in targets {
             let Some(pre) = self.queue.job(id).cloned() else {
@@ -1237,7 +1281,13 @@ impl Schedd {
         if changes.is_empty() {
             return Ok(());
         }
-        let mut ops = Vec::new();
+        // Sized once: a removal of a big cluster makes millions of ops.
+        let mut ops = Vec::with_capacity(
+            changes
+                .iter()
+                .map(|c| c.attributes.len() + 1)
+                .sum::<usize>(),
+        );
         let mut leaving = Vec::new();
         self.touched.extend(changes.iter().map(|c| c.job));
         for c in changes {

@@ -27,6 +27,7 @@ use std::ops::RangeInclusive;
 
 use classad::expr::BinOp;
 use classad::name::Special;
+use classad::value::ArcStr;
 use classad::{ClassAd, Expr, Value};
 
 use crate::claims::submitter_of;
@@ -69,10 +70,11 @@ fn slot(status: Option<JobStatus>) -> usize {
 /// Where the index files one job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct JobKey {
-    /// `Owner`, when the ad holds it as a literal string.
-    owner: Option<Box<str>>,
+    /// `Owner`, when the ad holds it as a literal string (shared with the
+    /// ad: a key is made twice for every change to a job).
+    owner: Option<ArcStr>,
     /// Who the job is accounted to (`claims::submitter_of`).
-    submitter: Box<str>,
+    submitter: ArcStr,
     /// The slot of [`StatusCounts`] the job counts in.
     status: usize,
     /// `ClusterId`, `Owner` and `JobStatus` are what the index assumes:
@@ -85,7 +87,7 @@ impl JobKey {
     pub(crate) fn of(id: JobId, ad: &ClassAd) -> JobKey {
         let (owner, owner_plain) = match ad.get(attr::OWNER) {
             None => (None, true),
-            Some(Expr::Lit(Value::Str(s))) => (Some(Box::from(&**s)), true),
+            Some(Expr::Lit(Value::Str(s))) => (Some(s.clone()), true),
             Some(_) => (None, false),
         };
         let status_plain = matches!(
@@ -107,15 +109,15 @@ impl JobKey {
 
 /// `claims::submitter_of`, without its evaluations in the common case (a
 /// literal `User` and no `AccountingGroup`), which gives the same answer.
-fn submitter(ad: &ClassAd) -> Box<str> {
+fn submitter(ad: &ClassAd) -> ArcStr {
     if ad.get("AccountingGroup").is_none() {
         if let Some(Expr::Lit(Value::Str(s))) = ad.get(attr::USER) {
             if !s.is_empty() {
-                return Box::from(&**s);
+                return s.clone();
             }
         }
     }
-    submitter_of(ad).into_boxed_str()
+    ArcStr::from(submitter_of(ad))
 }
 
 #[derive(Clone, Debug)]
@@ -151,15 +153,26 @@ pub(crate) struct JobIndex {
 
 impl JobIndex {
     fn group(&mut self, key: &JobKey) -> &mut Group {
-        let owners = self.lookup.entry(key.submitter.clone()).or_default();
-        let at = match owners.iter().find(|(o, _)| *o == key.owner) {
-            Some((_, at)) => *at,
+        let owner = key.owner.as_deref();
+        // The common case, with nothing copied: a group already made.
+        let known = self.lookup.get(&*key.submitter).and_then(|owners| {
+            owners
+                .iter()
+                .find(|(o, _)| o.as_deref() == owner)
+                .map(|(_, at)| *at)
+        });
+        let at = match known {
+            Some(at) => at,
             None => {
                 let at = self.groups.len();
-                owners.push((key.owner.clone(), at));
+                let owner: Option<Box<str>> = owner.map(Box::from);
+                self.lookup
+                    .entry(Box::from(&*key.submitter))
+                    .or_default()
+                    .push((owner.clone(), at));
                 self.groups.push(Group {
-                    owner: key.owner.clone(),
-                    submitter: key.submitter.clone(),
+                    owner,
+                    submitter: Box::from(&*key.submitter),
                     by_status: Default::default(),
                 });
                 at

@@ -184,7 +184,8 @@ pub struct Change {
     pub to: JobStatus,
     /// The entry for the job's event log, if this change writes one.
     pub log: Option<LogEvent>,
-    /// The attributes set or deleted, in the order they changed.
+    /// The attributes set or deleted, in the order they changed (none for
+    /// a submission: the whole job is new).
     pub attributes: Vec<String>,
     /// The job is running (or suspended, or transferring output) and must
     /// be taken off its machine.
@@ -313,6 +314,66 @@ impl Edit<'_> {
         self.set(attr::JOB_STATUS, to.number());
         self.set(attr::ENTERED_CURRENT_STATUS, now);
     }
+}
+
+/// Whole job ads of one cluster split as HTCondor's client splits them
+/// for the schedd: the cluster ad holds the attributes of the first job
+/// that every job has with the same text (never `ProcId`), and each job's
+/// proc ad the rest of its own. [`JobQueue::submit_cluster`] takes them.
+pub fn split_cluster(ads: Vec<ClassAd>) -> (ClassAd, Vec<ClassAd>) {
+    let Some(first) = ads.first() else {
+        return (ClassAd::new(), ads);
+    };
+    let text = classad::unparse::expr_to_string;
+    let mut common: Vec<(classad::AttrName, String, bool)> = first
+        .iter_inserted()
+        .filter(|(n, _)| !n.as_str().eq_ignore_ascii_case(attr::PROC_ID))
+        .map(|(n, e)| (n.clone(), text(e), true))
+        .collect();
+    for ad in &ads[1..] {
+        for (name, t, shared) in common.iter_mut().filter(|c| c.2) {
+            *shared = ad.lookup_name(name).is_some_and(|e| text(e) == *t);
+        }
+    }
+    let mut cluster = ClassAd::new();
+    for (name, _, shared) in &common {
+        if *shared {
+            if let Some(e) = first.lookup_name(name) {
+                cluster.insert(name.clone(), e.clone());
+            }
+        }
+    }
+    let procs = ads
+        .into_iter()
+        .map(|ad| {
+            let mut own = ClassAd::new();
+            for (n, e) in ad.iter_inserted() {
+                if cluster.lookup_name(n).is_none() {
+                    own.insert(n.clone(), e.clone());
+                }
+            }
+            own
+        })
+        .collect();
+    (cluster, procs)
+}
+
+/// The integer every ad of `ads` holds itself as `name`'s literal, if they
+/// all hold the same one.
+fn same_literal_int(ads: &[ClassAd], name: &str) -> Option<i64> {
+    let mut same = None;
+    for ad in ads {
+        match ad
+            .own()
+            .find(|(n, _)| n.as_str().eq_ignore_ascii_case(name))
+        {
+            Some((_, Expr::Lit(Value::Int(v)))) if !matches!(same, Some(s) if s != *v) => {
+                same = Some(*v)
+            }
+            _ => return None,
+        }
+    }
+    same
 }
 
 /// The value of a literal attribute (what the queue itself wrote).
@@ -525,8 +586,54 @@ impl JobQueue {
     /// and returns one submit change per job. `host` is the schedd's
     /// address for the submit event; `schedd_ad` is MY for the submit
     /// requirements. Nothing is queued when it fails.
+    ///
+    /// The ads are whole jobs, kept as given (no cluster ad is shared:
+    /// see [`JobQueue::submit_cluster`] for that).
     pub fn submit(
         &mut self,
+        ads: Vec<ClassAd>,
+        submitter: &str,
+        policy: &SubmitPolicy,
+        schedd_ad: &ClassAd,
+        host: &str,
+        now: i64,
+    ) -> Result<Submitted, SubmitRefused> {
+        self.submit_jobs(None, ads, submitter, policy, schedd_ad, host, now)
+    }
+
+    /// [`JobQueue::submit`] of a cluster as HTCondor's schedd keeps it: the
+    /// attributes every job shares once, in `cluster_ad` (with
+    /// `ClusterId`), and per job a proc ad of what differs (with its
+    /// `ProcId`), chained to the cluster ad. A job reads as the cluster ad
+    /// overlaid by its proc ad; what the queue or a user changes later is
+    /// written into the proc ad alone. The cluster ad costs its memory
+    /// once, not once a job.
+    #[allow(clippy::too_many_arguments)]
+    pub fn submit_cluster(
+        &mut self,
+        cluster_ad: ClassAd,
+        procs: Vec<ClassAd>,
+        submitter: &str,
+        policy: &SubmitPolicy,
+        schedd_ad: &ClassAd,
+        host: &str,
+        now: i64,
+    ) -> Result<Submitted, SubmitRefused> {
+        self.submit_jobs(
+            Some(cluster_ad),
+            procs,
+            submitter,
+            policy,
+            schedd_ad,
+            host,
+            now,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn submit_jobs(
+        &mut self,
+        cluster_ad: Option<ClassAd>,
         ads: Vec<ClassAd>,
         submitter: &str,
         policy: &SubmitPolicy,
@@ -540,7 +647,30 @@ impl JobQueue {
         let mut seen = std::collections::HashSet::with_capacity(ads.len());
         let mut warning = None;
         let mut notes = Vec::new();
+        // The schedd, not the submitter's tool, says whose job it is: once,
+        // in the cluster ad, when there is one.
+        // What every job enters the queue with goes there too (its status,
+        // when every proc ad says the same, and when it entered it): a job
+        // costs only what is its own until something happens to it.
+        let same_status = cluster_ad
+            .as_ref()
+            .and_then(|_| same_literal_int(&ads, attr::JOB_STATUS));
+        let shared = cluster_ad.map(|mut c| {
+            c.insert_value(attr::OWNER, submitter);
+            if let Some(s) = same_status {
+                c.insert_value(attr::JOB_STATUS, s);
+            }
+            c.insert_value(attr::ENTERED_CURRENT_STATUS, now);
+            Arc::new(c)
+        });
         for mut ad in ads {
+            if let Some(parent) = &shared {
+                ad.remove(attr::OWNER);
+                if same_status.is_some() {
+                    ad.remove(attr::JOB_STATUS);
+                }
+                ad.chain_to(Arc::clone(parent));
+            }
             let c = literal(&ad, attr::CLUSTER_ID).and_then(|v| v.as_int());
             let p = literal(&ad, attr::PROC_ID).and_then(|v| v.as_int());
             let (Some(c), Some(p)) = (c, p) else {
@@ -576,8 +706,9 @@ impl JobQueue {
                     )));
                 }
             }
-            // The schedd, not the submitter's tool, says whose job it is.
-            ad.insert_value(attr::OWNER, submitter);
+            if shared.is_none() {
+                ad.insert_value(attr::OWNER, submitter);
+            }
             notes.extend(policy.transforms.apply(&mut ad, &env));
             if let Some(w) = policy.requirements.check(&ad, schedd_ad, &env)? {
                 warning = Some(w);
@@ -588,12 +719,22 @@ impl JobQueue {
             return Err(SubmitRefused::Malformed("no jobs to submit".into()));
         };
         self.next_cluster = self.next_cluster.max(cluster + 1);
-        let mut jobs = Vec::new();
-        let mut changes = Vec::new();
+        // Sized once: growing them copies them, and for a million jobs
+        // the changes alone are hundreds of megabytes.
+        let mut jobs = Vec::with_capacity(prepared.len());
+        let mut changes = Vec::with_capacity(prepared.len());
         for (id, mut ad) in prepared {
             let to = status_of(&ad).unwrap_or(JobStatus::Idle);
-            ad.insert_value(attr::JOB_STATUS, to.number());
-            ad.insert_value(attr::ENTERED_CURRENT_STATUS, now);
+            // Written unless the job already reads so (through its cluster
+            // ad): the same ad either way, and nothing copied per job.
+            for (name, value) in [
+                (attr::JOB_STATUS, to.number()),
+                (attr::ENTERED_CURRENT_STATUS, now),
+            ] {
+                if !matches!(ad.get(name), Some(Expr::Lit(Value::Int(v))) if *v == value) {
+                    ad.insert_value(name, value);
+                }
+            }
             let log = LogEvent::Submit {
                 host: host.to_string(),
                 log_notes: literal(&ad, attr::SUBMIT_EVENT_NOTES)
@@ -602,7 +743,9 @@ impl JobQueue {
                     .and_then(|v| v.as_str().map(str::to_string)),
                 warnings: warning.clone(),
             };
-            let attributes = ad.iter_inserted().map(|(n, _)| n.to_string()).collect();
+            // A job's memory is mostly its proc ad's when its cluster ad
+            // is shared: keep no spare room in it.
+            ad.shrink_to_fit();
             self.put(id, Arc::new(ad));
             jobs.push(id);
             changes.push(Change {
@@ -610,7 +753,11 @@ impl JobQueue {
                 from: None,
                 to,
                 log: Some(log),
-                attributes,
+                // The whole job is new: the store takes it whole
+                // (`Store::submit_cluster`), not attribute by attribute,
+                // and a list of every name of a million jobs would cost
+                // more than the jobs.
+                attributes: Vec::new(),
                 stop: false,
             });
         }

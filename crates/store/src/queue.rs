@@ -1,9 +1,11 @@
 //! The store itself: opening (pragmas, lock, migrations), submission,
 //! updates, removal into the history, and reading back.
 
+use std::borrow::Borrow;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use classad::name::same_name;
@@ -32,8 +34,8 @@ impl fmt::Display for JobId {
     }
 }
 
-/// A queued job as read back from disk: its whole ad (cluster attributes
-/// overlaid with the job's own).
+/// A queued job as read back from disk: its ad, the job's own attributes
+/// chained to its cluster's (which the cluster's jobs share).
 #[derive(Clone, Debug)]
 pub struct Job {
     pub id: JobId,
@@ -233,6 +235,11 @@ impl Store {
         // process (NORMAL would give only the latter).
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(sql("setting synchronous=FULL"))?;
+        // 16 MiB of page cache (SQLite's default is 2 MiB): a big
+        // transaction (a cluster of 100,000 jobs submitted or removed)
+        // otherwise spills pages to the log and reads them back again.
+        conn.pragma_update(None, "cache_size", -16384)
+            .map_err(sql("setting the page cache size"))?;
         conn.set_prepared_statement_cache_capacity(32);
 
         let mut store = Store {
@@ -378,6 +385,17 @@ impl Store {
     /// transaction: when this returns `Ok` every proc with every attribute
     /// is on disk (fsynced); on `Err` (or a crash before return) none is.
     pub fn submit_cluster(&mut self, cluster: u32, procs: &[ClassAd]) -> Result<()> {
+        self.submit_procs(cluster, procs)
+    }
+
+    /// [`Store::submit_cluster`] of the queue's own (shared) job ads: the
+    /// schedd's proc ads chained to one cluster ad are written as they
+    /// are, the cluster ad once and each proc's own attributes.
+    pub fn submit_shared(&mut self, cluster: u32, procs: &[Arc<ClassAd>]) -> Result<()> {
+        self.submit_procs(cluster, procs)
+    }
+
+    fn submit_procs<A: Borrow<ClassAd>>(&mut self, cluster: u32, procs: &[A]) -> Result<()> {
         if !self.reserved.contains(&cluster) {
             return Err(Error::NotReserved {
                 path: self.path.clone(),
@@ -390,21 +408,16 @@ impl Store {
                 cluster,
             });
         }
-        let texts: Vec<Vec<(&AttrName, String)>> = procs
-            .iter()
-            .map(|ad| ad.iter_inserted().map(|(n, e)| (n, unparse(e))).collect())
-            .collect();
-        for (p, attrs) in texts.iter().enumerate() {
-            if attrs.iter().any(|(n, _)| n.as_str().is_empty()) {
-                return Err(Error::BadAttribute {
-                    path: self.path.clone(),
-                    op: "submitting a cluster",
-                    job: JobId::new(cluster, p as u32),
-                    why: BadName::Empty,
-                });
-            }
+        let layout = Layout::of(procs);
+        let empty_name = |p: usize| Error::BadAttribute {
+            path: self.path.clone(),
+            op: "submitting a cluster",
+            job: JobId::new(cluster, p as u32),
+            why: BadName::Empty,
+        };
+        if layout.cluster.iter().any(|(n, _)| n.is_empty()) {
+            return Err(empty_name(0));
         }
-        let shared = Shared::find(&texts);
 
         let op = format!("submitting cluster {cluster}");
         let path = &self.path;
@@ -431,21 +444,20 @@ impl Store {
                     "INSERT INTO job_attrs (cluster, proc, name, expr) VALUES (?1, ?2, ?3, ?4)",
                 )
                 .map_err(sql)?;
-            for (k, (name, text)) in texts[0].iter().enumerate() {
-                if shared.common[k] {
-                    cluster_attr
-                        .execute(params![cluster, name.as_str(), text])
-                        .map_err(sql)?;
-                }
+            for (name, text) in &layout.cluster {
+                cluster_attr
+                    .execute(params![cluster, name, text])
+                    .map_err(sql)?;
             }
-            for (p, attrs) in texts.iter().enumerate() {
+            for p in 0..procs.len() {
                 job.execute(params![cluster, p as u32]).map_err(sql)?;
-                for (k, (name, text)) in attrs.iter().enumerate() {
-                    if !shared.is_common(&texts[0], k, name) {
-                        job_attr
-                            .execute(params![cluster, p as u32, name.as_str(), text])
-                            .map_err(sql)?;
+                for (name, text) in layout.proc(procs, p) {
+                    if name.is_empty() {
+                        return Err(empty_name(p));
                     }
+                    job_attr
+                        .execute(params![cluster, p as u32, name, text])
+                        .map_err(sql)?;
                 }
             }
             tx.prepare_cached(
@@ -474,9 +486,7 @@ impl Store {
                 op: "starting an update".into(),
                 source,
             })?;
-        for op in ops {
-            apply_one(&tx, path, op)?;
-        }
+        apply_all(&tx, path, ops)?;
         tx.commit().map_err(|source| Error::Sqlite {
             path: path.clone(),
             op: "committing an update".into(),
@@ -537,7 +547,8 @@ impl Store {
     }
 
     /// Every queued job, in (cluster, proc) order: what the schedd reads at
-    /// startup.
+    /// startup. Each job's ad is its proc ad chained to its cluster's ad
+    /// (read once, shared by the cluster's jobs), as the schedd keeps it.
     pub fn load_queue(&self) -> Result<Vec<Job>> {
         let op = "reading the queue";
         let mut clusters: Vec<(u32, ClassAd)> = Vec::new();
@@ -564,6 +575,10 @@ impl Store {
                     .insert(name.as_str(), expr);
             }
         }
+        let clusters: Vec<(u32, Arc<ClassAd>)> = clusters
+            .into_iter()
+            .map(|(c, ad)| (c, Arc::new(ad)))
+            .collect();
         let mut jobs: Vec<Job> = Vec::new();
         let mut st = self
             .conn
@@ -586,7 +601,7 @@ impl Store {
                     next_cluster_ad += 1;
                 }
                 let ad = match clusters.get(next_cluster_ad) {
-                    Some((c, ad)) if *c == id.cluster => ad.clone(),
+                    Some((c, ad)) if *c == id.cluster => ClassAd::chained_to(Arc::clone(ad)),
                     _ => ClassAd::new(),
                 };
                 jobs.push(Job { id, ad });
@@ -595,6 +610,9 @@ impl Store {
             let text: Option<String> = row.get(3).map_err(self.err(op))?;
             let ad = &mut jobs.last_mut().expect("pushed above").ad;
             overlay(&self.path, ad, id, name, text)?;
+        }
+        for job in &mut jobs {
+            job.ad.shrink_to_fit();
         }
         Ok(jobs)
     }
@@ -630,9 +648,108 @@ impl Store {
     /// Forgets history records that entered before `before`; returns how
     /// many (HTCondor rotates its history file for the same reason).
     pub fn prune_history(&mut self, before: i64) -> Result<usize> {
-        self.conn
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|source| Error::Sqlite {
+                path: self.path.clone(),
+                op: "pruning the history".into(),
+                source,
+            })?;
+        let pruned = tx
             .execute("DELETE FROM history WHERE entered < ?1", params![before])
-            .map_err(self.err("pruning the history"))
+            .and_then(|n| {
+                // Shared records no row names any more go too.
+                tx.execute(
+                    "DELETE FROM history_shared WHERE id NOT IN \
+                     (SELECT shared FROM history WHERE shared IS NOT NULL)",
+                    [],
+                )?;
+                Ok(n)
+            })
+            .and_then(|n| tx.commit().map(|_| n));
+        pruned.map_err(|source| Error::Sqlite {
+            path: self.path.clone(),
+            op: "pruning the history".into(),
+            source,
+        })
+    }
+}
+
+/// One ad's attributes as stored text, in its order.
+type Texts<'a> = Vec<(&'a AttrName, String)>;
+
+/// What a submission writes: the cluster's attributes (stored once) and
+/// each proc's own, as text (`None`: the proc deletes the cluster's).
+/// A proc's are made as it is written, so a million procs never have all
+/// their texts in memory at once.
+struct Layout<'a> {
+    cluster: Vec<(String, String)>,
+    /// For whole ads: every proc's texts, and which the cluster holds.
+    whole: Option<(Vec<Texts<'a>>, Shared)>,
+}
+
+impl<'a> Layout<'a> {
+    fn of<A: Borrow<ClassAd>>(procs: &'a [A]) -> Layout<'a> {
+        let first = procs[0].borrow();
+        // The schedd's jobs: proc ads chained to one cluster ad. That ad
+        // is the cluster's, each proc ad's own attributes its own.
+        if let Some(parent) = first.parent() {
+            if procs
+                .iter()
+                .all(|p| p.borrow().parent().is_some_and(|q| Arc::ptr_eq(q, parent)))
+            {
+                let cluster = parent
+                    .iter_inserted()
+                    .map(|(n, e)| (n.to_string(), unparse(e)))
+                    .collect();
+                return Layout {
+                    cluster,
+                    whole: None,
+                };
+            }
+        }
+        // Whole ads: what every proc has with the same text is the
+        // cluster's.
+        let texts: Vec<Texts<'a>> = procs
+            .iter()
+            .map(|ad| {
+                ad.borrow()
+                    .iter_inserted()
+                    .map(|(n, e)| (n, unparse(e)))
+                    .collect()
+            })
+            .collect();
+        let shared = Shared::find(&texts);
+        let cluster = texts[0]
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| shared.common[*k])
+            .map(|(_, (n, t))| (n.to_string(), t.clone()))
+            .collect();
+        Layout {
+            cluster,
+            whole: Some((texts, shared)),
+        }
+    }
+
+    /// Proc `p`'s own attributes.
+    fn proc<A: Borrow<ClassAd>>(&self, procs: &[A], p: usize) -> Vec<(String, Option<String>)> {
+        match &self.whole {
+            Some((texts, shared)) => texts[p]
+                .iter()
+                .enumerate()
+                .filter(|(k, (n, _))| !shared.is_common(&texts[0], *k, n))
+                .map(|(_, (n, t))| (n.to_string(), Some(t.clone())))
+                .collect(),
+            None => {
+                let ad = procs[p].borrow();
+                ad.own()
+                    .map(|(n, e)| (n.to_string(), Some(unparse(e))))
+                    .chain(ad.hidden().iter().map(|n| (n.to_string(), None)))
+                    .collect()
+            }
+        }
     }
 }
 
@@ -758,6 +875,371 @@ fn read_job(conn: &Connection, path: &Path, job: JobId) -> Result<Option<ClassAd
     Ok(Some(ad))
 }
 
+/// Applies `ops` inside the caller's transaction. Ops on different jobs
+/// commute (a job's rows are its own; its cluster's ad goes only with its
+/// last job), so each job's ops are taken together, in their order. A job
+/// whose ops end by moving it to the history (a removal, a completion) is
+/// moved in bulk with the others: its history ad is made from the stored
+/// texts and its last changes, without writing those changes first, and
+/// the rows of consecutive procs leave in one statement. Any other job's
+/// ops are applied one by one.
+fn apply_all(conn: &Connection, path: &Path, ops: &[Op]) -> Result<()> {
+    let job_of = |op: &Op| match op {
+        Op::Set { job, .. } | Op::Delete { job, .. } | Op::ToHistory { job, .. } => *job,
+    };
+    if ops.len() < 2 {
+        return ops.iter().try_for_each(|op| apply_one(conn, path, op));
+    }
+    // Each job's ops in their order: one list sorted by job (stably, so
+    // in linear time when the caller gave them job by job), a slice a job.
+    let mut order: Vec<(JobId, usize)> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, op)| (job_of(op), i))
+        .collect();
+    order.sort_by_key(|&(job, _)| job);
+    let flat: Vec<&Op> = order.iter().map(|&(_, i)| &ops[i]).collect();
+    let mut leaving: Vec<(JobId, &[&Op])> = Vec::new();
+    let mut start = 0;
+    while start < flat.len() {
+        let job = order[start].0;
+        let end = start + order[start..].iter().take_while(|o| o.0 == job).count();
+        let list = &flat[start..end];
+        start = end;
+        let last_leaves = matches!(list.last(), Some(Op::ToHistory { .. }));
+        let once = list
+            .iter()
+            .filter(|op| matches!(op, Op::ToHistory { .. }))
+            .count()
+            == 1;
+        if last_leaves && once {
+            leaving.push((job, list));
+        } else {
+            for op in list {
+                apply_one(conn, path, op)?;
+            }
+        }
+    }
+    if !leaving.is_empty() {
+        move_to_history(conn, path, &leaving)?;
+    }
+    Ok(())
+}
+
+/// Moves `leaving` jobs (in id order, each with its ops, the last its
+/// `ToHistory`) to the history: one history row each, the rest in bulk.
+/// The jobs of a cluster that leave together share one record of their
+/// cluster's attributes (`history_shared`); each row holds the job's own.
+fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, &[&Op])]) -> Result<()> {
+    let sql_for = |job: JobId, what: &'static str| {
+        move |source| Error::Sqlite {
+            path: path.to_path_buf(),
+            op: format!("{what} of job {job}"),
+            source,
+        }
+    };
+    const MOVING: &str = "moving a job to the history";
+    let what_of = |op: &Op| match op {
+        Op::Set { .. } => "setting an attribute",
+        Op::Delete { .. } => "deleting an attribute",
+        Op::ToHistory { .. } => MOVING,
+    };
+    // Runs of consecutive procs of a cluster: read, and deleted, with one
+    // statement a run.
+    let mut runs: Vec<(u32, u32, u32, usize)> = Vec::new();
+    for (i, (job, _)) in leaving.iter().enumerate() {
+        match runs.last_mut() {
+            Some((c, _, hi, _)) if *c == job.cluster && job.proc == *hi + 1 => *hi = job.proc,
+            _ => runs.push((job.cluster, job.proc, job.proc, i)),
+        }
+    }
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO history (cluster, proc, owner, entered, ad, shared) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .map_err(sql_for(leaving[0].0, MOVING))?;
+    // The cluster being moved: its attributes' texts (in HTCondor's
+    // order), and its shared history record once written.
+    let mut cluster: Option<Leaving> = None;
+    for (r, &(c, lo, hi, start)) in runs.iter().enumerate() {
+        let first_job = JobId::new(c, lo);
+        if cluster.as_ref().map(|k| k.cluster) != Some(c) {
+            let texts = cluster_texts(conn, c).map_err(sql_for(first_job, MOVING))?;
+            let owner = owner_text(path, first_job, &texts)?;
+            cluster = Some(Leaving {
+                cluster: c,
+                texts,
+                record: None,
+                owner,
+            });
+        }
+        // Jobs of this cluster leaving in this batch, this run and those
+        // after it: a shared record pays only for two or more.
+        let together: usize = runs[r..]
+            .iter()
+            .take_while(|run| run.0 == c)
+            .map(|run| (run.2 - run.1 + 1) as usize)
+            .sum();
+        // Each queued job of the run with its own rows, read as the jobs
+        // are moved (a run may be a million procs: never all in memory).
+        let mut st = conn
+            .prepare_cached(
+                "SELECT j.proc, a.name, a.expr FROM jobs j \
+                 LEFT JOIN job_attrs a ON a.cluster = j.cluster AND a.proc = j.proc \
+                 WHERE j.cluster = ?1 AND j.proc BETWEEN ?2 AND ?3 ORDER BY j.proc",
+            )
+            .map_err(sql_for(first_job, MOVING))?;
+        let mut rows = st
+            .query(params![c, lo, hi])
+            .map_err(sql_for(first_job, MOVING))?;
+        let next = |rows: &mut rusqlite::Rows<'_>| -> Result<Option<StoredRow>> {
+            let Some(row) = rows.next().map_err(sql_for(first_job, MOVING))? else {
+                return Ok(None);
+            };
+            Ok(Some((
+                row.get(0).map_err(sql_for(first_job, MOVING))?,
+                row.get(1).map_err(sql_for(first_job, MOVING))?,
+                row.get(2).map_err(sql_for(first_job, MOVING))?,
+            )))
+        };
+        let mut pending = next(&mut rows)?;
+        for (job, ops) in &leaving[start..start + (hi - lo + 1) as usize] {
+            let job = *job;
+            let first = what_of(ops[0]);
+            for op in ops.iter() {
+                if let Op::Set { name, .. } | Op::Delete { name, .. } = op {
+                    if name.is_empty() {
+                        return Err(Error::BadAttribute {
+                            path: path.to_path_buf(),
+                            op: what_of(op),
+                            job,
+                            why: BadName::Empty,
+                        });
+                    }
+                }
+            }
+            if pending.as_ref().map(|r| r.0) != Some(job.proc) {
+                return Err(Error::NoSuchJob {
+                    path: path.to_path_buf(),
+                    op: first,
+                    job,
+                });
+            }
+            // The job's own rows, then its changes in this batch over them.
+            let mut own: Vec<(String, Option<String>)> = Vec::new();
+            while let Some((p, name, text)) = pending.take() {
+                if p != job.proc {
+                    pending = Some((p, name, text));
+                    break;
+                }
+                if let Some(name) = name {
+                    own.push((name, text));
+                }
+                pending = next(&mut rows)?;
+            }
+            let mut now = 0;
+            for op in ops.iter() {
+                let (name, text) = match op {
+                    Op::Set { name, expr, .. } => (name, Some(unparse(expr))),
+                    Op::Delete { name, .. } => (name, None),
+                    Op::ToHistory { now: n, .. } => {
+                        now = *n;
+                        continue;
+                    }
+                };
+                match own.iter_mut().find(|(n, _)| same_name(n, name)) {
+                    Some(slot) => slot.1 = text,
+                    None => own.push((name.clone(), text)),
+                }
+            }
+            let Leaving {
+                texts: shared,
+                record,
+                owner: cluster_owner,
+                ..
+            } = cluster.as_mut().expect("read above");
+            // A job that deletes one of its cluster's attributes is kept
+            // whole (the shared record cannot say that).
+            let hides = own
+                .iter()
+                .any(|(n, t)| t.is_none() && shared.iter().any(|(s, _)| same_name(s, n)));
+            if together < 2 || hides {
+                let (whole, owner) = history_text(path, job, shared, &own)?;
+                insert
+                    .execute(params![
+                        job.cluster,
+                        job.proc,
+                        owner,
+                        now,
+                        whole,
+                        None::<i64>
+                    ])
+                    .map_err(sql_for(job, MOVING))?;
+                continue;
+            }
+            let id = match *record {
+                Some(id) => id,
+                None => {
+                    let (text, _) = history_text(path, job, shared, &[])?;
+                    conn.prepare_cached("INSERT INTO history_shared (ad) VALUES (?1)")
+                        .map_err(sql_for(job, MOVING))?
+                        .execute(params![text])
+                        .map_err(sql_for(job, MOVING))?;
+                    let id = conn.last_insert_rowid();
+                    *record = Some(id);
+                    id
+                }
+            };
+            own.retain(|(_, t)| t.is_some());
+            let (text, own_owner) = history_text(path, job, &[], &own)?;
+            let owner = if own.iter().any(|(n, _)| n.eq_ignore_ascii_case("Owner")) {
+                own_owner
+            } else {
+                cluster_owner.clone()
+            };
+            insert
+                .execute(params![job.cluster, job.proc, owner, now, text, id])
+                .map_err(sql_for(job, MOVING))?;
+        }
+        drop(rows);
+        drop(st);
+        conn.prepare_cached("DELETE FROM job_attrs WHERE cluster = ?1 AND proc BETWEEN ?2 AND ?3")
+            .map_err(sql_for(first_job, MOVING))?
+            .execute(params![c, lo, hi])
+            .map_err(sql_for(first_job, MOVING))?;
+        conn.prepare_cached("DELETE FROM jobs WHERE cluster = ?1 AND proc BETWEEN ?2 AND ?3")
+            .map_err(sql_for(first_job, MOVING))?
+            .execute(params![c, lo, hi])
+            .map_err(sql_for(first_job, MOVING))?;
+    }
+    let mut clusters: Vec<u32> = runs.iter().map(|r| r.0).collect();
+    clusters.dedup();
+    for c in clusters {
+        let job = JobId::new(c, 0);
+        let others = conn
+            .prepare_cached("SELECT 1 FROM jobs WHERE cluster = ?1 LIMIT 1")
+            .map_err(sql_for(job, MOVING))?
+            .query_row(params![c], |_| Ok(()))
+            .optional()
+            .map_err(sql_for(job, MOVING))?
+            .is_some();
+        if !others {
+            // The last proc has left: the cluster's ad goes with it (its
+            // id stays used: the counter never goes back).
+            conn.prepare_cached("DELETE FROM cluster_attrs WHERE cluster = ?1")
+                .map_err(sql_for(job, MOVING))?
+                .execute(params![c])
+                .map_err(sql_for(job, MOVING))?;
+        }
+    }
+    Ok(())
+}
+
+/// A job's row as [`move_to_history`] reads it: its proc, and one of its
+/// attributes (none when it has no row of its own), `None` text deleting.
+type StoredRow = (u32, Option<String>, Option<String>);
+
+/// The cluster whose jobs [`move_to_history`] is moving.
+struct Leaving {
+    cluster: u32,
+    /// Its attributes' texts, in HTCondor's order.
+    texts: Vec<(String, String)>,
+    /// Its shared history record, once written.
+    record: Option<i64>,
+    /// Its `Owner`, when a string.
+    owner: Option<String>,
+}
+
+/// The `Owner` of stored texts, when it is a string.
+fn owner_text(path: &Path, job: JobId, texts: &[(String, String)]) -> Result<Option<String>> {
+    let Some((n, t)) = texts.iter().find(|(n, _)| n.eq_ignore_ascii_case("Owner")) else {
+        return Ok(None);
+    };
+    match parse_stored(path, t, || format!("attribute {n} of job {job}"))? {
+        Expr::Lit(Value::Str(s)) => Ok(Some(s.to_string())),
+        _ => Ok(None),
+    }
+}
+
+/// A cluster's stored attributes, in HTCondor's order (the history ad's).
+fn cluster_texts(conn: &Connection, cluster: u32) -> rusqlite::Result<Vec<(String, String)>> {
+    let mut st = conn.prepare_cached("SELECT name, expr FROM cluster_attrs WHERE cluster = ?1")?;
+    let mut rows = st.query(params![cluster])?;
+    let mut out: Vec<(String, String)> = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push((row.get(0)?, row.get(1)?));
+    }
+    out.sort_by(|a, b| classad::name::htcondor_order(&a.0, &b.0));
+    Ok(out)
+}
+
+/// A job's history ad as text, made from its cluster's stored texts
+/// (sorted) overlaid by its own (`None` deletes), and its `Owner` when
+/// that is a string: what [`ad_text`] and [`owner_of`] give of the ad
+/// [`read_job`] reads (the stored texts are the unparser's, which reads
+/// back to itself), without parsing every attribute of every job.
+fn history_text(
+    path: &Path,
+    job: JobId,
+    cluster: &[(String, String)],
+    own: &[(String, Option<String>)],
+) -> Result<(String, Option<String>)> {
+    let mut attrs: Vec<(&str, &str)> = Vec::with_capacity(cluster.len() + own.len());
+    for (n, t) in cluster {
+        match own.iter().find(|(o, _)| same_name(o, n)) {
+            Some((_, Some(t))) => attrs.push((n, t)),
+            Some((_, None)) => {}
+            None => attrs.push((n, t)),
+        }
+    }
+    let mut extra: Vec<(&str, &str)> = own
+        .iter()
+        .filter(|(o, _)| !cluster.iter().any(|(n, _)| same_name(o, n)))
+        .filter_map(|(o, t)| Some((o.as_str(), t.as_deref()?)))
+        .collect();
+    if !extra.is_empty() {
+        // Both in order: merged, not sorted again.
+        extra.sort_by(|a, b| classad::name::htcondor_order(a.0, b.0));
+        let shared = std::mem::take(&mut attrs);
+        let (mut a, mut b) = (shared.into_iter().peekable(), extra.into_iter().peekable());
+        while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
+            if classad::name::htcondor_order(x.0, y.0).is_le() {
+                attrs.extend(a.next());
+            } else {
+                attrs.extend(b.next());
+            }
+        }
+        attrs.extend(a);
+        attrs.extend(b);
+    }
+    let mut text = String::with_capacity(
+        attrs
+            .iter()
+            .map(|(n, t)| n.len() + t.len() + 5)
+            .sum::<usize>()
+            + 4,
+    );
+    text.push_str("[ ");
+    let mut owner = None;
+    for (i, (n, t)) in attrs.iter().enumerate() {
+        if i > 0 {
+            text.push_str("; ");
+        }
+        classad::unparse::name_into(&mut text, n);
+        text.push_str(" = ");
+        text.push_str(t);
+        if n.eq_ignore_ascii_case("Owner") {
+            let e = parse_stored(path, t, || format!("attribute {n} of job {job}"))?;
+            if let Expr::Lit(Value::Str(s)) = e {
+                owner = Some(s.to_string());
+            }
+        }
+    }
+    text.push_str(" ]");
+    Ok((text, owner))
+}
+
 fn apply_one(conn: &Connection, path: &Path, op: &Op) -> Result<()> {
     let (job, what) = match op {
         Op::Set { job, .. } => (*job, "setting an attribute"),
@@ -873,8 +1355,12 @@ fn history_rows(
     before: Option<i64>,
 ) -> Result<Vec<HistoryRow>> {
     let op = "reading the history";
-    let mut sql =
-        String::from("SELECT seq, cluster, proc, owner, entered, ad FROM history WHERE 1");
+    let compact = schema_of(conn).map_err(sql_err(path, op))? >= 2;
+    let mut sql = String::from(if compact {
+        "SELECT seq, cluster, proc, owner, entered, ad, shared FROM history WHERE 1"
+    } else {
+        "SELECT seq, cluster, proc, owner, entered, ad, NULL FROM history WHERE 1"
+    });
     let mut args: Vec<rusqlite::types::Value> = Vec::new();
     let mut clause = |text: &str, v: rusqlite::types::Value| {
         args.push(v);
@@ -907,19 +1393,57 @@ fn history_rows(
         .query(rusqlite::params_from_iter(args))
         .map_err(sql_err(path, op))?;
     let mut out = Vec::new();
+    // The shared records these rows name, each read and parsed once.
+    let mut shared: std::collections::HashMap<i64, Arc<ClassAd>> = Default::default();
     while let Some(row) = rows.next().map_err(sql_err(path, op))? {
+        let id = JobId::new(
+            row.get(1).map_err(sql_err(path, op))?,
+            row.get(2).map_err(sql_err(path, op))?,
+        );
+        let mut text: String = row.get(5).map_err(sql_err(path, op))?;
+        if let Some(record) = row.get::<_, Option<i64>>(6).map_err(sql_err(path, op))? {
+            let base = match shared.get(&record) {
+                Some(ad) => Arc::clone(ad),
+                None => {
+                    let t: String = conn
+                        .prepare_cached("SELECT ad FROM history_shared WHERE id = ?1")
+                        .map_err(sql_err(path, op))?
+                        .query_row(params![record], |r| r.get(0))
+                        .map_err(sql_err(path, op))?;
+                    let ad = Arc::new(ClassAd::parse(&t).map_err(|e| Error::Corrupt {
+                        path: path.to_path_buf(),
+                        what: format!("the shared history ad {record}"),
+                        message: e.to_string(),
+                    })?);
+                    shared.insert(record, Arc::clone(&ad));
+                    ad
+                }
+            };
+            // The whole ad: the job's own attributes over the shared ones.
+            let mut own = ClassAd::parse(&text).map_err(|e| Error::Corrupt {
+                path: path.to_path_buf(),
+                what: format!("the history ad of job {id}"),
+                message: e.to_string(),
+            })?;
+            own.chain_to(base);
+            text = ad_text(&own);
+        }
         out.push(HistoryRow {
             seq: row.get(0).map_err(sql_err(path, op))?,
-            id: JobId::new(
-                row.get(1).map_err(sql_err(path, op))?,
-                row.get(2).map_err(sql_err(path, op))?,
-            ),
+            id,
             owner: row.get(3).map_err(sql_err(path, op))?,
             entered: row.get(4).map_err(sql_err(path, op))?,
-            text: row.get(5).map_err(sql_err(path, op))?,
+            text,
         });
     }
     Ok(out)
+}
+
+/// The schema version of the file `conn` reads.
+fn schema_of(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT user_version FROM pragma_user_version", [], |r| {
+        r.get(0)
+    })
 }
 
 /// The failure of a read step on `path`, named.

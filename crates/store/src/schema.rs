@@ -78,5 +78,23 @@ CREATE INDEX history_by_owner ON history (owner, entered);
 CREATE INDEX history_by_time ON history (entered);
 ";
 
+/// Version 2: the jobs of a cluster that leave for the history together
+/// (a removal of the cluster, its completions in one pass) share one
+/// record of the cluster's attributes, written once (`history_shared`,
+/// an ad in new syntax), and each of their history rows names it in
+/// `shared` and holds in `ad` only the job's own attributes: a history
+/// row is then a few hundred bytes, not the whole ad, which made the
+/// removal of a 100,000-job cluster write 300 MB. A row whose `shared` is
+/// NULL holds the whole ad, as in version 1. The reader puts the two back
+/// together (the job's own over the shared ones), so what it gives is
+/// the whole ad as before.
+const V2: &str = "
+ALTER TABLE history ADD COLUMN shared INTEGER;
+CREATE TABLE history_shared (
+    id INTEGER PRIMARY KEY,
+    ad TEXT NOT NULL
+);
+";
+
 /// Every migration, oldest first.
-pub const MIGRATIONS: &[&str] = &[V1];
+pub const MIGRATIONS: &[&str] = &[V1, V2];

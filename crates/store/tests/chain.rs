@@ -1,0 +1,216 @@
+//! The schedd's chained jobs (proc ads over one cluster ad) in the store,
+//! and the bulk move of a batch's leaving jobs to the history: what is
+//! stored and read back, and the history ads, are exactly what whole ads
+//! and job-by-job moves gave.
+
+use std::sync::Arc;
+
+use classad::{ClassAd, Expr};
+use store::{HistoryQuery, JobId, Op, Store};
+
+fn ad(text: &str) -> ClassAd {
+    ClassAd::parse(text).expect("test ad parses")
+}
+
+fn expr(text: &str) -> Expr {
+    classad::parse_expr(text).expect("test expression parses")
+}
+
+const CLUSTER: &str = r#"[ ClusterId = 3; Owner = "alice"; Cmd = "/bin/true";
+    JobStatus = 1; RequestMemory = 1024 * 2; 'odd name' = undefined;
+    Requirements = TARGET.Memory >= RequestMemory && OpSys == "LINUX";
+    Env = { "A=1", "B=2" }; Nested = [ x = 1; y = "two" ]; Ratio = 0.1 ]"#;
+
+/// Four procs chained to one cluster ad: each with its ProcId and
+/// arguments; proc 1 overrides JobStatus, proc 2 deletes Ratio.
+fn chained() -> Vec<Arc<ClassAd>> {
+    let cluster = Arc::new(ad(CLUSTER));
+    (0..4)
+        .map(|p| {
+            let mut a = ClassAd::chained_to(Arc::clone(&cluster));
+            a.insert_value("ProcId", p as i64);
+            a.insert_value("Args", format!("{p}").as_str());
+            if p == 1 {
+                a.insert_value("jobstatus", 5i64);
+            }
+            if p == 2 {
+                a.remove("Ratio");
+            }
+            Arc::new(a)
+        })
+        .collect()
+}
+
+#[test]
+fn chained_jobs_are_stored_as_they_are_and_read_back_chained() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("queue.db");
+    let jobs = chained();
+    {
+        let mut s = Store::open(&path).unwrap();
+        let c = s.reserve_cluster().unwrap();
+        s.submit_shared(c, &jobs).unwrap();
+    }
+    let s = Store::open(&path).unwrap();
+    let back = s.load_queue().unwrap();
+    assert_eq!(back.len(), 4);
+    let parent = back[0].ad.parent().expect("chained").clone();
+    for (job, sent) in back.iter().zip(&jobs) {
+        assert_eq!(job.ad.to_string(), sent.to_string(), "job {}", job.id);
+        assert!(Arc::ptr_eq(job.ad.parent().unwrap(), &parent));
+        assert_eq!(
+            s.job(job.id).unwrap().unwrap().to_string(),
+            sent.to_string()
+        );
+    }
+    assert!(back[2].ad.get("Ratio").is_none());
+    assert_eq!(back[2].ad.hidden().len(), 1);
+}
+
+#[test]
+fn a_batch_of_leaving_jobs_writes_the_history_ads_one_by_one_would() {
+    let dir = tempfile::tempdir().unwrap();
+    // The same queue twice: jobs moved one batch each (one job a batch
+    // takes the plain path), and all in one batch (the bulk path).
+    let mut stores: Vec<Store> = ["one.db", "bulk.db"]
+        .iter()
+        .map(|f| Store::open(dir.path().join(f)).unwrap())
+        .collect();
+    for s in &mut stores {
+        let c = s.reserve_cluster().unwrap();
+        s.submit_shared(c, &chained()).unwrap();
+        let c = s.reserve_cluster().unwrap();
+        s.submit_cluster(c, &[ad(r#"[ ClusterId = 2; ProcId = 0; Owner = "bob" ]"#)])
+            .unwrap();
+        // A change stored before the batch.
+        s.apply(&[Op::set(JobId::new(1, 3), "Stored", expr("\"yes\""))])
+            .unwrap();
+    }
+    // Per job: what the batch changes before it leaves.
+    // (1.3 deletes one of its cluster's attributes: its history row is
+    // whole; 1.0 and 1.1 share a record of their cluster's.)
+    let batch = |job: JobId| -> Vec<Op> {
+        let gone = if job == JobId::new(1, 3) {
+            "Cmd"
+        } else {
+            "NotThere"
+        };
+        vec![
+            Op::set(job, "JobStatus", expr("3")),
+            Op::set(job, "RemoveReason", expr("\"via condor_rm\"")),
+            Op::set(job, "ZZ last", expr("1 + 2")),
+            Op::delete(job, gone),
+            Op::delete(job, "Args"),
+            Op::to_history(job, 77),
+        ]
+    };
+    // 1.0, 1.1, 1.3 and 2.0 leave (1.2 stays, so the runs are 1.0-1.1,
+    // 1.3 and 2.0); 1.2 only changes.
+    let leaving = [
+        JobId::new(1, 0),
+        JobId::new(1, 1),
+        JobId::new(1, 3),
+        JobId::new(2, 0),
+    ];
+    for job in leaving {
+        stores[0].apply(&batch(job)[..5]).unwrap();
+        stores[0].apply(&batch(job)[5..]).unwrap();
+    }
+    stores[0]
+        .apply(&[Op::set(JobId::new(1, 2), "Kept", expr("true"))])
+        .unwrap();
+    let mut all: Vec<Op> = leaving.iter().rev().flat_map(|j| batch(*j)).collect();
+    all.insert(3, Op::set(JobId::new(1, 2), "Kept", expr("true")));
+    stores[1].apply(&all).unwrap();
+
+    let history = |s: &Store| {
+        let mut h: Vec<(JobId, Option<String>, i64, String)> = s
+            .history(&HistoryQuery::default())
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.id, r.owner, r.entered, r.ad.to_string()))
+            .collect();
+        h.sort();
+        h
+    };
+    let (one, bulk) = (history(&stores[0]), history(&stores[1]));
+    assert_eq!(one.len(), 4);
+    assert_eq!(one, bulk);
+    assert_eq!(bulk[0].1.as_deref(), Some("alice"));
+    assert_eq!(bulk[3].1.as_deref(), Some("bob"));
+    // The stored text itself, not only what it parses to.
+    let rows = |s: &Store| {
+        let mut r: Vec<(JobId, String)> = s
+            .history_page(&HistoryQuery::default(), None, 100)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.id, r.text))
+            .collect();
+        r.sort();
+        r
+    };
+    assert_eq!(rows(&stores[0]), rows(&stores[1]));
+    for s in &stores {
+        let q = s.load_queue().unwrap();
+        assert_eq!(q.len(), 1);
+        assert_eq!(q[0].id, JobId::new(1, 2));
+        assert!(q[0].ad.get("Kept").is_some());
+    }
+    assert_eq!(
+        stores[0].load_queue().unwrap()[0].ad.to_string(),
+        stores[1].load_queue().unwrap()[0].ad.to_string()
+    );
+    drop(stores);
+    let count = |file: &str, sql: &str| -> i64 {
+        rusqlite::Connection::open(dir.path().join(file))
+            .unwrap()
+            .query_row(sql, [], |r| r.get(0))
+            .unwrap()
+    };
+    let shared = "SELECT count(*) FROM history_shared";
+    assert_eq!(count("one.db", shared), 0);
+    assert_eq!(count("bulk.db", shared), 1);
+    assert_eq!(
+        count(
+            "bulk.db",
+            "SELECT count(*) FROM history WHERE shared IS NOT NULL"
+        ),
+        2
+    );
+    // The shared record goes with the last row that names it.
+    let mut s = Store::open(dir.path().join("bulk.db")).unwrap();
+    assert_eq!(s.prune_history(78).unwrap(), 4);
+    drop(s);
+    assert_eq!(count("bulk.db", shared), 0);
+}
+
+#[test]
+fn a_bulk_batch_with_a_missing_job_or_a_second_move_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(dir.path().join("q.db")).unwrap();
+    let c = s.reserve_cluster().unwrap();
+    s.submit_shared(c, &chained()).unwrap();
+    let before = |s: &Store| {
+        s.load_queue()
+            .unwrap()
+            .iter()
+            .map(|j| j.ad.to_string())
+            .collect::<Vec<_>>()
+    };
+    let was = before(&s);
+    let job = |p| JobId::new(c, p);
+    for ops in [
+        vec![Op::to_history(job(0), 1), Op::to_history(job(9), 1)],
+        vec![Op::to_history(job(0), 1), Op::to_history(job(0), 1)],
+        vec![
+            Op::to_history(job(1), 1),
+            Op::set(job(1), "X", expr("1")),
+            Op::to_history(job(2), 1),
+        ],
+        vec![Op::set(job(0), "", expr("1")), Op::to_history(job(0), 1)],
+    ] {
+        assert!(s.apply(&ops).is_err(), "{ops:?}");
+        assert_eq!(before(&s), was);
+        assert!(s.history(&HistoryQuery::default()).unwrap().is_empty());
+    }
+}
