@@ -718,8 +718,10 @@ fn work_a_fetch_hook_brings_runs_and_the_hooks_hear_of_it() {
     );
     // REPLY_FETCH: accepted; the job ad (with the hook's keyword), then the
     // slot's.
+    // The hook writes its arguments, then its input: a run is recorded
+    // once its input's closing line is there.
     assert!(
-        wait_for_opt(10, || s.dir.join("reply.args").exists().then_some(())).is_some(),
+        wait_for_opt(10, || s.log("reply.in").contains("=====").then_some(())).is_some(),
         "REPLY_FETCH never ran\ndaemon:\n{}",
         pool.daemon_log()
     );
