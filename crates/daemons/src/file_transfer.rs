@@ -178,6 +178,12 @@ impl Shadow for CedarShadow {
         &self,
         files: Vec<(Entry, Option<Box<dyn Read + Send>>)>,
     ) -> Result<(u64, Vec<(String, String)>), String> {
+        // Only what can be sent is listed: a file without its reader
+        // would leave the access point waiting for bytes that never come.
+        let files: Vec<(Entry, Option<Box<dyn Read + Send>>)> = files
+            .into_iter()
+            .filter(|(e, r)| e.dir || r.is_some())
+            .collect();
         let mut sock = self.open("output")?;
         let entries: Vec<Entry> = files.iter().map(|(e, _)| e.clone()).collect();
         let mut e = sock.encoder();
