@@ -342,6 +342,11 @@ pub struct Claims {
     idle_key: BTreeMap<JobId, (String, i64)>,
     /// Jobs on a claim (requested, activating or running).
     on_claim: BTreeSet<JobId>,
+    /// Runs that outlived their claim (the startd ended it while the
+    /// starter was at work): when their starter last said anything, their
+    /// lease, and `slot@startd`. A run whose last report never comes is
+    /// given up when its lease ends, as a silent claim's is.
+    orphans: BTreeMap<String, (i64, i64, String)>,
     /// The latest `now` it was given (for when a claim is released).
     clock: i64,
 }
@@ -370,6 +375,7 @@ impl Claims {
             idle: BTreeMap::new(),
             idle_key: BTreeMap::new(),
             on_claim: BTreeSet::new(),
+            orphans: BTreeMap::new(),
             clock: 0,
         }
     }
@@ -662,8 +668,15 @@ impl Claims {
                 });
                 if let Some(c) = self.claims.remove(&claim_id) {
                     // A job whose activation was sent has a run in flight
-                    // (its starter reports how it ended); one still
-                    // waiting for its claim is idle again.
+                    // (its starter reports how it ended; its lease goes
+                    // on); one still waiting for its claim is idle again.
+                    if self.runs.contains_key(&claim_id) {
+                        let lease = if c.lease > 0 { c.lease } else { DEFAULT_LEASE };
+                        self.orphans.insert(
+                            claim_id.clone(),
+                            (now, lease, format!("{}@{}", c.slot, c.startd)),
+                        );
+                    }
                     if let (Some(j), false) = (c.job, self.runs.contains_key(&claim_id)) {
                         self.free(j, queue);
                         ready.job_notes.push((
@@ -903,6 +916,23 @@ impl Claims {
                 ));
             }
         }
+        // Runs that outlived their claim.
+        let runs = &self.runs;
+        self.orphans.retain(|id, _| runs.contains_key(id));
+        for (claim_id, (heard, lease, _)) in &self.orphans {
+            let active = self
+                .runs
+                .get(claim_id)
+                .is_some_and(|&j| queue.status(j).is_some_and(JobStatus::is_active));
+            if active && now - heard > lease + round {
+                lost.push((
+                    claim_id.clone(),
+                    format!(
+                        "Job disconnected too long: JobLeaseDuration ({lease} seconds) expired"
+                    ),
+                ));
+            }
+        }
         for (claim_id, reason) in lost {
             self.give_up(&claim_id, reason, ready);
         }
@@ -912,6 +942,9 @@ impl Claims {
     /// starts again, and a job that was disconnected (or is being
     /// reconnected after a restart) is reconnected (023).
     fn heard(&mut self, claim_id: &str, queue: &JobQueue, now: i64, ready: &mut Ready) {
+        if let Some((heard, _, _)) = self.orphans.get_mut(claim_id) {
+            *heard = now;
+        }
         let Some(c) = self.claims.get_mut(claim_id) else {
             return;
         };
@@ -948,6 +981,7 @@ impl Claims {
             .claims
             .get(claim_id)
             .map(|c| format!("{}@{}", c.slot, c.startd))
+            .or_else(|| self.orphans.remove(claim_id).map(|(_, _, s)| s))
             .unwrap_or_default();
         ready
             .job_events

@@ -638,3 +638,38 @@ fn a_reconnect_to_a_claim_the_startd_no_longer_holds_fails_and_the_job_runs_agai
     assert_eq!(reason, "Claim not found at execution machine");
     assert_eq!(p.status(job(0)), Some(JobStatus::Idle));
 }
+
+#[test]
+fn a_run_whose_claim_ended_and_whose_last_report_is_lost_runs_again_after_its_lease() {
+    let mut p = Pool::new(
+        "START = True",
+        "executable = job.sh\njob_lease_duration = 1000\nqueue\n",
+    );
+    p.matched(job(0));
+    let (claim, _) = p.starts[0].clone();
+    p.started(&claim);
+    // The startd ends the claim while the starter is still at work (an
+    // eviction), then the execute point dies: the job's report never
+    // comes.
+    let r = p.claims.startd_said(
+        Action::ClaimEnded {
+            slot: "slot1".into(),
+            claim_id: claim.clone(),
+            schedd: "schedd".into(),
+            reason: "evicted".into(),
+        },
+        &p.queue,
+        p.now,
+    );
+    p.carry(Ready {
+        to_startd: Vec::new(),
+        ..r
+    });
+    assert_eq!(p.status(job(0)), Some(JobStatus::Running));
+    p.now += 1000;
+    assert!(p.silent_round().is_empty(), "within the lease it waits");
+    p.now += 301;
+    assert_eq!(names(&p.silent_round()), ["reconnect failed"]);
+    assert_eq!(p.status(job(0)), Some(JobStatus::Idle));
+    assert_eq!(p.claims.idle_count(), 1, "offered again");
+}
