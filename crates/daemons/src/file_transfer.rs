@@ -25,7 +25,6 @@
 //! File bytes travel in the entries' order, each file's `size` of them.
 
 use std::io::Read;
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -34,7 +33,7 @@ use cedar::commands as cmd;
 use cedar::{Decoder, Encoder, Sinful, Sock, SockError};
 use classad::ClassAd;
 use schedd::JobId;
-use starter::shadow::{InputSink, Shadow};
+use starter::shadow::{FdReader, Fill, InputSink, Shadow};
 use starter::transfer::{Entry, MAX_ENTRIES};
 use starter::user_priv::{self, MAX_FDS};
 
@@ -358,11 +357,9 @@ struct Places<'a> {
     user: Option<&'a starter::User>,
     entries: Vec<Entry>,
     next: usize,
-    /// Each file made (or refused: `None`, its bytes read and dropped)
-    /// and the bytes it still expects.
-    queue: std::collections::VecDeque<(Option<OwnedFd>, u64)>,
+    /// Each file made (or refused: its bytes read and dropped).
+    fill: Fill,
     refused: Vec<(String, String)>,
-    written: u64,
 }
 
 impl Places<'_> {
@@ -378,7 +375,7 @@ impl Places<'_> {
                     "the job did not name that place for its output".into(),
                 ));
                 if !e.dir {
-                    self.queue.push_back((None, e.size));
+                    self.fill.push(None, e.size);
                 }
                 continue;
             }
@@ -397,19 +394,13 @@ impl Places<'_> {
         }
         let mut fds = fds.into_iter();
         for e in batch.into_iter().filter(|e| !e.dir) {
-            self.queue.push_back((fds.next().flatten(), e.size));
+            self.fill.push(fds.next().flatten(), e.size);
         }
     }
 
-    /// Drops the files that are full, making more when none waits.
+    /// Makes more files when none waits (and some are left).
     fn settle(&mut self) {
-        loop {
-            while self.queue.front().is_some_and(|(_, left)| *left == 0) {
-                self.queue.pop_front();
-            }
-            if !self.queue.is_empty() || self.next >= self.entries.len() {
-                return;
-            }
+        while !self.fill.waiting() && self.next < self.entries.len() {
             self.make_more();
         }
     }
@@ -417,20 +408,7 @@ impl Places<'_> {
     fn take(&mut self, mut bytes: &[u8]) -> Result<(), String> {
         while !bytes.is_empty() {
             self.settle();
-            let Some((fd, left)) = self.queue.front_mut() else {
-                return Err("more bytes came than the files listed hold".into());
-            };
-            let n = (*left).min(bytes.len() as u64) as usize;
-            if let Some(fd) = fd {
-                let mut chunk = &bytes[..n];
-                while !chunk.is_empty() {
-                    let w = rustix::io::write(&*fd, chunk).map_err(|e| e.to_string())?;
-                    chunk = &chunk[w..];
-                }
-                self.written += n as u64;
-            }
-            *left -= n as u64;
-            bytes = &bytes[n..];
+            bytes = self.fill.take(bytes)?;
         }
         Ok(())
     }
@@ -450,9 +428,8 @@ fn serve_output(
         user,
         entries,
         next: 0,
-        queue: std::collections::VecDeque::new(),
+        fill: Fill::default(),
         refused: Vec::new(),
-        written: 0,
     };
     let result = receive_data(sock, |b| places.take(b));
     // Directories and empty files after the last bytes.
@@ -468,15 +445,6 @@ fn serve_output(
     for (name, why) in &places.refused {
         e.put_str(name).put_str(why);
     }
-    e.put_u64(places.written);
+    e.put_u64(places.fill.written);
     sock.send(&e)
-}
-
-/// A file's bytes, read through a descriptor the job's user opened.
-struct FdReader(OwnedFd);
-
-impl Read for FdReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        rustix::io::read(&self.0, buf).map_err(std::io::Error::from)
-    }
 }

@@ -48,14 +48,13 @@ struct ScheddRequests {
     on_claims: Vec<Arc<ClassAd>>,
 }
 
-impl ScheddRequests {
-    /// Where its matches go.
-    fn dest(&self) -> Dest {
-        if self.name.is_empty() {
-            Dest::role(RoleName::Schedd)
-        } else {
-            Dest::at(RoleName::Schedd, &self.name, self.address.as_deref())
-        }
+/// A schedd by its name (empty: the pool's one schedd, not named yet)
+/// and where its ad says it listens.
+fn schedd_dest(name: &str, address: Option<&str>) -> Dest {
+    if name.is_empty() {
+        Dest::role(RoleName::Schedd)
+    } else {
+        Dest::at(RoleName::Schedd, name, address)
     }
 }
 
@@ -207,12 +206,10 @@ impl NegotiatorRole {
             waiting.insert(String::new(), None);
         }
         for (name, address) in &waiting {
-            let to = if name.is_empty() {
-                Dest::role(RoleName::Schedd)
-            } else {
-                Dest::at(RoleName::Schedd, name, address.as_deref())
-            };
-            out.send(to, Message::Negotiate { cycle });
+            out.send(
+                schedd_dest(name, address.as_deref()),
+                Message::Negotiate { cycle },
+            );
         }
         self.cycle = Cycle::Requests {
             cycle,
@@ -319,7 +316,10 @@ impl NegotiatorRole {
         for ((r, matches), startds) in got.iter().zip(matches).zip(startds) {
             if !matches.is_empty() {
                 any = true;
-                out.send(r.dest(), Message::Matches { matches, startds });
+                out.send(
+                    schedd_dest(&r.name, r.address.as_deref()),
+                    Message::Matches { matches, startds },
+                );
             }
         }
         if any {

@@ -6,12 +6,11 @@
 //! (`job.rs`). No path is opened here: only descriptors the job's user
 //! opened are read or written.
 
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::procs::User;
-use crate::shadow::InputSink;
+use crate::shadow::{FdReader, Fill, InputSink};
 use crate::transfer::{Entry, MAX_ENTRIES};
 use crate::user_priv::{self, MAX_FDS};
 
@@ -23,9 +22,8 @@ pub(crate) struct Sink<'a> {
     entries: Vec<Entry>,
     /// The next entry to make.
     next: usize,
-    /// Made and not yet filled: each file's descriptor and the bytes it
-    /// still expects, in order.
-    open: std::collections::VecDeque<(OwnedFd, u64, String)>,
+    /// Made and not yet filled, in order.
+    open: Fill,
 }
 
 impl<'a> Sink<'a> {
@@ -36,7 +34,7 @@ impl<'a> Sink<'a> {
             deadline,
             entries: Vec::new(),
             next: 0,
-            open: std::collections::VecDeque::new(),
+            open: Fill::default(),
         }
     }
 
@@ -53,31 +51,21 @@ impl<'a> Sink<'a> {
         let batch = &self.entries[self.next..end];
         let fds = user_priv::create_input(self.user, &self.sandbox, batch, self.deadline)
             .map_err(|f| format!("{}: {}", f.path.display(), f.message))?;
-        let sizes = batch
-            .iter()
-            .filter(|e| !e.dir)
-            .map(|e| (e.size, e.name.clone()));
-        self.open.extend(
-            fds.into_iter()
-                .zip(sizes)
-                .map(|(fd, (n, name))| (fd, n, name)),
-        );
+        let sizes = batch.iter().filter(|e| !e.dir).map(|e| e.size);
+        for (fd, size) in fds.into_iter().zip(sizes) {
+            self.open.push(Some(fd), size);
+        }
         self.next = end;
         Ok(())
     }
 
     /// Makes entries until a file waits for bytes (or none is left).
     fn fill_queue(&mut self) -> Result<(), String> {
-        loop {
-            // Files of no bytes are done as soon as they are made.
-            while self.open.front().is_some_and(|(_, left, _)| *left == 0) {
-                self.open.pop_front();
-            }
-            if !self.open.is_empty() || self.next >= self.entries.len() {
-                return Ok(());
-            }
+        // Files of no bytes are done as soon as they are made.
+        while !self.open.waiting() && self.next < self.entries.len() {
             self.make_more()?;
         }
+        Ok(())
     }
 }
 
@@ -96,37 +84,20 @@ impl InputSink for Sink<'_> {
     fn data(&mut self, mut bytes: &[u8]) -> Result<(), String> {
         while !bytes.is_empty() {
             self.fill_queue()?;
-            let Some((fd, left, name)) = self.open.front_mut() else {
-                return Err("more bytes came than the files listed hold".into());
-            };
-            let n = (*left).min(bytes.len() as u64) as usize;
-            let mut chunk = &bytes[..n];
-            while !chunk.is_empty() {
-                let wrote = rustix::io::write(&*fd, chunk)
-                    .map_err(|e| format!("writing {name} in the sandbox: {e}"))?;
-                chunk = &chunk[wrote..];
-            }
-            *left -= n as u64;
-            bytes = &bytes[n..];
+            bytes = self
+                .open
+                .take(bytes)
+                .map_err(|e| format!("writing the input in the sandbox: {e}"))?;
         }
         self.fill_queue()
     }
 
     fn finish(&mut self) -> Result<(), String> {
         self.fill_queue()?;
-        match self.open.front() {
-            Some((_, left, name)) => Err(format!("{name}: {left} bytes never came")),
+        match self.open.missing() {
+            Some(left) => Err(format!("{left} bytes of a file never came")),
             None => Ok(()),
         }
-    }
-}
-
-/// A file's bytes, read through the descriptor the job's user opened.
-struct FdReader(OwnedFd);
-
-impl std::io::Read for FdReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        rustix::io::read(&self.0, buf).map_err(std::io::Error::from)
     }
 }
 

@@ -5,7 +5,9 @@
 //! makes and reads the files, as the job's user, through the user-priv
 //! helper ([`crate::user_priv`]), and never opens a network connection.
 
+use std::collections::VecDeque;
 use std::fmt;
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use crate::transfer::Entry;
@@ -45,5 +47,65 @@ pub struct ShadowRef(pub Arc<dyn Shadow>);
 impl fmt::Debug for ShadowRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Shadow")
+    }
+}
+
+/// A file's bytes, read through a descriptor the job's user opened.
+pub struct FdReader(pub OwnedFd);
+
+impl std::io::Read for FdReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        rustix::io::read(&self.0, buf).map_err(std::io::Error::from)
+    }
+}
+
+/// The files a transfer's bytes fill, in order: each a descriptor the
+/// job's user opened (`None`: refused, its bytes read and dropped) and
+/// the bytes it still expects. Both ends of a transfer between hosts take
+/// a stream of file contents this way.
+#[derive(Default)]
+pub struct Fill {
+    queue: VecDeque<(Option<OwnedFd>, u64)>,
+    /// The bytes written into files.
+    pub written: u64,
+}
+
+impl Fill {
+    /// One more file to fill with `size` bytes.
+    pub fn push(&mut self, fd: Option<OwnedFd>, size: u64) {
+        self.queue.push_back((fd, size));
+    }
+
+    /// Drops the files that are full; whether one still waits for bytes.
+    pub fn waiting(&mut self) -> bool {
+        while self.queue.front().is_some_and(|(_, left)| *left == 0) {
+            self.queue.pop_front();
+        }
+        !self.queue.is_empty()
+    }
+
+    /// Writes the start of `bytes` into the first waiting file (as much
+    /// as it takes); what is left of them. Call with a file waiting.
+    pub fn take<'b>(&mut self, bytes: &'b [u8]) -> Result<&'b [u8], String> {
+        let Some((fd, left)) = self.queue.front_mut() else {
+            return Err("more bytes came than the files listed hold".into());
+        };
+        let n = (*left).min(bytes.len() as u64) as usize;
+        if let Some(fd) = fd {
+            let mut chunk = &bytes[..n];
+            while !chunk.is_empty() {
+                let w = rustix::io::write(&*fd, chunk).map_err(|e| e.to_string())?;
+                chunk = &chunk[w..];
+            }
+            self.written += n as u64;
+        }
+        *left -= n as u64;
+        Ok(&bytes[n..])
+    }
+
+    /// The bytes the first waiting file still expects, if one waits.
+    pub fn missing(&mut self) -> Option<u64> {
+        self.waiting()
+            .then(|| self.queue.front().map_or(0, |(_, left)| *left))
     }
 }
