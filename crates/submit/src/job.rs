@@ -115,6 +115,23 @@ fn size_kb(files: &dyn Files, path: &str) -> i64 {
 }
 
 /// Builds the ad of job `proc` of the cluster.
+/// What a parallel job's `$(Node)` expands to in its ad until the access
+/// point starts its nodes (HTCondor's placeholder, kept as it is so that
+/// ads move between HTCondor's tools and ours unchanged).
+pub const NODE_PLACEHOLDER: &str = "#pArAlLeLnOdE#";
+
+/// The job's universe: `universe`, else DEFAULT_UNIVERSE, else vanilla.
+pub(crate) fn universe_of(t: &Table, s: &Settings) -> Result<Universe, SubmitError> {
+    Ok(match t.get(&["universe", "JobUniverse"])? {
+        Some(f) => Universe::parse(&f.value).map_err(|m| f.error(m))?,
+        None => match &s.default_universe {
+            Some(u) => Universe::parse(u)
+                .map_err(|m| SubmitError::new(format!("DEFAULT_UNIVERSE: {m}")))?,
+            None => Universe::Vanilla,
+        },
+    })
+}
+
 pub(crate) fn build(t: &Table, cx: &Context<'_>, proc: i64) -> Result<ClassAd, SubmitError> {
     let o = cx.options;
     let s = cx.settings;
@@ -172,14 +189,7 @@ pub(crate) fn build(t: &Table, cx: &Context<'_>, proc: i64) -> Result<ClassAd, S
     ad.insert("MaxHosts", lit(1i64));
 
     // Universe.
-    let universe = match t.get(&["universe", "JobUniverse"])? {
-        Some(f) => Universe::parse(&f.value).map_err(|m| f.error(m))?,
-        None => match &s.default_universe {
-            Some(u) => Universe::parse(u)
-                .map_err(|m| SubmitError::new(format!("DEFAULT_UNIVERSE: {m}")))?,
-            None => Universe::Vanilla,
-        },
-    };
+    let universe = universe_of(t, s)?;
     ad.insert("JobUniverse", lit(universe.number()));
     if universe.on_access_point() || universe == Universe::Parallel {
         ad.insert("KillSig", string("SIGTERM"));

@@ -425,6 +425,14 @@ impl Run<'_> {
                 t.set_default("Step", step.to_string());
                 t.set_default("Row", index.to_string());
                 t.set_default("ItemIndex", index.to_string());
+                // A parallel job's $(Node) stays a placeholder that the
+                // access point replaces with each node's number when it
+                // starts the nodes (HTCondor's `#pArAlLeLnOdE#`).
+                let node = match job::universe_of(t, self.cx.settings)? {
+                    job::Universe::Parallel => job::NODE_PLACEHOLDER,
+                    _ => "",
+                };
+                t.set_default("Node", node);
                 let ad = job::build(&self.table, &self.cx, proc)?;
                 self.jobs.push(ad);
             }
