@@ -35,6 +35,9 @@ struct WireMatch {
     by_user_priority: bool,
     cost: f64,
     preempt_dynamic: Vec<String>,
+    /// The slot's ParallelSchedulingGroup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    group: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -293,6 +296,7 @@ pub fn encode(from: RoleName, msg: &Message) -> Result<String, String> {
                     by_user_priority: m.by_user_priority,
                     cost: m.cost,
                     preempt_dynamic: m.preempt_dynamic.clone(),
+                    group: m.group.clone(),
                 })
                 .collect(),
         },
@@ -556,6 +560,7 @@ pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
                     by_user_priority: m.by_user_priority,
                     cost: m.cost,
                     preempt_dynamic: m.preempt_dynamic,
+                    group: m.group,
                 })
                 .collect(),
             startds,

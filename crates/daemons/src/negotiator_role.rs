@@ -310,6 +310,9 @@ impl NegotiatorRole {
                 by_user_priority: g.kind == MatchKind::PriorityPreemption,
                 cost: g.cost,
                 preempt_dynamic: g.preempt_dynamic.into_iter().map(|i| name(i).0).collect(),
+                group: slot_ads
+                    .get(g.slot)
+                    .and_then(schedd::dedicated::scheduling_group),
             });
         }
         let mut any = false;

@@ -23,6 +23,9 @@ pub struct ScheddIntervals {
     pub alive: u64,
     /// How often it updates the collector.
     pub update: u64,
+    /// UNUSED_CLAIM_TIMEOUT: how long a parallel job's incomplete
+    /// allocation holds its claims.
+    pub unused_claim: u64,
 }
 
 pub struct ScheddRole {
@@ -108,7 +111,30 @@ impl ScheddRole {
         let mut releases = Vec::new();
         for (id, status) in on_a_machine {
             let remote = ran_elsewhere(&schedd, local_startd, id);
+            let parallel = schedd
+                .queue()
+                .job(id)
+                .is_some_and(schedd::dedicated::is_parallel);
             let done = match (status, remote) {
+                // A parallel job's nodes are not reconnected (only node
+                // 0's claim is kept in its ad): it runs again, its node 0
+                // claim given back, the others ended by their startds'
+                // claim leases.
+                (st, Some((claim_id, startd, slot, address)))
+                    if parallel && !matches!(st, JobStatus::Removed | JobStatus::Completed) =>
+                {
+                    releases.push((startd, slot, claim_id, address));
+                    let ev = JobEvent::Evicted {
+                        checkpointed: false,
+                        reason: Some(
+                            "the access point restarted while the parallel job ran; its nodes \
+                             are not reconnected, it will run again"
+                                .into(),
+                        ),
+                        report: RunReport::default(),
+                    };
+                    schedd.job_event(id, ev, now).map(|_| ())
+                }
                 (JobStatus::Removed | JobStatus::Completed, remote) => {
                     if let Some((claim_id, startd, slot, address)) = remote {
                         releases.push((startd, slot, claim_id, address));
@@ -141,6 +167,7 @@ impl ScheddRole {
             intervals.alive as i64,
             limits,
         );
+        claims.set_unused_claim_timeout(intervals.unused_claim as i64);
         let all: Vec<JobId> = schedd.queue().jobs().map(|(id, _)| id).collect();
         schedd.take_touched();
         let _ = claims.jobs_changed(&all, schedd.queue());
@@ -195,10 +222,22 @@ impl ScheddRole {
 
     /// The ad of `job`, if it runs on `claim_id` (a starter on another
     /// host asks for its files by the claim).
+    /// A parallel job's node has its own ad (its `$(Node)`), as the
+    /// starter of that node was given.
     pub fn job_on_claim(&self, claim_id: &str, job: JobId) -> Option<ClassAd> {
-        (self.claims.job_of(claim_id) == Some(job))
-            .then(|| self.schedd.queue().job(job).cloned())
-            .flatten()
+        if self.claims.job_of(claim_id) != Some(job) {
+            return None;
+        }
+        let ad = self.schedd.queue().job(job)?;
+        Some(match self.claims.node_of(claim_id) {
+            Some((node, nodes)) => schedd::dedicated::node_ad(
+                ad,
+                &schedd::dedicated::scheduler_name(&self.name),
+                node,
+                nodes,
+            ),
+            None => ad.clone(),
+        })
     }
 
     /// Where HTCondor's clients reach this schedd (its ad's `MyAddress`).
@@ -402,6 +441,13 @@ impl ScheddRole {
             .map(|(who, jobs)| {
                 let jobs = jobs
                     .filter_map(|id| queue.shared_job(id).map(|ad| (id, ad)))
+                    .flat_map(|(id, ad)| {
+                        // A parallel job: a request per node it needs.
+                        self.claims
+                            .requests_for(id, ad)
+                            .into_iter()
+                            .map(move |ad| (id, ad))
+                    })
                     .collect();
                 (who.to_string(), jobs)
             })

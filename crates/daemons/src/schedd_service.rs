@@ -802,22 +802,6 @@ impl Schedd {
                 )))
             }
         }
-        // The parallel universe needs the dedicated scheduler, which this
-        // schedd does not have yet: such a job would run on one machine,
-        // not on the machine_count it asks for, so it is refused, not
-        // queued to run wrongly.
-        if cluster_ad
-            .iter()
-            .chain(ads.iter())
-            .any(|ad| literal_int(ad, "JobUniverse") == Some(11))
-        {
-            return Err(ApiError::bad_request(
-                "submission refused: the parallel universe (machine_count) needs a dedicated \
-                 scheduler, which this pool does not have yet; run the nodes as separate vanilla \
-                 jobs"
-                    .to_string(),
-            ));
-        }
         // Whose account the job is charged to, as HTCondor's schedd
         // sets it: the peer, not what the ad says (once, in the cluster
         // ad, when there is one).

@@ -149,6 +149,7 @@ fn build_roles(
                 periodic: periodic_interval.max(1),
                 alive: interval(&node.startd, "ALIVE_INTERVAL", 300)?,
                 update: poll,
+                unused_claim: interval(&node.startd, "UNUSED_CLAIM_TIMEOUT", 600)?,
             },
             now,
             &mut notes,

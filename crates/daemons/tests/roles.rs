@@ -90,6 +90,7 @@ impl Pool {
                 periodic: 60,
                 alive: 300,
                 update: 5,
+                unused_claim: 600,
             },
             T0,
             &mut notes,

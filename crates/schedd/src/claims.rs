@@ -35,6 +35,7 @@
 //! no I/O; it reads the queue it is given and never changes it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use classad::{ClassAd, Env, Value};
 use negotiator::accountant::Accountant;
@@ -42,6 +43,7 @@ use negotiator::limits::ConcurrencyLimits;
 use negotiator::reuse;
 use startd::{Action, ClaimRequest, Event};
 
+use crate::dedicated::{self, ShutdownPolicy};
 use crate::job::{attr, HoldCode, JobId, JobStatus};
 use crate::queue::{JobEvent, JobQueue, RunReport};
 use crate::userlog::ExitHow;
@@ -81,6 +83,8 @@ pub struct MatchInfo {
     pub cost: f64,
     /// Pslot preemption: the dynamic slots to make room from.
     pub preempt_dynamic: Vec<String>,
+    /// The slot's ParallelSchedulingGroup, where it has one.
+    pub group: Option<String>,
 }
 
 /// Why a starter could not start a job (HTCondor's hold code for it).
@@ -223,24 +227,34 @@ pub struct Ready {
     pub reschedule: bool,
 }
 
-/// The runs in flight, by claim and by job.
+/// The runs in flight, by claim and by job (a parallel job has one run
+/// per node).
 #[derive(Clone, Debug, Default)]
 struct Runs {
     by_claim: BTreeMap<String, JobId>,
-    by_job: BTreeMap<JobId, String>,
+    by_job: BTreeMap<JobId, BTreeSet<String>>,
 }
 
 impl Runs {
     fn insert(&mut self, claim_id: String, job: JobId) {
         if let Some(old) = self.by_claim.insert(claim_id.clone(), job) {
-            self.by_job.remove(&old);
+            self.unlink(old, &claim_id);
         }
-        self.by_job.insert(job, claim_id);
+        self.by_job.entry(job).or_default().insert(claim_id);
+    }
+
+    fn unlink(&mut self, job: JobId, claim_id: &str) {
+        if let Some(set) = self.by_job.get_mut(&job) {
+            set.remove(claim_id);
+            if set.is_empty() {
+                self.by_job.remove(&job);
+            }
+        }
     }
 
     fn remove(&mut self, claim_id: &str) -> Option<JobId> {
         let job = self.by_claim.remove(claim_id)?;
-        self.by_job.remove(&job);
+        self.unlink(job, claim_id);
         Some(job)
     }
 
@@ -252,9 +266,37 @@ impl Runs {
         self.by_claim.contains_key(claim_id)
     }
 
-    fn claim_of(&self, job: JobId) -> Option<String> {
-        self.by_job.get(&job).cloned()
+    /// The claims `job` runs on (one, or a parallel job's nodes').
+    fn claims_of(&self, job: JobId) -> Vec<String> {
+        self.by_job
+            .get(&job)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
     }
+}
+
+/// A parallel job's claims, one per node (HTCondor's dedicated
+/// scheduler's allocation): held until every node has one, then all
+/// activated together; torn down together.
+#[derive(Clone, Debug)]
+struct Gang {
+    /// How many machines it runs on (MaxHosts).
+    nodes: usize,
+    /// The claims made for it, in the order they came; at activation the
+    /// n-th is node n.
+    claims: Vec<String>,
+    /// Those found idle, ready to run a node.
+    idle: BTreeSet<String>,
+    /// The ParallelSchedulingGroup its first claim chose, where the job
+    /// wants one group.
+    group: Option<String>,
+    /// When its first claim was made: an allocation not complete after
+    /// UNUSED_CLAIM_TIMEOUT gives its claims back.
+    since: i64,
+    /// Its nodes were activated.
+    running: bool,
+    /// Node 0's end, kept under WAIT_FOR_ALL until the other nodes end.
+    node0_end: Option<(RunEnd, RunReport)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,6 +351,15 @@ fn startd_address(queue: &JobQueue, job: JobId) -> String {
         .unwrap_or_default()
 }
 
+/// Whether `claim_id` runs a parallel job's node other than node 0 (whose
+/// starter speaks for the job: its start, suspension, disconnection).
+fn secondary_node(gangs: &BTreeMap<JobId, Gang>, claim_id: &str, job: JobId) -> bool {
+    gangs
+        .get(&job)
+        .and_then(|g| g.claims.iter().position(|c| c == claim_id))
+        .is_some_and(|node| node > 0)
+}
+
 /// JobLeaseDuration where a job has none (HTCondor's condor_submit
 /// default).
 const DEFAULT_LEASE: i64 = 2400;
@@ -349,7 +400,18 @@ pub struct Claims {
     orphans: BTreeMap<String, (i64, i64, String)>,
     /// The latest `now` it was given (for when a claim is released).
     clock: i64,
+    /// The dedicated scheduler's name (`DedicatedScheduler@<schedd>`):
+    /// the submitter parallel jobs' claims are made and charged as.
+    scheduler: String,
+    /// Parallel jobs' allocations, by job.
+    gangs: BTreeMap<JobId, Gang>,
+    /// UNUSED_CLAIM_TIMEOUT: how long a parallel job's incomplete
+    /// allocation holds its claims.
+    unused_claim_timeout: i64,
 }
+
+/// UNUSED_CLAIM_TIMEOUT's default (HTCondor's dedicated scheduler).
+pub const DEFAULT_UNUSED_CLAIM_TIMEOUT: i64 = 600;
 
 fn job_prio(ad: &ClassAd) -> i64 {
     ad.eval_attr("JobPrio", &Env::at(0)).as_int().unwrap_or(0)
@@ -377,9 +439,98 @@ impl Claims {
             on_claim: BTreeSet::new(),
             orphans: BTreeMap::new(),
             clock: 0,
+            scheduler: dedicated::scheduler_name(schedd),
+            gangs: BTreeMap::new(),
+            unused_claim_timeout: DEFAULT_UNUSED_CLAIM_TIMEOUT,
         }
     }
 
+    /// UNUSED_CLAIM_TIMEOUT (seconds; at least one keep-alive round).
+    pub fn set_unused_claim_timeout(&mut self, seconds: i64) {
+        self.unused_claim_timeout = seconds.max(1);
+    }
+
+    /// Who a job's claims are made as: its submitter, or for a parallel
+    /// job the dedicated scheduler (as HTCondor's schedd claims
+    /// dedicated machines).
+    fn submitter(&self, job: &ClassAd) -> String {
+        if dedicated::is_parallel(job) {
+            self.scheduler.clone()
+        } else {
+            submitter_of(job)
+        }
+    }
+
+    /// What the negotiator is offered for the idle job `id`: its ad, or
+    /// for a parallel job one node request per machine it still needs.
+    pub fn requests_for(&self, id: JobId, ad: Arc<ClassAd>) -> Vec<Arc<ClassAd>> {
+        if !dedicated::is_parallel(&ad) {
+            return vec![ad];
+        }
+        let (held, group) = match self.gangs.get(&id) {
+            Some(g) if g.running => return Vec::new(),
+            Some(g) => (g.claims.len(), g.group.as_deref()),
+            None => (0, None),
+        };
+        let wanted = dedicated::machine_count(&ad).saturating_sub(held);
+        if wanted == 0 {
+            return Vec::new();
+        }
+        let req = Arc::new(dedicated::node_request(&ad, &self.scheduler, group));
+        vec![req; wanted]
+    }
+
+    /// The node a claim runs of its parallel job, and how many nodes the
+    /// job has.
+    pub fn node_of(&self, claim_id: &str) -> Option<(usize, usize)> {
+        let j = self.runs.get(claim_id)?;
+        let g = self.gangs.get(j)?;
+        let node = g.claims.iter().position(|c| c == claim_id)?;
+        Some((node, g.nodes))
+    }
+
+    /// The parallel job the claim was made for, while its allocation is
+    /// being gathered.
+    fn gathering(&self, claim_id: &str) -> Option<JobId> {
+        let j = self.claims.get(claim_id)?.job?;
+        let g = self.gangs.get(&j)?;
+        (!g.running && g.claims.iter().any(|c| c == claim_id)).then_some(j)
+    }
+
+    /// The claim no longer serves its parallel job's allocation (refused,
+    /// ended, given back); an allocation with no claims left is gone.
+    fn leave_gang(&mut self, claim_id: &str, job: JobId) {
+        if let Some(g) = self.gangs.get_mut(&job) {
+            if g.running {
+                return;
+            }
+            g.claims.retain(|c| c != claim_id);
+            g.idle.remove(claim_id);
+            if g.claims.is_empty() {
+                self.gangs.remove(&job);
+            }
+        }
+    }
+
+    /// A parallel job's allocation ends: every node still running is
+    /// stopped (`stop`), every claim given back, the job off its claims.
+    fn end_gang(&mut self, job: JobId, stop: Stop, queue: &JobQueue, ready: &mut Ready) {
+        let Some(g) = self.gangs.remove(&job) else {
+            return;
+        };
+        for claim_id in g.claims {
+            if self.runs.remove(&claim_id).is_some() {
+                if let Some(c) = self.claims.get(&claim_id) {
+                    ready.stops.push((c.startd.clone(), claim_id.clone(), stop));
+                }
+            }
+            if let Some(c) = self.claims.get_mut(&claim_id) {
+                c.job = None;
+            }
+            self.release(&claim_id, ready);
+        }
+        self.free(job, queue);
+    }
     /// New concurrency limits (after a reconfiguration).
     pub fn set_limits(&mut self, limits: ConcurrencyLimits) {
         self.limits = limits;
@@ -441,7 +592,7 @@ impl Claims {
         let Some(ad) = queue.job(id) else {
             return false;
         };
-        let who = submitter_of(ad);
+        let who = self.submitter(ad);
         let prio = job_prio(ad);
         self.idle
             .entry(who.clone())
@@ -465,20 +616,31 @@ impl Claims {
     pub fn jobs_changed(&mut self, ids: &[JobId], queue: &JobQueue) -> Ready {
         let mut ready = Ready::default();
         let mut fresh = false;
+        let stop_of = |j: JobId| match queue.status(j) {
+            Some(JobStatus::Held) => Some(Stop::Hold),
+            Some(JobStatus::Removed | JobStatus::Completed) | None => Some(Stop::Remove),
+            _ => None,
+        };
         for &id in ids {
+            // A parallel job's allocation ends together: all its nodes
+            // when it is held or removed while they run, all its claims
+            // when it stops being idle before they do.
+            if let Some(g) = self.gangs.get(&id) {
+                let stop = match (g.running, stop_of(id)) {
+                    (true, stop) => stop,
+                    (false, _) if queue.status(id) != Some(JobStatus::Idle) => Some(Stop::Remove),
+                    _ => None,
+                };
+                if let Some(stop) = stop {
+                    self.end_gang(id, stop, queue, &mut ready);
+                }
+            }
             fresh |= self.refresh(id, queue);
         }
         let stopped: Vec<(String, Stop)> = ids
             .iter()
-            .filter_map(|&j| Some((self.runs.claim_of(j)?, j)))
-            .filter_map(|(claim_id, j)| {
-                let stop = match queue.status(j) {
-                    Some(JobStatus::Held) => Stop::Hold,
-                    Some(JobStatus::Removed | JobStatus::Completed) | None => Stop::Remove,
-                    _ => return None,
-                };
-                Some((claim_id.clone(), stop))
-            })
+            .flat_map(|&j| self.runs.claims_of(j).into_iter().map(move |c| (c, j)))
+            .filter_map(|(claim_id, j)| Some((claim_id, stop_of(j)?)))
             .collect();
         for (claim_id, stop) in stopped {
             let startd = self
@@ -502,10 +664,11 @@ impl Claims {
     /// nothing to vacate (HTCondor: no effect).
     pub fn vacate(&self, jobs: &[JobId], fast: bool) -> Ready {
         let mut ready = Ready::default();
-        for &j in jobs {
-            let Some(c) = self.runs.claim_of(j).and_then(|id| self.claims.get(&id)) else {
-                continue;
-            };
+        for c in jobs
+            .iter()
+            .flat_map(|&j| self.runs.claims_of(j))
+            .filter_map(|id| self.claims.get(&id))
+        {
             ready.to_startd.push((
                 c.startd.clone(),
                 Event::Vacate {
@@ -529,21 +692,63 @@ impl Claims {
         let Some(ad) = queue.job(m.job) else {
             return ready;
         };
+        // A parallel job's match is for one of its nodes: the claim is
+        // asked for with the node request's ad (the execute point's START
+        // reads its Scheduler) and held until every node has one.
+        let parallel = dedicated::is_parallel(ad);
+        let mut first = true;
+        let mut job = None;
+        if parallel {
+            let g = self.gangs.entry(m.job).or_insert_with(|| Gang {
+                nodes: dedicated::machine_count(ad),
+                claims: Vec::new(),
+                idle: BTreeSet::new(),
+                group: None,
+                since: now,
+                running: false,
+                node0_end: None,
+            });
+            if g.running || g.claims.len() >= g.nodes {
+                return ready;
+            }
+            // All nodes in one ParallelSchedulingGroup, where the job
+            // asks for that: the first match chooses the group; the job's
+            // later node requests ask for it, and a match elsewhere made
+            // before they did is not claimed.
+            if dedicated::wants_one_group(ad) {
+                let Some(group) = m.group.clone() else {
+                    return ready;
+                };
+                match &g.group {
+                    Some(chosen) if *chosen != group => return ready,
+                    Some(_) => {}
+                    None => g.group = Some(group),
+                }
+            }
+            first = g.claims.is_empty();
+            job = Some(dedicated::node_request(
+                ad,
+                &self.scheduler,
+                g.group.as_deref(),
+            ));
+        }
         self.seq += 1;
         let claim_id = format!("{}#{}", self.id_prefix, self.seq);
-        let submitter = submitter_of(ad);
+        let submitter = self.submitter(ad);
         let request = ClaimRequest {
             claim_id: claim_id.clone(),
-            job: ad.clone(),
+            job: job.unwrap_or_else(|| ad.clone()),
             schedd: self.schedd.clone(),
             user: submitter.clone(),
             alive_interval: Some(self.alive_interval),
             by_user_priority: m.by_user_priority,
             preempt_dynamic: m.preempt_dynamic,
         };
-        ready.job_events.push((m.job, JobEvent::Matched));
+        if first {
+            ready.job_events.push((m.job, JobEvent::Matched));
+        }
         self.claims.insert(
-            claim_id,
+            claim_id.clone(),
             Claim {
                 startd: m.startd.clone(),
                 slot: m.slot.clone(),
@@ -559,8 +764,13 @@ impl Claims {
                 gone_since: None,
             },
         );
-        self.on_claim.insert(m.job);
-        self.refresh(m.job, queue);
+        if let Some(g) = self.gangs.get_mut(&m.job).filter(|_| parallel) {
+            // Still idle (offered for its other nodes) until all start.
+            g.claims.push(claim_id.clone());
+        } else {
+            self.on_claim.insert(m.job);
+            self.refresh(m.job, queue);
+        }
         ready.to_startd.push((
             m.startd,
             Event::RequestClaim {
@@ -623,6 +833,7 @@ impl Claims {
             } => {
                 if let Some(c) = self.claims.remove(&claim_id) {
                     if let Some(j) = c.job {
+                        self.leave_gang(&claim_id, j);
                         self.free(j, queue);
                         ready
                             .job_notes
@@ -678,6 +889,7 @@ impl Claims {
                         );
                     }
                     if let (Some(j), false) = (c.job, self.runs.contains_key(&claim_id)) {
+                        self.leave_gang(&claim_id, j);
                         self.free(j, queue);
                         ready.job_notes.push((
                             j,
@@ -736,6 +948,9 @@ impl Claims {
             }
             Phase::Requested | Phase::Granted => {}
         }
+        if let Some(j) = self.gathering(claim_id) {
+            return self.gang_member_idle(claim_id, j, queue, now, ready);
+        }
         let c = self.claims.get_mut(claim_id).expect("found above");
         // The job it was made for, if it is still idle; else the
         // submitter's next job the slot takes, while the claim is young.
@@ -781,6 +996,56 @@ impl Claims {
                 job: Box::new(ad),
             },
         ));
+    }
+
+    /// A claim of a parallel job's allocation is idle: once every node
+    /// has one, all nodes are activated together, each with its own ad
+    /// (`dedicated::node_ad`).
+    fn gang_member_idle(
+        &mut self,
+        claim_id: &str,
+        job: JobId,
+        queue: &JobQueue,
+        now: i64,
+        ready: &mut Ready,
+    ) {
+        let ad = match queue.job(job) {
+            Some(ad) if queue.status(job) == Some(JobStatus::Idle) => ad.clone(),
+            _ => return self.end_gang(job, Stop::Remove, queue, ready),
+        };
+        if let Some(c) = self.claims.get_mut(claim_id) {
+            c.phase = Phase::Granted;
+        }
+        let g = self.gangs.get_mut(&job).expect("gathering");
+        g.idle.insert(claim_id.to_string());
+        if g.idle.len() < g.nodes {
+            return;
+        }
+        g.running = true;
+        let (nodes, members) = (g.nodes, g.claims.clone());
+        let lease = lease_of(&ad);
+        for (node, id) in members.iter().enumerate() {
+            let Some(c) = self.claims.get_mut(id) else {
+                continue;
+            };
+            c.job = Some(job);
+            c.phase = Phase::Activating;
+            c.since = now;
+            c.lease = lease;
+            c.last_heard = now;
+            let (startd, slot) = (c.startd.clone(), c.slot.clone());
+            self.runs.insert(id.clone(), job);
+            ready.to_startd.push((
+                startd,
+                Event::Activate {
+                    slot,
+                    claim_id: id.clone(),
+                    job: Box::new(dedicated::node_ad(&ad, &self.scheduler, node, nodes)),
+                },
+            ));
+        }
+        self.on_claim.insert(job);
+        self.refresh(job, queue);
     }
 
     /// Gives the claim back (RELEASE_CLAIM), once.
@@ -839,10 +1104,32 @@ impl Claims {
                         c.slot, c.startd
                     ),
                 ));
+                self.leave_gang(&id, j);
                 self.free(j, queue);
                 ready.reschedule = true;
             }
             self.release(&id, &mut ready);
+        }
+        // A parallel job that could not get all its machines within
+        // UNUSED_CLAIM_TIMEOUT gives back the claims it holds, so that
+        // two jobs each holding part of what both need do not wait for
+        // ever; it asks again.
+        let stale: Vec<(JobId, usize, usize)> = self
+            .gangs
+            .iter()
+            .filter(|(_, g)| !g.running && now - g.since >= self.unused_claim_timeout)
+            .map(|(&j, g)| (j, g.claims.len(), g.nodes))
+            .collect();
+        for (j, held, nodes) in stale {
+            ready.job_notes.push((
+                j,
+                format!(
+                    "held {held} of the {nodes} machines it needs for {} s                      (UNUSED_CLAIM_TIMEOUT); claims given back, asking again",
+                    self.unused_claim_timeout
+                ),
+            ));
+            self.end_gang(j, Stop::Remove, queue, &mut ready);
+            ready.reschedule = true;
         }
         let forgotten: Vec<String> = self
             .claims
@@ -904,7 +1191,11 @@ impl Claims {
                         c.lease
                     ),
                 ));
-            } else if !c.disconnected && !c.reconnecting && silent > 2 * round {
+            } else if !c.disconnected
+                && !c.reconnecting
+                && silent > 2 * round
+                && !secondary_node(&self.gangs, claim_id, j)
+            {
                 c.disconnected = true;
                 ready.job_events.push((
                     j,
@@ -934,7 +1225,7 @@ impl Claims {
             }
         }
         for (claim_id, reason) in lost {
-            self.give_up(&claim_id, reason, ready);
+            self.give_up(&claim_id, reason, queue, ready);
         }
     }
 
@@ -972,7 +1263,7 @@ impl Claims {
     /// A running job's execute point is given up (its lease expired, or
     /// it no longer has the claim): the job is idle again (024), the claim
     /// forgotten (a release goes in case the startd still holds it).
-    fn give_up(&mut self, claim_id: &str, reason: String, ready: &mut Ready) {
+    fn give_up(&mut self, claim_id: &str, reason: String, queue: &JobQueue, ready: &mut Ready) {
         let Some(j) = self.runs.remove(claim_id) else {
             return;
         };
@@ -992,6 +1283,8 @@ impl Claims {
             claim_id: claim_id.to_string(),
         });
         ready.reschedule = true;
+        // One node lost is the parallel job's end on every node.
+        self.end_gang(j, Stop::Remove, queue, ready);
     }
 
     /// At a restart of the access point: job `job` ran on `claim_id` at
@@ -1082,6 +1375,10 @@ impl Claims {
                         c.phase = Phase::Running;
                     }
                 }
+                // A parallel job starts once, with its node 0.
+                if secondary_node(&self.gangs, &claim_id, j) {
+                    return ready;
+                }
                 ready.job_events.push((
                     j,
                     JobEvent::Started {
@@ -1112,16 +1409,26 @@ impl Claims {
                     c.job = None;
                 }
                 // Given back, as HTCondor's schedd does when its shadow
-                // could not start the job (reuse would likely fail alike).
+                // could not start the job (reuse would likely fail alike);
+                // a parallel job's other nodes are stopped.
                 self.release(&claim_id, &mut ready);
+                self.end_gang(j, Stop::Hold, queue, &mut ready);
             }
             StarterReport::Suspended { claim_id, num_pids } => {
-                if let Some(&j) = self.runs.get(&claim_id) {
+                if let Some(&j) = self
+                    .runs
+                    .get(&claim_id)
+                    .filter(|&&j| !secondary_node(&self.gangs, &claim_id, j))
+                {
                     ready.job_events.push((j, JobEvent::Suspended { num_pids }));
                 }
             }
             StarterReport::Unsuspended { claim_id } => {
-                if let Some(&j) = self.runs.get(&claim_id) {
+                if let Some(&j) = self
+                    .runs
+                    .get(&claim_id)
+                    .filter(|&&j| !secondary_node(&self.gangs, &claim_id, j))
+                {
                     if queue.status(j) == Some(JobStatus::Suspended) {
                         ready.job_events.push((j, JobEvent::Unsuspended));
                     }
@@ -1132,6 +1439,14 @@ impl Claims {
                 end,
                 report,
             } => {
+                if let Some(&j) = self
+                    .runs
+                    .get(&claim_id)
+                    .filter(|j| self.gangs.contains_key(j))
+                {
+                    self.node_ended(&claim_id, j, (end, report), queue, now, &mut ready);
+                    return ready;
+                }
                 // A job's last report comes after its start: one for a
                 // claim whose next job is being activated is the previous
                 // job's, sent again (the startd repeats it to a schedd
@@ -1164,6 +1479,61 @@ impl Claims {
             }
         }
         ready
+    }
+}
+
+impl Claims {
+    /// A parallel job's node ended (HTCondor's parallel shadow): its
+    /// claim is given back; the job ends when node 0 exits (or, under
+    /// `ParallelShutdownPolicy = "WAIT_FOR_ALL"`, when every node has),
+    /// with node 0's exit, the nodes still running stopped then; a node
+    /// evicted or failed ends the job on every node.
+    fn node_ended(
+        &mut self,
+        claim_id: &str,
+        job: JobId,
+        (end, report): (RunEnd, RunReport),
+        queue: &JobQueue,
+        now: i64,
+        ready: &mut Ready,
+    ) {
+        let node = self
+            .gangs
+            .get(&job)
+            .and_then(|g| g.claims.iter().position(|c| c == claim_id));
+        self.runs.remove(claim_id);
+        if let Some(c) = self.claims.get_mut(claim_id) {
+            c.job = None;
+            c.since = now;
+        }
+        self.release(claim_id, ready);
+        let wait_for_all = queue
+            .job(job)
+            .is_some_and(|ad| dedicated::shutdown_policy(ad) == ShutdownPolicy::WaitForAll);
+        let others_run = !self.runs.claims_of(job).is_empty();
+        let Some(g) = self.gangs.get_mut(&job) else {
+            return;
+        };
+        let finish = match end {
+            RunEnd::Exited(_) if node == Some(0) => {
+                if wait_for_all && others_run {
+                    g.node0_end = Some((end, report));
+                    None
+                } else {
+                    Some((end, report))
+                }
+            }
+            RunEnd::Exited(_) if wait_for_all && !others_run => g.node0_end.take(),
+            RunEnd::Exited(_) => None,
+            _ => Some((end, report)),
+        };
+        if let Some((end, report)) = finish {
+            if let Some(ev) = exit_event(queue.status(job), end, report) {
+                ready.job_events.push((job, ev));
+            }
+            ready.runs_ended.push(job);
+            self.end_gang(job, Stop::Remove, queue, ready);
+        }
     }
 }
 

@@ -21,6 +21,7 @@
 
 pub mod authz;
 pub mod claims;
+pub mod dedicated;
 pub mod edit;
 pub mod index;
 pub mod job;

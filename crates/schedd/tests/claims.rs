@@ -139,6 +139,7 @@ impl Pool {
             by_user_priority: false,
             cost: 1.0,
             preempt_dynamic: Vec::new(),
+            group: None,
         };
         let r = self.claims.matched(m, &self.queue, self.now);
         self.carry(r);

@@ -1756,6 +1756,10 @@ impl<'f> Simulation<'f> {
                     .iter()
                     .map(|&i| self.collector_owner[i].1.clone())
                     .collect(),
+                group: self
+                    .collector
+                    .get(g.slot)
+                    .and_then(schedd::dedicated::scheduling_group),
             };
             // The negotiator tells the startd of the match, and the schedd
             // claims the slot.

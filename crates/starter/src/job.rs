@@ -453,6 +453,12 @@ impl Starter {
         env.extend(launch.env.iter().cloned());
         env.insert("_CONDOR_SCRATCH_DIR".into(), scratch.clone());
         env.insert("_CONDOR_SLOT".into(), settings.slot_name.clone());
+        // A parallel job's node learns which it is and how many there
+        // are, as HTCondor's starter tells it.
+        if let Some((node, nodes)) = launch.parallel_node {
+            env.insert("_CONDOR_PROCNO".into(), node.to_string());
+            env.insert("_CONDOR_NPROCS".into(), nodes.to_string());
+        }
         env.insert("_CONDOR_JOB_IWD".into(), run_dir.display().to_string());
         env.insert("_CONDOR_JOB_AD".into(), job_ad_path.display().to_string());
         if settings.slot_ad.is_some() {

@@ -174,6 +174,10 @@ pub(crate) struct Launch {
     pub kill_sig: i32,
     pub owner: Option<String>,
     pub request_cpus: Option<i64>,
+    /// A parallel job's node: its number (`Node`) and how many nodes the
+    /// job runs on (`CurrentHosts`), for `_CONDOR_PROCNO` and
+    /// `_CONDOR_NPROCS`.
+    pub parallel_node: Option<(i64, i64)>,
 }
 
 fn eval(ad: &ClassAd, name: &str) -> Value {
@@ -317,6 +321,9 @@ impl Launch {
             kill_sig,
             owner: string(ad, "Owner")?,
             request_cpus: number("RequestCpus").filter(|c| *c > 0),
+            parallel_node: (number("JobUniverse") == Some(11))
+                .then(|| Some((number("Node")?, number("CurrentHosts")?)))
+                .flatten(),
         })
     }
 }
