@@ -52,22 +52,49 @@ fn a_job_has_htcondor_s_global_job_id() {
     assert!(long.contains("\nGlobalJobId = \""), "{long}");
 }
 
-/// A parallel-universe job would run on one machine, not on its
-/// machine_count: until the dedicated scheduler is there, the schedd
-/// refuses it and says why, and queues nothing.
+/// A parallel-universe job on a personal pool whose slots name its schedd
+/// as their dedicated scheduler: its three nodes run at once, one per
+/// slot, each with its own `$(Node)` and HTCondor's _CONDOR_PROCNO and
+/// _CONDOR_NPROCS.
 #[test]
-fn a_parallel_universe_job_is_refused_and_says_why() {
+fn a_parallel_universe_job_runs_its_nodes_on_the_dedicated_slots() {
     let dir = scratch("habits-parallel");
     let state = dir.join("state");
-    let _pool = PoolProcess::start(&state, &[("NUM_CPUS", "1")]);
-    write(
-        &dir.join("p.sub"),
-        "universe = parallel\nexecutable = /bin/true\nmachine_count = 3\nqueue\n",
+    let _pool = PoolProcess::start(
+        &state,
+        &[
+            ("NUM_CPUS", "3"),
+            ("SCHEDD_NAME", "ded@personal.test"),
+            (
+                "DedicatedScheduler",
+                "\"DedicatedScheduler@ded@personal.test\"",
+            ),
+            ("STARTD_ATTRS", "DedicatedScheduler"),
+            ("START", "Scheduler =?= $(DedicatedScheduler)"),
+        ],
     );
-    let o = run(&state, &dir, &["submit", "p.sub"]);
-    assert!(!o.status.success(), "{}", out(&o));
-    assert!(err(&o).contains("dedicated scheduler"), "{}", err(&o));
-    assert_eq!(ok(run(&state, &dir, &["q", "-af", "ClusterId"])), "");
+    let cluster = submit(
+        &state,
+        &dir,
+        "p.sub",
+        "universe = parallel\nexecutable = /bin/sh\n\
+         arguments = \"-c 'echo $_CONDOR_PROCNO of $_CONDOR_NPROCS'\"\n\
+         output = out.$(Node)\nmachine_count = 3\nqueue\n",
+    );
+    wait_for(60, "the parallel job to finish", || {
+        let o = ok(run(&state, &dir, &["q", "-af", "ClusterId"]));
+        o.trim().is_empty().then_some(())
+    });
+    for n in 0..3 {
+        let text = std::fs::read_to_string(dir.join(format!("out.{n}"))).unwrap_or_default();
+        assert_eq!(text, format!("{n} of 3\n"), "node {n}");
+    }
+    let h = ok(run(
+        &state,
+        &dir,
+        &["history", &cluster, "-af", "JobStatus", "Scheduler"],
+    ));
+    assert_eq!(h.trim(), "4 undefined", "the job's own ad is not a node's");
 }
 
 #[test]
