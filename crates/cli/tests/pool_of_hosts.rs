@@ -343,12 +343,15 @@ fn two_access_points_share_the_execute_points() {
     };
     // Hosts 3 and 4 execute: four slots.
     pool.wait_slots(4);
-    let o = pool.on(AP, &["status", "-schedd", "-af", "Name"]);
-    let names = out(&o);
-    assert!(
-        names.contains("ap1@") && names.contains("ap2@"),
-        "both schedds at the collector: {names}"
-    );
+    // Each schedd advertises itself as it starts; the slots may come
+    // first.
+    bed::until(30, "both schedds at the collector", || {
+        let o = pool.on(AP, &["status", "-schedd", "-af", "Name"]);
+        let names = out(&o);
+        (names.contains("ap1@") && names.contains("ap2@"))
+            .then_some(())
+            .ok_or(names)
+    });
     pool.submit_on(AP, "one.sub", &jobs("one.log", 1, 6, 2400));
     pool.submit_on(AP2, "two.sub", &jobs("two.log", 1, 6, 2400));
     pool.wait_done_on(AP, 1, 6, 120);
