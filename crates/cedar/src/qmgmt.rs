@@ -29,9 +29,9 @@
 //!
 //! Errors name the call and carry the schedd's reason where it gave one.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
-use classad::{ClassAd, Expr};
+use classad::ClassAd;
 
 use crate::ad::get_ad;
 use crate::codec::{Decoder, Encoder};
@@ -442,26 +442,79 @@ pub fn send_cluster(
             detail: "a cluster needs at least one proc".into(),
         });
     }
-    let default_status = cluster_ad
-        .get("JobStatus")
-        .map(classad::unparse::expr_to_old_syntax)
-        .unwrap_or_else(|| "1".into());
-    // NewProc's answers are read behind the requests, at most WINDOW
-    // behind: the bytes are the real client's, in its order, without a
-    // round trip per job. A schedd that answers another proc id than the
-    // next is caught before the commit, and nothing is committed.
-    let mut awaited: VecDeque<usize> = VecDeque::with_capacity(WINDOW + 1);
+    let mut sender = ClusterSender::new(sock, cluster);
     for (i, proc_ad) in procs.iter().enumerate() {
+        sender.send((i == 0).then_some(cluster_ad), proc_ad)?;
+    }
+    sender.commit()
+}
+
+/// [`send_cluster`] one proc at a time, for a client that makes its jobs
+/// as it sends them and never holds the whole cluster (a large
+/// `queue N`): each [`ClusterSender::send`] is that proc's NewProc and
+/// attributes; [`ClusterSender::commit`] ends the submission. Dropped
+/// without a commit, nothing is committed.
+pub struct ClusterSender<'s> {
+    sock: &'s mut Sock,
+    cluster: i32,
+    next: usize,
+    /// NewProc answers not read yet (read up to [`WINDOW`] behind).
+    awaited: VecDeque<usize>,
+    /// The cluster ad's JobStatus, which a proc that says none takes.
+    default_status: String,
+}
+
+impl<'s> ClusterSender<'s> {
+    /// Sends the jobs of `cluster`, a cluster id the schedd handed out on
+    /// this connection.
+    pub fn new(sock: &'s mut Sock, cluster: i32) -> ClusterSender<'s> {
+        // The attributes go NoAck, many to a write.
+        sock.cork();
+        ClusterSender {
+            sock,
+            cluster,
+            next: 0,
+            awaited: VecDeque::with_capacity(WINDOW + 1),
+            default_status: "1".into(),
+        }
+    }
+
+    /// How many procs were sent.
+    pub fn sent(&self) -> usize {
+        self.next
+    }
+
+    /// Sends the next proc: its attributes that differ from the cluster
+    /// ad, and with the first proc (`cluster_ad` given) the cluster ad.
+    pub fn send(
+        &mut self,
+        cluster_ad: Option<&ClassAd>,
+        proc_ad: &ClassAd,
+    ) -> Result<(), QmgmtError> {
+        let (sock, cluster, i) = (&mut *self.sock, self.cluster, self.next);
         let proc = i32::try_from(i).map_err(|_| QmgmtError::Protocol {
             call: "NewProc",
-            detail: format!("{} procs are more than a cluster holds", procs.len()),
+            detail: format!("{i} procs are more than a cluster holds"),
         })?;
-        call(sock, &Request::NewProc { cluster })?;
-        awaited.push_back(i);
-        while awaited.len() > WINDOW || (i == 0 && !awaited.is_empty()) {
-            check_proc(sock, &mut awaited)?;
+        if (i == 0) != cluster_ad.is_some() {
+            return Err(QmgmtError::Protocol {
+                call: "NewProc",
+                detail: "the cluster ad goes with the first proc, and only with it".into(),
+            });
         }
-        if i == 0 {
+        // NewProc's answers are read behind the requests, at most WINDOW
+        // behind: the bytes are the real client's, in its order, without
+        // a round trip per job. A schedd that answers another proc id than
+        // the next is caught before the commit, and nothing is committed.
+        call(sock, &Request::NewProc { cluster })?;
+        self.awaited.push_back(i);
+        while self.awaited.len() > WINDOW || (i == 0 && !self.awaited.is_empty()) {
+            check_proc(sock, &mut self.awaited)?;
+        }
+        if let Some(cluster_ad) = cluster_ad {
+            if let Some(st) = cluster_ad.get("JobStatus") {
+                self.default_status = classad::unparse::expr_to_old_syntax(st);
+            }
             set_attribute(sock, cluster, -1, "ClusterId", &cluster.to_string(), true)?;
             if !cluster_ad.contains("Owner") {
                 set_attribute(sock, cluster, -1, "Owner", "undefined", true)?;
@@ -480,7 +533,7 @@ pub fn send_cluster(
         let status = proc_ad
             .get("JobStatus")
             .map(classad::unparse::expr_to_old_syntax);
-        let status = status.as_deref().unwrap_or(&default_status);
+        let status = status.as_deref().unwrap_or(&self.default_status);
         set_attribute(sock, cluster, proc, "JobStatus", status, true)?;
         for (name, expr) in proc_ad.iter_inserted() {
             if named(&PROC_ONLY, name.as_str()) || named(&CLUSTER_ONLY, name.as_str()) {
@@ -489,11 +542,33 @@ pub fn send_cluster(
             let text = classad::unparse::expr_to_old_syntax(expr);
             set_attribute(sock, cluster, proc, name.as_str(), &text, true)?;
         }
+        self.next += 1;
+        Ok(())
     }
-    while !awaited.is_empty() {
-        check_proc(sock, &mut awaited)?;
+
+    /// Reads the answers still awaited and commits: the schedd's warning,
+    /// if it gave one.
+    pub fn commit(mut self) -> Result<Option<String>, QmgmtError> {
+        if self.next == 0 {
+            return Err(QmgmtError::Protocol {
+                call: "NewProc",
+                detail: "a cluster needs at least one proc".into(),
+            });
+        }
+        while !self.awaited.is_empty() {
+            check_proc(self.sock, &mut self.awaited)?;
+        }
+        self.sock.uncork().map_err(sock_err("SetAttribute"))?;
+        commit(self.sock)
     }
-    commit(sock)
+}
+
+impl Drop for ClusterSender<'_> {
+    /// Uncommitted, the socket sends at once again (what was gathered is
+    /// written: the peer sees the same bytes, then no commit).
+    fn drop(&mut self) {
+        let _ = self.sock.uncork();
+    }
 }
 
 /// How many NewProc answers [`submit_cluster`] may leave unread: far
@@ -522,48 +597,59 @@ fn check_proc(sock: &mut Sock, awaited: &mut VecDeque<usize>) -> Result<(), Qmgm
 /// proc ad holds only the attributes whose text differs from it (and its
 /// `JobStatus`, where that differs).
 pub fn split_jobs(jobs: &[ClassAd]) -> (ClassAd, Vec<ClassAd>) {
-    let Some(first) = jobs.first() else {
-        return (ClassAd::new(), Vec::new());
-    };
+    let mut splitter = Splitter::default();
     let mut cluster = ClassAd::new();
-    // The cluster ad's attributes printed once, by name (any case).
-    let mut texts: HashMap<String, String> = HashMap::with_capacity(first.len());
-    for (name, expr) in first.iter_inserted() {
-        if name.as_str().eq_ignore_ascii_case("ProcId") {
-            continue;
-        }
-        cluster.insert(name.clone(), expr.clone());
-        texts.insert(
-            name.as_str().to_ascii_lowercase(),
-            classad::unparse::expr_to_old_syntax(expr),
-        );
-    }
-    let same = |name: &str, expr: &Expr| {
-        texts
-            .get(&name.to_ascii_lowercase())
-            .is_some_and(|t| *t == classad::unparse::expr_to_old_syntax(expr))
-    };
     let procs = jobs
         .iter()
-        .enumerate()
-        .map(|(i, job)| {
-            let mut p = ClassAd::new();
-            if i == 0 {
-                return p;
-            }
-            for (name, expr) in job.iter_inserted() {
-                let n = name.as_str();
-                if n.eq_ignore_ascii_case("ProcId") || n.eq_ignore_ascii_case("ClusterId") {
-                    continue;
-                }
-                if !same(n, expr) {
-                    p.insert(name.clone(), expr.clone());
-                }
+        .map(|job| {
+            let (c, p) = splitter.split(job);
+            if let Some(c) = c {
+                cluster = c;
             }
             p
         })
         .collect();
     (cluster, procs)
+}
+
+/// [`split_jobs`] one job at a time (for [`ClusterSender`]).
+#[derive(Default)]
+pub struct Splitter {
+    /// The cluster ad; `None` before the first job.
+    cluster: Option<ClassAd>,
+}
+
+impl Splitter {
+    /// The first job gives the cluster ad (it, less `ProcId`) and an empty
+    /// proc ad; each later one its proc ad of what differs from it (an
+    /// attribute is the same when its expression is: the same tree, so
+    /// the same text, compared without printing either).
+    pub fn split(&mut self, job: &ClassAd) -> (Option<ClassAd>, ClassAd) {
+        let Some(cluster) = &self.cluster else {
+            let mut cluster = ClassAd::new();
+            for (name, expr) in job.iter_inserted() {
+                if !name.as_str().eq_ignore_ascii_case("ProcId") {
+                    cluster.insert(name.clone(), expr.clone());
+                }
+            }
+            self.cluster = Some(cluster.clone());
+            return (Some(cluster), ClassAd::new());
+        };
+        let mut p = ClassAd::new();
+        for (name, expr) in job.iter_inserted() {
+            let n = name.as_str();
+            if n.eq_ignore_ascii_case("ProcId") || n.eq_ignore_ascii_case("ClusterId") {
+                continue;
+            }
+            let same = cluster
+                .lookup_name(name)
+                .is_some_and(|c| classad::same::same_expr(c, expr));
+            if !same {
+                p.insert(name.clone(), expr.clone());
+            }
+        }
+        (None, p)
+    }
 }
 
 #[cfg(test)]

@@ -211,7 +211,12 @@ pub struct Sock {
     /// How long one read or write may wait; a whole message, however it
     /// trickles in or out, gets twice that ([`MESSAGE_TIME_FACTOR`]).
     timeout: Duration,
+    /// Messages sent while corked ([`Sock::cork`]), not written yet.
+    corked: Option<Vec<u8>>,
 }
+
+/// How many bytes a corked socket gathers before it writes them.
+const CORK_LIMIT: usize = 64 * 1024;
 
 /// A message must be read (or written) whole within this many times the
 /// connection's timeout: a peer that sends a byte now and then, or reads
@@ -250,6 +255,7 @@ impl Sock {
             first_send: false,
             first_recv: false,
             timeout: DEFAULT_TIMEOUT,
+            corked: None,
         }
     }
 
@@ -312,7 +318,38 @@ impl Sock {
 
     pub fn send_bytes(&mut self, payload: &[u8]) -> Result<(), SockError> {
         let bytes = self.framed(payload)?;
+        if let Some(pending) = &mut self.corked {
+            pending.extend_from_slice(&bytes);
+            if pending.len() < CORK_LIMIT {
+                return Ok(());
+            }
+            return self.flush();
+        }
         self.write_out(&bytes)
+    }
+
+    /// From now on, messages are gathered and written together (when 64
+    /// KiB have gathered, before any read, at [`Sock::flush`] or
+    /// [`Sock::uncork`]): a client that sends many small messages without
+    /// waiting for answers (QMGMT's SetAttribute with NoAck) makes one
+    /// write of many instead of one each. The bytes are the same.
+    pub fn cork(&mut self) {
+        self.corked.get_or_insert_with(Vec::new);
+    }
+
+    /// Writes what was gathered and sends each message at once again.
+    pub fn uncork(&mut self) -> Result<(), SockError> {
+        self.flush()?;
+        self.corked = None;
+        Ok(())
+    }
+
+    /// Writes what a corked socket gathered.
+    pub fn flush(&mut self) -> Result<(), SockError> {
+        match self.corked.as_mut().map(std::mem::take) {
+            Some(pending) if !pending.is_empty() => self.write_out(&pending),
+            _ => Ok(()),
+        }
     }
 
     /// Sends several messages in one write (a query's answer of one ad a
@@ -322,6 +359,7 @@ impl Sock {
         for m in msgs {
             bytes.extend_from_slice(&self.framed(m.as_bytes())?);
         }
+        self.flush()?;
         self.write_out(&bytes)
     }
 
@@ -387,6 +425,8 @@ impl Sock {
 
     /// Receives one message's payload.
     pub fn recv(&mut self) -> Result<Vec<u8>, SockError> {
+        // An answer is awaited: what was gathered goes first.
+        self.flush()?;
         let mut payload = Vec::new();
         let mut first = true;
         let deadline = self.message_deadline();

@@ -48,36 +48,48 @@ pub fn run(
             "Submitting jobs as user/group 0 (root) is not allowed for security reasons.".into(),
         ));
     }
-    // The jobs of cluster `cluster`, their first proc `first_proc`.
-    let build = |cluster: i64, first_proc: i64, diag: &mut dyn Write| {
-        let mut opts = submit::SubmitOptions::new(cluster, &owner, a.qdate.unwrap_or(now), &cwd);
-        opts.first_proc = first_proc;
-        opts.submit_file = name.clone();
-        opts.append = a.append.clone();
-        // condor_submit -batch-name NAME: as the submit command would say it.
-        if let Some(name) = &a.batch_name {
-            opts.append.push(format!("batch_name = {name}"));
-        }
-        // condor_submit -queue ARGS: the queue statement, as `-a` would give
-        // it (condor_submit turns `-a "queue ..."` into -queue too).
-        if !a.queue.is_empty() {
-            opts.append.push(format!("queue {}", a.queue.join(" ")));
-        }
-        opts.environment = host.env_vars();
-        opts.random_seed = host.random_seed();
-        let submission =
-            submit::submit(&text, &opts, &config, &SubmitFiles).map_err(Error::Submit)?;
-        for w in &submission.warnings {
-            writeln!(diag, "{w}")?;
-        }
-        Ok::<_, Error>(submission)
-    };
+    // The jobs of cluster `cluster`, their first proc `first_proc`, each
+    // handed to `sink` as it is made.
+    let build =
+        |cluster: i64, first_proc: i64, sink: &mut submit::Sink<'_>, diag: &mut dyn Write| {
+            let mut opts =
+                submit::SubmitOptions::new(cluster, &owner, a.qdate.unwrap_or(now), &cwd);
+            opts.first_proc = first_proc;
+            opts.submit_file = name.clone();
+            opts.append = a.append.clone();
+            // condor_submit -batch-name NAME: as the submit command would say it.
+            if let Some(name) = &a.batch_name {
+                opts.append.push(format!("batch_name = {name}"));
+            }
+            // condor_submit -queue ARGS: the queue statement, as `-a` would give
+            // it (condor_submit turns `-a "queue ..."` into -queue too).
+            if !a.queue.is_empty() {
+                opts.append.push(format!("queue {}", a.queue.join(" ")));
+            }
+            opts.environment = host.env_vars();
+            opts.random_seed = host.random_seed();
+            let warnings = submit::submit_each(&text, &opts, &config, &SubmitFiles, sink)
+                .map_err(Error::Submit)?;
+            for w in &warnings {
+                writeln!(diag, "{w}")?;
+            }
+            Ok::<_, Error>(())
+        };
     if !dry_run {
         // For real, the schedd hands out the cluster id first (the ads name
         // it: `$(Cluster)`), as condor_submit asks it for a new cluster.
         return queue(Path::new(&cwd), &a.locate, &build, out, diag);
     }
-    let mut submission = build(a.cluster, a.proc, diag)?;
+    let mut jobs = Vec::new();
+    build(
+        a.cluster,
+        a.proc,
+        &mut |ad| {
+            jobs.push(ad);
+            Ok(())
+        },
+        diag,
+    )?;
     let cluster = a.cluster;
     // What the schedd would do to them before queueing: its job transforms,
     // then its submit requirements (a failed one refuses the submission).
@@ -97,7 +109,7 @@ pub fn run(
             .unwrap_or_default()
             .as_str(),
     );
-    for job in &mut submission.jobs {
+    for job in &mut jobs {
         for note in policy.transforms.apply(job, &env) {
             writeln!(diag, "transform: {note}")?;
         }
@@ -108,11 +120,10 @@ pub fn run(
         }
     }
     if let Some(file) = &a.dry_run_to {
-        return dry_run_to(file, cluster, &submission.jobs, out);
+        return dry_run_to(file, cluster, &jobs, out);
     }
     if a.json {
-        let list: Vec<serde_json::Value> = submission
-            .jobs
+        let list: Vec<serde_json::Value> = jobs
             .iter()
             .map(|ad| {
                 let mut m = serde_json::Map::new();
@@ -127,7 +138,7 @@ pub fn run(
             .collect();
         writeln!(out, "{}", serde_json::Value::Array(list))?;
     } else {
-        for (i, ad) in submission.jobs.iter().enumerate() {
+        for (i, ad) in jobs.iter().enumerate() {
             if i > 0 {
                 writeln!(out)?;
             }
@@ -175,20 +186,23 @@ fn dry_run_to(
 /// jobs transfer (`transfer_executable`, true unless said otherwise) must
 /// exist and not be empty, or nothing is queued. Names with `$$(...)` are
 /// left to the execute point.
-fn check_executables(jobs: &[classad::ClassAd], cwd: &Path) -> Result<(), Error> {
+fn check_executable(
+    ad: &classad::ClassAd,
+    cwd: &Path,
+    seen: &mut std::collections::BTreeSet<String>,
+) -> Result<(), Error> {
     let env = classad::Env::at(0);
-    let mut seen = std::collections::BTreeSet::new();
-    for ad in jobs {
+    {
         let transfer = ad
             .eval_attr("TransferExecutable", &env)
             .as_bool()
             .unwrap_or(true);
         let cmd = match ad.eval_attr("Cmd", &env) {
             classad::Value::Str(c) => c.to_string(),
-            _ => continue,
+            _ => return Ok(()),
         };
         if !transfer || cmd.contains("$$") || !seen.insert(cmd.clone()) {
-            continue;
+            return Ok(());
         }
         let path = cwd.join(&cmd);
         match std::fs::metadata(&path) {
@@ -208,14 +222,15 @@ fn check_executables(jobs: &[classad::ClassAd], cwd: &Path) -> Result<(), Error>
     Ok(())
 }
 
-/// Makes the jobs of cluster `cluster`, its first proc `first_proc`,
-/// its warnings said on the writer given.
-type Build<'a> = dyn Fn(i64, i64, &mut dyn Write) -> Result<submit::Submission, Error> + 'a;
+/// Makes the jobs of cluster `cluster`, its first proc `first_proc`, each
+/// handed to the sink as it is made, its warnings said on the writer given.
+type Build<'a> = dyn Fn(i64, i64, &mut submit::Sink<'_>, &mut dyn Write) -> Result<(), Error> + 'a;
 
 /// Queues the jobs in the running pool as condor_submit does, over
 /// HTCondor's job-queue protocol (QMGMT) on one connection to the schedd:
-/// NewCluster, the jobs `build` makes with that id, sent as a cluster ad
-/// and proc ads of what differs, one commit. The schedd sets Owner (from
+/// NewCluster, the jobs `build` makes with that id, each sent as it is
+/// made (the cluster ad with the first, then proc ads of what differs:
+/// the tool never holds a large cluster whole), one commit. The schedd sets Owner (from
 /// the authentication: the ads send none), applies its transforms and
 /// submit requirements at the commit, and answers once the jobs are on
 /// disk. Any failure before the commit closes the connection without
@@ -260,10 +275,9 @@ enum Sent {
     Failed(Failed),
 }
 
-/// A failed call, with how many jobs were being sent.
+/// A failed call.
 struct Failed {
     error: cedar::qmgmt::QmgmtError,
-    jobs: usize,
 }
 
 /// The conversation up to and including the commit (not the close).
@@ -276,33 +290,66 @@ fn send(
     out: &mut dyn Write,
     diag: &mut dyn Write,
 ) -> Result<Sent, Error> {
-    let failed = |error, jobs| Ok(Sent::Failed(Failed { error, jobs }));
+    let failed = |error| Ok(Sent::Failed(Failed { error }));
     // condor_submit asks first what the schedd can do (late
     // materialization, ...); a plain submission needs none of it.
     if let Err(e) = cedar::qmgmt::get_capabilities(sock) {
-        return failed(e, 0);
+        return failed(e);
     }
     let cluster = match cedar::qmgmt::new_cluster(sock) {
         Ok(c) => c,
-        Err(e) => return failed(e, 0),
+        Err(e) => return failed(e),
     };
-    let submission = build(i64::from(cluster), 0, diag)?;
-    check_executables(&submission.jobs, cwd)?;
-    if submission.jobs.is_empty() {
+    // Each job is checked (its executable, once a name) and sent as soon
+    // as it is made; a failure stops the description there (an error of
+    // our own in `local`, of the schedd's in `refused`), and nothing is
+    // committed.
+    let mut seen = std::collections::BTreeSet::new();
+    let mut splitter = cedar::qmgmt::Splitter::default();
+    let mut sender = cedar::qmgmt::ClusterSender::new(sock, cluster);
+    let (mut local, mut refused) = (None, None);
+    let stopped = || submit::SubmitError::new("stopped");
+    let made = build(
+        i64::from(cluster),
+        0,
+        &mut |mut job| {
+            if let Err(e) = check_executable(&job, cwd, &mut seen) {
+                local = Some(e);
+                return Err(stopped());
+            }
+            // Whose the jobs are is the schedd's to say, from the
+            // authentication (`Owner = undefined` goes instead); User and
+            // the like it sets too.
+            job.remove("Owner");
+            let (cluster_ad, proc_ad) = splitter.split(&job);
+            if cluster_ad.is_some() {
+                if let Err(e) = writeln!(out, "Submitting job(s)...") {
+                    local = Some(e.into());
+                    return Err(stopped());
+                }
+            }
+            if let Err(e) = sender.send(cluster_ad.as_ref(), &proc_ad) {
+                refused = Some(e);
+                return Err(stopped());
+            }
+            Ok(())
+        },
+        diag,
+    );
+    if let Some(e) = local {
+        return Err(e);
+    }
+    let jobs = sender.sent();
+    if let Some(e) = refused {
+        return failed(e);
+    }
+    made?;
+    if jobs == 0 {
         return Ok(Sent::Nothing);
     }
-    let (mut cluster_ad, mut procs) = cedar::qmgmt::split_jobs(&submission.jobs);
-    drop(submission);
-    // Whose the jobs are is the schedd's to say, from the authentication
-    // (`Owner = undefined` goes instead); User and the like it sets too.
-    cluster_ad.remove("Owner");
-    for p in &mut procs {
-        p.remove("Owner");
-    }
-    writeln!(out, "Submitting job(s)...")?;
-    match cedar::qmgmt::send_cluster(sock, cluster, &cluster_ad, &procs) {
-        Ok(warning) => Ok(Sent::Cluster(cluster, procs.len(), warning)),
-        Err(e) => failed(e, procs.len()),
+    match sender.commit() {
+        Ok(warning) => Ok(Sent::Cluster(cluster, jobs, warning)),
+        Err(e) => failed(e),
     }
 }
 
@@ -322,17 +369,15 @@ fn refusal(daemons: &Daemons, addr: &cedar::Sinful, f: Failed) -> Error {
             ..
         } => {
             let why = if *rval == NEWJOB_ERR_MAX_JOBS_PER_SUBMISSION {
-                "more jobs than the schedd takes in one submission (MAX_JOBS_PER_SUBMISSION)"
+                "it has more jobs than the schedd takes in one submission \
+                 (MAX_JOBS_PER_SUBMISSION)"
                     .to_string()
             } else if *errno == EFBIG {
-                "more bytes of job ads than the schedd takes in one submission".to_string()
+                "it has more bytes of job ads than the schedd takes in one submission".to_string()
             } else {
-                format!("refused by the schedd at {addr}: {}", f.error)
+                format!("the schedd at {addr} refused it: {}", f.error)
             };
-            Error::Daemon(format!(
-                "submission refused: its {} jobs are {why}; none was queued",
-                f.jobs
-            ))
+            Error::Daemon(format!("submission refused: {why}; none was queued"))
         }
         e => daemons.refused(
             Kind::Schedd,

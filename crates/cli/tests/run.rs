@@ -1090,11 +1090,41 @@ fn an_unmatchable_job_does_not_hold_back_the_submitter_s_other_jobs() {
 
 /// condor_submit's checks before anything is queued: an executable it
 /// would transfer must exist and not be empty (`transfer_executable =
-/// false` leaves it to the execute point), and root may not submit.
+/// false` leaves it to the execute point), and root may not submit. The
+/// tool sends each job as it makes it: a job that fails after others were
+/// sent, or one past MAX_JOBS_PER_SUBMISSION, leaves nothing queued.
 #[test]
 fn submit_refuses_a_missing_or_empty_executable_and_root() {
     let s = Setup::new("exechecks");
-    let _pool = PoolProcess::start(&s.state, &with(&[("NUM_CPUS", "1")]));
+    let _pool = PoolProcess::start(
+        &s.state,
+        &with(&[("NUM_CPUS", "1"), ("MAX_JOBS_PER_SUBMISSION", "5")]),
+    );
+    write(
+        &s.dir.join("third.sub"),
+        "executable = $(e)\nqueue e in (/bin/true, /bin/true, /no/such/third)\n",
+    );
+    let o = run(&s.state, &s.dir, &["submit", "third.sub"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::err(&o));
+    assert!(
+        common::err(&o).contains("ERROR: Executable file /no/such/third does not exist"),
+        "{}",
+        common::err(&o)
+    );
+    write(&s.dir.join("ten.sub"), "executable = /bin/true\nqueue 10\n");
+    let o = run(&s.state, &s.dir, &["submit", "ten.sub"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        common::err(&o).contains("more jobs than the schedd takes in one submission")
+            && common::err(&o).contains("MAX_JOBS_PER_SUBMISSION")
+            && common::err(&o).contains("none was queued"),
+        "{}",
+        common::err(&o)
+    );
+    assert!(
+        s.tool(&["q", "-af", "ClusterId"]).trim().is_empty(),
+        "nothing of either queued"
+    );
     write(
         &s.dir.join("missing.sub"),
         "executable = /no/such/program\nqueue\n",

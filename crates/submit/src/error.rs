@@ -23,7 +23,9 @@ pub struct SubmitError {
 }
 
 impl SubmitError {
-    pub(crate) fn new(message: impl Into<String>) -> SubmitError {
+    /// An error with no place in the description (a [`crate::Sink`] that
+    /// stops the submission gives one).
+    pub fn new(message: impl Into<String>) -> SubmitError {
         SubmitError {
             file: String::new(),
             line: 0,

@@ -101,6 +101,30 @@ pub fn submit(
     config: &Config,
     files: &dyn Files,
 ) -> Result<Submission, SubmitError> {
+    let mut jobs = Vec::new();
+    let warnings = submit_each(text, options, config, files, &mut |ad| {
+        jobs.push(ad);
+        Ok(())
+    })?;
+    Ok(Submission { jobs, warnings })
+}
+
+/// What receives each job ad as it is made ([`submit_each`]); an error
+/// stops the submission there.
+pub type Sink<'a> = dyn FnMut(ClassAd) -> Result<(), SubmitError> + 'a;
+
+/// As [`submit`], handing each job ad to `sink` as soon as it is made
+/// instead of keeping them all: a large cluster is never held whole (the
+/// submitting tool streams each job to the schedd). The jobs handed out
+/// before an error are not a submission: the caller throws them away (the
+/// tool does not commit). The warnings come at the end.
+pub fn submit_each(
+    text: &str,
+    options: &SubmitOptions,
+    config: &Config,
+    files: &dyn Files,
+    sink: &mut Sink<'_>,
+) -> Result<Vec<Warning>, SubmitError> {
     let settings = settings::Settings::read(config)?;
     let mut table = Table::new(
         options.environment.iter().cloned().collect(),
@@ -129,7 +153,7 @@ pub fn submit(
             files,
         },
         next_proc: options.first_proc,
-        jobs: Vec::new(),
+        sink,
         queued: false,
         appended: false,
         append_queued: false,
@@ -154,10 +178,7 @@ pub fn submit(
     if settings.warn_unused {
         warnings = run.unused();
     }
-    Ok(Submission {
-        jobs: run.jobs,
-        warnings,
-    })
+    Ok(warnings)
 }
 
 /// One `if` being read.
@@ -168,11 +189,11 @@ struct IfFrame {
     seen_else: bool,
 }
 
-struct Run<'a> {
+struct Run<'a, 's> {
     table: Table,
     cx: job::Context<'a>,
     next_proc: i64,
-    jobs: Vec<ClassAd>,
+    sink: &'a mut Sink<'s>,
     queued: bool,
     appended: bool,
     /// Whether an `-a` command (condor_submit's -queue) was a queue statement.
@@ -181,7 +202,7 @@ struct Run<'a> {
     queue_texts: Vec<String>,
 }
 
-impl Run<'_> {
+impl Run<'_, '_> {
     fn text(&mut self, text: &str, file: &str, depth: usize) -> Result<(), SubmitError> {
         let mut reader = Reader::new(text);
         let mut ifs: Vec<IfFrame> = Vec::new();
@@ -434,7 +455,7 @@ impl Run<'_> {
                 };
                 t.set_default("Node", node);
                 let ad = job::build(&self.table, &self.cx, proc)?;
-                self.jobs.push(ad);
+                (self.sink)(ad)?;
             }
         }
         Ok(())

@@ -13,7 +13,7 @@
 //! configuration.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use config::macros::{expand_macros, resolve_self_references, Macros};
 
@@ -34,22 +34,27 @@ pub(crate) struct Definition {
 
 #[derive(Debug, Default)]
 pub(crate) struct Table {
-    /// Submit-file definitions by uppercase name.
-    defs: BTreeMap<String, Definition>,
+    /// Submit-file definitions by uppercase name (hashed: every job looks
+    /// up every command).
+    defs: HashMap<String, Definition>,
+    /// Their uppercase names, sorted (the order they are listed in).
+    order: Vec<String>,
     /// The queue statement's loop variables, by uppercase name.
-    vars: BTreeMap<String, String>,
+    vars: HashMap<String, String>,
     /// Built-in defaults, by uppercase name.
-    defaults: BTreeMap<String, String>,
+    defaults: HashMap<String, String>,
     env: BTreeMap<String, String>,
     seed: u64,
     /// Uppercase names looked up while expanding (for unused-line warnings).
-    used: RefCell<BTreeSet<String>>,
+    used: RefCell<HashSet<String>>,
 }
 
 impl Macros for Table {
     fn lookup(&self, name: &str) -> Option<String> {
         let key = name.to_ascii_uppercase();
-        self.used.borrow_mut().insert(key.clone());
+        if !self.used.borrow().contains(&key) {
+            self.used.borrow_mut().insert(key.clone());
+        }
         self.vars
             .get(&key)
             .or_else(|| self.defs.get(&key).map(|d| &d.value))
@@ -115,13 +120,16 @@ impl Table {
         // A name keeps its first spelling, as ClassAd attributes do.
         if let Some(old) = self.defs.get(&key) {
             def.name = old.name.clone();
+        } else if let Err(at) = self.order.binary_search(&key) {
+            self.order.insert(at, key.clone());
         }
         self.defs.insert(key, def);
     }
 
-    /// Every submit-file definition, by uppercase name.
+    /// Every submit-file definition, in the order of their uppercase
+    /// names.
     pub fn definitions(&self) -> impl Iterator<Item = &Definition> {
-        self.defs.values()
+        self.order.iter().filter_map(|k| self.defs.get(k))
     }
 
     /// Expands `text`; a loop is an error.
@@ -135,7 +143,10 @@ impl Table {
     pub fn get(&self, names: &[&str]) -> Result<Option<Found>, SubmitError> {
         for name in names {
             let key = name.to_ascii_uppercase();
-            self.used.borrow_mut().insert(key.clone());
+            // Every job asks for the same names: most are known already.
+            if !self.used.borrow().contains(&key) {
+                self.used.borrow_mut().insert(key.clone());
+            }
             let Some(def) = self.defs.get(&key) else {
                 continue;
             };
