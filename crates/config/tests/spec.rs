@@ -1442,6 +1442,32 @@ fn url_plugins_add_the_site_plugin_after_htcondor_s_list() {
     assert_eq!(list.len(), 7, "{plugins}");
 }
 
+// Process tracking (process-tracking.conf)
+
+/// "To enable the use of per job PID namespaces, set the configuration to
+/// include USE_PID_NAMESPACES = True".
+#[test]
+fn process_tracking_gives_each_job_a_pid_namespace() {
+    let c = stack(&["process-tracking.conf"]);
+    assert_eq!(c.boolean("USE_PID_NAMESPACES").unwrap(), Some(true));
+    // "This configuration variable defaults to False".
+    assert_ne!(
+        stack(&[]).boolean("USE_PID_NAMESPACES").unwrap(),
+        Some(true)
+    );
+}
+
+/// "the following would enable GID-based tracking for an execute machine
+/// with 8 slots": USE_GID_PROCESS_TRACKING with the range 750-757 (that
+/// no group of the system is in it, the startd checks where it runs).
+#[test]
+fn process_tracking_sets_aside_eight_tracking_groups() {
+    let c = stack(&["process-tracking.conf"]);
+    assert_eq!(c.boolean("USE_GID_PROCESS_TRACKING").unwrap(), Some(true));
+    assert_eq!(c.integer("MIN_TRACKING_GID").unwrap(), Some(750));
+    assert_eq!(c.integer("MAX_TRACKING_GID").unwrap(), Some(757));
+}
+
 #[test]
 fn concurrency_limits_are_numbers_the_negotiator_can_read() {
     let c = stack(&["concurrency-limits.conf"]);

@@ -110,6 +110,9 @@ struct Run {
     deferred: Vec<Control>,
     /// Why it is ending, when something other than the job ends it.
     kind: ExitKind,
+    /// The job's tracking group (USE_GID_PROCESS_TRACKING), held until
+    /// the run is over and nothing of it is left.
+    tracking_gid: Option<u32>,
     /// What the startd said when it began evicting, for the job's log.
     evicted_because: Option<String>,
 }
@@ -171,6 +174,8 @@ pub struct StartdRole {
     benchmarks: Option<(i64, i64)>,
     /// The limits jobs went without, said once each (not at every job).
     unset_limits: BTreeSet<String>,
+    /// USE_GID_PROCESS_TRACKING's range: each run holds one of its groups.
+    tracking: Option<starter::TrackingGids>,
 }
 
 fn param(c: &config::Config, name: &str) -> Option<String> {
@@ -220,6 +225,10 @@ fn starter_base(
     if let Ok(Some(i)) = c.integer("STARTER_UPDATE_INTERVAL") {
         s.update_interval = std::time::Duration::from_secs(i.max(1) as u64);
     }
+    s.pid_namespace = c
+        .boolean("USE_PID_NAMESPACES")
+        .map_err(|e| e.to_string())?
+        .unwrap_or(false);
     Ok(s)
 }
 
@@ -251,6 +260,63 @@ fn memory_settings(c: &config::Config) -> Result<MemorySettings, String> {
         disable_swap: flag("DISABLE_SWAP_FOR_JOB")?,
         always_hold_on_oom: flag("STARTER_ALWAYS_HOLD_ON_OOM")?,
     })
+}
+
+/// USE_GID_PROCESS_TRACKING and its range, or why the startd cannot
+/// start with them (HTCondor's procd refuses alike): a missing, empty or
+/// overlapping range, or a startd that is not root.
+fn tracking_gids(c: &config::Config, root: bool) -> Result<Option<starter::TrackingGids>, String> {
+    let on = c
+        .boolean("USE_GID_PROCESS_TRACKING")
+        .map_err(|e| e.to_string())?
+        .unwrap_or(false);
+    if !on {
+        return Ok(None);
+    }
+    if !root {
+        return Err(
+            "USE_GID_PROCESS_TRACKING is true, but the startd is not root: \
+                    only root can add a tracking group to a job's processes"
+                .into(),
+        );
+    }
+    let min = param(c, "MIN_TRACKING_GID");
+    let max = param(c, "MAX_TRACKING_GID");
+    starter::TrackingGids::from_config(min.as_deref(), max.as_deref(), group_name)
+        .map(Some)
+        .map_err(|e| {
+            config::ParamError {
+                name: e.param.to_string(),
+                text: param(c, e.param).unwrap_or_default(),
+                origin: c.find(e.param).map(|f| Box::new(f.origin)),
+                message: e.message,
+            }
+            .to_string()
+        })
+}
+
+/// The name of the system's group `gid`, if there is one.
+fn group_name(gid: u32) -> Option<String> {
+    let mut buf = vec![0u8; 16384];
+    // SAFETY: an all-zero group is a valid value to be filled in.
+    let mut grp: libc::group = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::group = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call; buf outlives grp's use.
+    let rc = unsafe {
+        libc::getgrgid_r(
+            gid,
+            &mut grp,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() || grp.gr_name.is_null() {
+        return None;
+    }
+    // SAFETY: getgrgid_r filled gr_name with a NUL-terminated string in buf.
+    let name = unsafe { std::ffi::CStr::from_ptr(grp.gr_name) };
+    Some(name.to_string_lossy().into_owned())
 }
 
 /// The job hooks `<KEYWORD>_HOOK_PREPARE_JOB`, `_UPDATE_JOB_INFO`, `_JOB_EXIT`.
@@ -400,6 +466,23 @@ impl StartdRole {
         kill_leftovers(&running_dir, &cfg.execute_dir, cgroup_parent);
         let root = matches!(run_as, RunAs::JobOwner);
         let starter = starter_base(&cfg.startd, &cfg.execute_dir, run_as, cgroup)?;
+        let tracking = tracking_gids(&cfg.startd, root).map_err(|e| format!("startd: {e}"))?;
+        if let Some(t) = &tracking {
+            notes.push(format!(
+                "USE_GID_PROCESS_TRACKING: each job is marked by a group of {}-{}",
+                t.min, t.max
+            ));
+        }
+        if starter.pid_namespace {
+            notes.push(if root {
+                "USE_PID_NAMESPACES: each job runs under an init in a PID namespace of its own"
+                    .into()
+            } else {
+                "USE_PID_NAMESPACES is set, but the startd is not root: jobs run in the \
+                 execute point's PID namespace (HTCondor's starter gives one only as root)"
+                    .into()
+            });
+        }
         let mut startd = startd;
         if starter.enable_url_transfers {
             startd.set_file_transfer_methods(Some(url_methods(&starter, root, &mut notes)));
@@ -425,6 +508,7 @@ impl StartdRole {
             poll_interval,
             benchmarks: None,
             unset_limits: BTreeSet::new(),
+            tracking,
         })
     }
 
@@ -763,6 +847,16 @@ impl StartdRole {
                 settings.shadow = shadows(schedd, claim_id, schedd::JobId::new(cluster, proc));
             }
         }
+        // A group no other run holds (a run keeps its group until it has
+        // ended and nothing of it is left).
+        if let Some(t) = &self.tracking {
+            let in_use: BTreeSet<u32> = self.runs.values().filter_map(|r| r.tracking_gid).collect();
+            match t.next_free(&in_use) {
+                Ok(gid) => settings.tracking_gid = Some(gid),
+                Err(why) => return self.start_failed(slot, claim_id, StartError::Tracking(why)),
+            }
+        }
+        let tracking_gid = settings.tracking_gid;
         let spec = match JobSpec::new(job, settings) {
             Ok(spec) => spec,
             Err(e) => return self.start_failed(slot, claim_id, e),
@@ -780,6 +874,7 @@ impl StartdRole {
                 deferred: Vec::new(),
                 kind: ExitKind::Exit,
                 evicted_because: None,
+                tracking_gid,
             },
         );
         self.work.push(Work::Start {
