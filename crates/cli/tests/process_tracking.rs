@@ -75,13 +75,22 @@ fn a_job_runs_in_its_own_pid_namespace_and_rm_kills_what_it_setsid() {
         .submit(a, &s.alice, "job.sub", "executable = job.sh\nqueue\n")
         .unwrap_or_else(|e| panic!("{e}"));
     let job_id = format!("{c}.0");
-    let escapee = common::wait_for(20, "the job's setsid sleep", || {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let escapee = loop {
         let held = pool.q(a, &job_id, &["JobStatus", "HoldReason"]);
         if held.starts_with("5 ") && held.contains("PID namespace") {
-            return Some(None);
+            break None;
         }
-        processes(&["sleep", &mark]).first().copied().map(Some)
-    });
+        if let Some(&p) = processes(&["sleep", &mark]).first() {
+            break Some(p);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no setsid sleep of the job; the job: {held}\n{}",
+            pool.daemon_log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
     let Some(escapee) = escapee else {
         println!(
             "skipped: this kernel refuses root a PID namespace: {}",
