@@ -491,6 +491,12 @@ impl StartdRole {
                 "USE_GID_PROCESS_TRACKING: each job is marked by a group of {}-{}",
                 t.min, t.max
             ));
+            let killed = crate::leftovers::kill_tracked_leftovers(t.min, t.max);
+            if killed > 0 {
+                notes.push(format!(
+                    "killed {killed} processes a dead pool's jobs left (they carried tracking groups)"
+                ));
+            }
         }
         if starter.pid_namespace {
             notes.push(if root {
