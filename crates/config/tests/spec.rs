@@ -1442,6 +1442,52 @@ fn url_plugins_add_the_site_plugin_after_htcondor_s_list() {
     assert_eq!(list.len(), 7, "{plugins}");
 }
 
+// The backfill client (backfill-boinc.conf)
+
+/// "BOINC_Executable = /usr/local/bin/boinc_client ... BOINC_InitialDir =
+/// $(BOINC_HOME) ... BOINC_Owner": the client's settings expand under
+/// BACKFILL_SYSTEM = BOINC, on top of the backfill policy.
+#[test]
+fn backfill_boinc_names_the_client_its_owner_and_its_home() {
+    let c = stack(&["v68-default.conf", "backfill.conf", "backfill-boinc.conf"]);
+    assert_eq!(value(&c, "BACKFILL_SYSTEM"), "BOINC");
+    assert_eq!(c.boolean("ENABLE_BACKFILL").unwrap(), Some(true));
+    let home = value(&c, "BOINC_HOME");
+    assert!(home.ends_with("/boinc"), "{home}");
+    assert_eq!(value(&c, "BOINC_InitialDir"), home);
+    assert_eq!(value(&c, "BOINC_Output"), format!("{home}/boinc.out"));
+    assert_eq!(value(&c, "BOINC_Error"), format!("{home}/boinc.err"));
+    assert_eq!(value(&c, "BOINC_Owner"), "boinc");
+    assert!(value(&c, "BOINC_Arguments").starts_with(&format!("--dir {home} --attach_project")));
+    assert_eq!(value(&c, "BOINC_Environment"), format!("HOME={home}"));
+}
+
+// Process tracking (process-tracking.conf)
+
+/// "To enable the use of per job PID namespaces, set the configuration to
+/// include USE_PID_NAMESPACES = True".
+#[test]
+fn process_tracking_gives_each_job_a_pid_namespace() {
+    let c = stack(&["process-tracking.conf"]);
+    assert_eq!(c.boolean("USE_PID_NAMESPACES").unwrap(), Some(true));
+    // "This configuration variable defaults to False".
+    assert_ne!(
+        stack(&[]).boolean("USE_PID_NAMESPACES").unwrap(),
+        Some(true)
+    );
+}
+
+/// "the following would enable GID-based tracking for an execute machine
+/// with 8 slots": USE_GID_PROCESS_TRACKING with the range 750-757 (that
+/// no group of the system is in it, the startd checks where it runs).
+#[test]
+fn process_tracking_sets_aside_eight_tracking_groups() {
+    let c = stack(&["process-tracking.conf"]);
+    assert_eq!(c.boolean("USE_GID_PROCESS_TRACKING").unwrap(), Some(true));
+    assert_eq!(c.integer("MIN_TRACKING_GID").unwrap(), Some(750));
+    assert_eq!(c.integer("MAX_TRACKING_GID").unwrap(), Some(757));
+}
+
 #[test]
 fn concurrency_limits_are_numbers_the_negotiator_can_read() {
     let c = stack(&["concurrency-limits.conf"]);

@@ -110,6 +110,9 @@ struct Run {
     deferred: Vec<Control>,
     /// Why it is ending, when something other than the job ends it.
     kind: ExitKind,
+    /// The job's tracking group (USE_GID_PROCESS_TRACKING), held until
+    /// the run is over and nothing of it is left.
+    tracking_gid: Option<u32>,
     /// What the startd said when it began evicting, for the job's log.
     evicted_because: Option<String>,
 }
@@ -171,6 +174,27 @@ pub struct StartdRole {
     benchmarks: Option<(i64, i64)>,
     /// The limits jobs went without, said once each (not at every job).
     unset_limits: BTreeSet<String>,
+    /// USE_GID_PROCESS_TRACKING's range: each run holds one of its groups.
+    tracking: Option<starter::TrackingGids>,
+    /// The backfill client (BACKFILL_SYSTEM), while it runs: one for the
+    /// machine, shared by every slot in Backfill, as HTCondor's BOINC
+    /// manager runs one boinc_client.
+    backfill: Option<BackfillClient>,
+}
+
+/// The running backfill client and the slots it works for.
+struct BackfillClient {
+    process: RunningJob,
+    system: String,
+    /// Slots in Backfill/Busy on its account.
+    slots: BTreeSet<String>,
+    /// Being stopped: the slots waiting in Backfill/Killing for its end,
+    /// and when it is killed outright (KILLING_TIMEOUT after its KillSig).
+    killing: BTreeSet<String>,
+    hard_kill_at: Option<i64>,
+    /// Slots that entered Backfill while it was being stopped: a new
+    /// client starts for them once it is gone.
+    waiting: BTreeMap<String, Box<startd::policy::BackfillProgram>>,
 }
 
 fn param(c: &config::Config, name: &str) -> Option<String> {
@@ -220,6 +244,10 @@ fn starter_base(
     if let Ok(Some(i)) = c.integer("STARTER_UPDATE_INTERVAL") {
         s.update_interval = std::time::Duration::from_secs(i.max(1) as u64);
     }
+    s.pid_namespace = c
+        .boolean("USE_PID_NAMESPACES")
+        .map_err(|e| e.to_string())?
+        .unwrap_or(false);
     Ok(s)
 }
 
@@ -251,6 +279,63 @@ fn memory_settings(c: &config::Config) -> Result<MemorySettings, String> {
         disable_swap: flag("DISABLE_SWAP_FOR_JOB")?,
         always_hold_on_oom: flag("STARTER_ALWAYS_HOLD_ON_OOM")?,
     })
+}
+
+/// USE_GID_PROCESS_TRACKING and its range, or why the startd cannot
+/// start with them (HTCondor's procd refuses alike): a missing, empty or
+/// overlapping range, or a startd that is not root.
+fn tracking_gids(c: &config::Config, root: bool) -> Result<Option<starter::TrackingGids>, String> {
+    let on = c
+        .boolean("USE_GID_PROCESS_TRACKING")
+        .map_err(|e| e.to_string())?
+        .unwrap_or(false);
+    if !on {
+        return Ok(None);
+    }
+    if !root {
+        return Err(
+            "USE_GID_PROCESS_TRACKING is true, but the startd is not root: \
+                    only root can add a tracking group to a job's processes"
+                .into(),
+        );
+    }
+    let min = param(c, "MIN_TRACKING_GID");
+    let max = param(c, "MAX_TRACKING_GID");
+    starter::TrackingGids::from_config(min.as_deref(), max.as_deref(), group_name)
+        .map(Some)
+        .map_err(|e| {
+            config::ParamError {
+                name: e.param.to_string(),
+                text: param(c, e.param).unwrap_or_default(),
+                origin: c.find(e.param).map(|f| Box::new(f.origin)),
+                message: e.message,
+            }
+            .to_string()
+        })
+}
+
+/// The name of the system's group `gid`, if there is one.
+fn group_name(gid: u32) -> Option<String> {
+    let mut buf = vec![0u8; 16384];
+    // SAFETY: an all-zero group is a valid value to be filled in.
+    let mut grp: libc::group = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::group = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call; buf outlives grp's use.
+    let rc = unsafe {
+        libc::getgrgid_r(
+            gid,
+            &mut grp,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() || grp.gr_name.is_null() {
+        return None;
+    }
+    // SAFETY: getgrgid_r filled gr_name with a NUL-terminated string in buf.
+    let name = unsafe { std::ffi::CStr::from_ptr(grp.gr_name) };
+    Some(name.to_string_lossy().into_owned())
 }
 
 /// The job hooks `<KEYWORD>_HOOK_PREPARE_JOB`, `_UPDATE_JOB_INFO`, `_JOB_EXIT`.
@@ -400,6 +485,29 @@ impl StartdRole {
         kill_leftovers(&running_dir, &cfg.execute_dir, cgroup_parent);
         let root = matches!(run_as, RunAs::JobOwner);
         let starter = starter_base(&cfg.startd, &cfg.execute_dir, run_as, cgroup)?;
+        let tracking = tracking_gids(&cfg.startd, root).map_err(|e| format!("startd: {e}"))?;
+        if let Some(t) = &tracking {
+            notes.push(format!(
+                "USE_GID_PROCESS_TRACKING: each job is marked by a group of {}-{}",
+                t.min, t.max
+            ));
+            let killed = crate::leftovers::kill_tracked_leftovers(t.min, t.max);
+            if killed > 0 {
+                notes.push(format!(
+                    "killed {killed} processes a dead pool's jobs left (they carried tracking groups)"
+                ));
+            }
+        }
+        if starter.pid_namespace {
+            notes.push(if root {
+                "USE_PID_NAMESPACES: each job runs under an init in a PID namespace of its own"
+                    .into()
+            } else {
+                "USE_PID_NAMESPACES is set, but the startd is not root: jobs run in the \
+                 execute point's PID namespace (HTCondor's starter gives one only as root)"
+                    .into()
+            });
+        }
         let mut startd = startd;
         if starter.enable_url_transfers {
             startd.set_file_transfer_methods(Some(url_methods(&starter, root, &mut notes)));
@@ -425,6 +533,8 @@ impl StartdRole {
             poll_interval,
             benchmarks: None,
             unset_limits: BTreeSet::new(),
+            tracking,
+            backfill: None,
         })
     }
 
@@ -521,8 +631,155 @@ impl StartdRole {
 
     // ---- the startd ----------------------------------------------------
 
+    // ---- backfill ------------------------------------------------------
+
+    /// A slot entered Backfill/Idle: the backfill client works for it
+    /// (started if none runs), and the slot goes Backfill/Busy. Without a
+    /// program that can run, the slot leaves Backfill, and the log says why.
+    fn start_backfill(
+        &mut self,
+        slot: String,
+        program: Option<Box<startd::policy::BackfillProgram>>,
+        now: i64,
+    ) {
+        let Some(program) = program else {
+            self.notes.push(format!(
+                "{slot}: ENABLE_BACKFILL is true, but BACKFILL_SYSTEM is not set: \
+                 no backfill client to run; the slot leaves Backfill"
+            ));
+            self.pending.push(Event::BackfillExited { slot });
+            return;
+        };
+        if let Some(c) = &mut self.backfill {
+            if c.hard_kill_at.is_some() {
+                c.waiting.insert(slot, program);
+            } else {
+                c.slots.insert(slot.clone());
+                self.pending.push(Event::BackfillStarted { slot });
+            }
+            return;
+        }
+        let started = program.job_ad().and_then(|ad| {
+            let mut s = self.starter_settings(&slot, &ad, 0, now);
+            // The client is no user's job: none of the job hooks.
+            s.hooks = Hooks::default();
+            s.tracking_gid = None;
+            let spec = JobSpec::new(ad, s).map_err(|e| e.to_string())?;
+            Starter::start(spec).map_err(|e| e.to_string())
+        });
+        match started {
+            Ok(process) => {
+                let who = process
+                    .mechanisms()
+                    .user
+                    .as_ref()
+                    .map(|u| format!(" as {}", u.name))
+                    .unwrap_or_default();
+                self.notes.push(format!(
+                    "{slot}: backfill client {} started (pid {}){who}",
+                    program.system,
+                    process.pid()
+                ));
+                self.backfill = Some(BackfillClient {
+                    process,
+                    system: program.system.clone(),
+                    slots: BTreeSet::from([slot.clone()]),
+                    killing: BTreeSet::new(),
+                    hard_kill_at: None,
+                    waiting: BTreeMap::new(),
+                });
+                self.pending.push(Event::BackfillStarted { slot });
+            }
+            Err(why) => {
+                self.notes.push(format!(
+                    "{slot}: cannot start the backfill client {}: {why}; the slot leaves Backfill",
+                    program.system
+                ));
+                self.pending.push(Event::BackfillExited { slot });
+            }
+        }
+    }
+
+    /// The startd evicts backfill from `slot` (EVICT_BACKFILL, a match, a
+    /// claim): once no slot is left to it, the client gets its KillSig,
+    /// and KILLING_TIMEOUT later SIGKILL; the slot stays Backfill/Killing
+    /// until it is gone.
+    fn kill_backfill(&mut self, slot: String, now: i64) {
+        let timeout = self
+            .startd
+            .slot(&slot)
+            .map_or(30, |s| s.policy.killing_timeout);
+        let Some(c) = &mut self.backfill else {
+            self.pending.push(Event::BackfillExited { slot });
+            return;
+        };
+        c.waiting.remove(&slot);
+        if !c.slots.remove(&slot) {
+            if !c.killing.contains(&slot) {
+                self.pending.push(Event::BackfillExited { slot });
+            }
+            return;
+        }
+        if !c.slots.is_empty() {
+            // Other slots still backfill: the client keeps running.
+            self.pending.push(Event::BackfillExited { slot });
+            return;
+        }
+        c.killing.insert(slot.clone());
+        if c.hard_kill_at.is_none() {
+            c.hard_kill_at = Some(now + timeout.max(0));
+            if let Err(e) = c.process.soft_kill() {
+                self.notes
+                    .push(format!("{slot}: backfill client: {e}; killing it"));
+                let _ = c.process.hard_kill();
+            }
+        }
+    }
+
+    /// Whether the backfill client has ended (then its slots leave
+    /// Backfill, and a client starts for those that entered meanwhile), or
+    /// is due to be killed outright.
+    fn watch_backfill(&mut self, now: i64) {
+        let Some(c) = &mut self.backfill else {
+            return;
+        };
+        // Still running (an error polling it counts as its end).
+        if let Ok(None) = c.process.poll() {
+            if c.hard_kill_at.is_some_and(|t| now >= t) {
+                self.notes.push(format!(
+                    "backfill client {} outlived KILLING_TIMEOUT after its KillSig: killed",
+                    c.system
+                ));
+                let _ = c.process.hard_kill();
+                c.hard_kill_at = Some(i64::MAX);
+            }
+            return;
+        }
+        let c = self.backfill.take().expect("checked above");
+        let r = c.process.finish();
+        self.notes.push(format!(
+            "backfill client {} (pid {}) {}",
+            c.system,
+            r.job
+                .get("JobPid")
+                .map(|p| p.to_string())
+                .unwrap_or_default(),
+            match r.status {
+                ExitStatus::Code(code) => format!("exited with status {code}"),
+                ExitStatus::Signal { signal, .. } => format!("died on signal {signal}"),
+            }
+        ));
+        for slot in c.slots.into_iter().chain(c.killing) {
+            self.pending.push(Event::BackfillExited { slot });
+        }
+        for (slot, program) in c.waiting {
+            self.start_backfill(slot, Some(program), now);
+        }
+    }
+
     /// One poll: the readings now, through the engine's policy.
     pub fn poll(&mut self, now: i64) {
+        self.watch_backfill(now);
         // The starter's timers (UPDATE_JOB_INFO when due, memory samples)
         // run when its job is polled, and the exit watcher polls a job only
         // once it has exited: without this, UPDATE_JOB_INFO never ran. A
@@ -536,14 +793,25 @@ impl StartdRole {
         for (slot, run) in live {
             self.exited(&slot, run);
         }
+        // The backfill client's load is the execute point's, not the
+        // owner's (else EVICT_BACKFILL on CPU load would evict it for its
+        // own work): counted on the first slot it works for.
+        let backfill_slot = self
+            .backfill
+            .as_ref()
+            .and_then(|c| c.slots.first().or(c.killing.first()).cloned());
         let pids: Vec<Vec<u32>> = self
             .startd
             .slots()
             .iter()
             .map(|s| {
-                self.runs
-                    .get(&s.name)
-                    .and_then(|r| r.process.as_ref())
+                let job = self.runs.get(&s.name).and_then(|r| r.process.as_deref());
+                let backfill = self
+                    .backfill
+                    .as_ref()
+                    .filter(|_| backfill_slot.as_deref() == Some(s.name.as_str()))
+                    .map(|c| &c.process);
+                job.or(backfill)
                     .map(|p| p.tree_pids().into_iter().map(|p| p as u32).collect())
                     .unwrap_or_default()
             })
@@ -663,13 +931,8 @@ impl StartdRole {
                     self.pending
                         .push(Event::BenchmarksDone { slot, mips, kflops });
                 }
-                Action::StartBackfill { slot, .. } => {
-                    self.notes.push(format!(
-                        "{slot}: backfill is not supported by this daemon yet; the slot leaves Backfill"
-                    ));
-                    self.pending.push(Event::BackfillExited { slot });
-                }
-                Action::KillBackfill { slot } => self.pending.push(Event::BackfillExited { slot }),
+                Action::StartBackfill { slot, program } => self.start_backfill(slot, program, now),
+                Action::KillBackfill { slot } => self.kill_backfill(slot, now),
                 Action::FetchWork {
                     slot,
                     hook,
@@ -763,6 +1026,16 @@ impl StartdRole {
                 settings.shadow = shadows(schedd, claim_id, schedd::JobId::new(cluster, proc));
             }
         }
+        // A group no other run holds (a run keeps its group until it has
+        // ended and nothing of it is left).
+        if let Some(t) = &self.tracking {
+            let in_use: BTreeSet<u32> = self.runs.values().filter_map(|r| r.tracking_gid).collect();
+            match t.next_free(&in_use) {
+                Ok(gid) => settings.tracking_gid = Some(gid),
+                Err(why) => return self.start_failed(slot, claim_id, StartError::Tracking(why)),
+            }
+        }
+        let tracking_gid = settings.tracking_gid;
         let spec = match JobSpec::new(job, settings) {
             Ok(spec) => spec,
             Err(e) => return self.start_failed(slot, claim_id, e),
@@ -780,6 +1053,7 @@ impl StartdRole {
                 deferred: Vec::new(),
                 kind: ExitKind::Exit,
                 evicted_because: None,
+                tracking_gid,
             },
         );
         self.work.push(Work::Start {
@@ -1154,6 +1428,10 @@ impl StartdRole {
     }
 
     pub fn kill_all(&mut self) {
+        if let Some(mut c) = self.backfill.take() {
+            let _ = c.process.hard_kill();
+            let _ = c.process.wait();
+        }
         for (slot, r) in self.runs.iter_mut() {
             if let Some(p) = r.process.as_mut() {
                 let _ = p.hard_kill();

@@ -18,7 +18,11 @@
 //!   (`_CONDOR_SCRATCH_DIR`), for a job whose start was not recorded yet;
 //!
 //! then waits for them, and removes the sandboxes they left, as HTCondor's
-//! startd cleans EXECUTE when it starts.
+//! startd cleans EXECUTE when it starts. With USE_GID_PROCESS_TRACKING,
+//! [`kill_tracked_leftovers`] also kills every process that still carries
+//! a tracking group (only a job's processes get one, and none runs while
+//! the startd starts), even one that left its session and cleared its
+//! environment without a cgroup.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -173,6 +177,40 @@ pub(crate) fn kill_leftovers(dir: &Path, execute: &Path, cgroup_parent: Option<&
     for s in sandboxes {
         let _ = std::fs::remove_dir_all(s);
     }
+}
+
+/// Kills every process that carries a group of `min..=max` (the tracking
+/// groups: a dead pool's jobs'); says how many there were.
+pub(crate) fn kill_tracked_leftovers(min: u32, max: u32) -> usize {
+    let me = std::process::id() as i32;
+    let doomed: Vec<i32> = starter::all_pids()
+        .into_iter()
+        .filter(|&p| p > 1 && p != me)
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/status")).is_ok_and(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Groups:"))
+                    .is_some_and(|g| {
+                        g.split_whitespace()
+                            .filter_map(|g| g.parse::<u32>().ok())
+                            .any(|g| (min..=max).contains(&g))
+                    })
+            })
+        })
+        .collect();
+    for &pid in &doomed {
+        // SAFETY: a plain signal to a process a dead pool's job left.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline
+        && doomed
+            .iter()
+            .any(|&p| process_stat(p).is_some_and(|st| st.state != 'Z'))
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    doomed.len()
 }
 
 /// Kills every process in a leftover job cgroup and removes it.

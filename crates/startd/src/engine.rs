@@ -153,7 +153,7 @@ pub enum Action {
     /// if any) for the slot.
     StartBackfill {
         slot: String,
-        program: Option<crate::policy::BackfillProgram>,
+        program: Option<Box<crate::policy::BackfillProgram>>,
     },
     KillBackfill {
         slot: String,
@@ -1087,7 +1087,7 @@ impl Startd {
                             now,
                             ready,
                         );
-                        let program = self.slots[i].policy.backfill.clone();
+                        let program = self.slots[i].policy.backfill.clone().map(Box::new);
                         ready.actions.push(Action::StartBackfill {
                             slot: name,
                             program,

@@ -130,6 +130,59 @@ pub struct BackfillProgram {
     pub arguments: Option<String>,
     pub initial_dir: Option<String>,
     pub owner: Option<String>,
+    /// `<SYSTEM>_Environment` (or `_Env`): `NAME=value` words, the submit
+    /// language's new environment syntax.
+    pub environment: Option<String>,
+    /// `<SYSTEM>_Output` (or `_Out`), `<SYSTEM>_Error` (or `_Err`),
+    /// `<SYSTEM>_Input` (or `_In`): the client's standard streams.
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub input: Option<String>,
+    /// `<SYSTEM>_KillSig`: what asks it to stop (SIGTERM by default);
+    /// after KILLING_TIMEOUT it is killed.
+    pub kill_sig: Option<String>,
+}
+
+impl BackfillProgram {
+    /// The job ad the starter runs the client from, as HTCondor's starter
+    /// makes one out of the `<SYSTEM>_*` settings (its JICLocalConfig):
+    /// run in place in its InitialDir, no file transfer. `Err` names the
+    /// setting that is missing. Whom it runs as is the starter's rule: a
+    /// root startd runs it as `<SYSTEM>_Owner`, never as root.
+    pub fn job_ad(&self) -> Result<ClassAd, String> {
+        let need = |v: &Option<String>, what: &str| {
+            v.clone().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+                format!(
+                    "BACKFILL_SYSTEM is {}, but {}_{what} is not set",
+                    self.system, self.system
+                )
+            })
+        };
+        let mut ad = ClassAd::new();
+        ad.insert_value("Cmd", need(&self.executable, "Executable")?.as_str());
+        ad.insert_value("Iwd", need(&self.initial_dir, "InitialDir")?.as_str());
+        ad.insert_value("JobUniverse", 5i64);
+        ad.insert_value("ShouldTransferFiles", "NO");
+        ad.insert_value(
+            "KillSig",
+            self.kill_sig.as_deref().unwrap_or("SIGTERM").trim(),
+        );
+        let optional = [
+            ("Owner", &self.owner),
+            ("Arguments", &self.arguments),
+            ("Environment", &self.environment),
+            ("Out", &self.output),
+            ("Err", &self.error),
+            ("In", &self.input),
+        ];
+        for (name, v) in optional {
+            if let Some(v) = v.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+                ad.insert_value(name, v);
+            }
+        }
+        ad.insert_value("BackfillSystem", self.system.as_str());
+        Ok(ad)
+    }
 }
 
 /// The startd's job hooks for one keyword.
@@ -229,15 +282,27 @@ impl Policy {
         };
         let backfill = match text("BACKFILL_SYSTEM")? {
             Some(system) => {
-                let part = |what: &str| -> Result<Option<String>, PolicyError> {
-                    let name = format!("{system}_{what}");
-                    config.get(&name).map_err(|e| err(&name, e))
+                // HTCondor's starter reads `<SYSTEM>_<job attribute>` or
+                // the submit command's name (Cmd or Executable, ...).
+                let part = |what: &str, alt: &str| -> Result<Option<String>, PolicyError> {
+                    for w in [what, alt] {
+                        let name = format!("{system}_{w}");
+                        if let Some(v) = config.get(&name).map_err(|e| err(&name, e))? {
+                            return Ok(Some(v));
+                        }
+                    }
+                    Ok(None)
                 };
                 Some(BackfillProgram {
-                    executable: part("Executable")?,
-                    arguments: part("Arguments")?,
-                    initial_dir: part("InitialDir")?,
-                    owner: part("Owner")?,
+                    executable: part("Executable", "Cmd")?,
+                    arguments: part("Arguments", "Args")?,
+                    initial_dir: part("InitialDir", "Iwd")?,
+                    owner: part("Owner", "Owner")?,
+                    environment: part("Environment", "Env")?,
+                    output: part("Output", "Out")?,
+                    error: part("Error", "Err")?,
+                    input: part("Input", "In")?,
+                    kill_sig: part("KillSig", "KillSig")?,
                     system,
                 })
             }

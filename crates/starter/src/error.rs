@@ -31,6 +31,9 @@ pub enum StartError {
     /// ENABLE_URL_TRANSFERS is false.
     #[error("output goes to the URL `{0}`, and URL transfers are disabled (ENABLE_URL_TRANSFERS)")]
     UrlOutput(String),
+    /// USE_GID_PROCESS_TRACKING: no tracking group is free.
+    #[error("{0}")]
+    Tracking(String),
     /// Whom to run the job as.
     #[error("cannot run the job as `{user}`: {reason}")]
     RunAs { user: String, reason: String },

@@ -56,6 +56,14 @@ pub struct Mechanisms {
     pub cpu_weight: Limit,
     /// The user the job runs as; `None`: the starter's own.
     pub user: Option<User>,
+    /// USE_PID_NAMESPACES: `None` when not asked for; `Some(Ok(()))` when
+    /// the job runs in a PID namespace of its own; `Some(Err(why))` when
+    /// it was asked for and the job runs without (as HTCondor's starter,
+    /// which gives one only when it is root).
+    pub pid_namespace: Option<Result<(), String>>,
+    /// USE_GID_PROCESS_TRACKING: the supplementary group that marks every
+    /// process of the job.
+    pub tracking_gid: Option<u32>,
 }
 
 /// What the starter can do on this machine, for a daemon's log and for
@@ -168,6 +176,21 @@ pub struct RunningJob {
     input_snapshot: transfer::Snapshot,
     /// Bytes transferred in (executable and input files).
     bytes_received: u64,
+    /// The job's PID namespace, when it has one (`pid` is then its init).
+    pid_ns: Option<PidNs>,
+    /// The job's tracking group (USE_GID_PROCESS_TRACKING).
+    tracking_gid: Option<u32>,
+}
+
+/// What the starter keeps of a job's PID namespace.
+struct PidNs {
+    /// Where the init writes the job's wait status before it exits (the
+    /// init's own exit cannot carry a signal: a namespace's init cannot
+    /// be killed by a signal it sends itself).
+    status: OwnedFd,
+    /// `/proc/<init>/ns/pid` as the starter reads it: every process whose
+    /// link reads the same is the job's, whatever its session.
+    link: Option<std::ffi::OsString>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -194,7 +217,7 @@ fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> S
 }
 
 /// The steps of the child's set-up, as reported through the step pipe.
-const STEPS: [&str; 9] = [
+const STEPS: [&str; 10] = [
     "joining the job's cgroup",
     "setsid",
     "renice",
@@ -204,7 +227,11 @@ const STEPS: [&str; 9] = [
     "opening standard output",
     "opening standard error",
     "exec",
+    "mounting /proc in the job's PID namespace",
 ];
+
+/// The step index of the PID namespace's `/proc` mount.
+const STEP_PROC_MOUNT: u8 = 9;
 
 impl Starter {
     /// What the starter can use here under `policy`: makes and removes a
@@ -565,6 +592,16 @@ impl Starter {
             memory_ignored: memory.ignored.clone(),
             cpu_weight,
             user: user.clone(),
+            pid_namespace: settings.pid_namespace.then(|| {
+                if procs::effective_uid() == 0 {
+                    Ok(())
+                } else {
+                    Err("USE_PID_NAMESPACES needs a starter running as root; \
+                         the job runs in the execute point's PID namespace"
+                        .to_string())
+                }
+            }),
+            tracking_gid: settings.tracking_gid,
         };
         *cg_slot = cg;
 
@@ -580,15 +617,36 @@ impl Starter {
         let setup = ChildSetup {
             procs_fd: procs_file.as_ref().map(|f| f.as_raw_fd()),
             nice: settings.nice_increment,
-            user: user.as_ref().map(|u| (u.uid, u.gid, u.groups.clone())),
+            user: user.as_ref().map(|u| {
+                let mut groups = u.groups.clone();
+                groups.extend(settings.tracking_gid);
+                (u.uid, u.gid, groups)
+            }),
+            // Without a change of user, the starter's own groups and the
+            // tracking group.
+            groups: match (&user, settings.tracking_gid) {
+                (None, Some(gid)) => {
+                    let mut groups = procs::own_groups();
+                    groups.push(gid);
+                    Some(groups)
+                }
+                _ => None,
+            },
             cwd: path_c(&run_dir)?,
             stdin: path_c(stdin.as_deref().unwrap_or(Path::new("/dev/null")))?,
             stdout: path_c(stdout.as_deref().unwrap_or(Path::new("/dev/null")))?,
             stderr: path_c(stderr.as_deref().unwrap_or(Path::new("/dev/null")))?,
             stderr_is_stdout: stdout.is_some() && stdout == stderr,
+            pid_namespace: matches!(mechanisms.pid_namespace, Some(Ok(()))),
         };
-        let pid = spawn(&exe, &args, &env, setup)?;
+        let (pid, ns_status) = spawn(&exe, &args, &env, setup)?;
         drop(procs_file);
+        let pid_ns = ns_status.map(|status| PidNs {
+            status,
+            link: fs::read_link(format!("/proc/{pid}/ns/pid"))
+                .ok()
+                .map(PathBuf::into_os_string),
+        });
 
         let pidfd = {
             // SAFETY: pidfd_open takes a pid and flags; the result is a new fd or -1.
@@ -625,6 +683,8 @@ impl Starter {
             update_hooks: Vec::new(),
             input_snapshot,
             bytes_received,
+            pid_ns,
+            tracking_gid: settings.tracking_gid,
         })
     }
 }
@@ -640,11 +700,16 @@ struct ChildSetup {
     procs_fd: Option<i32>,
     nice: i32,
     user: Option<(u32, u32, Vec<libc::gid_t>)>,
+    /// Supplementary groups to set without a change of user (the
+    /// tracking group's).
+    groups: Option<Vec<libc::gid_t>>,
     cwd: std::ffi::CString,
     stdin: std::ffi::CString,
     stdout: std::ffi::CString,
     stderr: std::ffi::CString,
     stderr_is_stdout: bool,
+    /// Start the job under an init in a new PID (and mount) namespace.
+    pid_namespace: bool,
 }
 
 fn spawn(
@@ -652,7 +717,7 @@ fn spawn(
     args: &[String],
     env: &BTreeMap<String, String>,
     setup: ChildSetup,
-) -> Result<i32, StartError> {
+) -> Result<(i32, Option<OwnedFd>), StartError> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     // Everything the child needs, made before it exists: it only makes
@@ -689,7 +754,14 @@ fn spawn(
             argv: argv.as_ptr(),
             envp: envp.as_ptr(),
         };
-        let spawned = clone_vfork(&child);
+        let (spawned, ns_status) = if setup.pid_namespace {
+            let (status_read, status_write) = pipe().map_err(io_err("make a pipe for", exe))?;
+            let spawned = fork_pid_namespace(&child, status_write.as_raw_fd());
+            drop(status_write);
+            (spawned, Some(status_read))
+        } else {
+            (clone_vfork(&child), None)
+        };
         drop(write_end);
         let mut report = Vec::new();
         let _ = fs::File::from(read_end).read_to_end(&mut report);
@@ -698,16 +770,21 @@ fn spawn(
             Err(source) => {
                 return Err(StartError::Spawn {
                     program: exe.to_path_buf(),
-                    step: "fork".into(),
+                    step: if setup.pid_namespace {
+                        "making the job's PID namespace (USE_PID_NAMESPACES)".into()
+                    } else {
+                        "fork".into()
+                    },
                     source,
-                })
+                });
             }
         };
         // The child's report: the steps it began, then, if one failed, a
         // marker and the errno. Only the close-on-exec of the pipe (a
-        // successful exec) ends it without the marker.
+        // successful exec) ends it without the marker. (Under a PID
+        // namespace's init, the init's steps come first, then the job's.)
         let Some(at) = report.iter().position(|&b| b == FAILED) else {
-            return Ok(pid);
+            return Ok((pid, ns_status));
         };
         let errno = report
             .get(at + 1..at + 5)
@@ -809,11 +886,191 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         libc::sigemptyset(&mut none);
         libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        if let Err(e) = child_setup(a.setup, a.step_fd) {
+        if let Err(e) = child_setup(a.setup, a.step_fd, false) {
             fail(e.raw_os_error().unwrap_or(libc::EIO));
         }
         libc::execve(a.exe, a.argv, a.envp);
         fail(*libc::__errno_location())
+    }
+}
+
+/// The first steps of a job's set-up: its first process joins the job's
+/// cgroup (so every descendant is in it) and makes a session of its own.
+fn join_cgroup_and_setsid(s: &ChildSetup, step_fd: i32) -> io::Result<()> {
+    let step = |n: u8| {
+        // SAFETY: writes one byte from a live stack variable.
+        unsafe { libc::write(step_fd, (&n as *const u8).cast(), 1) };
+    };
+    let check = |rc: libc::c_int| {
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(rc)
+        }
+    };
+    step(0);
+    if let Some(fd) = s.procs_fd {
+        // SAFETY: writes from a static buffer to a descriptor made before the fork.
+        check(unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } as libc::c_int)?;
+    }
+    step(1);
+    // SAFETY: setsid has no memory effects.
+    check(unsafe { libc::setsid() })?;
+    Ok(())
+}
+
+/// The job's pid inside its namespace, for the init's signal handler.
+static NS_JOB_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The init passes a signal the starter sends it (the job's KillSig, a
+/// SIGHUP...) on to the job: a namespace's init gets only the signals it
+/// has a handler for, which is why HTCondor runs condor_pid_ns_init.
+extern "C" fn forward_signal(sig: libc::c_int) {
+    let pid = NS_JOB_PID.load(std::sync::atomic::Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// USE_PID_NAMESPACES: a process in new PID and mount namespaces, which
+/// becomes their init (pid 1) and starts the job as pid 2, as HTCondor's
+/// condor_pid_ns_init does. A plain fork (its own copy of memory, not
+/// the `CLONE_VM` of [`clone_vfork`]): the init outlives the exec of the
+/// job. Returns the init's pid in the starter's namespace.
+fn fork_pid_namespace(child: &ChildArgs<'_>, status_fd: i32) -> io::Result<i32> {
+    // SAFETY: clone without a new stack behaves as fork: the child runs
+    // on a copy of this stack and makes only system calls (no allocation,
+    // no lock) until it execs or exits.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            (libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::SIGCHLD) as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid > 0 {
+        return Ok(pid as i32);
+    }
+    // SAFETY: the child, in its own copy of memory; `child` lives in it.
+    unsafe { pid_ns_init(child, status_fd) }
+}
+
+/// The init of a job's PID namespace: joins the cgroup, makes the
+/// session, mounts a `/proc` of the namespace (HTCondor's RemapProc), forks
+/// the job, passes signals on, reaps every orphan, and when the job has
+/// exited writes its wait status to `status_fd` and exits, which makes
+/// the kernel kill whatever is left in the namespace.
+unsafe fn pid_ns_init(a: &ChildArgs<'_>, status_fd: i32) -> ! {
+    let fail = |errno: i32| -> ! {
+        let mut msg = [FAILED, 0, 0, 0, 0];
+        msg[1..].copy_from_slice(&errno.to_ne_bytes());
+        libc::write(a.step_fd, msg.as_ptr().cast(), msg.len());
+        libc::_exit(127)
+    };
+    let errno = || *libc::__errno_location();
+    let mut none: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut none);
+    libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    if let Err(e) = join_cgroup_and_setsid(a.setup, a.step_fd) {
+        fail(e.raw_os_error().unwrap_or(libc::EIO));
+    }
+    libc::write(a.step_fd, (&STEP_PROC_MOUNT as *const u8).cast(), 1);
+    // The mounts stay in the job's mount namespace: nothing of the host's
+    // changes.
+    if libc::mount(
+        std::ptr::null(),
+        c"/".as_ptr(),
+        std::ptr::null(),
+        libc::MS_REC | libc::MS_PRIVATE,
+        std::ptr::null(),
+    ) != 0
+        || libc::mount(
+            c"proc".as_ptr(),
+            c"/proc".as_ptr(),
+            c"proc".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        ) != 0
+    {
+        fail(errno());
+    }
+    libc::prctl(libc::PR_SET_NAME, c"fc_pid_ns_init".as_ptr());
+    let mut sa: libc::sigaction = std::mem::zeroed();
+    sa.sa_sigaction = forward_signal as *const () as usize;
+    sa.sa_flags = libc::SA_RESTART;
+    libc::sigemptyset(&mut sa.sa_mask);
+    for sig in [
+        libc::SIGHUP,
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGTERM,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGTSTP,
+        libc::SIGPWR,
+        libc::SIGXCPU,
+    ] {
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
+    }
+    let job = libc::syscall(
+        libc::SYS_clone,
+        libc::SIGCHLD as libc::c_ulong,
+        0usize,
+        0usize,
+        0usize,
+        0usize,
+    );
+    if job < 0 {
+        fail(errno());
+    }
+    if job == 0 {
+        // The job (pid 2): in the init's session and process group, so
+        // the starter's signals to the group reach it; caught signals go
+        // back to their defaults at exec.
+        libc::close(status_fd);
+        if let Err(e) = child_setup(a.setup, a.step_fd, true) {
+            fail(e.raw_os_error().unwrap_or(libc::EIO));
+        }
+        libc::execve(a.exe, a.argv, a.envp);
+        fail(errno())
+    }
+    NS_JOB_PID.store(job as i32, std::sync::atomic::Ordering::Relaxed);
+    // Nothing of the daemon's stays open in the init: its sockets, its
+    // files, the step pipe (whose end tells the starter the job exec'd).
+    libc::close(a.step_fd);
+    if status_fd > 3 {
+        libc::syscall(libc::SYS_close_range, 3u32, (status_fd - 1) as u32, 0u32);
+    }
+    libc::syscall(
+        libc::SYS_close_range,
+        (status_fd + 1) as u32,
+        u32::MAX,
+        0u32,
+    );
+    loop {
+        let mut status = 0;
+        let r = libc::wait4(-1, &mut status, 0, std::ptr::null_mut());
+        if r == job as i32 {
+            libc::write(status_fd, (&status as *const i32).cast(), 4);
+            let code = if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                128 + libc::WTERMSIG(status)
+            };
+            libc::_exit(code);
+        }
+        if r < 0 && errno() != libc::EINTR {
+            libc::_exit(127);
+        }
     }
 }
 
@@ -828,7 +1085,7 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// Runs in the child after fork: only system calls, no allocation.
-fn child_setup(s: &ChildSetup, step_fd: i32) -> io::Result<()> {
+fn child_setup(s: &ChildSetup, step_fd: i32, under_init: bool) -> io::Result<()> {
     let step = |n: u8| {
         // SAFETY: writes one byte from a live stack variable.
         unsafe { libc::write(step_fd, (&n as *const u8).cast(), 1) };
@@ -842,12 +1099,9 @@ fn child_setup(s: &ChildSetup, step_fd: i32) -> io::Result<()> {
     };
     // SAFETY (all blocks below): plain system calls on valid pointers and
     // descriptors prepared before the fork.
-    step(0);
-    if let Some(fd) = s.procs_fd {
-        check(unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } as libc::c_int)?;
+    if !under_init {
+        join_cgroup_and_setsid(s, step_fd)?;
     }
-    step(1);
-    check(unsafe { libc::setsid() })?;
     step(2);
     if s.nice != 0 {
         unsafe { *libc::__errno_location() = 0 };
@@ -867,6 +1121,9 @@ fn child_setup(s: &ChildSetup, step_fd: i32) -> io::Result<()> {
         sys(unsafe { libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) })?;
         sys(unsafe { libc::syscall(libc::SYS_setgid, *gid) })?;
         sys(unsafe { libc::syscall(libc::SYS_setuid, *uid) })?;
+    } else if let Some(groups) = &s.groups {
+        let sys = |r: libc::c_long| check(r as libc::c_int);
+        sys(unsafe { libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) })?;
     }
     step(4);
     check(unsafe { libc::chdir(s.cwd.as_ptr()) })?;
@@ -943,9 +1200,24 @@ impl RunningJob {
     /// Every live process of the job's tree: the cgroup's, or else the
     /// process group's and the session's.
     pub fn tree_pids(&self) -> Vec<i32> {
-        match &self.cgroup {
-            Some(cg) => cg.procs(),
-            None => procs::session_members(self.pid)
+        match (&self.cgroup, &self.pid_ns) {
+            (Some(cg), _) => cg.procs(),
+            // Every process with the mark, and the main one until it is
+            // reaped (it may not have the mark yet, between fork and exec).
+            (None, _) if self.tracking_gid.is_some() => {
+                let mut pids = procs::group_members(self.tracking_gid.unwrap_or_default());
+                if self.exit.is_none() && !pids.contains(&self.pid) {
+                    pids.push(self.pid);
+                }
+                pids
+            }
+            (
+                None,
+                Some(PidNs {
+                    link: Some(link), ..
+                }),
+            ) => procs::pid_namespace_members(link),
+            _ => procs::session_members(self.pid)
                 .into_iter()
                 .map(|s| s.pid)
                 .collect(),
@@ -1076,6 +1348,16 @@ impl RunningJob {
         if r == 0 {
             return Ok(());
         }
+        // Under a PID namespace's init, the job's own status, as the init
+        // wrote it (none when the init itself was killed: then the init's).
+        if let Some(ns) = &self.pid_ns {
+            let mut buf = [0u8; 4];
+            // SAFETY: reads into a local buffer from a descriptor we own.
+            let n = unsafe { libc::read(ns.status.as_raw_fd(), buf.as_mut_ptr().cast(), 4) };
+            if n == 4 {
+                status = i32::from_ne_bytes(buf);
+            }
+        }
         let st = if libc::WIFSIGNALED(status) {
             ExitStatus::Signal {
                 signal: libc::WTERMSIG(status),
@@ -1138,7 +1420,12 @@ impl RunningJob {
 
     /// The tree's usage now (after the exit: the final figures).
     pub fn usage(&mut self) -> Usage {
-        let pids = self.tree_pids();
+        let mut pids = self.tree_pids();
+        if self.pid_ns.is_some() {
+            // The init is a copy of the daemon: its resident pages are the
+            // daemon's, not the job's.
+            pids.retain(|&p| p != self.pid);
+        }
         let page = procs::page_kib();
         let stats: Vec<procs::ProcStat> = pids.iter().filter_map(|&p| procs::stat(p)).collect();
         let rss: u64 = stats.iter().map(|s| s.rss_pages * page).sum();

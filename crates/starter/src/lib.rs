@@ -43,8 +43,15 @@
 //! `cgroup.kill`, counting `cgroup.procs`, CPU time `cpu.stat`. Without
 //! one, the tree is the job's process group and session (SIGSTOP/SIGCONT,
 //! signals to each member); a descendant that makes a session of its own
-//! escapes that, which is why the cgroup is preferred. When the main
-//! process exits, whatever is left of the tree is killed.
+//! escapes that, which is why the cgroup is preferred. Two more ways to
+//! hold it, as HTCondor's: USE_GID_PROCESS_TRACKING ([`gid_tracking`]),
+//! a supplementary group only root can take away, added to the job's
+//! groups, so every process that carries it is the job's; and
+//! USE_PID_NAMESPACES, the job as pid 2 of a PID namespace of its own
+//! under an init the starter forks (condor_pid_ns_init's part: it passes
+//! signals on, reaps orphans, writes the job's wait status back, and its
+//! end makes the kernel kill the rest), with a `/proc` of the namespace.
+//! When the main process exits, whatever is left of the tree is killed.
 //!
 //! **Limits.** CGROUP_MEMORY_LIMIT_POLICY ([`limits`], pure) turns the
 //! slot's `Memory` (or, without a slot ad, RequestMemory) into
@@ -91,6 +98,7 @@
 mod cgroup;
 pub mod cgroup_layout;
 mod error;
+pub mod gid_tracking;
 mod hooks;
 mod http;
 mod job;
@@ -107,6 +115,7 @@ pub mod user_priv;
 
 pub use cgroup::{cgroup_of, move_to_leaf, settle_job_cgroups, JobCgroups, Limit};
 pub use error::{ControlError, FinishProblem, StartError};
+pub use gid_tracking::{GidRangeError, TrackingGids};
 pub use hooks::hook_input;
 pub use job::{
     ExitKind, ExitReport, ExitStatus, KillMechanism, Mechanisms, Probe, RunningJob, Starter,

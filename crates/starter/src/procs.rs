@@ -71,6 +71,44 @@ pub fn session_members(leader: i32) -> Vec<ProcStat> {
         .collect()
 }
 
+/// The live processes whose PID namespace is the one `/proc/<pid>/ns/pid`
+/// names `link` (a job's namespace: every process in it, whatever session
+/// it made).
+pub fn pid_namespace_members(link: &std::ffi::OsStr) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|p| fs::read_link(format!("/proc/{p}/ns/pid")).is_ok_and(|l| l.as_os_str() == link))
+        .filter(|&p| stat(p).is_some_and(|s| s.state != 'Z'))
+        .collect()
+}
+
+/// The live processes that carry `gid` among their supplementary groups
+/// (`Groups:` of `/proc/<pid>/status`).
+pub fn group_members(gid: u32) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|p| {
+            fs::read_to_string(format!("/proc/{p}/status")).is_ok_and(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Groups:"))
+                    .is_some_and(|g| g.split_whitespace().any(|g| g.parse() == Ok(gid)))
+            })
+        })
+        .filter(|&p| stat(p).is_some_and(|s| s.state != 'Z'))
+        .collect()
+}
+
+/// This process's supplementary groups.
+pub fn own_groups() -> Vec<libc::gid_t> {
+    // SAFETY: a null list with size 0 asks for the count.
+    let n = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
+    let mut groups = vec![0 as libc::gid_t; n.max(0) as usize];
+    // SAFETY: groups has room for n entries.
+    let n = unsafe { libc::getgroups(groups.len() as libc::c_int, groups.as_mut_ptr()) };
+    groups.truncate(n.max(0) as usize);
+    groups
+}
+
 pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
     // SAFETY: kill has no memory effects.
     if unsafe { libc::kill(pid, sig) } == 0 {

@@ -90,6 +90,17 @@ pub struct StarterSettings {
     /// input comes from it and the output goes to it (else they are
     /// copied from and to the job's initial directory on this host).
     pub shadow: Option<crate::shadow::ShadowRef>,
+    /// USE_PID_NAMESPACES: the job runs in a PID namespace of its own,
+    /// under a small init (HTCondor's condor_pid_ns_init), with a `/proc`
+    /// that shows only its own processes. Needs a starter running as
+    /// root (HTCondor's `can_switch_ids()`); without, the job runs in the
+    /// execute point's namespace and [`crate::Mechanisms`] says why.
+    pub pid_namespace: bool,
+    /// USE_GID_PROCESS_TRACKING: the group from MIN_TRACKING_GID..
+    /// MAX_TRACKING_GID the execute point gave this job; it is added to
+    /// the job's supplementary groups, and every process that carries it
+    /// is the job's (needs a starter running as root).
+    pub tracking_gid: Option<u32>,
 }
 
 impl StarterSettings {
@@ -113,6 +124,8 @@ impl StarterSettings {
             enable_url_transfers: true,
             filetransfer_plugins: Vec::new(),
             shadow: None,
+            pid_namespace: false,
+            tracking_gid: None,
         }
     }
 }

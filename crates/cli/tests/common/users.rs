@@ -481,6 +481,16 @@ impl Pool {
         p
     }
 
+    /// Like [`Pool::start`], with the configuration file `config` read
+    /// first (`env` overrides it).
+    pub fn start_with_config(state: &Path, config: &Path, env: &[(&str, &str)]) -> Pool {
+        let mut c = command(state, None, env);
+        c.env("CONDOR_CONFIG", config);
+        let p = Pool::wrap(state, PoolProcess::spawn(state, c));
+        p.proc.wait_up();
+        p
+    }
+
     /// `pool up` as `user` (root when `None`), not waiting for anything.
     pub fn spawn(state: &Path, user: Option<&User>, env: &[(&str, &str)]) -> Pool {
         Pool::wrap(state, PoolProcess::spawn(state, command(state, user, env)))
