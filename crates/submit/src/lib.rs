@@ -420,6 +420,11 @@ impl Run<'_, '_> {
             }
         };
         let split = matches!(q.list, Some((queue::ListKind::From, _, _)));
+        // A job whose making read nothing that changes from job to job
+        // (no $(Process), $(Step), $(Row), $(ItemIndex), $(Node), loop
+        // variable or $RANDOM_*) is the same as the next but for its
+        // ProcId: the rest of the statement's jobs are copies of it.
+        let mut same_for_all: Option<ClassAd> = None;
         for (index, row) in rows {
             if let Some(row) = row.filter(|r| !r.is_empty()) {
                 // An empty row leaves the variables as the row before set
@@ -454,7 +459,21 @@ impl Run<'_, '_> {
                     _ => "",
                 };
                 t.set_default("Node", node);
-                let ad = job::build(&self.table, &self.cx, proc)?;
+                let ad = match &same_for_all {
+                    Some(first) => {
+                        let mut ad = first.clone();
+                        ad.insert_value("ProcId", proc);
+                        ad
+                    }
+                    None => {
+                        self.table.forget_per_job_reads();
+                        let ad = job::build(&self.table, &self.cx, proc)?;
+                        if !self.table.read_per_job() {
+                            same_for_all = Some(ad.clone());
+                        }
+                        ad
+                    }
+                };
                 (self.sink)(ad)?;
             }
         }

@@ -12,7 +12,7 @@
 //! `$(LOCAL_DIR)` to nothing there), so the table never falls back to the
 //! configuration.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use config::macros::{expand_macros, resolve_self_references, Macros};
@@ -47,13 +47,23 @@ pub(crate) struct Table {
     seed: u64,
     /// Uppercase names looked up while expanding (for unused-line warnings).
     used: RefCell<HashSet<String>>,
+    /// Whether something that differs from job to job was read since
+    /// [`Table::forget_per_job_reads`].
+    per_job: Cell<bool>,
 }
+
+/// The built-in macros whose value changes from job to job of one queue
+/// statement (uppercase).
+const PER_JOB: [&str; 6] = ["PROCESS", "PROCID", "STEP", "ROW", "ITEMINDEX", "NODE"];
 
 impl Macros for Table {
     fn lookup(&self, name: &str) -> Option<String> {
         let key = name.to_ascii_uppercase();
         if !self.used.borrow().contains(&key) {
             self.used.borrow_mut().insert(key.clone());
+        }
+        if self.vars.contains_key(&key) || PER_JOB.contains(&key.as_str()) {
+            self.per_job.set(true);
         }
         self.vars
             .get(&key)
@@ -67,6 +77,7 @@ impl Macros for Table {
     }
 
     fn random(&self, salt: &str) -> u64 {
+        self.per_job.set(true);
         // splitmix64 over the seed and an FNV-1a hash of the salt: the
         // same description and seed give the same jobs.
         let h = salt.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
@@ -171,6 +182,18 @@ impl Table {
             .at(def.line)
             .text(&def.text)
             .in_file(&def.file)
+    }
+
+    /// Starts watching for reads of what changes from job to job.
+    pub fn forget_per_job_reads(&self) {
+        self.per_job.set(false);
+    }
+
+    /// Whether what changes from job to job (the per-job built-ins, a
+    /// loop variable, a random value) was read since
+    /// [`Table::forget_per_job_reads`].
+    pub fn read_per_job(&self) -> bool {
+        self.per_job.get()
     }
 
     /// Whether the name was looked up while jobs were built.

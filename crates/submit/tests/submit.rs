@@ -255,3 +255,30 @@ fn output_urls_ask_for_their_plugins() {
     assert_eq!(attr(&s, 0, "OutputDestination"), "\"zkm://results/\"");
     assert!(attr(&s, 0, "Requirements").contains("stringListIMember(\"zkm\""));
 }
+
+/// Jobs of one statement whose making reads nothing per job are copies
+/// of the first with their own ProcId; anything per job read anywhere
+/// (through a macro of a macro, a loop variable, a random value) makes
+/// each job on its own.
+#[test]
+fn jobs_that_differ_only_by_proc_id_and_jobs_that_differ_more() {
+    let plain = run("executable = job.sh\narguments = a b\nqueue 3\n");
+    assert_eq!(plain.jobs.len(), 3);
+    for (i, job) in plain.jobs.iter().enumerate() {
+        assert_eq!(attr(&plain, i, "ProcId"), i.to_string());
+        let mut same = job.clone();
+        same.insert_value("ProcId", 0i64);
+        assert_eq!(
+            classad::unparse::ad_to_old_syntax(&same),
+            classad::unparse::ad_to_old_syntax(&plain.jobs[0]),
+            "job {i}"
+        );
+    }
+    let deep = run("executable = job.sh\nA = $(B)\nB = x$(Process)\narguments = $(A)\nqueue 3\n");
+    let args: Vec<String> = (0..3).map(|i| attr(&deep, i, "Args")).collect();
+    assert_eq!(args, ["\"x0\"", "\"x1\"", "\"x2\""]);
+    let looped = run("executable = job.sh\narguments = $(Item)\nqueue Item in (p, q)\n");
+    assert_eq!(attr(&looped, 1, "Args"), "\"q\"");
+    let step = run("executable = job.sh\narguments = s$(Step)\nqueue 2\n");
+    assert_eq!(attr(&step, 1, "Args"), "\"s1\"");
+}
