@@ -22,14 +22,6 @@ use std::path::{Path, PathBuf};
 use common::{alive, wait_for};
 use users::{alice, skip_unless_root, Outcome, Pool, Scratch};
 
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/config")
-        .join(name)
-        .display()
-        .to_string()
-}
-
 /// The client: who and how it was started, then work until SIGTERM
 /// (which it ignores once `stubborn` exists in its directory).
 const CLIENT: &str = r#"#!/bin/sh
@@ -72,9 +64,9 @@ fn an_idle_slot_runs_the_boinc_client_which_a_job_and_the_owner_evict() {
              STARTD_READINGS_FILE = {}\n\
              BOINC_HOME = {}\nBOINC_Executable = {}\nBOINC_Owner = {}\n\
              BOINC_Environment = HOME=$(BOINC_HOME) FC_BOINC_MARK=m1\n",
-            example("v68-default.conf"),
-            example("backfill.conf"),
-            example("backfill-boinc.conf"),
+            common::example("v68-default.conf"),
+            common::example("backfill.conf"),
+            common::example("backfill-boinc.conf"),
             readings.display(),
             home.display(),
             client.display(),

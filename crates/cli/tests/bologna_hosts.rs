@@ -82,17 +82,6 @@ const HOSTS: usize = 6;
 const BUSY: &str = "KeyboardIdle = 0\nConsoleIdle = 0\nTotalLoadAvg = 2.0\n";
 const AWAY: &str = "KeyboardIdle = 2000\nConsoleIdle = 2000\nTotalLoadAvg = 0.0\n";
 
-/// `examples/config/<name>`, absolute.
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/config")
-        .join(name)
-        .canonicalize()
-        .unwrap()
-        .display()
-        .to_string()
-}
-
 /// Each host's configuration, as examples/config/README.md says to put
 /// the Bologna files together; for the execute points, the readings file
 /// that plays the owner, written before its startd starts: the owners of
@@ -101,7 +90,7 @@ fn host_config(i: usize, dir: &Path) -> String {
     let include = |names: &[&str]| -> String {
         names
             .iter()
-            .map(|n| format!("include : {}\n", example(n)))
+            .map(|n| format!("include : {}\n", common::example(n)))
             .collect()
     };
     let pool = ["v68-default.conf", "bologna-infn-pool.conf"];

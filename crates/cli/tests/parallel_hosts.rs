@@ -27,16 +27,6 @@ use common::out;
 const DEDICATED: [usize; 3] = [2, 3, 4];
 const PLAIN: usize = 5;
 
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/config")
-        .join(name)
-        .canonicalize()
-        .unwrap()
-        .display()
-        .to_string()
-}
-
 fn host_config(i: usize) -> String {
     match i {
         AP => "SCHEDD_NAME = ap1@hosts.test\n".into(),
@@ -44,7 +34,7 @@ fn host_config(i: usize) -> String {
             "NUM_CPUS = 1\n\
              include : {}\n\
              DedicatedScheduler = \"DedicatedScheduler@ap1@hosts.test\"\n",
-            example("dedicated-only.conf")
+            common::example("dedicated-only.conf")
         ),
         PLAIN => "NUM_CPUS = 1\n".into(),
         _ => String::new(),
@@ -88,9 +78,7 @@ fn submit_text(script: &str, log: &str) -> String {
 }
 
 fn write_script(pool: &Pool, name: &str, text: &str) {
-    let path = pool.base.join("work").join(name);
-    std::fs::write(&path, text).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    common::write_script(&pool.base.join("work").join(name), text);
 }
 
 #[test]

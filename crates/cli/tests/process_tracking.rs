@@ -14,8 +14,6 @@ mod common;
 #[path = "common/users.rs"]
 mod users;
 
-use std::path::{Path, PathBuf};
-
 use common::alive;
 use users::{alice, skip_unless_root, Outcome, Pool, Scratch};
 
@@ -31,12 +29,6 @@ const FAST: &[(&str, &str)] = &[
 /// kills whatever carries a group of its range (a dead pool's leftovers),
 /// so two pools on one machine must not share a range, as in HTCondor.
 static ONE_RANGE_USER: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/config")
-        .join(name)
-}
 
 /// The processes whose command line is exactly `words`.
 fn processes(words: &[&str]) -> Vec<i32> {
@@ -77,7 +69,11 @@ fn a_job_runs_in_its_own_pid_namespace_and_rm_kills_what_it_setsid() {
     let _turn = ONE_RANGE_USER.lock().unwrap_or_else(|e| e.into_inner());
     let mark = format!("4{}", std::process::id());
     s.user_file(a, "job.sh", &job(&dir, &mark), 0o755);
-    let pool = Pool::start_with_config(&s.state, &example("process-tracking.conf"), FAST);
+    let pool = Pool::start_with_config(
+        &s.state,
+        &common::example_path("process-tracking.conf"),
+        FAST,
+    );
     let c = pool
         .submit(a, &s.alice, "job.sub", "executable = job.sh\nqueue\n")
         .unwrap_or_else(|e| panic!("{e}"));
@@ -162,7 +158,11 @@ fn a_tracking_group_lets_rm_kill_what_the_job_double_forked_and_setsid() {
     let mut env = FAST.to_vec();
     env.push(("USE_PID_NAMESPACES", "False"));
     env.push(("BASE_CGROUP", ""));
-    let pool = Pool::start_with_config(&s.state, &example("process-tracking.conf"), &env);
+    let pool = Pool::start_with_config(
+        &s.state,
+        &common::example_path("process-tracking.conf"),
+        &env,
+    );
     let c = pool
         .submit(a, &s.alice, "job.sub", "executable = job.sh\nqueue\n")
         .unwrap_or_else(|e| panic!("{e}"));
@@ -224,7 +224,7 @@ fn a_restart_kills_what_a_dead_pool_s_job_left_carrying_a_tracking_group() {
     let mut env = FAST.to_vec();
     env.push(("USE_PID_NAMESPACES", "False"));
     env.push(("BASE_CGROUP", ""));
-    let config = example("process-tracking.conf");
+    let config = common::example_path("process-tracking.conf");
     let mut pool = Pool::start_with_config(&s.state, &config, &env);
     pool.submit(a, &s.alice, "job.sub", "executable = job.sh\nqueue\n")
         .unwrap_or_else(|e| panic!("{e}"));

@@ -748,17 +748,6 @@ fn work_a_fetch_hook_brings_runs_and_the_hooks_hear_of_it() {
     assert_eq!(s.tool(&["q", "-af", "ClusterId"]), "");
 }
 
-/// `examples/config/<name>`, absolute.
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/config")
-        .join(name)
-        .canonicalize()
-        .unwrap()
-        .display()
-        .to_string()
-}
-
 /// Each `kind slot nice` line the Bologna jobs wrote, from the files
 /// matching `prefix*.out`.
 fn bologna_lines(s: &Setup, prefix: &str) -> Vec<(String, String, i32)> {
@@ -797,10 +786,10 @@ fn a_bologna_batch_server_runs_short_and_long_jobs_on_their_slots() {
         &config,
         &format!(
             "include : {}\ninclude : {}\ninclude : {}\ninclude : {}\n",
-            example("v68-default.conf"),
-            example("bologna-infn-pool.conf"),
-            example("bologna-server.conf"),
-            example("bologna-negotiator.conf"),
+            common::example("v68-default.conf"),
+            common::example("bologna-infn-pool.conf"),
+            common::example("bologna-server.conf"),
+            common::example("bologna-negotiator.conf"),
         ),
     );
     let readings = s.readings_file().display().to_string();

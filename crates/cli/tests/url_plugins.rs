@@ -13,7 +13,7 @@ mod common;
 
 use std::io::{BufRead, Write};
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::{ok, run, scratch, wait_for, write, write_script, PoolProcess};
 
@@ -23,12 +23,6 @@ const FAST: &[(&str, &str)] = &[
     ("UPDATE_INTERVAL", "1"),
     ("PERIODIC_EXPR_INTERVAL", "1"),
 ];
-
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/config")
-        .join(name)
-}
 
 /// A multi-file plugin for `zkm://NAME`: copies NAME from `store`, or says
 /// it has no such thing; it notes the uid it ran as in the sandbox.
@@ -89,7 +83,8 @@ fn a_zkm_plugin_fetches_input_and_stores_output_and_failures_hold_the_job() {
     let plugin_text = plugin.display().to_string();
     let mut env = FAST.to_vec();
     env.push(("ZKM_PLUGIN", &plugin_text));
-    let pool = PoolProcess::start_with_config(&state, &example("url-plugins.conf"), &env);
+    let pool =
+        PoolProcess::start_with_config(&state, &common::example_path("url-plugins.conf"), &env);
     let tool = |args: &[&str]| ok(run(&state, &dir, args));
     let submit = |file: &str, text: &str| {
         write(&dir.join(file), text);

@@ -249,6 +249,21 @@ impl PoolProcess {
 }
 
 /// Writes an executable script the pool's user owns.
+/// `examples/config/<name>`, absolute: the configuration files the tests
+/// load as an admin would.
+pub fn example_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/config")
+        .join(name)
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("examples/config/{name}: {e}"))
+}
+
+/// [`example_path`] as text (for an `include :` line).
+pub fn example(name: &str) -> String {
+    example_path(name).display().to_string()
+}
+
 pub fn write_script(path: &Path, text: &str) {
     use std::os::unix::fs::PermissionsExt;
     write(path, text);
