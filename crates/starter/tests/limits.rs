@@ -145,9 +145,28 @@ fn read(cgroup: &Path, file: &str) -> String {
 
 #[test]
 fn hard_limit_kills_a_job_over_it_and_reports_the_oom() {
-    let Some((dir, _parent, settings)) = setup("hard", MemoryLimitPolicy::Hard) else {
+    hard_limit("hard", false);
+}
+
+/// The same job in a PID namespace of its own (USE_PID_NAMESPACES): the
+/// namespace's init is in the job's cgroup with it, the kernel's OOM kill
+/// takes them together, and the starter still reports the job killed for
+/// memory.
+#[test]
+fn hard_limit_kills_a_job_in_its_own_pid_namespace_and_reports_the_oom() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: hard in a PID namespace: USE_PID_NAMESPACES needs root");
+        return;
+    }
+    hard_limit("hard-pidns", true);
+}
+
+fn hard_limit(name: &str, pid_namespace: bool) {
+    let Some((dir, _parent, mut settings)) = setup(name, MemoryLimitPolicy::Hard) else {
         return;
     };
+    settings.pid_namespace = pid_namespace;
     // `tail` keeps every byte of a file without newlines: it grows until
     // the kernel stops it.
     let ad = job(dir.path(), "/usr/bin/tail", "/dev/zero", 32);
@@ -155,12 +174,12 @@ fn hard_limit_kills_a_job_over_it_and_reports_the_oom() {
     let m = running.mechanisms().clone();
     let cg = m.cgroup.clone().expect("a cgroup");
     println!(
-        "hard: memory.max = {}, memory.swap.max = {}, memory.oom.group = {}",
+        "{name}: memory.max = {}, memory.swap.max = {}, memory.oom.group = {}",
         read(&cg, "memory.max"),
         read(&cg, "memory.swap.max"),
         read(&cg, "memory.oom.group")
     );
-    println!("hard: mechanisms: {m:?}");
+    println!("{name}: mechanisms: {m:?}");
     assert_eq!(
         m.memory_limit,
         Limit::Applied {
@@ -182,9 +201,9 @@ fn hard_limit_kills_a_job_over_it_and_reports_the_oom() {
     }
     let events = read(&cg, "memory.events");
     let r = running.finish();
-    println!("hard: memory.events: {events:?}");
+    println!("{name}: memory.events: {events:?}");
     println!(
-        "hard: status {:?}, MemoryUsage {} MiB, oom {:?}, ExitReason {:?}",
+        "{name}: status {:?}, MemoryUsage {} MiB, oom {:?}, ExitReason {:?}",
         r.status,
         r.usage.peak_rss_kib.div_ceil(1024),
         r.oom,
