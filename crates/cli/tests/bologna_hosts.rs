@@ -46,9 +46,10 @@
 //! - 13: the short BB jobs on the ALICE server when the ALICE jobs come
 //!   run to completion, at nice 10 against the ALICE jobs' 0.
 //!
-//! Not shown with real jobs here, for want of time (the test must stay
-//! short): requirement 8's eviction after an hour of running (`PREEMPT ...
-//! ActivityTimer > 60*60`), requirement 9's preemption for user priority
+//! Not shown with real jobs in the first test, for want of time (it must
+//! stay short): requirement 8's eviction after an hour of running
+//! (`PREEMPT ... ActivityTimer > 60*60`; the second test shows it on a
+//! time-scaled copy), requirement 9's preemption for user priority
 //! (INFN's rule wants a claim older than two hours), and requirement 3's
 //! check of the universe (the only other universe that runs on execute
 //! points, parallel, needs dedicated slots the Bologna configuration does
@@ -58,6 +59,8 @@
 //! that used its hour never starts again, and the periodic_remove of
 //! `bbs_submit_short` takes it out of the queue) is shown here with jobs
 //! that carry the hour they used (`+RemoteWallClockTime = 3700`).
+//! Requirement 8's first half runs with a real job in a second test, on a
+//! copy of the example files in which the hour is 20 seconds.
 
 #[path = "common/bed.rs"]
 mod bed;
@@ -87,10 +90,15 @@ const AWAY: &str = "KeyboardIdle = 2000\nConsoleIdle = 2000\nTotalLoadAvg = 0.0\
 /// that plays the owner, written before its startd starts: the owners of
 /// the Bologna servers are at work on them, the INFN machine is idle.
 fn host_config(i: usize, dir: &Path) -> String {
+    host_config_from(i, dir, &common::example)
+}
+
+/// [`host_config`] with the example files found by `example`.
+fn host_config_from(i: usize, dir: &Path, example: &dyn Fn(&str) -> String) -> String {
     let include = |names: &[&str]| -> String {
         names
             .iter()
-            .map(|n| format!("include : {}\n", common::example(n)))
+            .map(|n| format!("include : {}\n", example(n)))
             .collect()
     };
     let pool = ["v68-default.conf", "bologna-infn-pool.conf"];
@@ -781,4 +789,86 @@ fn the_bologna_batch_system_on_two_bb_servers_and_an_alice_server_meets_its_requ
         }
     }
     assert!(per_host.keys().all(|h| *h >= 2), "{per_host:?}");
+}
+
+/// Requirement 8 with a real job, on a copy of the example files in which
+/// every hour (`60*60`, `60 * 60`) is 20 seconds and nothing else changes
+/// (the policy as written, the clock real): a short BB job on a BB server
+/// whose owner is at work runs, is evicted (004) once it has been busy
+/// for its "hour", is never started again (its RemoteWallClockTime is
+/// past the hour), and the periodic_remove of `bbs_submit_short` takes it
+/// out of the queue (009).
+#[test]
+fn requirement_8_a_short_bb_job_is_evicted_after_its_hour_and_removed_on_a_time_scaled_copy() {
+    const HOUR: &str = "20";
+    let copies = common::scratch("bologna-hour-examples");
+    for name in [
+        "v68-default.conf",
+        "bologna-infn-pool.conf",
+        "bologna-server.conf",
+        "bologna-negotiator.conf",
+    ] {
+        let text = std::fs::read_to_string(common::example_path(name)).unwrap();
+        let scaled = text.replace("60*60", HOUR).replace("60 * 60", HOUR);
+        write(&copies.join(name), &scaled);
+    }
+    let example = |n: &str| copies.join(n).display().to_string();
+    let Some(pool) = Pool::with_hosts("bologna-hour", 3, &[], "", |i, dir| {
+        host_config_from(i, dir, &example)
+    }) else {
+        return;
+    };
+    let mut bo = Bologna {
+        pool,
+        kinds: BTreeMap::new(),
+        started: Instant::now(),
+    };
+    write_script(
+        &bo.pool.base.join("work").join("bb.sh"),
+        "#!/bin/sh\n\
+         echo \"$1 $_CONDOR_SLOT\" >> runs.$2\n\
+         while [ ! -e go.$2 ]; do sleep 0.2; done\n",
+    );
+    bo.pool.wait_slots(6);
+    let short = SHORT.replace("60*60", HOUR);
+    let c = bo.submit("short", &short, 1, BBS);
+    let id = format!("{c}.0");
+    bo.wait_queue(60, "the short BB job running", |q| {
+        q.get(&id).is_some_and(|j| j.status == 2)
+    });
+    let started = Instant::now();
+    bo.wait_queue(90, "the short BB job out of the queue", |q| {
+        !q.contains_key(&id)
+    });
+    let ran = started.elapsed().as_secs();
+    bo.note(&format!("evicted and removed {ran} s after it started"));
+    assert!(
+        ran >= 15,
+        "evicted after its hour of {HOUR} s, not sooner: {ran} s"
+    );
+    let events = bo.pool.events("bologna.log", &id);
+    println!("{id}: {events:?}");
+    assert_eq!(events.first().map(String::as_str), Some("000"));
+    assert_eq!(
+        events.iter().filter(|e| *e == "001").count(),
+        1,
+        "started once: {events:?}"
+    );
+    assert!(events.contains(&"004".to_string()), "evicted: {events:?}");
+    assert_eq!(
+        events.last().map(String::as_str),
+        Some("009"),
+        "removed: {events:?}"
+    );
+    assert_eq!(
+        bo.pool.lines(&format!("runs.{id}")).len(),
+        1,
+        "never started again"
+    );
+    let o = bo.pool.on(
+        AP,
+        &["history", &id, "-af", "JobStatus", "RemoteWallClockTime"],
+    );
+    println!("history: {}", out(&o));
+    assert!(out(&o).starts_with("3 "), "removed: {}", out(&o));
 }
