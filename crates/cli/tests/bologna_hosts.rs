@@ -47,23 +47,18 @@
 //!   run to completion, at nice 10 against the ALICE jobs' 0.
 //!
 //! Not shown with real jobs in the first test, for want of time (it must
-//! stay short): requirement 8's eviction after an hour of running
-//! (`PREEMPT ... ActivityTimer > 60*60`; the second test shows it on a
-//! time-scaled copy), requirement 9's preemption for user priority
-//! (INFN's rule wants a claim older than two hours; the third test shows
-//! it on a copy whose two hours are 40 s), and requirement 3's
-//! check of the universe (the only other universe that runs on execute
-//! points, parallel, needs dedicated slots the Bologna configuration does
-//! not have, so a non-vanilla "BB job" would wait for that reason first).
+//! stay short), and shown in the tests after it: requirement 8's eviction
+//! after an hour of running (`PREEMPT ... ActivityTimer > 60*60`; on a
+//! time-scaled copy of the files, the hour 20 s), requirement 9's "not
+//! even for user priority" (INFN's rule wants a claim older than two
+//! hours; on a copy whose two hours are 40 s), and requirement 3's check
+//! of the universe (a parallel job that says it is a BB job, on a BB
+//! server that is also a dedicated resource, waits like an ordinary job).
 //! The startd engine's tests (`crates/startd/tests/scenarios_bologna.rs`)
 //! hold those on a virtual clock. Requirement 8's other half (a short job
 //! that used its hour never starts again, and the periodic_remove of
 //! `bbs_submit_short` takes it out of the queue) is shown here with jobs
 //! that carry the hour they used (`+RemoteWallClockTime = 3700`).
-//! Requirement 8's first half runs with a real job in a second test, on a
-//! copy of the example files in which the hour is 20 seconds, and
-//! requirement 9's "never preempted, not even for user priority" in a
-//! third.
 
 #[path = "common/bed.rs"]
 mod bed;
@@ -989,4 +984,68 @@ fn requirement_9_user_priority_never_preempts_a_bb_job_on_a_time_scaled_copy() {
         ordinary_events.contains(&"004".to_string()),
         "{ordinary_events:?}"
     );
+}
+
+/// Requirement 3 with real jobs: a BB job must be a vanilla job. A job of
+/// the parallel universe that says `+BolognaBatchJob = True` is not one:
+/// on a BB server whose owner is at work (and which is also a dedicated
+/// resource of this access point, so that the universe alone decides) it
+/// waits like an ordinary job while a vanilla short BB job submitted with
+/// it starts at once; when the owner leaves, it runs as an ordinary job
+/// may.
+#[test]
+fn requirement_3_a_parallel_job_that_says_it_is_a_bb_job_is_not_one() {
+    let Some(pool) = Pool::with_hosts("bologna-universe", 3, &[], "", |i, dir| {
+        let dedicated = match i {
+            AP => "SCHEDD_NAME = ap1@hosts.test\n",
+            2 => {
+                "DedicatedScheduler = \"DedicatedScheduler@ap1@hosts.test\"\n\
+                  STARTD_ATTRS = $(STARTD_ATTRS), DedicatedScheduler\n"
+            }
+            _ => "",
+        };
+        format!("{}{dedicated}", host_config(i, dir))
+    }) else {
+        return;
+    };
+    let mut bo = Bologna {
+        pool,
+        kinds: BTreeMap::new(),
+        started: Instant::now(),
+    };
+    write_script(
+        &bo.pool.base.join("work").join("bb.sh"),
+        "#!/bin/sh\n\
+         echo \"$1 $_CONDOR_SLOT\" >> runs.$2\n\
+         while [ ! -e go.$2 ]; do sleep 0.2; done\n",
+    );
+    bo.pool.wait_slots(6);
+    let text = "universe = parallel\n\
+                executable = bb.sh\n\
+                arguments = \"parallel-bb $(Cluster).$(Process)\"\n\
+                machine_count = 1\n\
+                should_transfer_files = NO\n\
+                log = bologna.log\n\
+                +BolognaBatchJob = True\n\
+                queue\n";
+    let par = bo.pool.submit_with("parallel-bb.sub", text, BBS);
+    let short = bo.submit("short", SHORT, 1, BBS);
+    let (par, short) = (format!("{par}.0"), format!("{short}.0"));
+    bo.wait_queue(60, "the vanilla short BB job running", |q| {
+        q.get(&short).is_some_and(|j| j.status == 2)
+    });
+    // Several cycles: the parallel "BB job" is not started.
+    std::thread::sleep(std::time::Duration::from_secs(8));
+    let q = bo.queue();
+    assert_eq!(
+        q[&par].status, 1,
+        "not a BB job: it waits for the owner: {q:?}"
+    );
+    owner(&bo.pool, 2, AWAY);
+    let q = bo.wait_queue(60, "the parallel job running once the owner left", |q| {
+        q.get(&par).is_some_and(|j| j.status == 2)
+    });
+    let (host, slot) = q[&par].at.clone().unwrap();
+    assert!(host == 2 && (slot == "slot1" || slot == "slot2"), "{q:?}");
+    println!("{q:?}");
 }
