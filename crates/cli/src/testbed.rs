@@ -25,7 +25,14 @@
 //! after the uid had been dropped, too late to enter a namespace).
 //!
 //! Where namespaces cannot be made (not root, no CAP_NET_ADMIN, no `ip`),
-//! [`Hosts::or_skip`] prints `skipped: ...` and the test returns.
+//! [`Hosts::or_skip`] prints `skipped: ...` and the test returns;
+//! [`Hosts::or_loopback`] says so and makes the second form instead:
+//! [`Hosts::loopback`], each host an address of its own in 127.0.0.0/8
+//! (`127.<100 + pid % 100>.<bed>.<i + 1>`, which any user may bind), its
+//! daemons bound there (NETWORK_INTERFACE), its processes the trees of
+//! what was spawned for it. That form shares one network stack and one
+//! user: a host cannot be unplugged ([`Hosts::can_unplug`]), and every
+//! host is "this host" to FS authentication.
 
 #![allow(dead_code)]
 
@@ -44,14 +51,71 @@ const PREFIX: &str = "fchosts-";
 
 static BEDS: AtomicUsize = AtomicUsize::new(0);
 
-/// N hosts on a private bridge.
+/// N hosts on a private bridge, or on loopback addresses.
 pub struct Hosts {
     ip: PathBuf,
     bridge: String,
     hosts: Vec<String>,
+    /// The loopback form: the hosts' network (first three octets), and
+    /// the processes spawned for each host (the roots of its trees).
+    loopback: Option<([u8; 3], Spawned)>,
 }
 
+/// The pids spawned for each host of the loopback form.
+type Spawned = std::sync::Mutex<Vec<Vec<u32>>>;
+
 impl Hosts {
+    /// `n` hosts in network namespaces, or, where they cannot be made
+    /// here, the same hosts on loopback addresses (saying why).
+    pub fn or_loopback(n: usize) -> Hosts {
+        match Hosts::new(n) {
+            Ok(h) => h,
+            Err(why) => {
+                println!("skipped: network namespaces: {why}; the hosts run on loopback addresses");
+                Hosts::loopback(n)
+            }
+        }
+    }
+
+    /// `n` hosts on loopback addresses of their own (no privilege needed).
+    pub fn loopback(n: usize) -> Hosts {
+        assert!((1..=250).contains(&n), "1 to 250 hosts");
+        let bed = BEDS.fetch_add(1, Ordering::Relaxed);
+        let net = [
+            127,
+            100 + (std::process::id() % 100) as u8,
+            (bed % 250) as u8,
+        ];
+        Hosts {
+            ip: PathBuf::new(),
+            bridge: String::new(),
+            hosts: (0..n)
+                .map(|i| format!("loopback-{}-{bed}-h{i}", std::process::id()))
+                .collect(),
+            loopback: Some((net, std::sync::Mutex::new(vec![Vec::new(); n]))),
+        }
+    }
+
+    /// How many hosts.
+    pub fn len(&self) -> usize {
+        self.hosts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hosts.is_empty()
+    }
+
+    /// Whether these are the loopback form's hosts.
+    pub fn is_loopback(&self) -> bool {
+        self.loopback.is_some()
+    }
+
+    /// Whether a host's network can be cut ([`Hosts::unplug`]): not on
+    /// loopback, where the hosts share one network stack.
+    pub fn can_unplug(&self) -> bool {
+        self.loopback.is_none()
+    }
+
     /// `n` hosts, or `None` after printing why they cannot be made here.
     pub fn or_skip(n: usize) -> Option<Hosts> {
         match Hosts::new(n) {
@@ -84,6 +148,7 @@ impl Hosts {
             ip,
             bridge: format!("{base}-br"),
             hosts: Vec::new(),
+            loopback: None,
         };
         // From here a failure leaves a partial bed, which `Drop` removes.
         hosts.ip_cmd(&["netns", "add", &hosts.bridge.clone()])?;
@@ -115,7 +180,8 @@ impl Hosts {
 
     /// Host `i`'s address.
     pub fn addr(&self, i: usize) -> Ipv4Addr {
-        Ipv4Addr::new(NETWORK[0], NETWORK[1], NETWORK[2], i as u8 + 1)
+        let net = self.loopback.as_ref().map_or(NETWORK, |(net, _)| *net);
+        Ipv4Addr::new(net[0], net[1], net[2], i as u8 + 1)
     }
 
     /// Host `i`'s namespace (`ip netns exec NAME ...` reaches it by hand).
@@ -126,6 +192,9 @@ impl Hosts {
     /// Runs `f` on a thread inside host `i`'s network namespace: what it
     /// spawns or opens (processes, sockets) belongs to that host.
     pub fn within<T: Send>(&self, i: usize, f: impl FnOnce() -> T + Send) -> T {
+        if self.loopback.is_some() {
+            return f();
+        }
         let ns = std::fs::File::open(Path::new("/run/netns").join(&self.hosts[i]))
             .unwrap_or_else(|e| panic!("host {}: {e}", self.hosts[i]));
         std::thread::scope(|s| {
@@ -149,7 +218,11 @@ impl Hosts {
 
     /// Spawns `c` on host `i`.
     pub fn spawn(&self, i: usize, c: &mut Command) -> Child {
-        self.within(i, || c.spawn()).expect("spawning on a host")
+        let child = self.within(i, || c.spawn()).expect("spawning on a host");
+        if let Some((_, roots)) = &self.loopback {
+            roots.lock().unwrap()[i].push(child.id());
+        }
+        child
     }
 
     /// Runs `c` on host `i` to its end.
@@ -184,7 +257,10 @@ impl Hosts {
     /// again.
     #[allow(dead_code)]
     pub fn crash(&self, i: usize) {
-        kill_all(&self.ip, &self.hosts[i]);
+        match &self.loopback {
+            Some((_, roots)) => kill_trees(&std::mem::take(&mut roots.lock().unwrap()[i])),
+            None => kill_all(&self.ip, &self.hosts[i]),
+        }
     }
 
     /// Host `i`'s network goes down (its `eth0`, as an unplugged cable):
@@ -192,6 +268,7 @@ impl Hosts {
     /// runs on it runs on.
     #[allow(dead_code)]
     pub fn unplug(&self, i: usize) {
+        assert!(self.can_unplug(), "a loopback host cannot be unplugged");
         self.ip_cmd(&["-n", &self.hosts[i], "link", "set", "eth0", "down"])
             .unwrap_or_else(|e| panic!("{e}"));
     }
@@ -199,6 +276,7 @@ impl Hosts {
     /// Host `i`'s network comes back.
     #[allow(dead_code)]
     pub fn plug(&self, i: usize) {
+        assert!(self.can_unplug(), "a loopback host cannot be unplugged");
         self.ip_cmd(&["-n", &self.hosts[i], "link", "set", "eth0", "up"])
             .unwrap_or_else(|e| panic!("{e}"));
     }
@@ -254,6 +332,55 @@ fn kill_all(ip: &Path, name: &str) {
     }
 }
 
+/// Kills the processes `roots` and all their descendants (SIGKILL, until
+/// none is left: a process may fork while we look). Every process seen in
+/// the tree is remembered, so a child whose parent died between two looks
+/// (and was adopted by init) is still found by its own pid.
+fn kill_trees(roots: &[u32]) {
+    let mut known: Vec<u32> = roots.to_vec();
+    for _ in 0..50 {
+        // (pid, parent, a zombie) of every process.
+        let procs: Vec<(u32, u32, bool)> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                let mut rest = stat.rsplit_once(')')?.1.split_whitespace();
+                let state = rest.next()?;
+                let ppid = rest.next()?.parse().ok()?;
+                Some((pid, ppid, state == "Z"))
+            })
+            .collect();
+        loop {
+            let more: Vec<u32> = procs
+                .iter()
+                .filter(|(p, pp, _)| known.contains(pp) && !known.contains(p))
+                .map(|(p, _, _)| *p)
+                .collect();
+            if more.is_empty() {
+                break;
+            }
+            known.extend(more);
+        }
+        let alive: Vec<u32> = procs
+            .iter()
+            .filter(|(p, _, zombie)| !zombie && known.contains(p))
+            .map(|(p, _, _)| *p)
+            .collect();
+        if alive.is_empty() {
+            return;
+        }
+        for pid in alive {
+            // SAFETY: a plain signal to a process this bed spawned, or one
+            // of its descendants.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Removes the beds of processes that are gone (a run killed before it
 /// could clean up).
 fn remove_stale(ip: &Path) {
@@ -277,6 +404,11 @@ fn remove_stale(ip: &Path) {
 
 impl Drop for Hosts {
     fn drop(&mut self) {
+        if let Some((_, roots)) = &self.loopback {
+            let roots: Vec<u32> = roots.lock().unwrap().concat();
+            kill_trees(&roots);
+            return;
+        }
         for h in &self.hosts {
             remove(&self.ip, h);
         }

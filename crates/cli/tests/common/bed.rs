@@ -100,6 +100,13 @@ impl Pool {
         Pool::build(name, n, &[AP], rogue, extra, &|_, _| String::new())
     }
 
+    /// As [`Pool::new`], on loopback addresses whatever this machine can
+    /// do (the second form of the bed: see `testbed.rs`).
+    pub fn on_loopback(name: &str, n: usize, extra: &str) -> Pool {
+        let hosts = Hosts::loopback(n);
+        Pool::build_on(hosts, name, &[AP], &[], extra, &|_, _| String::new())
+    }
+
     /// As [`Pool::new`], with access points on the hosts `aps` (each
     /// `SCHEDD_NAME = ap<i>` when there are several).
     pub fn with_access_points(
@@ -135,6 +142,18 @@ impl Pool {
         per_host: &dyn Fn(usize, &Path) -> String,
     ) -> Option<Pool> {
         let hosts = Hosts::or_skip(n)?;
+        Some(Pool::build_on(hosts, name, aps, rogue, extra, per_host))
+    }
+
+    fn build_on(
+        hosts: Hosts,
+        name: &str,
+        aps: &[usize],
+        rogue: &[usize],
+        extra: &str,
+        per_host: &dyn Fn(usize, &Path) -> String,
+    ) -> Pool {
+        let n = hosts.len();
         let cm = hosts.addr(CM);
         for i in 0..n {
             println!("host {i}: {} ({})", hosts.name(i), hosts.addr(i));
@@ -159,6 +178,7 @@ impl Pool {
                     &config,
                     &format!(
                         "COLLECTOR_HOST = {cm}:9618\n\
+                         NETWORK_INTERFACE = {addr}\n\
                          {role}\n\
                          {name}\n\
                          UID_DOMAIN = hosts.test\n\
@@ -176,6 +196,7 @@ impl Pool {
                          {extra}\n\
                          {own}\n",
                         role = role_of(i, aps),
+                        addr = hosts.addr(i),
                         own = per_host(i, &dir),
                         key = if rogue.contains(&i) { &rogue_key } else { &key }.display(),
                         tokens = dir.join("tokens.d").display(),
@@ -232,7 +253,7 @@ impl Pool {
         for i in 0..n {
             pool.start(i);
         }
-        Some(pool)
+        pool
     }
 
     /// Runs a tool on host `i`.
@@ -340,9 +361,16 @@ impl Pool {
             .collect()
     }
 
-    /// The host (by index) whose address a line names.
+    /// The host (by index) a line names: by its startd's name (a slot's
+    /// `slotN@ep<i>@...`), or its address as a sinful string
+    /// (`<ADDR:PORT...>`) or as `ip addr` prints it (`ADDR/24`).
     pub fn host_in(&self, line: &str) -> Option<usize> {
-        (0..self.all.len()).find(|&i| line.contains(&format!("{}/24", self.hosts.addr(i))))
+        (0..self.all.len()).find(|&i| {
+            let a = self.hosts.addr(i);
+            line.contains(&format!("@ep{i}@"))
+                || line.contains(&format!("<{a}:"))
+                || line.contains(&format!("{a}/24"))
+        })
     }
 
     /// Waits until `n` jobs of cluster `cluster` are in the history, done.
@@ -396,16 +424,14 @@ impl Pool {
     }
 }
 
-/// The job script: writes where it runs (`runs.N`, one line a start),
-/// sleeps, and says it finished (`done.N`, one line an end).
+/// The job script: writes where it runs (`runs.N`, one line a start: its
+/// slot's name, `slotN@ep<i>@...`, from the machine ad its starter gives
+/// it, which names the host in either form of the bed), sleeps, and says
+/// it finished (`done.N`, one line an end).
 pub fn jobs(log: &str, seconds: u32, count: u32, lease: u32) -> String {
-    let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
-        .iter()
-        .find(|p| Path::new(p).exists())
-        .unwrap();
     format!(
         "executable = /bin/sh\n\
-         arguments = \"-c '{ip} -4 -o addr show dev eth0 >> runs.$(Cluster).$(Process); \
+         arguments = \"-c 'grep ^Name $_CONDOR_MACHINE_AD >> runs.$(Cluster).$(Process); \
          sleep {seconds}; echo done >> done.$(Cluster).$(Process)'\"\n\
          should_transfer_files = NO\n\
          job_lease_duration = {lease}\n\
