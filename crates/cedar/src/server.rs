@@ -460,6 +460,9 @@ impl From<crate::DecodeError> for Refused {
 }
 
 /// Runs the server's side of the handshake on a fresh connection.
+// A refusal names the peer in full for the log, and is made at most once
+// a connection: its size costs nothing worth boxing it for.
+#[allow(clippy::result_large_err)]
 pub fn accept(
     sock: &mut Sock,
     daemon: &dyn Daemon,
@@ -731,6 +734,7 @@ pub fn accept(
     }
 }
 
+#[allow(clippy::result_large_err)]
 fn resume(
     sock: &mut Sock,
     daemon: &dyn Daemon,

@@ -60,6 +60,10 @@ impl Daemon for NoKeys {
     }
 }
 
+/// What a connection came to: the session it resumed and its user, or
+/// the refusal.
+type Outcome = Result<(Option<String>, Option<String>), String>;
+
 /// A server whose sessions the test registers; each connection's
 /// handshake, then an echo of one integer plus one. What each connection
 /// came to (the session it resumed and the user, or the refusal) is sent
@@ -67,7 +71,7 @@ impl Daemon for NoKeys {
 struct Server {
     addr: Sinful,
     sessions: Arc<Sessions>,
-    outcomes: mpsc::Receiver<Result<(Option<String>, Option<String>), String>>,
+    outcomes: mpsc::Receiver<Outcome>,
 }
 
 fn server(now: i64) -> Server {
@@ -117,7 +121,7 @@ fn server(now: i64) -> Server {
 }
 
 impl Server {
-    fn outcome(&self) -> Result<(Option<String>, Option<String>), String> {
+    fn outcome(&self) -> Outcome {
         self.outcomes
             .recv_timeout(Duration::from_secs(5))
             .expect("the server reports every connection")

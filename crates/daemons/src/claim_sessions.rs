@@ -157,16 +157,15 @@ fn claim_of(msg: &Message) -> Option<&str> {
             | Event::KeepAlive { claim_id } => Some(claim_id),
             _ => None,
         },
-        Message::ClaimNews(a) => match a {
+        Message::ClaimNews(
             Action::ClaimEnded { claim_id, .. }
             | Action::ClaimGranted { claim_id, .. }
             | Action::ClaimRefused { claim_id, .. }
             | Action::ClaimIdle { claim_id, .. }
             | Action::ActivationRefused { claim_id, .. }
             | Action::ClaimAlive { claim_id, .. }
-            | Action::StartJob { claim_id, .. } => Some(claim_id),
-            _ => None,
-        },
+            | Action::StartJob { claim_id, .. },
+        ) => Some(claim_id),
         Message::Starter(r) => Some(r.claim_id()),
         Message::StopJob { claim_id, .. } => Some(claim_id),
         _ => None,
@@ -210,7 +209,7 @@ pub struct Outgoing {
 #[derive(Debug)]
 pub struct Refusal {
     pub why: String,
-    pub answer: Option<Message>,
+    pub answer: Option<Box<Message>>,
 }
 
 /// One claim's session as the schedd keeps it on disk.
@@ -559,12 +558,12 @@ impl Broker {
                     "the match's session is no longer {slot}'s (the slot was claimed since)"
                 );
                 Err(Ok(Refusal {
-                    answer: Some(Message::ClaimNews(Action::ClaimRefused {
+                    answer: Some(Box::new(Message::ClaimNews(Action::ClaimRefused {
                         slot: s.clone(),
                         claim_id: request.claim_id.clone(),
                         schedd: request.schedd.clone(),
                         reason: why.clone(),
-                    })),
+                    }))),
                     why,
                 }))
             }
@@ -906,7 +905,7 @@ mod tests {
         let r = startd
             .admit(cap1.id(), RoleName::Schedd, &stale, now)
             .unwrap_err();
-        let Some(answer) = r.answer else {
+        let Some(answer) = r.answer.map(|a| *a) else {
             panic!("{}", r.why)
         };
         assert!(

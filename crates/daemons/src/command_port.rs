@@ -637,7 +637,7 @@ impl PortDaemon {
                                 name: m.from_name.clone(),
                                 at: Some(m.reply_to.clone()),
                             };
-                            self.router.deliver(m.to.role, back, answer);
+                            self.router.deliver(m.to.role, back, *answer);
                         }
                         continue;
                     }

@@ -188,6 +188,10 @@ pub fn get_message(d: &mut Decoder<'_>) -> Result<Arrived, String> {
 /// one (names compare without case, as HTCondor's daemon names).
 type Key = (RoleName, Option<String>);
 
+/// A sender: the daemon, and the brokered session its messages travel in
+/// (by id).
+type Outlet = (Key, Option<String>);
+
 fn key(role: RoleName, name: Option<&str>) -> Key {
     (role, name.map(str::to_ascii_lowercase))
 }
@@ -204,7 +208,7 @@ fn key(role: RoleName, name: Option<&str>) -> Key {
 pub struct Remote {
     finder: Arc<Finder>,
     /// A destination's sender per session its messages travel in.
-    outlets: Mutex<HashMap<(Key, Option<String>), mpsc::SyncSender<Outgoing>>>,
+    outlets: Mutex<HashMap<Outlet, mpsc::SyncSender<Outgoing>>>,
     /// Messages handed over and not yet sent (or given up).
     pending: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -410,7 +414,7 @@ impl Remote {
 /// when the destination is heard from elsewhere or a send fails.
 fn start_sender(
     finder: Arc<Finder>,
-    k: (Key, Option<String>),
+    k: Outlet,
     pending: Arc<std::sync::atomic::AtomicUsize>,
 ) -> mpsc::SyncSender<Outgoing> {
     let (tx, rx) = mpsc::sync_channel::<Outgoing>(QUEUE);
