@@ -114,6 +114,9 @@ struct State {
     /// The claims given with matches (the schedd's side) changed: to be
     /// written down.
     changed: bool,
+    /// When claims were last pruned (at most once a minute: every
+    /// message asks).
+    pruned: i64,
 }
 
 /// The brokered sessions of one process (see the module's text).
@@ -351,6 +354,10 @@ impl Broker {
     /// [`UNUSED_LIFETIME`], and this process's sessions that are no
     /// slot's and hold no claim any more.
     fn prune(&self, st: &mut State, now: i64) {
+        if now < st.pruned + 60 {
+            return;
+        }
+        st.pruned = now;
         let before = st.claims.len();
         st.claims.retain(|_, b| {
             let limit = if b.ended {
@@ -506,7 +513,13 @@ impl Broker {
     /// slot's session speaks only of that slot and of the claims
     /// requested in it, the negotiator's only negotiates. Takes note of
     /// the claims requested and ended.
-    pub fn admit(&self, sid: &str, from: RoleName, msg: &Message, now: i64) -> Result<(), Refusal> {
+    pub fn admit(
+        &self,
+        sid: &str,
+        from: (RoleName, Option<&str>),
+        msg: &Message,
+        now: i64,
+    ) -> Result<(), Refusal> {
         self.admit_inner(sid, from, msg, now).map_err(|e| match e {
             Ok(answer) => answer,
             Err(why) => Refusal { why, answer: None },
@@ -516,7 +529,7 @@ impl Broker {
     fn admit_inner(
         &self,
         sid: &str,
-        from: RoleName,
+        (from, from_name): (RoleName, Option<&str>),
         msg: &Message,
         now: i64,
     ) -> Result<(), Result<Refusal, String>> {
@@ -525,6 +538,26 @@ impl Broker {
             return Err(Err(format!("session {sid} is no longer known here")));
         };
         self.used(&st, sid, now);
+        // Who may speak in it: in a slot's session, the schedd and the
+        // negotiator to the startd, and that slot's startd (by its name)
+        // to the schedd.
+        if let Purpose::Slot { slot } = &k.purpose {
+            let startd = slot.split_once('@').map(|(_, s)| s).unwrap_or("");
+            let speaker = match (k.own, from) {
+                (true, RoleName::Schedd | RoleName::Negotiator) => true,
+                (false, RoleName::Startd) => {
+                    from_name.is_none_or(|n| n.eq_ignore_ascii_case(startd))
+                }
+                _ => false,
+            };
+            if !speaker {
+                return Err(Err(format!(
+                    "the {} {} may not speak in {slot}'s session",
+                    from.daemon_name().to_lowercase(),
+                    from_name.unwrap_or("")
+                )));
+            }
+        }
         match (&k.purpose, msg) {
             (
                 Purpose::Negotiator,
@@ -824,7 +857,7 @@ mod tests {
         assert!(startd
             .admit(
                 cap1.id(),
-                RoleName::Negotiator,
+                (RoleName::Negotiator, None),
                 &Message::MatchInfo {
                     slot: "slot1".into()
                 },
@@ -848,11 +881,16 @@ mod tests {
         assert_eq!(Some(neg_cap.to_string()), literal_str(&sads[0], CAPABILITY));
         assert_eq!(m.handed.len(), 1);
         assert!(schedd
-            .admit(neg_cap.id(), RoleName::Negotiator, &matches, now)
+            .admit(neg_cap.id(), (RoleName::Negotiator, None), &matches, now)
             .is_ok());
         // The negotiator's session carries nothing else.
         assert!(schedd
-            .admit(neg_cap.id(), RoleName::Negotiator, &alive("c1"), now)
+            .admit(
+                neg_cap.id(),
+                (RoleName::Negotiator, None),
+                &alive("c1"),
+                now
+            )
             .is_err());
         schedd.received_in_session(&matches, &m.handed, now);
 
@@ -861,16 +899,23 @@ mod tests {
         let rq = request("slot1", "c1");
         let o = schedd.outgoing(RoleName::Schedd, &ep, &rq, now);
         assert_eq!(o.session.as_ref().map(|c| c.id()), Some(cap1.id()));
-        assert!(startd.admit(cap1.id(), RoleName::Schedd, &rq, now).is_ok());
         assert!(startd
-            .admit(cap1.id(), RoleName::Schedd, &alive("c1"), now)
+            .admit(cap1.id(), (RoleName::Schedd, None), &rq, now)
+            .is_ok());
+        assert!(startd
+            .admit(cap1.id(), (RoleName::Schedd, None), &alive("c1"), now)
             .is_ok());
         // Another claim, or another slot, in this session: refused.
         assert!(startd
-            .admit(cap1.id(), RoleName::Schedd, &alive("c2"), now)
+            .admit(cap1.id(), (RoleName::Schedd, None), &alive("c2"), now)
             .is_err());
         assert!(startd
-            .admit(cap1.id(), RoleName::Schedd, &request("slot2", "c3"), now)
+            .admit(
+                cap1.id(),
+                (RoleName::Schedd, None),
+                &request("slot2", "c3"),
+                now
+            )
             .is_err());
         // Granted: the claim keeps the session, and the slot advertises a
         // new one; the startd's news of the claim travels back in it.
@@ -881,9 +926,19 @@ mod tests {
             slot_ad: None,
         });
         let back = startd.outgoing(RoleName::Startd, &ap, &granted, now);
+        // Only that slot's startd speaks to the schedd in it.
+        for (role, name) in [
+            (RoleName::Startd, Some("ep2@h")),
+            (RoleName::Negotiator, None),
+            (RoleName::Schedd, None),
+        ] {
+            assert!(schedd
+                .admit(cap1.id(), (role, name), &granted, now)
+                .is_err());
+        }
         assert_eq!(back.session.as_ref().map(|c| c.id()), Some(cap1.id()));
         assert!(schedd
-            .admit(cap1.id(), RoleName::Startd, &granted, now)
+            .admit(cap1.id(), (RoleName::Startd, Some("EP1@h")), &granted, now)
             .is_ok());
         let o = startd.outgoing(
             RoleName::Startd,
@@ -903,7 +958,7 @@ mod tests {
         let stale = request("slot1", "c4");
         schedd.outgoing(RoleName::Schedd, &ep, &stale, now);
         let r = startd
-            .admit(cap1.id(), RoleName::Schedd, &stale, now)
+            .admit(cap1.id(), (RoleName::Schedd, None), &stale, now)
             .unwrap_err();
         let Some(answer) = r.answer.map(|a| *a) else {
             panic!("{}", r.why)
@@ -914,26 +969,26 @@ mod tests {
         let o = startd.outgoing(RoleName::Startd, &ap, &answer, now);
         assert_eq!(o.session.as_ref().map(|c| c.id()), Some(cap1.id()));
         assert!(schedd
-            .admit(cap1.id(), RoleName::Startd, &answer, now)
+            .admit(cap1.id(), (RoleName::Startd, None), &answer, now)
             .is_ok());
 
         // The claim ends: still spoken of for a while (a last keep-alive
         // is answered "no such claim"), then forgotten with its session.
         startd.outgoing(RoleName::Startd, &ap, &ended("c1"), now + 3);
         assert!(schedd
-            .admit(cap1.id(), RoleName::Startd, &ended("c1"), now + 3)
+            .admit(cap1.id(), (RoleName::Startd, None), &ended("c1"), now + 3)
             .is_ok());
         assert!(schedd.claim_session("c1").is_some());
         assert!(!schedd.claim_in_session("c1", cap1.id()));
         assert!(startd
-            .admit(cap1.id(), RoleName::Schedd, &alive("c1"), now + 4)
+            .admit(cap1.id(), (RoleName::Schedd, None), &alive("c1"), now + 4)
             .is_ok());
         let later = now + 4 + ENDED_GRACE + 1;
         startd.claims_to_save(later);
         schedd.claims_to_save(later);
         assert!(schedd.claim_session("c1").is_none());
         let e = startd
-            .admit(cap1.id(), RoleName::Schedd, &alive("c1"), later)
+            .admit(cap1.id(), (RoleName::Schedd, None), &alive("c1"), later)
             .unwrap_err();
         assert!(e.why.contains("no longer known"), "{}", e.why);
     }
@@ -959,7 +1014,7 @@ mod tests {
         let o = restarted.outgoing(RoleName::Schedd, &ep, &alive("c1"), now + 5);
         assert_eq!(o.session, Some(cap.clone()));
         assert!(restarted
-            .admit(cap.id(), RoleName::Startd, &ended("c1"), now + 6)
+            .admit(cap.id(), (RoleName::Startd, None), &ended("c1"), now + 6)
             .is_ok());
         // Unused for long, a claim is forgotten.
         restarted.restore(

@@ -289,7 +289,7 @@ impl Remote {
         let b = &self.finder.broker;
         let admitted = match &peer.brokered {
             Some(sid) => b
-                .admit(sid, m.from, &m.message, now)
+                .admit(sid, (m.from, m.from_name.as_deref()), &m.message, now)
                 .map(|()| b.received_in_session(&m.message, &m.handed, now)),
             None => {
                 b.received(&m.message, &m.handed, now);
