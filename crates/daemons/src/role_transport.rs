@@ -246,6 +246,9 @@ struct Finder {
     addresses: Mutex<HashMap<Key, Sinful>>,
     /// The sessions the central manager brokers.
     broker: Broker,
+    /// One writer of the claims' sessions at a time (role threads and the
+    /// command port's both note claims).
+    saving: Mutex<()>,
 }
 
 fn epoch() -> i64 {
@@ -272,6 +275,7 @@ impl Remote {
                 me: me.to_string(),
                 addresses: Mutex::new(HashMap::new()),
                 broker,
+                saving: Mutex::new(()),
             }),
             outlets: Mutex::new(HashMap::new()),
             pending: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
@@ -440,6 +444,7 @@ impl Finder {
     /// Writes down the schedd's claims' sessions when they changed
     /// (aside, then renamed; private, for they hold keys).
     fn save_claims(&self, now: i64) {
+        let _one = self.saving.lock().unwrap_or_else(|p| p.into_inner());
         let Some(saved) = self.broker.claims_to_save(now) else {
             return;
         };
