@@ -444,12 +444,16 @@ impl Broker {
                     ads,
                 });
             }
-            _ if from == RoleName::Negotiator && to.role == RoleName::Schedd => {
-                out.session = to
-                    .name
-                    .as_deref()
-                    .and_then(|n| st.schedd_ads.get(&lc(n)))
-                    .cloned();
+            _ if matches!(from, RoleName::Negotiator | RoleName::Collector)
+                && to.role == RoleName::Schedd =>
+            {
+                // By the schedd's name; an unnamed one where the pool has
+                // one schedd.
+                out.session = match to.name.as_deref() {
+                    Some(n) => st.schedd_ads.get(&lc(n)).cloned(),
+                    None if st.schedd_ads.len() == 1 => st.schedd_ads.values().next().cloned(),
+                    None => None,
+                };
                 if let Message::Matches { matches, .. } = msg {
                     for m in matches {
                         let slot = full_slot(&m.slot, Some(&m.startd));
@@ -559,13 +563,23 @@ impl Broker {
             }
         }
         match (&k.purpose, msg) {
-            (
-                Purpose::Negotiator,
-                Message::Negotiate { .. } | Message::Matches { .. } | Message::AdminAnswer { .. },
-            ) if from == RoleName::Negotiator => Ok(()),
+            (Purpose::Negotiator, Message::Negotiate { .. } | Message::Matches { .. })
+                if from == RoleName::Negotiator =>
+            {
+                Ok(())
+            }
+            // The central manager's answers to what the schedd asked for
+            // its tools (`status`, `userprio` through the local socket).
+            (Purpose::Negotiator, Message::AdminAnswer { .. })
+                if matches!(from, RoleName::Negotiator | RoleName::Collector) =>
+            {
+                Ok(())
+            }
             (Purpose::Negotiator, _) => Err(Err(format!(
-                "the negotiator's session carries only NEGOTIATE and matches, not {}",
-                describe(msg)
+                "the negotiator's session carries only NEGOTIATE, matches and the central \
+                 manager's answers, not {} from the {}",
+                describe(msg),
+                from.daemon_name().to_lowercase()
             ))),
             (Purpose::Slot { slot }, Message::MatchInfo { slot: s }) if k.own => {
                 if same_slot(s, slot) {
@@ -649,7 +663,11 @@ impl Broker {
                     }
                 }
             }
-            Message::ScheddAds(ads) => {
+            Message::ScheddAds(ads)
+            | Message::UpdateAds {
+                kind: AdType::Schedd,
+                ads,
+            } => {
                 for ad in ads {
                     if let (Some(name), Some(cap)) = (
                         literal_str(ad, "Name"),
@@ -883,6 +901,34 @@ mod tests {
         assert!(schedd
             .admit(neg_cap.id(), (RoleName::Negotiator, None), &matches, now)
             .is_ok());
+        // The collector (which holds the schedd's ad) answers the schedd's
+        // tools in it too.
+        let collector_b = Broker::new(Arc::new(Sessions::new("cm")), "<10.0.0.1:2>", now);
+        collector_b.received(
+            &Message::UpdateAds {
+                kind: AdType::Schedd,
+                ads: sads.clone(),
+            },
+            &[],
+            now,
+        );
+        let answer = Message::AdminAnswer {
+            id: 1,
+            answer: Ok(String::new()),
+        };
+        let o = collector_b.outgoing(
+            RoleName::Collector,
+            &Dest::role(RoleName::Schedd),
+            &answer,
+            now,
+        );
+        assert_eq!(o.session.as_ref().map(|c| c.id()), Some(neg_cap.id()));
+        assert!(schedd
+            .admit(neg_cap.id(), (RoleName::Collector, None), &answer, now)
+            .is_ok());
+        assert!(schedd
+            .admit(neg_cap.id(), (RoleName::Collector, None), &matches, now)
+            .is_err());
         // The negotiator's session carries nothing else.
         assert!(schedd
             .admit(
