@@ -21,10 +21,17 @@
 //!   a session that is no longer the slot's is answered with a refusal in
 //!   that session). A claim's session is forgotten a while after the
 //!   claim ended ([`ENDED_GRACE`]), when no claim is left in it.
-//! - **A schedd's session for the negotiator** (its private
+//! - **A schedd's session for the central manager** (its private
 //!   `Capability`): the schedd's ad carries it; the negotiator reaches the
-//!   schedd in it with NEGOTIATE and the matches, and nothing else
-//!   travels in it.
+//!   schedd in it with NEGOTIATE and the matches, the collector and the
+//!   negotiator answer in it what the schedd asked for its tools, and
+//!   nothing else travels in it.
+//!
+//! A partitionable slot keeps its session while it is advertised (its
+//! dynamic slots' claims are requested in it, several in one cycle), so
+//! a schedd that was once matched to it may request a claim there again
+//! (the startd's own policy still decides); HTCondor gives such a slot a
+//! new claim id at each claim.
 //!
 //! This module decides which session a message travels in and whether
 //! one that arrived in a session may be taken; it holds the sessions'
