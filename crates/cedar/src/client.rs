@@ -393,6 +393,43 @@ pub fn connect(
     Ok((sock, session))
 }
 
+/// Connects to `addr` for `command` in the session `cap` names (one
+/// registered on both sides without a handshake:
+/// [`crate::capability`]), with no other authentication. A server that
+/// does not have the session (never given, expired, its claim over)
+/// answers SID_NOT_FOUND, which is [`ClientError::Denied`].
+pub fn resume_session(
+    addr: &Sinful,
+    command: i32,
+    cap: &crate::capability::Capability,
+    timeout: Duration,
+) -> Result<(Sock, Session), ClientError> {
+    let (_, mut sock) = resolve(addr, timeout)?;
+    let _ = sock.set_timeout(timeout);
+    let cached = Cached {
+        session: Session {
+            sid: cap.id().to_string(),
+            user: None,
+            method: Some("MATCH".into()),
+            valid_commands: cap.commands(),
+            resumed: true,
+            encrypted: true,
+            server_version: None,
+        },
+        key: cap.key(),
+        expires: Instant::now() + timeout,
+    };
+    match resume(&mut sock, addr, command, &cached) {
+        Ok(session) => Ok((sock, session)),
+        Err(Resume::Gone) => Err(ClientError::Denied {
+            code: "SID_NOT_FOUND".into(),
+            user: None,
+            method: Some(format!("MATCH, session {}", cap.public())),
+        }),
+        Err(Resume::Failed(e)) => Err(e),
+    }
+}
+
 enum Resume {
     /// SID_NOT_FOUND: try a new session.
     Gone,

@@ -12,7 +12,9 @@
 //! - [`sock`]: the I/O edge, a blocking connection that sends and receives
 //!   whole messages with deadlines;
 //! - [`token`]: IDTOKENS, the pool's signed tokens and the TOKEN method;
-//! - [`server`] and [`client`]: the two sides of the security handshake.
+//! - [`server`] and [`client`]: the two sides of the security handshake;
+//! - [`capability`]: sessions both sides register without a handshake
+//!   (a claim's, a schedd's for the negotiator).
 //!
 //! Everything but [`sock`] is pure: bytes and values in, bytes and values
 //! out. The protocol is learned from HTCondor's sources and checked against
@@ -28,6 +30,7 @@
 pub mod ad;
 pub mod auth;
 pub mod authz;
+pub mod capability;
 pub mod client;
 pub mod codec;
 pub mod commands;

@@ -158,6 +158,11 @@ pub struct Peer {
     /// HTCondor's `LimitAuthorization`), or `None`. The handshake refuses
     /// a command outside them before the daemon's own authorization.
     pub limits: Option<LevelSet>,
+    /// The id of the registered session the peer resumed
+    /// ([`Sessions::register`]: a claim's, a capability's), if it came in
+    /// by one. Such a peer proved it holds that session's key and nothing
+    /// else: the daemon authorizes it for what the session is for.
+    pub brokered: Option<String>,
 }
 
 impl Peer {
@@ -226,8 +231,11 @@ struct Session {
     limits: Option<LevelSet>,
     commands: Vec<i32>,
     key: SessionKey,
-    /// Where the session was made: it is resumed only from there.
-    peer_ip: std::net::IpAddr,
+    /// Where the session was made: it is resumed only from there (a
+    /// registered session was made nowhere: its key is the proof).
+    peer_ip: Option<std::net::IpAddr>,
+    /// A registered session (not made by a handshake here).
+    brokered: bool,
     expires: i64,
     lease: Option<i64>,
     last_used: i64,
@@ -304,6 +312,58 @@ impl Sessions {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Registers a session made without a handshake (HTCondor's
+    /// non-negotiated session): a client that resumes `cap`'s id and
+    /// encrypts with its key is `user`, with `limits`, for the commands
+    /// `cap` names, until `expires` (epoch seconds; [`Sessions::extend`]
+    /// moves it). Registering an id again replaces it.
+    pub fn register(
+        &self,
+        cap: &crate::capability::Capability,
+        user: &str,
+        limits: Option<LevelSet>,
+        expires: i64,
+        now: i64,
+    ) {
+        self.insert(
+            cap.id().to_string(),
+            Session {
+                peer_user: Some(user.to_string()),
+                method: Some("MATCH".into()),
+                limits,
+                commands: cap.commands(),
+                key: cap.key(),
+                peer_ip: None,
+                brokered: true,
+                expires,
+                lease: None,
+                last_used: now,
+            },
+        );
+    }
+
+    /// A registered session lasts until `expires` now (a claim's lease
+    /// was renewed); false when it is gone.
+    pub fn extend(&self, id: &str, expires: i64) -> bool {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        match map.get_mut(id) {
+            Some(s) if s.brokered => {
+                s.expires = expires;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Forgets a registered session (its claim ended): resuming it is
+    /// refused from now on.
+    pub fn unregister(&self, id: &str) {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.get(id).is_some_and(|s| s.brokered) {
+            map.remove(id);
+        }
     }
 }
 
@@ -400,6 +460,9 @@ impl From<crate::DecodeError> for Refused {
 }
 
 /// Runs the server's side of the handshake on a fresh connection.
+// A refusal names the peer in full for the log, and is made at most once
+// a connection: its size costs nothing worth boxing it for.
+#[allow(clippy::result_large_err)]
 pub fn accept(
     sock: &mut Sock,
     daemon: &dyn Daemon,
@@ -414,6 +477,7 @@ pub fn accept(
         method: None,
         addr: sock.peer(),
         limits: None,
+        brokered: None,
     };
     if cmd != commands::DC_AUTHENTICATE {
         // A bare command: allowed only where the level asks for nothing.
@@ -648,7 +712,8 @@ pub fn accept(
                         limits: peer.limits,
                         commands: valid,
                         key,
-                        peer_ip: peer.addr.ip(),
+                        peer_ip: Some(peer.addr.ip()),
+                        brokered: false,
                         expires,
                         lease: decision
                             .session_lease
@@ -669,6 +734,7 @@ pub fn accept(
     }
 }
 
+#[allow(clippy::result_large_err)]
 fn resume(
     sock: &mut Sock,
     daemon: &dyn Daemon,
@@ -692,12 +758,14 @@ fn resume(
         method: None,
         addr: sock.peer(),
         limits: None,
+        brokered: None,
     };
     let session = sessions.resume(&sid, now);
     // The session must be for this command and resumed from the address
     // it was made from: an id alone does not prove who holds it.
     let from = sock.peer().ip();
-    let Some(session) = session.filter(|s| s.commands.contains(&command) && s.peer_ip == from)
+    let Some(session) =
+        session.filter(|s| s.commands.contains(&command) && s.peer_ip.is_none_or(|ip| ip == from))
     else {
         if want_response {
             let mut ad = ClassAd::new();
@@ -717,6 +785,7 @@ fn resume(
         method: session.method.clone(),
         addr: sock.peer(),
         limits: session.limits,
+        brokered: session.brokered.then(|| sid.clone()),
     };
     let level = daemon.level(command).ok_or(Refused::UnknownCommand {
         command,

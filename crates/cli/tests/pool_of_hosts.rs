@@ -2,10 +2,12 @@
 //! negotiator), an access point (schedd) and execute points (startds),
 //! each host its own `ferrocondor master` with its own state directory
 //! and configuration, talking HTCondor's protocol across the test bed's
-//! network (`common/bed.rs`). The hosts hold the pool's signing key
-//! (HTCondor's pool password model, every host with `passwords.d/POOL`)
-//! and a token for the daemons' identity; an execute point whose token
-//! the pool did not sign is refused by the collector and never runs a job.
+//! network (`common/bed.rs`). Only the central manager holds the pool's
+//! signing key; every host holds a token for the daemons' identity, which
+//! only the central manager can verify: access points and execute points
+//! talk in sessions it brokers (the slots' claim ids, the schedd's
+//! capability). An execute point whose token the pool did not sign is
+//! refused by the collector and never runs a job.
 //!
 //! The hosts are network namespaces (`common/hosts.rs`); where they
 //! cannot be made the test says `skipped:` and passes. The hosts share
@@ -20,7 +22,7 @@ mod hosts;
 
 use std::time::Duration;
 
-use bed::{jobs, running_on, Pool, AP, CM, FAST};
+use bed::{jobs, running_on, until, Pool, AP, CM, FAST};
 use common::out;
 
 /// The execute points with the pool's token.
@@ -99,6 +101,65 @@ fn a_pool_of_a_central_manager_an_access_point_and_three_execute_points_runs_job
     // authenticate to the collector, and says so.
     let rogue = pool.log(ROGUE);
     assert!(rogue.contains("not reachable"), "{rogue}");
+
+    // The sessions the central manager brokers (a slot's ClaimId, the
+    // schedd's Capability) are private: no tool sees them.
+    for args in [&["status", "-l"][..], &["status", "-schedd", "-l"]] {
+        let text = out(&pool.on(AP, args));
+        assert!(text.contains("MyAddress"), "{args:?}: {text}");
+        assert!(
+            !text.contains("ClaimId") && !text.contains("Capability"),
+            "{args:?}: {text}"
+        );
+    }
+    // The access point has no key to verify a token with, so a daemon's
+    // token from an execute point is no way in, nor is a made-up session:
+    // both refused, and the access point's log says why.
+    let schedd = daemons::role_transport::read_address(
+        &pool.all[AP].state.join("roles").join("SCHEDD.address"),
+    )
+    .expect("the schedd's address");
+    let token = std::fs::read_to_string(
+        pool.all[EPS[0]]
+            .config
+            .parent()
+            .unwrap()
+            .join("tokens.d")
+            .join("pool"),
+    )
+    .unwrap();
+    let (by_token, by_forged) = pool.hosts.within(EPS[0], || {
+        let timeout = Duration::from_secs(10);
+        let o = cedar::client::ClientOptions {
+            methods: vec![cedar::auth::Method::Token],
+            timeout,
+            ..Default::default()
+        }
+        .with_token(token.trim())
+        .unwrap();
+        let cmd = cedar::commands::FC_ROLE_MESSAGES;
+        let by_token = cedar::client::connect(&schedd, cmd, &o, None).err();
+        let forged = cedar::capability::Capability::mint("<10.231.0.3:1>#1", &[cmd]);
+        let by_forged = cedar::client::resume_session(&schedd, cmd, &forged, timeout).err();
+        (
+            by_token.map(|e| e.to_string()),
+            by_forged.map(|e| e.to_string()),
+        )
+    });
+    assert!(by_token.is_some(), "a token the access point cannot verify");
+    assert!(
+        by_forged
+            .as_deref()
+            .is_some_and(|e| e.contains("SID_NOT_FOUND")),
+        "{by_forged:?}"
+    );
+    until(20, "the access point's refusals in its log", || {
+        let log = pool.log(AP);
+        (log.contains("could not set up security for FC_ROLE_MESSAGES")
+            && log.contains("which this daemon does not have"))
+        .then_some(())
+        .ok_or(log)
+    });
 
     // An execute point shut down withdraws its slots at once
     // (INVALIDATE_STARTD_ADS), not after CLASSAD_LIFETIME.

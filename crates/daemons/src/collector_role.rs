@@ -102,10 +102,23 @@ impl Role for CollectorRole {
                 request: AdminRequest::Ads { ad_type },
             } => {
                 let kind = ad_type.map_or(AdType::Startd, |t| AdType::from_my_type(&t));
+                // The tools see no private attribute (a slot's ClaimId, a
+                // schedd's Capability): those are the negotiator's.
                 let texts: Vec<String> = self
                     .ads(&kind, now)
                     .iter()
-                    .map(crate::schedd_service::ad_text)
+                    .map(|ad| {
+                        let mut ad = ad.clone();
+                        let private: Vec<String> = ad
+                            .iter()
+                            .map(|(n, _)| n.to_string())
+                            .filter(|n| cedar::ad::is_private(n))
+                            .collect();
+                        for n in private {
+                            ad.remove(&n);
+                        }
+                        crate::schedd_service::ad_text(&ad)
+                    })
                     .collect();
                 out.answer(from, id, Ok(texts));
             }

@@ -279,6 +279,9 @@ pub struct CommandPort {
     listener: TcpListener,
     sinful: Sinful,
     config: PortConfig,
+    /// The sessions clients resume here (the handshake's, and the ones
+    /// the central manager brokers: `claim_sessions`).
+    sessions: Arc<Sessions>,
 }
 
 impl CommandPort {
@@ -288,11 +291,18 @@ impl CommandPort {
         // TCP only: this pool takes no UDP commands, and `noUDP` tells
         // clients to send RESCHEDULE and updates by TCP.
         let sinful = Sinful::new(local).with_param("noUDP", None);
+        let sessions = Arc::new(Sessions::new(&config.hostname));
         Ok(CommandPort {
             listener,
             sinful,
             config,
+            sessions,
         })
+    }
+
+    /// The sessions clients resume here, for registering brokered ones.
+    pub fn sessions(&self) -> Arc<Sessions> {
+        self.sessions.clone()
     }
 
     /// Where the other processes' roles are.
@@ -329,7 +339,7 @@ impl CommandPort {
         reconfig: Reconfigure,
     ) -> std::io::Result<std::thread::JoinHandle<()>> {
         let daemon = Arc::new(PortDaemon {
-            sessions: Sessions::new(&self.config.hostname),
+            sessions: self.sessions,
             signing_key: std::sync::atomic::AtomicBool::new(false),
             router,
             reconfig,
@@ -438,7 +448,7 @@ impl Drop for Slot {
 pub type Reconfigure = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
 
 pub(crate) struct PortDaemon {
-    sessions: Sessions,
+    sessions: Arc<Sessions>,
     /// The pool's signing key was found (tokens can be handed out).
     signing_key: std::sync::atomic::AtomicBool,
     router: Router,
@@ -609,6 +619,28 @@ impl PortDaemon {
                     m.to.name.map(|n| format!(" {n}")).unwrap_or_default()
                 ),
                 Ok(m) => {
+                    // A peer in a brokered session (a claim's, the
+                    // negotiator's) may say only what the session is for.
+                    if let Err(refused) = self.router.admit(&a.peer, &m) {
+                        eprintln!(
+                            "ferrocondor: a role message from {} was refused: {}",
+                            a.peer.describe(),
+                            refused.why
+                        );
+                        // Where the sender waits for an answer (a claim
+                        // request), it is told, in the same session.
+                        if let Some(answer) = refused.answer {
+                            self.router
+                                .heard_from(m.from, m.from_name.as_deref(), &m.reply_to);
+                            let back = crate::roles::Dest {
+                                role: m.from,
+                                name: m.from_name.clone(),
+                                at: Some(m.reply_to.clone()),
+                            };
+                            self.router.deliver(m.to.role, back, *answer);
+                        }
+                        continue;
+                    }
                     self.router
                         .heard_from(m.from, m.from_name.as_deref(), &m.reply_to);
                     self.router.deliver(m.from, m.to, m.message);
@@ -692,8 +724,20 @@ impl PortDaemon {
             cmd::FC_FILE_TRANSFER => {
                 let msg = Self::first_message(sock, &mut a)?;
                 // The claim core says which job runs on the claim; the
-                // queue gives its ad.
+                // queue gives its ad. A starter in a claim's session asks
+                // only for that claim's job.
+                let brokered = a.peer.brokered.clone();
+                let who = a.peer.describe();
                 let lookup = |claim: &str, job: schedd::JobId| -> Option<ClassAd> {
+                    if let Some(sid) = &brokered {
+                        if !self.router.claim_in_session(claim, sid) {
+                            eprintln!(
+                                "ferrocondor: {who} asked for the files of job {job} on a claim \
+                                 that is not its session's; refused"
+                            );
+                            return None;
+                        }
+                    }
                     let claim = claim.to_string();
                     self.on_schedd(move |s, _, _| s.job_on_claim(&claim, job))
                         .ok()
@@ -1836,6 +1880,19 @@ impl Daemon for PortDaemon {
     fn authorize(&self, peer: &Peer, level: Level) -> Result<(), String> {
         if level == Level::Allow {
             return Ok(());
+        }
+        // A peer in a brokered session proved it holds the session's key
+        // and nothing more: DAEMON for the commands the session names,
+        // each message then judged by what the session is for
+        // (`claim_sessions`).
+        if peer.brokered.is_some() {
+            return match level {
+                Level::Daemon => Ok(()),
+                _ => Err(format!(
+                    "a brokered session is for the roles' messages only, not the {} level",
+                    level.name()
+                )),
+            };
         }
         // The configuration's lists decide where they bear on the level.
         let configured = self.config.authorization.decide(

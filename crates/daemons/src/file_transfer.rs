@@ -137,15 +137,28 @@ fn receive_data(
 pub struct CedarShadow {
     pub address: Sinful,
     pub client: ClientOptions,
+    /// The claim's session (brokered through the central manager), in
+    /// which the access point knows this starter; else the execute
+    /// point's own credentials.
+    pub session: Option<cedar::capability::Capability>,
     pub claim_id: String,
     pub job: JobId,
 }
 
 impl CedarShadow {
     fn open(&self, direction: &str) -> Result<Sock, String> {
-        let (mut sock, _) =
-            cedar::client::connect(&self.address, cmd::FC_FILE_TRANSFER, &self.client, None)
-                .map_err(|e| format!("{}: {e}", self.address))?;
+        let made = match &self.session {
+            Some(cap) => cedar::client::resume_session(
+                &self.address,
+                cmd::FC_FILE_TRANSFER,
+                cap,
+                self.client.timeout,
+            ),
+            None => {
+                cedar::client::connect(&self.address, cmd::FC_FILE_TRANSFER, &self.client, None)
+            }
+        };
+        let (mut sock, _) = made.map_err(|e| format!("{}: {e}", self.address))?;
         sock.set_max_message(MAX_MESSAGE);
         let mut e = sock.encoder();
         e.put_str(direction)

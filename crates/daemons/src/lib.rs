@@ -33,6 +33,7 @@
 
 mod accounting;
 pub mod admin;
+pub mod claim_sessions;
 pub mod collector_role;
 pub mod command_port;
 mod event_logs;

@@ -25,18 +25,31 @@
 //! daemon's ad at the collector (`MyAddress`; a startd's by its slots'
 //! names, `slotN@NAME`).
 //!
-//! Touches only the roles directory of the pool's state directory and the
-//! collector's address file (the tidy test's list).
+//! A message between an access point and an execute point, or from the
+//! negotiator to either, travels in a session the central manager
+//! brokered (`claim_sessions`: a slot's claim id, a schedd's capability
+//! for the negotiator) where there is one, so that only the central
+//! manager needs the pool's signing key; the others authenticate with
+//! their tokens to the central manager only. A message may carry slots'
+//! sessions handed on with matches (a last string: `slot@startd`, tab,
+//! the capability, a line each).
+//!
+//! Touches only the roles directory of the pool's state directory (the
+//! address files, and the schedd's claims' sessions in
+//! [`CLAIM_SESSIONS`]) and the collector's address file (the tidy test's
+//! list).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
+use cedar::capability::Capability;
 use cedar::client::{ClientOptions, SessionCache};
 use cedar::commands as cmd;
 use cedar::{Decoder, Sinful, Sock};
 
+use crate::claim_sessions::{Broker, SavedClaim};
 use crate::local_protocol::{decode, encode};
 use crate::roles::{Dest, Message, RoleName};
 
@@ -89,20 +102,34 @@ pub fn remove_addresses(roles_dir: &Path, roles: &[RoleName]) {
     }
 }
 
+/// The file in the roles directory where a schedd keeps the sessions of
+/// its claims (private: it holds their keys), so that a restarted schedd
+/// reconnects to its running jobs in them.
+pub const CLAIM_SESSIONS: &str = "claim_sessions";
+
 /// One role message as it travels: to whom, where the sender listens and
-/// which daemon it is, and the message.
+/// which daemon it is, the message, and the slots' sessions handed on
+/// with it.
 pub fn put_message(
     e: &mut cedar::Encoder,
     to: &Dest,
     reply_to: &str,
     from: Option<&str>,
     line: &str,
+    handed: &[(String, String)],
 ) {
     e.put_str(to.role.daemon_name())
         .put_str(to.name.as_deref().unwrap_or(""))
         .put_str(reply_to)
         .put_str(from.unwrap_or(""))
         .put_str(line);
+    if !handed.is_empty() {
+        let text: String = handed
+            .iter()
+            .map(|(slot, cap)| format!("{slot}\t{cap}\n"))
+            .collect();
+        e.put_str(&text);
+    }
 }
 
 /// A role message as it arrived.
@@ -116,6 +143,8 @@ pub struct Arrived {
     /// The sender's role, and the message.
     pub from: RoleName,
     pub message: Message,
+    /// Slots' sessions handed on with it (`slot@startd`, capability).
+    pub handed: Vec<(String, String)>,
 }
 
 /// A role message read back.
@@ -126,6 +155,16 @@ pub fn get_message(d: &mut Decoder<'_>) -> Result<Arrived, String> {
     let reply_to = next()?;
     let from_name = next()?;
     let line = next()?;
+    let handed = if d.remaining() > 0 {
+        d.get_str()
+            .map_err(|e| e.to_string())?
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    } else {
+        Vec::new()
+    };
     d.finish().map_err(|e| e.to_string())?;
     let role = crate::local_protocol::role_named(&to)
         .ok_or_else(|| format!("a message for an unknown role {to:?}"))?;
@@ -141,12 +180,17 @@ pub fn get_message(d: &mut Decoder<'_>) -> Result<Arrived, String> {
         from_name: some(from_name),
         from,
         message,
+        handed,
     })
 }
 
 /// How the transport keys a daemon: its role, and its name where it has
 /// one (names compare without case, as HTCondor's daemon names).
 type Key = (RoleName, Option<String>);
+
+/// A sender: the daemon, and the brokered session its messages travel in
+/// (by id).
+type Outlet = (Key, Option<String>);
 
 fn key(role: RoleName, name: Option<&str>) -> Key {
     (role, name.map(str::to_ascii_lowercase))
@@ -163,7 +207,8 @@ fn key(role: RoleName, name: Option<&str>) -> Key {
 /// what does not fit, as a down daemon loses what is sent to it.
 pub struct Remote {
     finder: Arc<Finder>,
-    outlets: Mutex<HashMap<Key, mpsc::SyncSender<Outgoing>>>,
+    /// A destination's sender per session its messages travel in.
+    outlets: Mutex<HashMap<Outlet, mpsc::SyncSender<Outgoing>>>,
     /// Messages handed over and not yet sent (or given up).
     pending: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -185,6 +230,9 @@ struct Outgoing {
     from_name: Option<String>,
     to: Dest,
     line: String,
+    /// The brokered session it travels in.
+    session: Option<Capability>,
+    handed: Vec<(String, String)>,
 }
 
 /// Where the other daemons are, and how to reach them (shared by the
@@ -196,20 +244,75 @@ struct Finder {
     me: String,
     /// Where each daemon was last heard from, or found.
     addresses: Mutex<HashMap<Key, Sinful>>,
+    /// The sessions the central manager brokers.
+    broker: Broker,
+    /// One writer of the claims' sessions at a time (role threads and the
+    /// command port's both note claims).
+    saving: Mutex<()>,
+}
+
+fn epoch() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 impl Remote {
-    pub fn new(peers: Peers, me: &str) -> Remote {
+    /// `sessions` are the command port's (the brokered sessions are
+    /// registered there); a schedd's claims' sessions kept in the roles
+    /// directory are taken back.
+    pub fn new(peers: Peers, me: &str, sessions: Arc<cedar::server::Sessions>) -> Remote {
+        let now = epoch();
+        let broker = Broker::new(sessions, me, now);
+        if let Some(saved) = read_claim_sessions(&peers.roles_dir.join(CLAIM_SESSIONS)) {
+            broker.restore(saved, now);
+        }
         Remote {
             finder: Arc::new(Finder {
                 peers,
                 sessions: SessionCache::new(),
                 me: me.to_string(),
                 addresses: Mutex::new(HashMap::new()),
+                broker,
+                saving: Mutex::new(()),
             }),
             outlets: Mutex::new(HashMap::new()),
             pending: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
         }
+    }
+
+    /// Whether a role message that came on a connection of `peer` may be
+    /// taken (see [`Broker::admit`]), noting the sessions it brings.
+    pub fn admit(
+        &self,
+        peer: &cedar::server::Peer,
+        m: &Arrived,
+    ) -> Result<(), crate::claim_sessions::Refusal> {
+        let now = epoch();
+        let b = &self.finder.broker;
+        let admitted = match &peer.brokered {
+            Some(sid) => b
+                .admit(sid, (m.from, m.from_name.as_deref()), &m.message, now)
+                .map(|()| b.received_in_session(&m.message, &m.handed, now)),
+            None => {
+                b.received(&m.message, &m.handed, now);
+                Ok(())
+            }
+        };
+        self.finder.save_claims(now);
+        admitted
+    }
+
+    /// The brokered session a claim's conversations travel in (a
+    /// starter's file transfer), if it has one.
+    pub fn claim_session(&self, claim: &str) -> Option<Capability> {
+        self.finder.broker.claim_session(claim)
+    }
+
+    /// Whether `claim` was requested in the brokered session `sid`.
+    pub fn claim_in_session(&self, claim: &str, sid: &str) -> bool {
+        self.finder.broker.claim_in_session(claim, sid)
     }
 
     /// Waits (at most `within`) until every message handed over has been
@@ -256,6 +359,11 @@ impl Remote {
     /// sender for `to`; a daemon that cannot be reached loses it (said in
     /// the daemon's log).
     pub fn send(&self, from: RoleName, from_name: Option<&str>, to: &Dest, msg: &Message) {
+        let now = epoch();
+        let mut brokered = self.finder.broker.outgoing(from, to, msg, now);
+        self.finder.save_claims(now);
+        let replaced = brokered.replaced.take();
+        let msg = replaced.as_ref().unwrap_or(msg);
         let line = match encode(from, msg) {
             Ok(l) => l,
             Err(e) => {
@@ -271,7 +379,10 @@ impl Remote {
             from_name: from_name.map(str::to_string),
             to: to.clone(),
             line,
+            session: brokered.session,
+            handed: brokered.handed,
         };
+        let k = (k, out.session.as_ref().map(|c| c.id().to_string()));
         let mut outlets = self.outlets.lock().unwrap_or_else(|p| p.into_inner());
         // A sender that ended (idle) is started again.
         for _ in 0..2 {
@@ -307,7 +418,7 @@ impl Remote {
 /// when the destination is heard from elsewhere or a send fails.
 fn start_sender(
     finder: Arc<Finder>,
-    k: Key,
+    k: Outlet,
     pending: Arc<std::sync::atomic::AtomicUsize>,
 ) -> mpsc::SyncSender<Outgoing> {
     let (tx, rx) = mpsc::sync_channel::<Outgoing>(QUEUE);
@@ -317,7 +428,7 @@ fn start_sender(
         .spawn(move || {
             let mut conn: Option<(Sock, Sinful)> = None;
             while let Ok(out) = rx.recv_timeout(SENDER_IDLE) {
-                finder.deliver(&k, &out, &mut conn);
+                finder.deliver(&k.0, &out, &mut conn);
                 pending.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             }
             // Idle: the thread ends; messages that came meanwhile fail to
@@ -330,6 +441,41 @@ fn start_sender(
 }
 
 impl Finder {
+    /// Writes down the schedd's claims' sessions when they changed
+    /// (aside, then renamed; private, for they hold keys).
+    fn save_claims(&self, now: i64) {
+        let _one = self.saving.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(saved) = self.broker.claims_to_save(now) else {
+            return;
+        };
+        let file = self.peers.roles_dir.join(CLAIM_SESSIONS);
+        let text: String = saved
+            .iter()
+            .map(|c| format!("{}\t{}\t{}\n", c.claim_id, c.slot, c.capability))
+            .collect();
+        let written = (|| {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            crate::statedir::private_dir(&self.peers.roles_dir)?;
+            let tmp = file.with_extension("new");
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &file)
+        })();
+        if let Err(e) = written {
+            eprintln!(
+                "ferrocondor: cannot write the claims' sessions to {}: {e}",
+                file.display()
+            );
+        }
+    }
+
     /// Where `k` was last heard from, or found.
     fn known(&self, k: &Key) -> Option<Sinful> {
         self.addresses
@@ -353,7 +499,7 @@ impl Finder {
         let mut why = String::new();
         for attempt in 0..2 {
             if conn.is_none() {
-                match self.connect(&out.to, k, attempt > 0) {
+                match self.connect(&out.to, k, out.session.as_ref(), attempt > 0) {
                     Ok(c) => *conn = Some(c),
                     Err(e) => {
                         why = e;
@@ -369,6 +515,7 @@ impl Finder {
                 &self.me,
                 out.from_name.as_deref(),
                 &out.line,
+                &out.handed,
             );
             match s.send(&e) {
                 Ok(()) => return,
@@ -385,15 +532,33 @@ impl Finder {
     }
 
     /// A new connection to `to`'s process, its handshake done.
-    fn connect(&self, to: &Dest, k: &Key, look_again: bool) -> Result<(Sock, Sinful), String> {
+    /// In the brokered `session` where there is one, else with this
+    /// process's own credentials.
+    fn connect(
+        &self,
+        to: &Dest,
+        k: &Key,
+        session: Option<&Capability>,
+        look_again: bool,
+    ) -> Result<(Sock, Sinful), String> {
         let addr = self.address_of(to, k, look_again)?;
-        let (sock, _) = cedar::client::connect(
-            &addr,
-            cmd::FC_ROLE_MESSAGES,
-            &self.peers.client,
-            Some(&self.sessions),
-        )
-        .map_err(|e| {
+        let made = match session {
+            Some(cap) => cedar::client::resume_session(
+                &addr,
+                cmd::FC_ROLE_MESSAGES,
+                cap,
+                self.peers.client.timeout,
+            )
+            .map_err(|e| format!("in session {}: {e}", cap.public())),
+            None => cedar::client::connect(
+                &addr,
+                cmd::FC_ROLE_MESSAGES,
+                &self.peers.client,
+                Some(&self.sessions),
+            )
+            .map_err(|e| e.to_string()),
+        };
+        let (sock, _) = made.map_err(|e| {
             // Looked for again at the next message.
             self.addresses
                 .lock()
@@ -509,6 +674,23 @@ fn read_address_file(file: &Path) -> Option<(Sinful, Option<String>)> {
     Some((a, name))
 }
 
+/// The schedd's claims' sessions as [`Finder::save_claims`] wrote them.
+fn read_claim_sessions(file: &Path) -> Option<Vec<SavedClaim>> {
+    let text = std::fs::read_to_string(file).ok()?;
+    Some(
+        text.lines()
+            .filter_map(|l| {
+                let mut f = l.splitn(3, '\t');
+                Some(SavedClaim {
+                    claim_id: f.next()?.to_string(),
+                    slot: f.next()?.to_string(),
+                    capability: f.next()?.to_string(),
+                })
+            })
+            .collect(),
+    )
+}
+
 /// The first line of an address file, when it is an address (the second
 /// names the daemon).
 pub fn read_address(file: &Path) -> Option<Sinful> {
@@ -562,7 +744,14 @@ mod tests {
         let line = encode(RoleName::Negotiator, &msg).unwrap();
         let mut e = cedar::Encoder::new();
         let to = Dest::named(RoleName::Startd, "ep1@host");
-        put_message(&mut e, &to, "<127.0.0.1:4242?noUDP>", Some("cm"), &line);
+        put_message(
+            &mut e,
+            &to,
+            "<127.0.0.1:4242?noUDP>",
+            Some("cm"),
+            &line,
+            &[],
+        );
         let mut d = Decoder::new(e.as_bytes());
         let back = get_message(&mut d).unwrap();
         assert_eq!(back.to, to);
@@ -572,9 +761,17 @@ mod tests {
         assert!(matches!(back.message, Message::Negotiate { cycle: 7 }));
         // The pool's one collector: no name either way.
         let mut e = cedar::Encoder::new();
-        put_message(&mut e, &Dest::role(RoleName::Collector), "x", None, &line);
+        put_message(
+            &mut e,
+            &Dest::role(RoleName::Collector),
+            "x",
+            None,
+            &line,
+            &[("slot1@ep".into(), "id#[]key".into())],
+        );
         let back = get_message(&mut Decoder::new(e.as_bytes())).unwrap();
         assert_eq!((back.to.name, back.from_name), (None, None));
+        assert_eq!(back.handed, vec![("slot1@ep".into(), "id#[]key".into())]);
         // A message for a role that is none is refused with its name.
         let mut e = cedar::Encoder::new();
         e.put_str("BOGUS")

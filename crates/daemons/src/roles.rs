@@ -588,6 +588,32 @@ impl Router {
         }
     }
 
+    /// Whether a role message that came on `peer`'s connection may be
+    /// taken (a peer in a brokered session may say only what the session
+    /// is for: `claim_sessions`).
+    pub fn admit(
+        &self,
+        peer: &cedar::server::Peer,
+        m: &crate::role_transport::Arrived,
+    ) -> Result<(), crate::claim_sessions::Refusal> {
+        match &self.remote {
+            Some(r) => r.admit(peer, m),
+            None => Ok(()),
+        }
+    }
+
+    /// The brokered session a claim's conversations travel in.
+    pub fn claim_session(&self, claim: &str) -> Option<cedar::capability::Capability> {
+        self.remote.as_ref()?.claim_session(claim)
+    }
+
+    /// Whether `claim` was requested in the brokered session `sid`.
+    pub fn claim_in_session(&self, claim: &str, sid: &str) -> bool {
+        self.remote
+            .as_ref()
+            .is_some_and(|r| r.claim_in_session(claim, sid))
+    }
+
     /// Whether roles of other processes are reached from here (a daemon
     /// of `ferrocondor master`, or of a pool of many hosts).
     pub fn has_remote(&self) -> bool {

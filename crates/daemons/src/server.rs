@@ -375,6 +375,7 @@ impl Pool {
             (Some(_), Some(port)) => Some(Arc::new(crate::role_transport::Remote::new(
                 port.peers().clone(),
                 &port.address(),
+                port.sessions(),
             ))),
             _ => None,
         };
@@ -460,6 +461,7 @@ impl Pool {
                     crate::file_transfer::CedarShadow {
                         address,
                         client,
+                        session: r.claim_session(claim_id),
                         claim_id: claim_id.to_string(),
                         job,
                     },

@@ -255,7 +255,7 @@ const FILE_SYSTEM_MODULES: &[(&str, &str)] = &[
     ),
     (
         "crates/daemons/src/role_transport.rs",
-        "the roles' address files in the state directory, and the collector's address file",
+        "the roles' address files in the state directory, the schedd's claims' sessions there, and the collector's address file",
     ),
     ("crates/daemons/src/execute.rs", "the EXECUTE directory"),
     (

@@ -1,11 +1,11 @@
 //! A pool of many hosts on the test bed (`hosts.rs`): host 0 the central
 //! manager (collector and negotiator), host 1 the access point (schedd),
 //! the others execute points (`STARTD_NAME = ep<i>`), each its own
-//! `ferrocondor master` with its own state and configuration, the hosts
-//! holding the pool's signing key and a token the central manager signed
-//! for the daemons (a "rogue" host's token is signed by a key the pool
-//! does not know). Used by `pool_of_hosts.rs` and the other multi-host
-//! tests.
+//! `ferrocondor master` with its own state and configuration. Only the
+//! central manager holds the pool's signing key; every host holds a token
+//! the central manager signed for the daemons (a "rogue" host's token is
+//! signed by a key of its own, which the pool does not know). Used by
+//! `pool_of_hosts.rs` and the other multi-host tests.
 
 #![allow(dead_code)]
 
@@ -198,7 +198,16 @@ impl Pool {
                         role = role_of(i, aps),
                         addr = hosts.addr(i),
                         own = per_host(i, &dir),
-                        key = if rogue.contains(&i) { &rogue_key } else { &key }.display(),
+                        // The pool's key on the central manager only; the
+                        // others name a file they do not have.
+                        key = if rogue.contains(&i) {
+                            rogue_key.clone()
+                        } else if i == CM {
+                            key.clone()
+                        } else {
+                            dir.join("passwords.d").join("POOL")
+                        }
+                        .display(),
                         tokens = dir.join("tokens.d").display(),
                     ),
                 );
@@ -250,10 +259,32 @@ impl Pool {
             )
             .unwrap();
         }
+        pool.key_on_the_central_manager_only(rogue);
         for i in 0..n {
             pool.start(i);
         }
         pool
+    }
+
+    /// No host but the central manager has the pool's signing key: each
+    /// other host's SEC_TOKEN_POOL_SIGNING_KEY_FILE names no file (a rogue
+    /// host's names its own key, which the pool does not know).
+    fn key_on_the_central_manager_only(&self, rogue: &[usize]) {
+        let pool_key = self.base.join("POOL");
+        for i in 0..self.all.len() {
+            let o = self.on(i, &["config_val", "SEC_TOKEN_POOL_SIGNING_KEY_FILE"]);
+            assert!(o.status.success(), "host {i}: {}", both(&o));
+            let file = PathBuf::from(out(&o).trim());
+            if i == CM {
+                assert!(file.is_file(), "the central manager has no key {file:?}");
+            } else {
+                assert!(
+                    !file.exists() || rogue.contains(&i),
+                    "host {i} has a signing key: {file:?}"
+                );
+                assert_ne!(file, pool_key, "host {i} names the pool's key");
+            }
+        }
     }
 
     /// Runs a tool on host `i`.
