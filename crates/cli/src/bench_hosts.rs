@@ -160,13 +160,21 @@ pub fn run(
                  SEC_TOKEN_POOL_SIGNING_KEY_FILE = {}\n\
                  SEC_TOKEN_SYSTEM_DIRECTORY = {}\n\
                  NUM_CPUS = {slots}\nNEGOTIATOR_INTERVAL = 2\nUPDATE_INTERVAL = 2\n",
-                key.display(),
+                // The pool's key on the central manager only; the others
+                // name a file they do not have, and hold a token.
+                if i == CM {
+                    key.clone()
+                } else {
+                    dir.join("passwords.d").join("POOL")
+                }
+                .display(),
                 dir.join("tokens.d").display(),
             )),
             0o644,
         )?;
     }
-    // The central manager's key signs the daemons' token, which every host gets.
+    // The central manager's key signs the daemons' token, which every host
+    // gets; the key stays there.
     bed.ok(CM, &["token", "create-key"])?;
     let token = bed.ok(CM, &["token", "create", "-identity", "nobody@bench.test"])?;
     for i in 0..n {
