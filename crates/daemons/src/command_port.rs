@@ -472,6 +472,7 @@ fn route(command: i32) -> Option<(RoleName, Level)> {
         | cmd::QUERY_MULTIPLE_ADS
         | QUERY_GENERIC_ADS
         | QUERY_ACCOUNTING_ADS => (Collector, Read),
+        c if negotiator::pool_history::query_of(c).is_some() => (Collector, Read),
         cmd::UPDATE_STARTD_AD | cmd::INVALIDATE_STARTD_ADS => (Collector, AdvertiseStartd),
         cmd::UPDATE_SCHEDD_AD
         | cmd::UPDATE_SUBMITTOR_AD
@@ -779,6 +780,10 @@ impl PortDaemon {
                     msg = msg[d.position()..].to_vec();
                 }
             }
+            c if negotiator::pool_history::query_of(c).is_some() => {
+                let msg = Self::first_message(sock, &mut a)?;
+                self.history_query(sock, c, &msg)
+            }
             c if route(c).is_some_and(|(r, _)| r == RoleName::Collector) => {
                 let msg = Self::first_message(sock, &mut a)?;
                 self.collector_query(sock, c, &msg)
@@ -898,6 +903,34 @@ impl PortDaemon {
             put_ad(&mut e, ad, &opts);
         }
         e.put_int(0);
+        sock.send(&e)
+    }
+
+    /// A view collector's history query (`condor_stats`): the range, the
+    /// form (raw lines or percentages of the range) and the name, then
+    /// the answer's lines and an empty one, as HTCondor's view server.
+    fn history_query(&self, sock: &mut Sock, command: i32, msg: &[u8]) -> Result<(), SockError> {
+        let mut d = sock.decoder(msg);
+        let from = d.get_int()?;
+        let to = d.get_int()?;
+        let raw = d.get_int()? != 0;
+        let arg = d.get_str()?;
+        d.finish()?;
+        let collector = self
+            .router
+            .collector()
+            .map_err(|e| SockError::Protocol(e.to_string()))?;
+        let dir = collector
+            .call_blocking(|c, _, _| c.history_dir())
+            .map_err(|e| SockError::Protocol(e.to_string()))?;
+        let lines = dir
+            .map(|dir| crate::pool_history::answer(&dir, command, from, to, raw, &arg))
+            .unwrap_or_default();
+        let mut e = sock.encoder();
+        for l in &lines {
+            e.put_str(l);
+        }
+        e.put_str("");
         sock.send(&e)
     }
 
@@ -1739,6 +1772,7 @@ impl Daemon for PortDaemon {
     }
 
     fn commands_at(&self, level: Level) -> Vec<i32> {
+        use negotiator::pool_history::commands as hist;
         let all = [
             cmd::QUERY_STARTD_ADS,
             cmd::QUERY_SCHEDD_ADS,
@@ -1750,6 +1784,14 @@ impl Daemon for PortDaemon {
             cmd::QUERY_MULTIPLE_ADS,
             QUERY_GENERIC_ADS,
             QUERY_ACCOUNTING_ADS,
+            hist::QUERY_HIST_STARTD,
+            hist::QUERY_HIST_STARTD_LIST,
+            hist::QUERY_HIST_SUBMITTOR,
+            hist::QUERY_HIST_SUBMITTOR_LIST,
+            hist::QUERY_HIST_GROUPS,
+            hist::QUERY_HIST_GROUPS_LIST,
+            hist::QUERY_HIST_SUBMITTORGROUPS,
+            hist::QUERY_HIST_SUBMITTORGROUPS_LIST,
             cmd::UPDATE_STARTD_AD,
             cmd::INVALIDATE_STARTD_ADS,
             cmd::UPDATE_SCHEDD_AD,

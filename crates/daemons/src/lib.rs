@@ -44,6 +44,7 @@ pub mod local_protocol;
 pub mod master;
 pub mod negotiator_role;
 mod peer_user;
+pub mod pool_history;
 mod qmgmt;
 pub mod role_transport;
 pub mod roles;

@@ -178,7 +178,44 @@ fn build_roles(
     }
     if wanted.contains(&RoleName::Collector) {
         let collector = CollectorStore::from_config(cm).map_err(|e| format!("collector: {e}"))?;
-        roles.collector = Some(CollectorRole::new(collector, poll, &node.hostname));
+        let mut role = CollectorRole::new(collector, poll, &node.hostname);
+        let hosts = cm
+            .list("CONDOR_VIEW_HOST")
+            .map_err(|e| format!("collector: {e}"))?;
+        if !hosts.is_empty() {
+            let types = cm
+                .get("CONDOR_VIEW_CLASSAD_TYPES")
+                .map_err(|e| format!("collector: {e}"))?;
+            role = role.forwarding_to(
+                hosts,
+                crate::pool_history::forwarded_types(types.as_deref()),
+            );
+        }
+        if cm
+            .boolean("KEEP_POOL_HISTORY")
+            .map_err(|e| format!("collector: {e}"))?
+            .unwrap_or(false)
+        {
+            let dir = cm
+                .get("POOL_HISTORY_DIR")
+                .map_err(|e| format!("collector: {e}"))?
+                .filter(|d| !d.trim().is_empty())
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| state_dir.join("ViewHist"));
+            let storage = cm
+                .integer_or("POOL_HISTORY_MAX_STORAGE", 10_000_000)
+                .map_err(|e| format!("collector: {e}"))?
+                .max(1) as u64;
+            let every = cm
+                .duration("POOL_HISTORY_SAMPLING_INTERVAL")
+                .map_err(|e| format!("collector: {e}"))?
+                .unwrap_or(60)
+                .max(1) as u64;
+            role = role.keeping_history(crate::pool_history::PoolHistory::open(
+                &dir, storage, every,
+            )?);
+        }
+        roles.collector = Some(role);
     }
     Ok(roles)
 }
@@ -298,6 +335,9 @@ impl Pool {
         }
         if let Some(s) = self.roles.startd.as_mut() {
             s.set_address(port.address());
+        }
+        if let Some(c) = self.roles.collector.as_mut() {
+            c.start_forwarding(port.peers().client.clone(), &port.address());
         }
         self.port = Some(port);
         Ok(self)
