@@ -22,6 +22,7 @@ mod pool_cmd;
 mod printmask;
 mod q_cmd;
 mod simulate_cmd;
+mod stats_cmd;
 mod status_cmd;
 mod submit_cmd;
 mod system;
@@ -175,6 +176,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Status(a) => status_cmd::run(a, real_clock(), &mut out),
+        Command::Stats(a) => stats_cmd::run(&a.args, real_clock(), &mut out),
         Command::Vacate(a) => admin_cmd::vacate(a, &mut out),
         Command::Drain(a) => admin_cmd::drain(a, &mut out),
         Command::Userprio(a) => admin_cmd::userprio(a, real_clock(), &mut out),
