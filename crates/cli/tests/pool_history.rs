@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{command, err, out, scratch, wait_for, write, PoolProcess};
+use common::{command, command_with_config, err, out, scratch, wait_for, write, PoolProcess};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -34,21 +34,23 @@ fn a_pools_collector_forwards_to_a_view_collector_whose_history_stats_reads() {
     let view_host = format!("127.0.0.1:{view_port}");
     let history = dir.join("history");
 
-    // The view collector: a collector alone, on its own port and state
-    // directory, sampling every second. The configuration names it as
-    // CONDOR_VIEW_HOST too (as a shared file would): it is itself, left out.
+    // The view collector: a collector alone, configured by the example
+    // file, on its own port and state directory, sampling every second.
+    // It is named as CONDOR_VIEW_HOST too (as a pool's global file would
+    // name it): it is itself, left out.
     let view_state = dir.join("view-state");
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/config/condor-view.conf");
     let view_env: Vec<(&str, String)> = vec![
         ("COLLECTOR_HOST", view_host.clone()),
         ("CONDOR_VIEW_HOST", view_host.clone()),
-        ("KEEP_POOL_HISTORY", "True".into()),
         ("POOL_HISTORY_DIR", history.display().to_string()),
         ("POOL_HISTORY_SAMPLING_INTERVAL", "1".into()),
     ];
     let env: Vec<(&str, &str)> = view_env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let view = PoolProcess::spawn_by(
         &view_state,
-        command(&view_state, &env),
+        command_with_config(&view_state, &example, &env),
         &["daemon", "COLLECTOR"],
         |c| c.spawn().unwrap(),
     );

@@ -1442,6 +1442,28 @@ fn url_plugins_add_the_site_plugin_after_htcondor_s_list() {
     assert_eq!(list.len(), 7, "{plugins}");
 }
 
+// Pool history (condor-view.conf)
+
+/// "KEEP_POOL_HISTORY = True", a POOL_HISTORY_DIR of its own, and the
+/// manual's port 12345, where the pool's CONDOR_VIEW_HOST sends its ads;
+/// the view collector forwards to no one.
+#[test]
+fn condor_view_keeps_history_on_the_manuals_port_and_forwards_nothing() {
+    let c = stack(&["condor-view.conf"]);
+    assert_eq!(c.boolean("KEEP_POOL_HISTORY").unwrap(), Some(true));
+    assert!(value(&c, "POOL_HISTORY_DIR").ends_with("/poolhist"));
+    assert_eq!(
+        c.integer("POOL_HISTORY_MAX_STORAGE").unwrap(),
+        Some(10_000_000)
+    );
+    assert_eq!(
+        c.duration("POOL_HISTORY_SAMPLING_INTERVAL").unwrap(),
+        Some(60)
+    );
+    assert!(value(&c, "COLLECTOR_HOST").ends_with(":12345"));
+    assert!(c.list("CONDOR_VIEW_HOST").unwrap().is_empty());
+}
+
 #[test]
 fn concurrency_limits_are_numbers_the_negotiator_can_read() {
     let c = stack(&["concurrency-limits.conf"]);
