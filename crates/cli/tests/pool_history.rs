@@ -55,30 +55,49 @@ fn a_pools_collector_forwards_to_a_view_collector_whose_history_stats_reads() {
         |c| c.spawn().unwrap(),
     );
 
-    // The pool, forwarding to it.
+    // The pool, its configuration file naming no view collector yet.
     let state = dir.join("state");
     let main_host = format!("127.0.0.1:{main_port}");
-    let pool = PoolProcess::start(
+    let config = dir.join("condor_config");
+    write(&config, "NUM_CPUS = 2\n");
+    let pool = PoolProcess::start_with_config(
         &state,
+        &config,
         &[
             ("COLLECTOR_HOST", &main_host),
-            ("CONDOR_VIEW_HOST", &view_host),
-            ("NUM_CPUS", "2"),
             ("POLLING_INTERVAL", "1"),
             ("UPDATE_INTERVAL", "1"),
             ("NEGOTIATOR_INTERVAL", "1"),
         ],
     );
+    let at_view = || {
+        let o = command_with_config(&state, &config, &[])
+            .current_dir(&dir)
+            .args(["status", "-pool", &view_host, "-af", "Name"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", err(&o));
+        out(&o).lines().map(str::to_string).collect::<Vec<String>>()
+    };
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(at_view().is_empty(), "nothing is forwarded yet");
+    // As the manual says: CONDOR_VIEW_HOST in the pool's file, then
+    // condor_reconfig.
+    write(
+        &config,
+        &format!("NUM_CPUS = 2\nCONDOR_VIEW_HOST = {view_host}\n"),
+    );
+    let o = command_with_config(&state, &config, &[("COLLECTOR_HOST", &main_host)])
+        .current_dir(&dir)
+        .arg("reconfig")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "reconfig: {}", err(&o));
 
     // `status -pool` at the view collector shows the pool's slots.
     let slots = wait_for(30, "the slots at the view collector", || {
-        let o = tool(
-            &state,
-            &dir,
-            &["status", "-pool", &view_host, "-af", "Name"],
-        );
-        let names: Vec<String> = out(&o).lines().map(str::to_string).collect();
-        (o.status.success() && names.len() == 2).then_some(names)
+        let names = at_view();
+        (names.len() == 2).then_some(names)
     });
     assert!(slots.iter().all(|s| s.starts_with("slot")), "{slots:?}");
     let log = view.daemon_log();

@@ -22,6 +22,9 @@ pub struct CollectorRole {
     view_hosts: Vec<String>,
     view_types: Vec<AdType>,
     view: Option<ViewForwarder>,
+    /// How this collector authenticates to them, and its own address
+    /// (known once the command port is).
+    view_client: Option<(cedar::client::ClientOptions, String)>,
     /// KEEP_POOL_HISTORY: the history this collector keeps.
     history: Option<PoolHistory>,
 }
@@ -35,6 +38,7 @@ impl CollectorRole {
             view_hosts: Vec::new(),
             view_types: Vec::new(),
             view: None,
+            view_client: None,
             history: None,
         }
     }
@@ -52,10 +56,35 @@ impl CollectorRole {
     /// `client`; `me` is this collector's command port (a view host that
     /// is this collector is left out).
     pub fn start_forwarding(&mut self, client: cedar::client::ClientOptions, me: &str) {
-        if self.view_hosts.is_empty() {
+        self.view_client = Some((client, me.to_string()));
+        self.forward();
+    }
+
+    /// CONDOR_VIEW_HOST and CONDOR_VIEW_CLASSAD_TYPES read again
+    /// (`condor_reconfig`): the senders to the old view collectors end,
+    /// new ones start.
+    pub fn forward_again(&mut self, hosts: Vec<String>, types: Vec<AdType>) {
+        if hosts == self.view_hosts && types == self.view_types {
             return;
         }
-        self.view = ViewForwarder::start(&self.view_hosts, self.view_types.clone(), client, me);
+        self.view_hosts = hosts;
+        self.view_types = types;
+        self.forward();
+    }
+
+    fn forward(&mut self) {
+        self.view = None;
+        let Some((client, me)) = &self.view_client else {
+            return;
+        };
+        if !self.view_hosts.is_empty() {
+            self.view = ViewForwarder::start(
+                &self.view_hosts,
+                self.view_types.clone(),
+                client.clone(),
+                me,
+            );
+        }
     }
 
     /// Keeps the pool's history (KEEP_POOL_HISTORY).

@@ -141,6 +141,18 @@ pub fn answer(dir: &Path, command: i32, from: i64, to: i64, raw: bool, arg: &str
     out
 }
 
+/// CONDOR_VIEW_HOST's view collectors and the ad types to forward them
+/// (CONDOR_VIEW_CLASSAD_TYPES), as the collector reads them.
+pub fn view_settings(c: &config::Config) -> Result<(Vec<String>, Vec<AdType>), String> {
+    let hosts = c
+        .list("CONDOR_VIEW_HOST")
+        .map_err(|e| format!("collector: {e}"))?;
+    let types = c
+        .get("CONDOR_VIEW_CLASSAD_TYPES")
+        .map_err(|e| format!("collector: {e}"))?;
+    Ok((hosts, forwarded_types(types.as_deref())))
+}
+
 /// Which ads a collector forwards: CONDOR_VIEW_CLASSAD_TYPES' types, else
 /// slots and submitters (HTCondor's default: what the view server keeps).
 pub fn forwarded_types(list: Option<&str>) -> Vec<AdType> {

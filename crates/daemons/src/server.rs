@@ -179,18 +179,8 @@ fn build_roles(
     if wanted.contains(&RoleName::Collector) {
         let collector = CollectorStore::from_config(cm).map_err(|e| format!("collector: {e}"))?;
         let mut role = CollectorRole::new(collector, poll, &node.hostname);
-        let hosts = cm
-            .list("CONDOR_VIEW_HOST")
-            .map_err(|e| format!("collector: {e}"))?;
-        if !hosts.is_empty() {
-            let types = cm
-                .get("CONDOR_VIEW_CLASSAD_TYPES")
-                .map_err(|e| format!("collector: {e}"))?;
-            role = role.forwarding_to(
-                hosts,
-                crate::pool_history::forwarded_types(types.as_deref()),
-            );
-        }
+        let (hosts, types) = crate::pool_history::view_settings(cm)?;
+        role = role.forwarding_to(hosts, types);
         if cm
             .boolean("KEEP_POOL_HISTORY")
             .map_err(|e| format!("collector: {e}"))?
@@ -1890,12 +1880,26 @@ async fn reconfigure_here(shared: &Arc<Shared>) -> Result<api::ReconfigAnswer, A
     // the central manager's part here, then the startd's (it reads every
     // slot's policy before it changes any).
     let cm = new.central_manager()?;
+    let view = match new.negotiator_view() {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(ApiError::bad_request(format!(
+                "the configuration was not changed: {e}"
+            )))
+        }
+    };
     let Reloaded {
         pool,
         startd,
         negotiator: _,
     } = new;
     let r = &shared.router;
+    // CONDOR_VIEW_HOST read again: the collector forwards where it now says.
+    if let Ok(collector) = r.collector() {
+        let _ = collector
+            .call(move |c, _, _| c.forward_again(view.0, view.1))
+            .await;
+    }
     if r.startd().is_ok() {
         match on_startd(r, move |s, _| s.reconfigure(startd)).await {
             Ok(Ok(())) => {}
