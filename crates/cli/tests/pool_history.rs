@@ -196,6 +196,17 @@ fn a_pools_collector_forwards_to_a_view_collector_whose_history_stats_reads() {
     ] {
         assert!(html.contains(want), "{want} in {html}");
     }
+    // Invalidations are forwarded too: once the user's jobs are done,
+    // the access point withdraws its submitter ad, and the view
+    // collector drops it.
+    wait_for(60, "the submitter withdrawn at the view collector", || {
+        let o = tool(
+            &state,
+            &dir,
+            &["status", "-pool", &view_host, "-submitters", "-af", "Name"],
+        );
+        (o.status.success() && out(&o).trim().is_empty()).then_some(())
+    });
     // The history's files are HTCondor's.
     for f in [
         "viewhist1.0.new",
