@@ -80,13 +80,31 @@ pub enum Command {
         state: Option<PathBuf>,
     },
     /// Run one daemon of a pool in the foreground (COLLECTOR, NEGOTIATOR,
-    /// SCHEDD or STARTD); `ferrocondor master` starts them this way.
+    /// SCHEDD, STARTD or KBDD); `ferrocondor master` starts them this way.
     Daemon {
-        /// COLLECTOR, NEGOTIATOR, SCHEDD or STARTD.
+        /// COLLECTOR, NEGOTIATOR, SCHEDD, STARTD or KBDD.
         role: String,
         /// The state directory (default: $FERROCONDOR_STATE, else ~/.local/state/ferrocondor).
         #[arg(long, value_name = "DIR")]
         state: Option<PathBuf>,
+    },
+    /// The keyboard daemon, as HTCondor's condor_kbdd: every 5 s it looks
+    /// at the graphical sessions' idle time (logind) and the input devices
+    /// (/dev/input), and tells this host's startd (X_EVENT_NOTIFICATION)
+    /// when someone used them, for KeyboardIdle and ConsoleIdle.
+    /// `ferrocondor master` runs it when DAEMON_LIST names KBDD.
+    Kbdd {
+        /// The state directory whose startd it tells (default:
+        /// $FERROCONDOR_STATE, else ~/.local/state/ferrocondor).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+        /// Look once, then exit (HTCondor's -once).
+        #[arg(long)]
+        once: bool,
+        /// Tell the startd the keyboard was used, whatever is seen (with
+        /// --once: HTCondor's -once:true).
+        #[arg(long)]
+        notify: bool,
     },
     /// Remove jobs from the queue, as HTCondor's condor_rm does.
     Rm(ActArgs),

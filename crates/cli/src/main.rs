@@ -132,6 +132,22 @@ fn main() -> ExitCode {
             let host = system::RealHost::detect();
             pool_cmd::master(state.as_deref(), &system::DiskFiles, &host, &mut out)
         }
+        Command::Kbdd {
+            state,
+            once,
+            notify,
+        } => {
+            let host = system::RealHost::detect();
+            pool_cmd::kbdd(
+                state.as_deref(),
+                daemons::kbdd::Options {
+                    once: *once,
+                    always_notify: *notify,
+                },
+                &system::DiskFiles,
+                &host,
+            )
+        }
         Command::Daemon { role, state } => {
             let host = system::RealHost::detect();
             pool_cmd::daemon(

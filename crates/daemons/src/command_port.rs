@@ -493,6 +493,9 @@ fn route(command: i32) -> Option<(RoleName, Level)> {
         cmd::SET_PRIORITY | cmd::SET_PRIORITYFACTOR | cmd::RESET_USAGE => {
             (RoleName::Negotiator, Administrator)
         }
+        // HTCondor's startd takes it from anyone on this host (ALLOW,
+        // then the peer checked).
+        crate::kbdd::X_EVENT_NOTIFICATION => (Startd, Level::Allow),
         cmd::DRAIN_JOBS
         | cmd::CANCEL_DRAIN_JOBS
         | cmd::VACATE_ALL_CLAIMS
@@ -779,6 +782,23 @@ impl PortDaemon {
                     }
                     msg = msg[d.position()..].to_vec();
                 }
+            }
+            crate::kbdd::X_EVENT_NOTIFICATION => {
+                // Only the keyboard daemon of this host may say the
+                // keyboard was used.
+                let local = sock.local().map(|a| a.ip());
+                let peer = sock.peer().ip();
+                if !local.is_ok_and(|l| cedar::auth::on_this_host(peer, l)) {
+                    return Err(SockError::Protocol(format!(
+                        "X_EVENT_NOTIFICATION from {peer}, not from this host: ignored"
+                    )));
+                }
+                let startd = self
+                    .router
+                    .startd()
+                    .map_err(|e| SockError::Protocol(e.to_string()))?;
+                let _ = startd.call_blocking(|s, now, _| s.x_event(now));
+                Ok(())
             }
             c if negotiator::pool_history::query_of(c).is_some() => {
                 let msg = Self::first_message(sock, &mut a)?;
@@ -1784,6 +1804,7 @@ impl Daemon for PortDaemon {
             cmd::QUERY_MULTIPLE_ADS,
             QUERY_GENERIC_ADS,
             QUERY_ACCOUNTING_ADS,
+            crate::kbdd::X_EVENT_NOTIFICATION,
             hist::QUERY_HIST_STARTD,
             hist::QUERY_HIST_STARTD_LIST,
             hist::QUERY_HIST_SUBMITTOR,

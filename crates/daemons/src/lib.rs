@@ -39,6 +39,7 @@ mod event_logs;
 pub mod execute;
 pub mod file_transfer;
 mod identity;
+pub mod kbdd;
 mod leftovers;
 pub mod local_protocol;
 pub mod master;
