@@ -1,5 +1,6 @@
-//! The keyboard daemon (`KBDD` in DAEMON_LIST) on real processes: the
-//! master runs it beside the startd; `ferrocondor kbdd --once --notify`
+//! The keyboard daemon (`KBDD` in DAEMON_LIST, added by
+//! `examples/config/kbdd.conf`) on real processes: the master runs it
+//! beside the startd; `ferrocondor kbdd --once --notify`
 //! (HTCondor's `condor_kbdd -once:true`) tells the startd the keyboard
 //! was used, and the slots' KeyboardIdle and ConsoleIdle drop from what
 //! the startd's own readings say to the seconds since then.
@@ -11,7 +12,9 @@
 
 mod common;
 
-use common::{ok, run, scratch, wait_for, write, PoolProcess};
+use std::path::Path;
+
+use common::{command_with_config, ok, run, scratch, wait_for, write, PoolProcess};
 
 #[test]
 fn the_master_runs_the_keyboard_daemon_and_its_word_makes_the_keyboard_recent() {
@@ -20,22 +23,35 @@ fn the_master_runs_the_keyboard_daemon_and_its_word_makes_the_keyboard_recent() 
     let readings = dir.join("readings");
     // The startd's own readings: nobody has touched the machine for a day.
     write(&readings, "KeyboardIdle = 86400\nConsoleIdle = 86400\n");
-    let readings_path = readings.display().to_string();
-    let pool = PoolProcess::master(
-        &state,
-        &[
-            (
-                "DAEMON_LIST",
-                "MASTER, COLLECTOR, NEGOTIATOR, SCHEDD, STARTD, KBDD",
-            ),
-            ("NUM_CPUS", "2"),
-            ("POLLING_INTERVAL", "1"),
-            ("UPDATE_INTERVAL", "1"),
-            ("STARTD_READINGS_FILE", &readings_path),
-            ("SLOTS_CONNECTED_TO_KEYBOARD", "1000"),
-            ("SLOTS_CONNECTED_TO_CONSOLE", "1000"),
-        ],
+    // The pool's file, as an admin writes it: the daemons, then the
+    // example that adds the keyboard daemon.
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/config/kbdd.conf");
+    let config = dir.join("condor_config");
+    write(
+        &config,
+        &format!(
+            "DAEMON_LIST = MASTER, COLLECTOR, NEGOTIATOR, SCHEDD, STARTD\n\
+             NUM_CPUS = 2\n\
+             include : {}\n",
+            example.display()
+        ),
     );
+    let readings_path = readings.display().to_string();
+    let pool = PoolProcess::spawn_by(
+        &state,
+        command_with_config(
+            &state,
+            &config,
+            &[
+                ("POLLING_INTERVAL", "1"),
+                ("UPDATE_INTERVAL", "1"),
+                ("STARTD_READINGS_FILE", &readings_path),
+            ],
+        ),
+        &["master"],
+        |c| c.spawn().unwrap(),
+    );
+    pool.wait_up();
     let watching = wait_for(20, "the keyboard daemon to start", || {
         let log = pool.daemon_log();
         log.lines()

@@ -1442,6 +1442,25 @@ fn url_plugins_add_the_site_plugin_after_htcondor_s_list() {
     assert_eq!(list.len(), 7, "{plugins}");
 }
 
+// The keyboard daemon (kbdd.conf)
+
+/// "By adding KBDD to configuration variable DAEMON_LIST, the
+/// condor_master daemon invokes the condor_kbdd": added to the list the
+/// policy before it made, and every slot connected to the keyboard and
+/// the console.
+#[test]
+fn kbdd_adds_the_keyboard_daemon_and_connects_every_slot() {
+    let base = stack(&["v68-default.conf"]).list("DAEMON_LIST").unwrap();
+    let c = Setup::new(&["v68-default.conf", "kbdd.conf"])
+        .with_host(four_cores().with_macro("DETECTED_CPUS_LIMIT", "4"))
+        .load();
+    let list = c.list("DAEMON_LIST").unwrap();
+    assert_eq!(list.last().map(String::as_str), Some("KBDD"), "{list:?}");
+    assert_eq!(&list[..list.len() - 1], &base[..]);
+    assert_eq!(c.integer("SLOTS_CONNECTED_TO_KEYBOARD").unwrap(), Some(4));
+    assert_eq!(c.integer("SLOTS_CONNECTED_TO_CONSOLE").unwrap(), Some(4));
+}
+
 // Pool history (condor-view.conf)
 
 /// "KEEP_POOL_HISTORY = True", a POOL_HISTORY_DIR of its own, and the
