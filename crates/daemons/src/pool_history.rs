@@ -125,7 +125,7 @@ pub fn answer(dir: &Path, command: i32, from: i64, to: i64, raw: bool, arg: &str
         return Vec::new();
     };
     let mut out = Vec::new();
-    let mut seen = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
     for (wanted, is_old) in [(old, true), (new, false)] {
         if !wanted {
             continue;

@@ -1894,12 +1894,6 @@ async fn reconfigure_here(shared: &Arc<Shared>) -> Result<api::ReconfigAnswer, A
         negotiator: _,
     } = new;
     let r = &shared.router;
-    // CONDOR_VIEW_HOST read again: the collector forwards where it now says.
-    if let Ok(collector) = r.collector() {
-        let _ = collector
-            .call(move |c, _, _| c.forward_again(view.0, view.1))
-            .await;
-    }
     if r.startd().is_ok() {
         match on_startd(r, move |s, _| s.reconfigure(startd)).await {
             Ok(Ok(())) => {}
@@ -1910,6 +1904,12 @@ async fn reconfigure_here(shared: &Arc<Shared>) -> Result<api::ReconfigAnswer, A
             }
             Err(e) => return Err(gone(e)),
         }
+    }
+    // CONDOR_VIEW_HOST read again: the collector forwards where it now says.
+    if let Ok(collector) = r.collector() {
+        let _ = collector
+            .call(move |c, _, _| c.forward_again(view.0, view.1))
+            .await;
     }
     let limits = cm.limits.clone();
     if let Ok(negotiator) = r.negotiator() {

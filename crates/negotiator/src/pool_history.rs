@@ -402,7 +402,13 @@ pub fn data_reply(text: &str, from: i64, to: i64, raw: bool, name: &str, out: &m
 
 /// The names in one file from `from` to `to`, each once (across files:
 /// `seen` keeps them), each a line.
-pub fn list_reply(text: &str, from: i64, to: i64, seen: &mut Vec<String>, out: &mut Vec<String>) {
+pub fn list_reply(
+    text: &str,
+    from: i64,
+    to: i64,
+    seen: &mut std::collections::BTreeSet<String>,
+    out: &mut Vec<String>,
+) {
     for raw_line in text.split_inclusive('\n') {
         if !raw_line.ends_with('\n') {
             break;
@@ -413,10 +419,10 @@ pub fn list_reply(text: &str, from: i64, to: i64, seen: &mut Vec<String>, out: &
         if l.time > to {
             break;
         }
-        if l.time < from || seen.iter().any(|s| s == l.key) {
+        if l.time < from || seen.contains(l.key) {
             continue;
         }
-        seen.push(l.key.to_string());
+        seen.insert(l.key.to_string());
         out.push(format!("{}\n", l.key));
     }
 }
@@ -521,7 +527,7 @@ mod tests {
         data_reply(file, 0, 1000, true, "*", &mut out);
         assert_eq!(out.len(), 4, "the torn last line is left out: {out:?}");
         out.clear();
-        let mut seen = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
         list_reply(file, 0, 1000, &mut seen, &mut out);
         list_reply(file, 0, 1000, &mut seen, &mut out);
         assert_eq!(out, ["slot1@h\n", "slot2@h\n"]);
