@@ -80,13 +80,31 @@ pub enum Command {
         state: Option<PathBuf>,
     },
     /// Run one daemon of a pool in the foreground (COLLECTOR, NEGOTIATOR,
-    /// SCHEDD or STARTD); `ferrocondor master` starts them this way.
+    /// SCHEDD, STARTD or KBDD); `ferrocondor master` starts them this way.
     Daemon {
-        /// COLLECTOR, NEGOTIATOR, SCHEDD or STARTD.
+        /// COLLECTOR, NEGOTIATOR, SCHEDD, STARTD or KBDD.
         role: String,
         /// The state directory (default: $FERROCONDOR_STATE, else ~/.local/state/ferrocondor).
         #[arg(long, value_name = "DIR")]
         state: Option<PathBuf>,
+    },
+    /// The keyboard daemon, as HTCondor's condor_kbdd: every 5 s it looks
+    /// at the graphical sessions' idle time (logind) and the input devices
+    /// (/dev/input), and tells this host's startd (X_EVENT_NOTIFICATION)
+    /// when someone used them, for KeyboardIdle and ConsoleIdle.
+    /// `ferrocondor master` runs it when DAEMON_LIST names KBDD.
+    Kbdd {
+        /// The state directory whose startd it tells (default:
+        /// $FERROCONDOR_STATE, else ~/.local/state/ferrocondor).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+        /// Look once, then exit (HTCondor's -once).
+        #[arg(long)]
+        once: bool,
+        /// Tell the startd the keyboard was used, whatever is seen (with
+        /// --once: HTCondor's -once:true).
+        #[arg(long)]
+        notify: bool,
     },
     /// Remove jobs from the queue, as HTCondor's condor_rm does.
     Rm(ActArgs),
@@ -119,6 +137,22 @@ pub enum Command {
     /// JSON. Restrict with slot or machine names and -constraint EXPR.
     /// HTCondor's single-dash options are accepted.
     Status(StatusArgs),
+    /// The pool's history from a view collector (KEEP_POOL_HISTORY), as
+    /// HTCondor's condor_stats asks for it.
+    ///
+    /// -resourcequery NAME (a slot's keyboard idle time, load and state
+    /// over the range), -resourcelist, -userquery USER@DOMAIN/HOST (its
+    /// running and idle jobs), -userlist, -usergroupquery USER (all access
+    /// points together; `Total` the pool's), -usergrouplist,
+    /// -resgroupquery ARCH/OPSYS or Total (slots by state), -resgrouplist;
+    /// or -html, a page plotting the pool's slots by state and each
+    /// user's jobs. The range: -lastday (the default), -lastweek,
+    /// -lastmonth, -lasthours H, -from M D Y [-to M D Y]. -orgformat
+    /// prints the samples as stored (epoch times); -pool HOST[:PORT] names
+    /// the view collector (else CONDOR_VIEW_HOST, else COLLECTOR_HOST);
+    /// -f FILE writes the answer there.
+    #[command(disable_help_flag = true)]
+    Stats(StatsArgs),
     /// Evict the jobs running on slots, as HTCondor's condor_vacate does.
     ///
     /// With no names, every slot of the machine; the jobs go back to idle
@@ -156,6 +190,17 @@ pub enum Command {
 }
 
 const ADMIN_EXIT_CODES: &str = "Exit status: 0 done, 2 refused (not the pool's owner, a configuration that does not read, no such slot) or no pool.";
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// condor_stats' options, as it takes them (see above).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "OPTION"
+    )]
+    pub args: Vec<String>,
+}
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -618,6 +663,7 @@ pub const TOOLS: &[(&str, &str)] = &[
     ("condor_reconfig", "reconfig"),
     ("condor_release", "release"),
     ("condor_rm", "rm"),
+    ("condor_stats", "stats"),
     ("condor_status", "status"),
     ("condor_submit", "submit"),
     ("condor_token_create", "token create"),

@@ -22,6 +22,7 @@ mod pool_cmd;
 mod printmask;
 mod q_cmd;
 mod simulate_cmd;
+mod stats_cmd;
 mod status_cmd;
 mod submit_cmd;
 mod system;
@@ -131,6 +132,22 @@ fn main() -> ExitCode {
             let host = system::RealHost::detect();
             pool_cmd::master(state.as_deref(), &system::DiskFiles, &host, &mut out)
         }
+        Command::Kbdd {
+            state,
+            once,
+            notify,
+        } => {
+            let host = system::RealHost::detect();
+            pool_cmd::kbdd(
+                state.as_deref(),
+                daemons::kbdd::Options {
+                    once: *once,
+                    always_notify: *notify,
+                },
+                &system::DiskFiles,
+                &host,
+            )
+        }
         Command::Daemon { role, state } => {
             let host = system::RealHost::detect();
             pool_cmd::daemon(
@@ -175,6 +192,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Status(a) => status_cmd::run(a, real_clock(), &mut out),
+        Command::Stats(a) => stats_cmd::run(&a.args, real_clock(), &mut out),
         Command::Vacate(a) => admin_cmd::vacate(a, &mut out),
         Command::Drain(a) => admin_cmd::drain(a, &mut out),
         Command::Userprio(a) => admin_cmd::userprio(a, real_clock(), &mut out),

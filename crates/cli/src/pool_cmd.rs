@@ -121,7 +121,38 @@ pub fn master(
         names.join(", ")
     )?;
     out.flush()?;
+    if daemons::kbdd::wanted(&c).map_err(|e| Error::Daemon(format!("DAEMON_LIST: {e}")))? {
+        daemons::kbdd::supervise(daemons::master::this_program(), dir.clone());
+    }
     daemons::master::run(&daemons::master::this_program(), &dir, &roles, backoff);
+    Ok(Outcome::Success)
+}
+
+/// `ferrocondor kbdd` (and `daemon KBDD`): the keyboard daemon, telling
+/// the startd of this state directory's pool.
+pub fn kbdd(
+    state: Option<&std::path::Path>,
+    options: daemons::kbdd::Options,
+    files: &dyn config::Files,
+    host: &dyn Host,
+) -> Result<Outcome, Error> {
+    let dir = state_dir(state);
+    let (c, _) = crate::system::load_or_builtin("KBDD", files, host).map_err(Error::Config)?;
+    let get = |n: &str| c.get(n).ok().flatten();
+    let hostname = get("FULL_HOSTNAME").unwrap_or_else(|| "localhost".into());
+    let client = cedar::client::ClientOptions::from_lookup(&get, &hostname);
+    let roles = dir.join("roles");
+    // Under a master: its pid, to end with it.
+    let master = std::env::var(daemons::master::MASTER_PID_ENV)
+        .ok()
+        .and_then(|p| p.parse().ok());
+    daemons::kbdd::run(
+        options,
+        || daemons::kbdd::startd_address(&roles),
+        &client,
+        master,
+    )
+    .map_err(|e| Error::Daemon(format!("kbdd: {e}")))?;
     Ok(Outcome::Success)
 }
 
@@ -134,9 +165,12 @@ pub fn daemon(
     now: i64,
     out: &mut dyn Write,
 ) -> Result<Outcome, Error> {
+    if role.eq_ignore_ascii_case("KBDD") {
+        return kbdd(state, daemons::kbdd::Options::default(), files, host);
+    }
     let Some(role) = daemons::local_protocol::role_named(role) else {
         return Err(Error::Daemon(format!(
-            "there is no daemon {role}: say COLLECTOR, NEGOTIATOR, SCHEDD or STARTD"
+            "there is no daemon {role}: say COLLECTOR, NEGOTIATOR, SCHEDD, STARTD or KBDD"
         )));
     };
     let dir = state_dir(state);

@@ -1488,6 +1488,47 @@ fn process_tracking_sets_aside_eight_tracking_groups() {
     assert_eq!(c.integer("MAX_TRACKING_GID").unwrap(), Some(757));
 }
 
+// The keyboard daemon (kbdd.conf)
+
+/// "By adding KBDD to configuration variable DAEMON_LIST, the
+/// condor_master daemon invokes the condor_kbdd": added to the list the
+/// policy before it made, and every slot connected to the keyboard and
+/// the console.
+#[test]
+fn kbdd_adds_the_keyboard_daemon_and_connects_every_slot() {
+    let base = stack(&["v68-default.conf"]).list("DAEMON_LIST").unwrap();
+    let c = Setup::new(&["v68-default.conf", "kbdd.conf"])
+        .with_host(four_cores().with_macro("DETECTED_CPUS_LIMIT", "4"))
+        .load();
+    let list = c.list("DAEMON_LIST").unwrap();
+    assert_eq!(list.last().map(String::as_str), Some("KBDD"), "{list:?}");
+    assert_eq!(&list[..list.len() - 1], &base[..]);
+    assert_eq!(c.integer("SLOTS_CONNECTED_TO_KEYBOARD").unwrap(), Some(4));
+    assert_eq!(c.integer("SLOTS_CONNECTED_TO_CONSOLE").unwrap(), Some(4));
+}
+
+// Pool history (condor-view.conf)
+
+/// "KEEP_POOL_HISTORY = True", a POOL_HISTORY_DIR of its own, and the
+/// manual's port 12345, where the pool's CONDOR_VIEW_HOST sends its ads;
+/// the view collector forwards to no one.
+#[test]
+fn condor_view_keeps_history_on_the_manuals_port_and_forwards_nothing() {
+    let c = stack(&["condor-view.conf"]);
+    assert_eq!(c.boolean("KEEP_POOL_HISTORY").unwrap(), Some(true));
+    assert!(value(&c, "POOL_HISTORY_DIR").ends_with("/poolhist"));
+    assert_eq!(
+        c.integer("POOL_HISTORY_MAX_STORAGE").unwrap(),
+        Some(10_000_000)
+    );
+    assert_eq!(
+        c.duration("POOL_HISTORY_SAMPLING_INTERVAL").unwrap(),
+        Some(60)
+    );
+    assert!(value(&c, "COLLECTOR_HOST").ends_with(":12345"));
+    assert!(c.list("CONDOR_VIEW_HOST").unwrap().is_empty());
+}
+
 #[test]
 fn concurrency_limits_are_numbers_the_negotiator_can_read() {
     let c = stack(&["concurrency-limits.conf"]);

@@ -70,6 +70,16 @@ pub struct Reloaded {
     pub negotiator: config::Config,
 }
 
+impl Reloaded {
+    /// The view collectors the new configuration names for the
+    /// collector, and which ads go to them.
+    pub fn negotiator_view(
+        &self,
+    ) -> Result<(Vec<String>, Vec<negotiator::collector::AdType>), String> {
+        crate::pool_history::view_settings(&self.negotiator)
+    }
+}
+
 impl StartdRole {
     /// `condor_vacate` and `condor_drain`, through the startd engine.
     pub fn startd_command(

@@ -482,6 +482,7 @@ fn route(command: i32) -> Option<(RoleName, Level)> {
         | cmd::QUERY_MULTIPLE_ADS
         | QUERY_GENERIC_ADS
         | QUERY_ACCOUNTING_ADS => (Collector, Read),
+        c if negotiator::pool_history::query_of(c).is_some() => (Collector, Read),
         cmd::UPDATE_STARTD_AD | cmd::INVALIDATE_STARTD_ADS => (Collector, AdvertiseStartd),
         cmd::UPDATE_SCHEDD_AD
         | cmd::UPDATE_SUBMITTOR_AD
@@ -502,6 +503,9 @@ fn route(command: i32) -> Option<(RoleName, Level)> {
         cmd::SET_PRIORITY | cmd::SET_PRIORITYFACTOR | cmd::RESET_USAGE => {
             (RoleName::Negotiator, Administrator)
         }
+        // HTCondor's startd takes it from anyone on this host (ALLOW,
+        // then the peer checked).
+        crate::kbdd::X_EVENT_NOTIFICATION => (Startd, Level::Allow),
         cmd::DRAIN_JOBS
         | cmd::CANCEL_DRAIN_JOBS
         | cmd::VACATE_ALL_CLAIMS
@@ -823,6 +827,27 @@ impl PortDaemon {
                     msg = msg[d.position()..].to_vec();
                 }
             }
+            crate::kbdd::X_EVENT_NOTIFICATION => {
+                // Only the keyboard daemon of this host may say the
+                // keyboard was used.
+                let local = sock.local().map(|a| a.ip());
+                let peer = sock.peer().ip();
+                if !local.is_ok_and(|l| cedar::auth::on_this_host(peer, l)) {
+                    return Err(SockError::Protocol(format!(
+                        "X_EVENT_NOTIFICATION from {peer}, not from this host: ignored"
+                    )));
+                }
+                let startd = self
+                    .router
+                    .startd()
+                    .map_err(|e| SockError::Protocol(e.to_string()))?;
+                let _ = startd.call_blocking(|s, now, _| s.x_event(now));
+                Ok(())
+            }
+            c if negotiator::pool_history::query_of(c).is_some() => {
+                let msg = Self::first_message(sock, &mut a)?;
+                self.history_query(sock, c, &msg)
+            }
             c if route(c).is_some_and(|(r, _)| r == RoleName::Collector) => {
                 let msg = Self::first_message(sock, &mut a)?;
                 self.collector_query(sock, c, &msg)
@@ -942,6 +967,34 @@ impl PortDaemon {
             put_ad(&mut e, ad, &opts);
         }
         e.put_int(0);
+        sock.send(&e)
+    }
+
+    /// A view collector's history query (`condor_stats`): the range, the
+    /// form (raw lines or percentages of the range) and the name, then
+    /// the answer's lines and an empty one, as HTCondor's view server.
+    fn history_query(&self, sock: &mut Sock, command: i32, msg: &[u8]) -> Result<(), SockError> {
+        let mut d = sock.decoder(msg);
+        let from = d.get_int()?;
+        let to = d.get_int()?;
+        let raw = d.get_int()? != 0;
+        let arg = d.get_str()?;
+        d.finish()?;
+        let collector = self
+            .router
+            .collector()
+            .map_err(|e| SockError::Protocol(e.to_string()))?;
+        let dir = collector
+            .call_blocking(|c, _, _| c.history_dir())
+            .map_err(|e| SockError::Protocol(e.to_string()))?;
+        let lines = dir
+            .map(|dir| crate::pool_history::answer(&dir, command, from, to, raw, &arg))
+            .unwrap_or_default();
+        let mut e = sock.encoder();
+        for l in &lines {
+            e.put_str(l);
+        }
+        e.put_str("");
         sock.send(&e)
     }
 
@@ -1783,6 +1836,7 @@ impl Daemon for PortDaemon {
     }
 
     fn commands_at(&self, level: Level) -> Vec<i32> {
+        use negotiator::pool_history::commands as hist;
         let all = [
             cmd::QUERY_STARTD_ADS,
             cmd::QUERY_SCHEDD_ADS,
@@ -1794,6 +1848,15 @@ impl Daemon for PortDaemon {
             cmd::QUERY_MULTIPLE_ADS,
             QUERY_GENERIC_ADS,
             QUERY_ACCOUNTING_ADS,
+            crate::kbdd::X_EVENT_NOTIFICATION,
+            hist::QUERY_HIST_STARTD,
+            hist::QUERY_HIST_STARTD_LIST,
+            hist::QUERY_HIST_SUBMITTOR,
+            hist::QUERY_HIST_SUBMITTOR_LIST,
+            hist::QUERY_HIST_GROUPS,
+            hist::QUERY_HIST_GROUPS_LIST,
+            hist::QUERY_HIST_SUBMITTORGROUPS,
+            hist::QUERY_HIST_SUBMITTORGROUPS_LIST,
             cmd::UPDATE_STARTD_AD,
             cmd::INVALIDATE_STARTD_ADS,
             cmd::UPDATE_SCHEDD_AD,

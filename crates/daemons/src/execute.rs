@@ -136,6 +136,9 @@ pub type Shadows = std::sync::Arc<
 /// The execute point.
 pub struct StartdRole {
     startd: Startd,
+    /// When the keyboard daemon last said the keyboard or mouse was used
+    /// (X_EVENT_NOTIFICATION).
+    last_x_event: Option<i64>,
     sampler: host::sampler::Sampler,
     startd_config: config::Config,
     hostname: String,
@@ -514,6 +517,7 @@ impl StartdRole {
         }
         Ok(StartdRole {
             startd,
+            last_x_event: None,
             sampler,
             hostname: cfg.hostname.clone(),
             startd_config: cfg.startd.clone(),
@@ -824,10 +828,18 @@ impl StartdRole {
                 self.startd.readings().clone()
             }
         };
+        let readings = crate::kbdd::with_x_event(readings, self.last_x_event, now);
         let ready = self.startd.tick(now, readings);
         self.absorb(ready, now);
         self.drive(now);
         self.publish_slots(now);
+    }
+
+    /// The keyboard daemon says the keyboard or mouse was used now
+    /// (X_EVENT_NOTIFICATION): the next poll's KeyboardIdle and
+    /// ConsoleIdle count from here.
+    pub fn x_event(&mut self, now: i64) {
+        self.last_x_event = Some(now);
     }
 
     /// Hands pending events to the startd until none is left.

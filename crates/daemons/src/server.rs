@@ -178,7 +178,34 @@ fn build_roles(
     }
     if wanted.contains(&RoleName::Collector) {
         let collector = CollectorStore::from_config(cm).map_err(|e| format!("collector: {e}"))?;
-        roles.collector = Some(CollectorRole::new(collector, poll, &node.hostname));
+        let mut role = CollectorRole::new(collector, poll, &node.hostname);
+        let (hosts, types) = crate::pool_history::view_settings(cm)?;
+        role = role.forwarding_to(hosts, types);
+        if cm
+            .boolean("KEEP_POOL_HISTORY")
+            .map_err(|e| format!("collector: {e}"))?
+            .unwrap_or(false)
+        {
+            let dir = cm
+                .get("POOL_HISTORY_DIR")
+                .map_err(|e| format!("collector: {e}"))?
+                .filter(|d| !d.trim().is_empty())
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| state_dir.join("ViewHist"));
+            let storage = cm
+                .integer_or("POOL_HISTORY_MAX_STORAGE", 10_000_000)
+                .map_err(|e| format!("collector: {e}"))?
+                .max(1) as u64;
+            let every = cm
+                .duration("POOL_HISTORY_SAMPLING_INTERVAL")
+                .map_err(|e| format!("collector: {e}"))?
+                .unwrap_or(60)
+                .max(1) as u64;
+            role = role.keeping_history(crate::pool_history::PoolHistory::open(
+                &dir, storage, every,
+            )?);
+        }
+        roles.collector = Some(role);
     }
     Ok(roles)
 }
@@ -298,6 +325,9 @@ impl Pool {
         }
         if let Some(s) = self.roles.startd.as_mut() {
             s.set_address(port.address());
+        }
+        if let Some(c) = self.roles.collector.as_mut() {
+            c.start_forwarding(port.peers().client.clone(), &port.address());
         }
         self.port = Some(port);
         Ok(self)
@@ -1852,6 +1882,14 @@ async fn reconfigure_here(shared: &Arc<Shared>) -> Result<api::ReconfigAnswer, A
     // the central manager's part here, then the startd's (it reads every
     // slot's policy before it changes any).
     let cm = new.central_manager()?;
+    let view = match new.negotiator_view() {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(ApiError::bad_request(format!(
+                "the configuration was not changed: {e}"
+            )))
+        }
+    };
     let Reloaded {
         pool,
         startd,
@@ -1868,6 +1906,12 @@ async fn reconfigure_here(shared: &Arc<Shared>) -> Result<api::ReconfigAnswer, A
             }
             Err(e) => return Err(gone(e)),
         }
+    }
+    // CONDOR_VIEW_HOST read again: the collector forwards where it now says.
+    if let Ok(collector) = r.collector() {
+        let _ = collector
+            .call(move |c, _, _| c.forward_again(view.0, view.1))
+            .await;
     }
     let limits = cm.limits.clone();
     if let Ok(negotiator) = r.negotiator() {

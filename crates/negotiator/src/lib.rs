@@ -14,5 +14,6 @@ pub mod defrag;
 pub mod groups;
 pub mod limits;
 pub mod matchmaker;
+pub mod pool_history;
 pub mod pslot;
 pub mod reuse;

@@ -288,11 +288,7 @@ impl Report {
     /// A self-contained page: the summary, three charts (slot states over
     /// time, the queue, usage per user), and the transitions.
     pub fn to_html(&self) -> String {
-        let mut h = String::new();
-        h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
-        h.push_str("<title>ferrocondor simulation</title>\n<style>\n");
-        h.push_str("body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;font-size:90%}svg{background:#fafafa;border:1px solid #ddd}.legend span{display:inline-block;margin-right:1em}.sw{display:inline-block;width:10px;height:10px;margin-right:3px}\n");
-        h.push_str("</style></head><body>\n");
+        let mut h = html_head("ferrocondor simulation");
         h.push_str(&format!(
             "<h1>Simulation report</h1>\n<p>seed {}, {} s simulated from {}</p>\n",
             self.seed, self.duration, self.start
@@ -390,83 +386,118 @@ impl Report {
     /// An SVG chart of `series` over the samples' times: stacked areas or
     /// lines.
     fn chart(&self, series: &[(String, Vec<f64>)], stacked: bool) -> String {
-        const W: f64 = 900.0;
-        const H: f64 = 240.0;
-        const COLORS: [&str; 10] = [
-            "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-            "#9c755f", "#bab0ac",
-        ];
-        let n = self.samples.len();
-        if n == 0 || series.is_empty() {
-            return "<p>(no samples)</p>\n".into();
-        }
-        let mut top = vec![0.0f64; n];
-        let mut max = 1.0f64;
-        for (_, v) in series {
-            for (i, x) in v.iter().enumerate() {
-                if stacked {
-                    top[i] += x;
-                    max = max.max(top[i]);
-                } else {
-                    max = max.max(*x);
-                }
-            }
-        }
-        let t0 = self.start as f64;
-        let span = (self.duration as f64).max(1.0);
-        let x = |i: usize| (self.samples[i].time as f64 - t0) / span * W;
-        let y = |v: f64| H - v / max * H;
-        let mut svg = format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{}\" viewBox=\"0 0 {W} {}\">\n",
-            H + 20.0,
-            H + 20.0
-        );
-        let mut base = vec![0.0f64; n];
-        for (k, (_, v)) in series.iter().enumerate() {
-            let color = COLORS[k % COLORS.len()];
-            if stacked {
-                let mut pts = String::new();
-                for i in 0..n {
-                    pts.push_str(&format!("{:.1},{:.1} ", x(i), y(base[i] + v[i])));
-                }
-                for i in (0..n).rev() {
-                    pts.push_str(&format!("{:.1},{:.1} ", x(i), y(base[i])));
-                }
-                svg.push_str(&format!(
-                    "<polygon points=\"{}\" fill=\"{color}\" fill-opacity=\"0.8\"/>\n",
-                    pts.trim_end()
-                ));
-                for i in 0..n {
-                    base[i] += v[i];
-                }
-            } else {
-                let pts: Vec<String> = (0..n)
-                    .map(|i| format!("{:.1},{:.1}", x(i), y(v[i])))
-                    .collect();
-                svg.push_str(&format!(
-                    "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\"/>\n",
-                    pts.join(" ")
-                ));
-            }
-        }
-        svg.push_str(&format!(
-            "<text x=\"2\" y=\"12\" font-size=\"11\">{}</text><text x=\"2\" y=\"{}\" font-size=\"11\">0 s</text><text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{} s</text>\n",
-            num(max), H + 15.0, W - 2.0, H + 15.0, self.duration
-        ));
-        svg.push_str("</svg>\n<div class=\"legend\">");
-        for (k, (name, _)) in series.iter().enumerate() {
-            svg.push_str(&format!(
-                "<span><i class=\"sw\" style=\"background:{}\"></i>{}</span>",
-                COLORS[k % COLORS.len()],
-                escape(name)
-            ));
-        }
-        svg.push_str("</div>\n");
-        svg
+        let times: Vec<i64> = self.samples.iter().map(|s| s.time).collect();
+        svg_chart(
+            &times,
+            self.start,
+            self.duration,
+            series,
+            stacked,
+            ("0 s", &format!("{} s", self.duration)),
+        )
     }
 }
 
-fn escape(s: &str) -> String {
+/// The start of a self-contained HTML page in the reports' style (its
+/// `<head>`, with the styles of tables, charts and legends; the `<body>`
+/// opened): the simulator's report and `stats -html` share it.
+pub fn html_head(title: &str) -> String {
+    let mut h = String::new();
+    h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
+    h.push_str(&format!("<title>{}</title>\n<style>\n", escape(title)));
+    h.push_str("body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;font-size:90%}svg{background:#fafafa;border:1px solid #ddd}.legend span{display:inline-block;margin-right:1em}.sw{display:inline-block;width:10px;height:10px;margin-right:3px}\n");
+    h.push_str("</style></head><body>\n");
+    h
+}
+
+/// An SVG chart (with its legend) of `series`, each a value per time of
+/// `times` (epoch seconds), over `duration` seconds from `start`: stacked
+/// areas or lines, `labels` under its left and right ends.
+pub fn svg_chart(
+    times: &[i64],
+    start: i64,
+    duration: i64,
+    series: &[(String, Vec<f64>)],
+    stacked: bool,
+    labels: (&str, &str),
+) -> String {
+    const W: f64 = 900.0;
+    const H: f64 = 240.0;
+    const COLORS: [&str; 10] = [
+        "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+        "#9c755f", "#bab0ac",
+    ];
+    let n = times.len();
+    if n == 0 || series.is_empty() {
+        return "<p>(no samples)</p>\n".into();
+    }
+    let mut top = vec![0.0f64; n];
+    let mut max = 1.0f64;
+    for (_, v) in series {
+        for (i, x) in v.iter().enumerate() {
+            if stacked {
+                top[i] += x;
+                max = max.max(top[i]);
+            } else {
+                max = max.max(*x);
+            }
+        }
+    }
+    let t0 = start as f64;
+    let span = (duration as f64).max(1.0);
+    let x = |i: usize| (times[i] as f64 - t0) / span * W;
+    let y = |v: f64| H - v / max * H;
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{}\" viewBox=\"0 0 {W} {}\">\n",
+        H + 20.0,
+        H + 20.0
+    );
+    let mut base = vec![0.0f64; n];
+    for (k, (_, v)) in series.iter().enumerate() {
+        let color = COLORS[k % COLORS.len()];
+        if stacked {
+            let mut pts = String::new();
+            for i in 0..n {
+                pts.push_str(&format!("{:.1},{:.1} ", x(i), y(base[i] + v[i])));
+            }
+            for i in (0..n).rev() {
+                pts.push_str(&format!("{:.1},{:.1} ", x(i), y(base[i])));
+            }
+            svg.push_str(&format!(
+                "<polygon points=\"{}\" fill=\"{color}\" fill-opacity=\"0.8\"/>\n",
+                pts.trim_end()
+            ));
+            for i in 0..n {
+                base[i] += v[i];
+            }
+        } else {
+            let pts: Vec<String> = (0..n)
+                .map(|i| format!("{:.1},{:.1}", x(i), y(v[i])))
+                .collect();
+            svg.push_str(&format!(
+                "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\"/>\n",
+                pts.join(" ")
+            ));
+        }
+    }
+    svg.push_str(&format!(
+        "<text x=\"2\" y=\"12\" font-size=\"11\">{}</text><text x=\"2\" y=\"{}\" font-size=\"11\">{}</text><text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{}</text>\n",
+        num(max), H + 15.0, escape(labels.0), W - 2.0, H + 15.0, escape(labels.1)
+    ));
+    svg.push_str("</svg>\n<div class=\"legend\">");
+    for (k, (name, _)) in series.iter().enumerate() {
+        svg.push_str(&format!(
+            "<span><i class=\"sw\" style=\"background:{}\"></i>{}</span>",
+            COLORS[k % COLORS.len()],
+            escape(name)
+        ));
+    }
+    svg.push_str("</div>\n");
+    svg
+}
+
+/// Text made safe inside HTML.
+pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

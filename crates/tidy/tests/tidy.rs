@@ -259,6 +259,14 @@ const FILE_SYSTEM_MODULES: &[(&str, &str)] = &[
     ),
     ("crates/daemons/src/execute.rs", "the EXECUTE directory"),
     (
+        "crates/daemons/src/kbdd.rs",
+        "the input devices (/dev/input, read) and the startd's address file in the roles directory",
+    ),
+    (
+        "crates/daemons/src/pool_history.rs",
+        "the pool history's files in POOL_HISTORY_DIR (a view collector's own)",
+    ),
+    (
         "crates/daemons/src/event_logs.rs",
         "only descriptors the logs' owners opened (user_priv::open_append)",
     ),
