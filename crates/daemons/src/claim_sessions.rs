@@ -897,6 +897,7 @@ mod tests {
                 by_user_priority: false,
                 cost: 1.0,
                 preempt_dynamic: Vec::new(),
+                group: None,
             }],
             startds: Default::default(),
         };
