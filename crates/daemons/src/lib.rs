@@ -35,6 +35,7 @@ mod accounting;
 pub mod admin;
 pub mod collector_role;
 pub mod command_port;
+pub mod defrag_role;
 mod event_logs;
 pub mod execute;
 pub mod file_transfer;
