@@ -166,6 +166,27 @@ fn the_defrag_daemon_drains_a_fragmented_machine_and_advertises_its_figures() {
         .map(classad::unparse::expr_to_string)
         .unwrap_or_default();
     assert!(drains.contains("graceful"), "{drains}");
+    // `status -any` shows it among the collector's ads, `-l` its figures.
+    let any = ok(run(&state, &dir, &["status", "-any"]));
+    assert!(
+        any.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Defrag", "defrag@test"]),
+        "{any}"
+    );
+    let long = ok(run(
+        &state,
+        &dir,
+        &[
+            "status",
+            "-any",
+            "-constraint",
+            "MyType == \"Defrag\"",
+            "-af",
+            "DrainSuccesses",
+            "MachinesDraining",
+        ],
+    ));
+    assert_eq!(long.trim(), "1 1", "{long}");
 
     // Down: the master stops the defrag daemon with the rest.
     ok(run(&state, &dir, &["rm", "1.0", "2.0"]));
