@@ -419,6 +419,23 @@ mod tests {
     }
 
     #[test]
+    fn the_master_runs_defrag_after_the_pool_s_roles() {
+        let c = config::load(
+            &config::LoadOptions::new("MASTER", config::Root::File("c".into())),
+            &config::MemFiles::new().with("c", "DAEMON_LIST = MASTER DEFRAG COLLECTOR STARTD\n"),
+            &config::FixedHost::empty(),
+        )
+        .unwrap();
+        let (roles, notes) = crate::master::daemon_list(&c).unwrap();
+        use crate::roles::RoleName;
+        assert_eq!(
+            roles,
+            [RoleName::Startd, RoleName::Collector, RoleName::Defrag]
+        );
+        assert!(notes.is_empty(), "{notes:?}");
+    }
+
+    #[test]
     fn a_machine_is_found_at_its_slots_address() {
         let mut a = ClassAd::new();
         a.insert_value("Name", "slot1@m1.example");
