@@ -435,6 +435,45 @@ mod tests {
         assert!(notes.is_empty(), "{notes:?}");
     }
 
+    /// A startd that cannot be reached: the drain the plan ordered is a
+    /// failure in the daemon ad, not a success.
+    #[test]
+    fn a_drain_that_cannot_be_sent_counts_as_failed() {
+        let c = config::load(
+            &config::LoadOptions::new("DEFRAG", config::Root::File("c".into())),
+            &config::MemFiles::new().with(
+                "c",
+                "FULL_HOSTNAME = cm\nDEFRAG_INTERVAL = 600\n\
+                 DEFRAG_DRAINING_MACHINES_PER_HOUR = 3600\n",
+            ),
+            &config::FixedHost::empty(),
+        )
+        .unwrap();
+        let setup = DefragSetup::from_config(c, std::path::Path::new("/nonexistent"));
+        let mut d = DefragDaemon::new(setup, 1_700_000_000).unwrap();
+        // Port 1 of loopback: nothing listens there.
+        let ads = vec![ClassAd::parse(
+            "[ Name = \"slot1@m1\"; SlotID = 1; PartitionableSlot = true; Cpus = 1; \
+               TotalSlotCpus = 4; MyAddress = \"<127.0.0.1:1>\" ]",
+        )
+        .unwrap()];
+        let plan = d.defrag.poll(&ads, 1_700_000_000);
+        assert_eq!(plan.drain.len(), 1);
+        let mut log = Vec::new();
+        d.carry_out(&plan, &ads, &mut log);
+        assert!(
+            log.iter().any(|l| l.starts_with("could not drain m1")),
+            "{log:?}"
+        );
+        let ad = d.ad(1_700_000_000);
+        assert_eq!(cedar::ad::int_attr(&ad, "DrainSuccesses"), Some(0));
+        assert_eq!(cedar::ad::int_attr(&ad, "DrainFailures"), Some(1));
+        assert_eq!(
+            cedar::ad::string_attr(&ad, "Machine").as_deref(),
+            Some("cm")
+        );
+    }
+
     #[test]
     fn a_machine_is_found_at_its_slots_address() {
         let mut a = ClassAd::new();
