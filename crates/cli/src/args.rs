@@ -246,6 +246,10 @@ pub struct StatusArgs {
     /// One ad per user with jobs (Name Machine RunningJobs IdleJobs HeldJobs).
     #[arg(long)]
     pub submitters: bool,
+    /// Every ad the collector holds, of any type (MyType TargetType Name):
+    /// the daemons' ads, the defrag daemon's among them.
+    #[arg(long, conflicts_with_all = ["schedd", "submitters", "run"])]
+    pub any: bool,
     /// Only the slots that can take a job now (State == "Unclaimed" && Cpus > 0 && Memory > 0).
     #[arg(long, conflicts_with_all = ["claimed", "state", "run"])]
     pub avail: bool,
@@ -1064,7 +1068,7 @@ pub const STATUS_OPTIONS: &[Abbrev] = &[
     no("storage", 3),
     no("negotiator", 1),
     no("generic", 2),
-    no("any", 2),
+    to("any", 2, "any", 0),
     no("sort", 2),
     to("submitters", 4, "submitters", 0),
     no("master", 1),

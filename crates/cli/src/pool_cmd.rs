@@ -170,10 +170,13 @@ pub fn daemon(
     }
     let Some(role) = daemons::local_protocol::role_named(role) else {
         return Err(Error::Daemon(format!(
-            "there is no daemon {role}: say COLLECTOR, NEGOTIATOR, SCHEDD, STARTD or KBDD"
+            "there is no daemon {role}: say COLLECTOR, NEGOTIATOR, SCHEDD, STARTD, KBDD or DEFRAG"
         )));
     };
     let dir = state_dir(state);
+    if role == daemons::roles::RoleName::Defrag {
+        return defrag(&dir, out);
+    }
     let read = read_configuration(files, host, now)?;
     let port = daemons::command_port::PortConfig::from_config(
         &read.negotiator,
@@ -196,6 +199,28 @@ pub fn daemon(
     out.flush()?;
     daemons::set_memory_release(crate::release_memory);
     pool.run().map_err(|e| Error::Daemon(e.to_string()))?;
+    Ok(Outcome::Success)
+}
+
+/// `ferrocondor daemon DEFRAG`: the defrag daemon, a client of the pool
+/// (`daemons::defrag_role`), with the DEFRAG subsystem's configuration.
+fn defrag(dir: &std::path::Path, out: &mut dyn Write) -> Result<Outcome, Error> {
+    let load = || {
+        let (c, _) = crate::system::load_or_builtin(
+            "DEFRAG",
+            &crate::system::DiskFiles,
+            &crate::system::RealHost::detect(),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(daemons::defrag_role::DefragSetup::from_config(c, dir))
+    };
+    writeln!(
+        out,
+        "ferrocondor: the defrag daemon is up (state directory {})",
+        dir.display()
+    )?;
+    out.flush()?;
+    daemons::defrag_role::run(&load).map_err(Error::Daemon)?;
     Ok(Outcome::Success)
 }
 

@@ -40,7 +40,7 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
     let schedd = a.schedd || a.run;
     crate::jobview::check_constraint(a.constraint.as_deref())?;
     let mut wanted = constraint(&a.targets, a.constraint.as_deref());
-    if !schedd && !a.submitters {
+    if !schedd && !a.submitters && !a.any {
         if let Some(mode) = mode_constraint(a) {
             wanted = Some(match wanted {
                 Some(w) => format!("{w} && ({mode})"),
@@ -50,7 +50,9 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
     }
     // condor_status asks the collector: the kind of ad as the command,
     // the constraint as the query's Requirements.
-    let command = if schedd {
+    let command = if a.any {
+        cmd::QUERY_ANY_ADS
+    } else if schedd {
         cmd::QUERY_SCHEDD_ADS
     } else if a.submitters {
         cmd::QUERY_SUBMITTOR_ADS
@@ -63,6 +65,10 @@ pub fn run(a: &StatusArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Err
     let env = crate::system::ToolConfig::load()?.env(now);
     sort_slots(&mut ads, &env);
     let plain = !a.json && !a.long && mask.is_none() && !a.total;
+    if a.any && plain {
+        out.write_all(any_table(&ads, &env).as_bytes())?;
+        return Ok(Outcome::Success);
+    }
     if a.run && plain {
         out.write_all(schedd_run_table(&ads, &env).as_bytes())?;
         return Ok(Outcome::Success);
@@ -679,6 +685,25 @@ pub fn compact_table(ads: &[ClassAd], env: &Env) -> String {
 
 /// `-schedd` and `-submitters`: one row per ad with its job counts, as
 /// condor_status prints them (without its totals block).
+/// `-any`: one row per ad, MyType TargetType Name (condor_status -any).
+fn any_table(ads: &[ClassAd], env: &Env) -> String {
+    let cell = |ad: &ClassAd, name: &str| match ad.eval_attr(name, env) {
+        Value::Str(s) => s.to_string(),
+        _ => String::new(),
+    };
+    let rows: Vec<[String; 3]> = ads
+        .iter()
+        .map(|ad| [cell(ad, "MyType"), cell(ad, "TargetType"), cell(ad, "Name")])
+        .collect();
+    let w0 = rows.iter().map(|r| r[0].len()).max().unwrap_or(0).max(6);
+    let w1 = rows.iter().map(|r| r[1].len()).max().unwrap_or(0).max(10);
+    let mut text = format!("\n{:<w0$} {:<w1$} Name\n\n", "MyType", "TargetType");
+    for r in rows {
+        text.push_str(&format!("{:<w0$} {:<w1$} {}\n", r[0], r[1], r[2]));
+    }
+    text
+}
+
 fn job_counts_table(ads: &[ClassAd], env: &Env) -> String {
     let text = |ad: &ClassAd, n: &str| match ad.eval_attr(n, env) {
         Value::Str(s) => s.to_string(),

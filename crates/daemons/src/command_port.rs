@@ -545,6 +545,7 @@ impl PortDaemon {
             RoleName::Negotiator => self.router.negotiator().is_ok(),
             RoleName::Schedd => self.router.schedd().is_ok(),
             RoleName::Startd => self.router.startd().is_ok(),
+            RoleName::Defrag => false,
         }
     }
 

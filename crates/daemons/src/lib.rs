@@ -36,6 +36,7 @@ pub mod admin;
 pub mod claim_sessions;
 pub mod collector_role;
 pub mod command_port;
+pub mod defrag_role;
 mod event_logs;
 pub mod execute;
 pub mod file_transfer;

@@ -225,6 +225,7 @@ pub fn role_named(name: &str) -> Option<RoleName> {
         RoleName::Negotiator,
         RoleName::Schedd,
         RoleName::Startd,
+        RoleName::Defrag,
     ]
     .into_iter()
     .find(|r| r.daemon_name().eq_ignore_ascii_case(name))

@@ -89,6 +89,7 @@ pub fn daemon_list(c: &config::Config) -> Result<(Vec<RoleName>, Vec<String>), S
         RoleName::Collector => 1,
         RoleName::Negotiator => 2,
         RoleName::Schedd => 3,
+        RoleName::Defrag => 4,
     });
     Ok((roles, notes))
 }

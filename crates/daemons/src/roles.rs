@@ -49,6 +49,9 @@ pub enum RoleName {
     Negotiator,
     Schedd,
     Startd,
+    /// The defrag daemon (`defrag_role`): a client of the pool that takes
+    /// no role messages, run by the master as the others are.
+    Defrag,
 }
 
 impl RoleName {
@@ -59,6 +62,7 @@ impl RoleName {
             RoleName::Negotiator => "NEGOTIATOR",
             RoleName::Schedd => "SCHEDD",
             RoleName::Startd => "STARTD",
+            RoleName::Defrag => "DEFRAG",
         }
     }
 }
@@ -524,6 +528,7 @@ impl Router {
                         return h.deliver(from, msg);
                     }
                 }
+                RoleName::Defrag => {}
             }
         }
         match &self.remote {
@@ -561,6 +566,7 @@ impl Router {
             RoleName::Negotiator => self.negotiator.is_some(),
             RoleName::Schedd => self.schedd.is_some(),
             RoleName::Startd => self.startd.is_some(),
+            RoleName::Defrag => false,
         }
     }
 

@@ -151,6 +151,8 @@ impl Pool {
                 RoleName::Negotiator => self.negotiator.receive(from, m, now, &mut out),
                 RoleName::Schedd => self.schedd.receive(from, m, now, &mut out),
                 RoleName::Startd => self.startd.receive(from, m, now, &mut out),
+                // The defrag daemon takes no role messages.
+                RoleName::Defrag => {}
             }
             self.post(to, out);
         }
@@ -166,6 +168,7 @@ impl Pool {
             RoleName::Negotiator => self.negotiator.timer(which, now, &mut out),
             RoleName::Schedd => self.schedd.timer(which, now, &mut out),
             RoleName::Startd => self.startd.timer(which, now, &mut out),
+            RoleName::Defrag => {}
         }
         self.post(role, out);
         self.settle();
