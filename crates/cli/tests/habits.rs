@@ -55,7 +55,8 @@ fn a_job_has_htcondor_s_global_job_id() {
 /// A parallel-universe job on a personal pool whose slots name its schedd
 /// as their dedicated scheduler: its three nodes run at once, one per
 /// slot, each with its own `$(Node)` and HTCondor's _CONDOR_PROCNO and
-/// _CONDOR_NPROCS.
+/// _CONDOR_NPROCS. (WAIT_FOR_ALL: under the default policy node 0's exit
+/// stops the others, which may be before their output is back.)
 #[test]
 fn a_parallel_universe_job_runs_its_nodes_on_the_dedicated_slots() {
     let dir = scratch("habits-parallel");
@@ -79,7 +80,8 @@ fn a_parallel_universe_job_runs_its_nodes_on_the_dedicated_slots() {
         "p.sub",
         "universe = parallel\nexecutable = /bin/sh\n\
          arguments = \"-c 'echo $_CONDOR_PROCNO of $_CONDOR_NPROCS'\"\n\
-         output = out.$(Node)\nmachine_count = 3\nqueue\n",
+         output = out.$(Node)\nmachine_count = 3\n\
+         +ParallelShutdownPolicy = \"WAIT_FOR_ALL\"\nqueue\n",
     );
     wait_for(60, "the parallel job to finish", || {
         let o = ok(run(&state, &dir, &["q", "-af", "ClusterId"]));

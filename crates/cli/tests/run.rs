@@ -1291,6 +1291,14 @@ fn a_job_over_its_memory_is_held_for_it_under_a_master_too() {
     oom_hold_in("master");
 }
 
+/// The same with each job in a PID namespace of its own
+/// (USE_PID_NAMESPACES): the namespace's init is in the job's cgroup
+/// with it and goes with the OOM kill; the hold is the same.
+#[test]
+fn a_job_over_its_memory_in_its_own_pid_namespace_is_held_for_it_too() {
+    oom_hold_in("pidns");
+}
+
 fn oom_hold_in(how: &str) {
     let cg = match PoolCgroup::new(&format!("run-oom-{how}")) {
         Ok(cg) => cg,
@@ -1324,6 +1332,9 @@ fn oom_hold_in(how: &str) {
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap());
     let mut config = with(&[("NUM_CPUS", "1"), ("MEMORY", "64")]);
+    if how == "pidns" {
+        config.push(("USE_PID_NAMESPACES", "True"));
+    }
     if how == "master" {
         config.push((
             "DAEMON_LIST",
