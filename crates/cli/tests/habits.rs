@@ -310,3 +310,23 @@ fn user_home_is_resolved_by_the_tools_and_the_schedd() {
         .unwrap();
     assert_eq!(out(&off).trim(), "none", "{}", err(&off));
 }
+
+/// Running on VM hosts is not carried out yet: a startd configured for it
+/// says so at start rather than ignoring the settings.
+#[test]
+fn a_startd_configured_for_vm_hosts_says_it_does_not_act_on_them_yet() {
+    let dir = scratch("habits-vmp");
+    let state = dir.join("state");
+    let pool = PoolProcess::start(
+        &state,
+        &[
+            ("NUM_CPUS", "1"),
+            ("VMP_VM_LIST", "vm1.example.org, vm2.example.org"),
+        ],
+    );
+    wait_for(30, "the startd's note", || {
+        pool.daemon_log()
+            .contains("VMP_VM_LIST is set, but ferrocondor does not yet act on VM hosts")
+            .then_some(())
+    });
+}

@@ -511,6 +511,24 @@ impl StartdRole {
                     .into()
             });
         }
+        // Running on VM hosts (special-environments.txt) is not carried
+        // out yet: an admin who sets it is told, not left to wonder why
+        // the host's jobs and the inner machine's overlap.
+        for name in ["VMP_HOST_MACHINE", "VMP_VM_LIST"] {
+            if cfg
+                .startd
+                .get(name)
+                .ok()
+                .flatten()
+                .is_some_and(|v| !v.trim().is_empty())
+            {
+                notes.push(format!(
+                    "{name} is set, but ferrocondor does not yet act on VM hosts: no HOST_ \
+                     attributes are published and START is not overridden while the other \
+                     machine runs a job"
+                ));
+            }
+        }
         let mut startd = startd;
         if starter.enable_url_transfers {
             startd.set_file_transfer_methods(Some(url_methods(&starter, root, &mut notes)));
