@@ -178,6 +178,31 @@ fn get_ad_with(dec: &mut Decoder<'_>, types: bool) -> Result<ClassAd, DecodeErro
     Ok(ad)
 }
 
+/// A collector query, client side: sends the query ad (QUERY_*_ADS was
+/// the command the connection was made for) and reads the collector's
+/// answer, `(1, ad)` pairs and then `0`, in as many messages as it likes.
+/// The connection is closed after the last.
+pub fn query_collector(
+    sock: &mut crate::Sock,
+    query: &ClassAd,
+) -> Result<Vec<ClassAd>, crate::SockError> {
+    let mut e = sock.encoder();
+    put_ad(&mut e, query, &PutOptions::default());
+    sock.send(&e)?;
+    let mut ads = Vec::new();
+    loop {
+        let msg = sock.recv()?;
+        let mut d = sock.decoder(&msg);
+        while d.remaining() != 0 {
+            if d.get_int().map_err(crate::SockError::Decode)? == 0 {
+                sock.close();
+                return Ok(ads);
+            }
+            ads.push(get_ad(&mut d).map_err(crate::SockError::Decode)?);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -370,23 +370,7 @@ impl Daemons {
         if !projection.is_empty() {
             req.insert_value("Projection", projection.join(" ").as_str());
         }
-        let mut e = sock.encoder();
-        put_ad(&mut e, &req, &PutOptions::default());
-        sock.send(&e).map_err(fail)?;
-        // The collector's answer: (1, ad) pairs, then 0, in as many
-        // messages as it likes.
-        let mut ads = Vec::new();
-        loop {
-            let msg = sock.recv().map_err(fail)?;
-            let mut d = sock.decoder(&msg);
-            while d.remaining() != 0 {
-                let more = d.get_int().map_err(|e| fail(SockError::Decode(e)))?;
-                if more == 0 {
-                    return Ok(ads);
-                }
-                ads.push(get_ad(&mut d).map_err(|e| fail(SockError::Decode(e)))?);
-            }
-        }
+        cedar::ad::query_collector(&mut sock, &req).map_err(fail)
     }
 }
 

@@ -139,21 +139,7 @@ impl DefragDaemon {
         q.insert_value("MyType", "Query");
         q.insert_value("TargetType", "Machine");
         let _ = q.insert_expr("Requirements", "PartitionableSlot =?= true");
-        let mut e = sock.encoder();
-        cedar::put_ad(&mut e, &q, &PutOptions::default());
-        sock.send(&e).map_err(|e| fail(&e))?;
-        let mut found = Vec::new();
-        loop {
-            let msg = sock.recv().map_err(|e| fail(&e))?;
-            let mut d = sock.decoder(&msg);
-            while d.remaining() != 0 {
-                if d.get_int().map_err(|e| fail(&e))? == 0 {
-                    sock.close();
-                    return Ok(found);
-                }
-                found.push(cedar::get_ad(&mut d).map_err(|e| fail(&e))?);
-            }
-        }
+        cedar::ad::query_collector(&mut sock, &q).map_err(|e| fail(&e))
     }
 
     /// One command with a request ad to a startd, and its `Result`.

@@ -711,27 +711,15 @@ fn query_addresses(
     q.insert_value("MyType", "Query");
     q.insert_value("Requirements", true);
     q.insert_value("Projection", "Name,MyAddress");
-    let mut e = sock.encoder();
-    cedar::put_ad(&mut e, &q, &cedar::PutOptions::default());
-    sock.send(&e).map_err(|e| fail(&e))?;
-    let mut found = Vec::new();
-    loop {
-        let msg = sock.recv().map_err(|e| fail(&e))?;
-        let mut d = sock.decoder(&msg);
-        while d.remaining() != 0 {
-            if d.get_int().map_err(|e| fail(&e))? == 0 {
-                sock.close();
-                return Ok(found);
-            }
-            let ad = cedar::get_ad(&mut d).map_err(|e| fail(&e))?;
-            if let Some(a) =
-                cedar::ad::string_attr(&ad, "MyAddress").and_then(|t| Sinful::parse(&t, 0).ok())
-            {
-                let name = cedar::ad::string_attr(&ad, "Name").unwrap_or_default();
-                found.push((name, a));
-            }
-        }
-    }
+    let ads = cedar::ad::query_collector(&mut sock, &q).map_err(|e| fail(&e))?;
+    Ok(ads
+        .iter()
+        .filter_map(|ad| {
+            let a =
+                cedar::ad::string_attr(ad, "MyAddress").and_then(|t| Sinful::parse(&t, 0).ok())?;
+            Some((cedar::ad::string_attr(ad, "Name").unwrap_or_default(), a))
+        })
+        .collect())
 }
 
 #[cfg(test)]
