@@ -36,10 +36,14 @@ fn pool_up_with_no_configuration_runs_a_job_and_says_what_it_runs_on() {
         .spawn()
         .unwrap();
     let state = home.join(".local/state/ferrocondor");
+    // The socket comes before the banner is written: wait for both.
     wait_for(20, "the pool's socket", || {
         state.join("pool.sock").exists().then_some(())
     });
-    let said = std::fs::read_to_string(&banner).unwrap();
+    let said = wait_for(20, "the pool's banner", || {
+        let said = std::fs::read_to_string(&banner).unwrap_or_default();
+        said.contains("configuration: ").then_some(said)
+    });
     assert!(said.contains("configuration: "), "{said}");
     let default_file = ["/etc/condor/condor_config", "/usr/local/etc/condor_config"]
         .iter()
