@@ -809,6 +809,25 @@ fn scaled_pool(name: &str, scale: impl Fn(&str, String) -> String) -> Option<Poo
     })
 }
 
+/// The one-server pool of the tests below as a [`Bologna`]: its job
+/// script notes each run's kind and slot and waits for `go.<id>`; its
+/// six slots are up.
+fn one_server(pool: Pool) -> Bologna {
+    let bo = Bologna {
+        pool,
+        kinds: BTreeMap::new(),
+        started: Instant::now(),
+    };
+    write_script(
+        &bo.pool.base.join("work").join("bb.sh"),
+        "#!/bin/sh\n\
+         echo \"$1 $_CONDOR_SLOT\" >> runs.$2\n\
+         while [ ! -e go.$2 ]; do sleep 0.2; done\n",
+    );
+    bo.pool.wait_slots(6);
+    bo
+}
+
 /// Requirement 8 with a real job, on a copy of the example files in which
 /// every hour (`60*60`, `60 * 60`) is 20 seconds and nothing else changes
 /// (the policy as written, the clock real): a short BB job on a BB server
@@ -824,18 +843,7 @@ fn requirement_8_a_short_bb_job_is_evicted_after_its_hour_and_removed_on_a_time_
     }) else {
         return;
     };
-    let mut bo = Bologna {
-        pool,
-        kinds: BTreeMap::new(),
-        started: Instant::now(),
-    };
-    write_script(
-        &bo.pool.base.join("work").join("bb.sh"),
-        "#!/bin/sh\n\
-         echo \"$1 $_CONDOR_SLOT\" >> runs.$2\n\
-         while [ ! -e go.$2 ]; do sleep 0.2; done\n",
-    );
-    bo.pool.wait_slots(6);
+    let mut bo = one_server(pool);
     let short = SHORT.replace("60*60", HOUR);
     let c = bo.submit("short", &short, 1, BBS);
     let id = format!("{c}.0");
@@ -904,18 +912,7 @@ fn requirement_9_user_priority_never_preempts_a_bb_job_on_a_time_scaled_copy() {
         return;
     };
     owner(&pool, 2, AWAY);
-    let mut bo = Bologna {
-        pool,
-        kinds: BTreeMap::new(),
-        started: Instant::now(),
-    };
-    write_script(
-        &bo.pool.base.join("work").join("bb.sh"),
-        "#!/bin/sh\n\
-         echo \"$1 $_CONDOR_SLOT\" >> runs.$2\n\
-         while [ ! -e go.$2 ]; do sleep 0.2; done\n",
-    );
-    bo.pool.wait_slots(6);
+    let mut bo = one_server(pool);
     let a = "accounting_group = groupa\n";
     let b = "accounting_group = groupb\n";
     let bb = bo.submit("a-short-bb", &format!("{SHORT}{a}"), 1, BBS);
@@ -1007,18 +1004,7 @@ fn requirement_3_a_parallel_job_that_says_it_is_a_bb_job_is_not_one() {
     }) else {
         return;
     };
-    let mut bo = Bologna {
-        pool,
-        kinds: BTreeMap::new(),
-        started: Instant::now(),
-    };
-    write_script(
-        &bo.pool.base.join("work").join("bb.sh"),
-        "#!/bin/sh\n\
-         echo \"$1 $_CONDOR_SLOT\" >> runs.$2\n\
-         while [ ! -e go.$2 ]; do sleep 0.2; done\n",
-    );
-    bo.pool.wait_slots(6);
+    let mut bo = one_server(pool);
     let text = "universe = parallel\n\
                 executable = bb.sh\n\
                 arguments = \"parallel-bb $(Cluster).$(Process)\"\n\

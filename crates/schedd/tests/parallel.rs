@@ -211,6 +211,18 @@ impl Pool {
         });
     }
 
+    /// Matched to ep1, ep2 and ep3, its nodes started there: the nodes.
+    fn run_on_all_three(&mut self) -> Vec<Started> {
+        for ep in ["ep1", "ep2", "ep3"] {
+            self.matched(ep);
+        }
+        let starts = self.starts.clone();
+        for s in &starts {
+            self.started(&s.claim, &s.startd);
+        }
+        starts
+    }
+
     fn status(&self) -> Option<JobStatus> {
         self.queue.status(JobId::new(1, 0))
     }
@@ -351,13 +363,7 @@ fn three_nodes_are_offered_claimed_and_started_together_each_with_its_node() {
 #[test]
 fn under_wait_for_all_the_job_ends_with_its_last_node_and_node_zero_s_exit() {
     let mut p = Pool::new(&THREE, "+ParallelShutdownPolicy = \"WAIT_FOR_ALL\"\n");
-    for ep in ["ep1", "ep2", "ep3"] {
-        p.matched(ep);
-    }
-    let starts = p.starts.clone();
-    for s in &starts {
-        p.started(&s.claim, &s.startd);
-    }
+    let starts = p.run_on_all_three();
     let node = |n: &str| {
         starts
             .iter()
@@ -380,13 +386,7 @@ fn under_wait_for_all_the_job_ends_with_its_last_node_and_node_zero_s_exit() {
 #[test]
 fn a_node_evicted_ends_the_job_on_every_node_and_it_runs_again() {
     let mut p = Pool::new(&THREE, "");
-    for ep in ["ep1", "ep2", "ep3"] {
-        p.matched(ep);
-    }
-    let starts = p.starts.clone();
-    for s in &starts {
-        p.started(&s.claim, &s.startd);
-    }
+    let starts = p.run_on_all_three();
     let one = starts.iter().find(|s| text(&s.ad, "Node") == "1").unwrap();
     p.ended(
         &one.claim,
@@ -408,13 +408,7 @@ fn a_node_evicted_ends_the_job_on_every_node_and_it_runs_again() {
 #[test]
 fn a_job_removed_while_its_nodes_run_stops_them_all() {
     let mut p = Pool::new(&THREE, "");
-    for ep in ["ep1", "ep2", "ep3"] {
-        p.matched(ep);
-    }
-    let starts = p.starts.clone();
-    for s in &starts {
-        p.started(&s.claim, &s.startd);
-    }
+    p.run_on_all_three();
     let id = JobId::new(1, 0);
     p.queue
         .apply(
