@@ -1,0 +1,153 @@
+//! One negotiation cycle at the scale of a large access point: 1,000,000
+//! idle jobs in 10,000 autoclusters (100 submitters, each with 100 kinds of
+//! job in clusters of 1,000 procs chained to their cluster ad, as the
+//! schedd holds them) against 200,000 slots (25,000 eight-slot machines of
+//! 20 types, half of them claimed). Target: under 5 s on one core.
+//!
+//! The pool's path is measured: [`negotiation_cycle`] with the offer cap
+//! the negotiator computes from the slots, an accountant with the
+//! submitters' usage, and the autoclusters kept from the cycle before
+//! ([`AutoclusterCache`]), as the negotiator does between cycles.
+//!
+//! Run with `nice -n 10 cargo bench -p negotiator --bench big_cycle`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use classad::ClassAd;
+use negotiator::accountant::Accountant;
+use negotiator::cycle::{Policy, SubmitterJobs};
+use negotiator::limits::ConcurrencyLimits;
+use negotiator::matchmaker::negotiation_cycle;
+
+const NOW: i64 = 1_700_000_000;
+const MACHINES: usize = 25_000;
+const SUBMITTERS: usize = 100;
+const KINDS: usize = 100;
+const JOBS_PER_SUBMITTER: usize = 10_000;
+const PROCS_PER_CLUSTER: usize = 1_000;
+
+fn slots() -> Vec<ClassAd> {
+    let mut out = Vec::with_capacity(MACHINES * 8);
+    for m in 0..MACHINES {
+        let ty = m % 20;
+        let arch = if ty < 14 { "X86_64" } else { "aarch64" };
+        let mem = 2048 * (1 + ty % 4);
+        let kflops = 1_000_000 + 50_000 * ty;
+        for s in 1..=8 {
+            let i = out.len();
+            let claim = if i % 2 == 1 {
+                let u = i % SUBMITTERS;
+                format!(
+                    "RemoteUser = \"user{u}@pool\"; RemoteOwner = \"user{u}\"; State = \"Claimed\"; \
+                     Activity = \"Busy\"; TotalJobRunTime = {}; JobStart = {};",
+                    i % 7200,
+                    NOW - (i % 7200) as i64
+                )
+            } else {
+                "State = \"Unclaimed\"; Activity = \"Idle\";".to_string()
+            };
+            let text = format!(
+                "[Name = \"slot{s}@m{m}.pool\"; Machine = \"m{m}.pool\"; SlotID = {s}; MyType = \"Machine\"; \
+                  Arch = \"{arch}\"; OpSys = \"LINUX\"; Cpus = 1; Memory = {mem}; Disk = 1000000; \
+                  KFlops = {kflops}; Mips = 20000; LoadAvg = 0.0{}; KeyboardIdle = {}; \
+                  Start = TARGET.RequestMemory <= Memory; Requirements = START; Rank = 0.0; \
+                  CurrentRank = 0.0; {claim} SlotWeight = Cpus]",
+                i % 10,
+                1000 + i % 977
+            );
+            out.push(ClassAd::parse(&text).unwrap());
+        }
+    }
+    out
+}
+
+/// Each submitter's jobs: clusters of 1,000 procs of one kind, so 100
+/// kinds make its 10,000 jobs, 10,000 autoclusters in all.
+fn jobs() -> Vec<(String, Vec<ClassAd>)> {
+    let mut subs = Vec::new();
+    for u in 0..SUBMITTERS {
+        let mut jobs = Vec::with_capacity(JOBS_PER_SUBMITTER);
+        let clusters = JOBS_PER_SUBMITTER / PROCS_PER_CLUSTER;
+        for c in 0..clusters {
+            let cluster_id = 1000 + u * clusters + c;
+            // Within a cluster, the proc's RequestMemory varies over
+            // KINDS / clusters values: 100 kinds per submitter in all.
+            let per_cluster = KINDS / clusters;
+            let cluster = Arc::new(
+                ClassAd::parse(&format!(
+                    "[Owner = \"user{u}\"; ClusterId = {cluster_id}; QDate = {}; JobPrio = 0; \
+                      JobUniverse = 5; Cmd = \"/home/user{u}/run.sh\"; \
+                      RequestCpus = 1; RequestDisk = {}; \
+                      Requirements = (TARGET.Arch == \"{}\") && (TARGET.OpSys == \"LINUX\") && \
+                        (TARGET.Memory >= RequestMemory) && (TARGET.Disk >= RequestDisk) && (TARGET.Cpus >= RequestCpus); \
+                      Rank = TARGET.KFlops / 1000]",
+                    NOW - 10_000 + c as i64,
+                    1000 + u,
+                    if (u + c) % 5 == 0 { "aarch64" } else { "X86_64" },
+                ))
+                .unwrap(),
+            );
+            for p in 0..PROCS_PER_CLUSTER {
+                let kind = p % per_cluster;
+                let mut ad = ClassAd::parse(&format!(
+                    "[ProcId = {p}; Args = \"{p}\"; RequestMemory = {}]",
+                    128 * (1 + c * per_cluster + kind)
+                ))
+                .unwrap();
+                ad.chain_to(cluster.clone());
+                jobs.push(ad);
+            }
+        }
+        subs.push((format!("user{u}@pool"), jobs));
+    }
+    subs
+}
+
+fn main() {
+    let t = Instant::now();
+    let slots = slots();
+    let jobs = jobs();
+    eprintln!(
+        "made {} slots and {} jobs in {:.1} s",
+        slots.len(),
+        jobs.iter().map(|(_, j)| j.len()).sum::<usize>(),
+        t.elapsed().as_secs_f64()
+    );
+    let subs: Vec<SubmitterJobs<'_>> = jobs
+        .iter()
+        .map(|(n, j)| SubmitterJobs {
+            name: n.clone(),
+            jobs: j.iter().collect(),
+        })
+        .collect();
+    let empty = config::Config::empty("NEGOTIATOR");
+    let policy = Policy::from_config(&empty).unwrap();
+    let mut accountant = Accountant::from_config(&empty).unwrap();
+    let mut limits = ConcurrencyLimits::from_config(&empty).unwrap();
+    let rounds = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse::<usize>().ok())
+        .unwrap_or(3);
+    let mut times = Vec::new();
+    for round in 0..rounds {
+        let t = Instant::now();
+        let plan = negotiation_cycle(&slots, &subs, &mut accountant, &mut limits, &policy, NOW);
+        let secs = t.elapsed().as_secs_f64();
+        eprintln!(
+            "cycle {round}: {secs:.2} s; matches {}, autoclusters {}, slot classes {}, match lists {}, unmatched autoclusters {}",
+            plan.matches.len(),
+            plan.stats.autoclusters,
+            plan.stats.slot_classes,
+            plan.stats.match_lists_built,
+            plan.unmatched.len()
+        );
+        times.push(secs);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "negotiation cycle, 1,000,000 idle jobs / 10,000 autoclusters / 200,000 slots: median {:.2} s over {} cycles (target 5 s)",
+        times[times.len() / 2],
+        times.len()
+    );
+}
