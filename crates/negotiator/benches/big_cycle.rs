@@ -1,7 +1,8 @@
 //! One negotiation cycle at the scale of a large access point: 1,000,000
-//! idle jobs in 10,000 autoclusters (100 submitters, each with 100 kinds of
-//! job in clusters of 1,000 procs chained to their cluster ad, as the
-//! schedd holds them) against 200,000 slots (25,000 eight-slot machines of
+//! idle jobs in 10,000 autoclusters (100 submitters, each with 100
+//! clusters of 100 procs chained to their cluster ad, as the schedd holds
+//! them: what the jobs ask for is in the cluster ad, a proc has its ProcId
+//! and arguments) against 200,000 slots (25,000 eight-slot machines of
 //! 20 types, half of them claimed). Target: under 5 s on one core.
 //!
 //! The pool's path is measured: [`negotiation_cycle`] with the offer cap
@@ -23,9 +24,8 @@ use negotiator::matchmaker::negotiation_cycle;
 const NOW: i64 = 1_700_000_000;
 const MACHINES: usize = 25_000;
 const SUBMITTERS: usize = 100;
-const KINDS: usize = 100;
 const JOBS_PER_SUBMITTER: usize = 10_000;
-const PROCS_PER_CLUSTER: usize = 1_000;
+const PROCS_PER_CLUSTER: usize = 100;
 
 fn slots() -> Vec<ClassAd> {
     let mut out = Vec::with_capacity(MACHINES * 8);
@@ -62,8 +62,8 @@ fn slots() -> Vec<ClassAd> {
     out
 }
 
-/// Each submitter's jobs: clusters of 1,000 procs of one kind, so 100
-/// kinds make its 10,000 jobs, 10,000 autoclusters in all.
+/// Each submitter's jobs: 100 clusters of 100 procs, a kind of job each
+/// (its memory request and architecture), 10,000 autoclusters in all.
 fn jobs() -> Vec<(String, Vec<ClassAd>)> {
     let mut subs = Vec::new();
     for u in 0..SUBMITTERS {
@@ -71,30 +71,23 @@ fn jobs() -> Vec<(String, Vec<ClassAd>)> {
         let clusters = JOBS_PER_SUBMITTER / PROCS_PER_CLUSTER;
         for c in 0..clusters {
             let cluster_id = 1000 + u * clusters + c;
-            // Within a cluster, the proc's RequestMemory varies over
-            // KINDS / clusters values: 100 kinds per submitter in all.
-            let per_cluster = KINDS / clusters;
             let cluster = Arc::new(
                 ClassAd::parse(&format!(
                     "[Owner = \"user{u}\"; ClusterId = {cluster_id}; QDate = {}; JobPrio = 0; \
                       JobUniverse = 5; Cmd = \"/home/user{u}/run.sh\"; \
-                      RequestCpus = 1; RequestDisk = {}; \
+                      RequestCpus = 1; RequestMemory = {}; RequestDisk = {}; \
                       Requirements = (TARGET.Arch == \"{}\") && (TARGET.OpSys == \"LINUX\") && \
                         (TARGET.Memory >= RequestMemory) && (TARGET.Disk >= RequestDisk) && (TARGET.Cpus >= RequestCpus); \
                       Rank = TARGET.KFlops / 1000]",
                     NOW - 10_000 + c as i64,
+                    128 * (1 + c),
                     1000 + u,
                     if (u + c) % 5 == 0 { "aarch64" } else { "X86_64" },
                 ))
                 .unwrap(),
             );
             for p in 0..PROCS_PER_CLUSTER {
-                let kind = p % per_cluster;
-                let mut ad = ClassAd::parse(&format!(
-                    "[ProcId = {p}; Args = \"{p}\"; RequestMemory = {}]",
-                    128 * (1 + c * per_cluster + kind)
-                ))
-                .unwrap();
+                let mut ad = ClassAd::parse(&format!("[ProcId = {p}; Args = \"{p}\"]")).unwrap();
                 ad.chain_to(cluster.clone());
                 jobs.push(ad);
             }

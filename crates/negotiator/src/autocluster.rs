@@ -18,6 +18,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use classad::name::Special;
 use classad::{AttrName, ClassAd, Expr, Value};
@@ -30,6 +31,15 @@ pub struct SignificantAttrs {
     index: HashSet<String>,
     /// Structural hashes of expressions already searched for references.
     walked: HashSet<u64>,
+    /// The names' case-insensitive hashes: whether a proc ad's own
+    /// attribute may be significant, without folding its name (a hash
+    /// shared with another name only makes the answer "maybe").
+    folded: HashSet<u64>,
+    /// Keys of the cluster ads proc ads are chained to, each with the
+    /// number of names it was computed over (names only grow, so a key
+    /// over fewer is stale). The ad is held so that its address is not
+    /// reused while the key is kept.
+    parent_keys: HashMap<usize, (Arc<ClassAd>, u64, usize)>,
 }
 
 impl SignificantAttrs {
@@ -44,7 +54,9 @@ impl SignificantAttrs {
             return false;
         }
         self.index.insert(key);
-        self.names.push(AttrName::new(name));
+        let name = AttrName::new(name);
+        self.folded.insert(name.fold_hash());
+        self.names.push(name);
         true
     }
 
@@ -80,7 +92,40 @@ impl SignificantAttrs {
     /// closure HTCondor's `GetExternalReferences` follows). Returns the key
     /// and whether the set grew while computing it (then the key is
     /// incomplete and must be computed again).
+    ///
+    /// A proc ad that binds no significant name itself (what a job asks
+    /// for is in its cluster ad; a proc has its ProcId and arguments) has
+    /// its cluster ad's key, computed once for all its procs.
     pub fn key_of(&mut self, ad: &ClassAd) -> (u64, bool) {
+        let Some(parent) = self.shared_parent(ad) else {
+            return self.own_key_of(ad);
+        };
+        let at = Arc::as_ptr(parent) as usize;
+        if let Some((_, key, over)) = self.parent_keys.get(&at) {
+            if *over == self.names.len() {
+                return (*key, false);
+            }
+        }
+        let (key, grew) = self.own_key_of(parent);
+        if !grew {
+            self.parent_keys
+                .insert(at, (Arc::clone(parent), key, self.names.len()));
+        }
+        (key, grew)
+    }
+
+    /// The parent `ad` is chained to when every significant name reads
+    /// there as it reads in `ad`: `ad` neither binds nor hides one itself.
+    fn shared_parent<'a>(&self, ad: &'a ClassAd) -> Option<&'a Arc<ClassAd>> {
+        let parent = ad.parent()?;
+        let significant = |n: &AttrName| self.folded.contains(&n.fold_hash());
+        if ad.own().any(|(n, _)| significant(n)) || ad.hidden().iter().any(significant) {
+            return None;
+        }
+        Some(parent)
+    }
+
+    fn own_key_of(&mut self, ad: &ClassAd) -> (u64, bool) {
         let mut h = Fnv::default();
         let mut grew = false;
         let mut i = 0;
@@ -111,6 +156,12 @@ impl SignificantAttrs {
     /// Whether `a` and `b` bind every significant name to the same
     /// expression (the exact test behind a key match).
     pub fn alike(&self, a: &ClassAd, b: &ClassAd) -> bool {
+        // Procs of one cluster that bind nothing significant themselves.
+        if let (Some(x), Some(y)) = (self.shared_parent(a), self.shared_parent(b)) {
+            if Arc::ptr_eq(x, y) {
+                return true;
+            }
+        }
         self.names
             .iter()
             .all(|n| match (a.lookup_name(n), b.lookup_name(n)) {
@@ -459,6 +510,62 @@ mod tests {
         assert_ne!(ka, kc);
         assert!(attrs.alike(&a, &b));
         assert!(!attrs.alike(&a, &c));
+    }
+
+    #[test]
+    fn procs_of_a_cluster_share_its_key_unless_they_bind_or_hide_a_significant_name() {
+        let cluster = Arc::new(ad(
+            "[Requirements = Memory >= RequestMemory; RequestMemory = 512; Cmd = \"x\"]",
+        ));
+        let proc_ad = |text: &str| {
+            let mut p = ad(text);
+            p.chain_to(Arc::clone(&cluster));
+            p
+        };
+        let plain = proc_ad("[ProcId = 0; Args = \"0\"]");
+        let plain2 = proc_ad("[ProcId = 1; Args = \"1\"]");
+        let bigger = proc_ad("[ProcId = 2; requestmemory = 1024]");
+        let same_value = proc_ad("[ProcId = 3; RequestMemory = 512]");
+        let mut hiding = proc_ad("[ProcId = 4]");
+        hiding.remove("RequestMemory");
+        let flat = ad("[Requirements = Memory >= RequestMemory; RequestMemory = 512; ProcId = 9]");
+
+        let mut attrs = SignificantAttrs::new();
+        attrs.add("Requirements");
+        // Learn the closure first (RequestMemory, Memory), as the cycle
+        // does before it trusts any key.
+        while attrs.key_of(&plain).1 {}
+        let key = |attrs: &mut SignificantAttrs, a: &ClassAd| {
+            let (k, grew) = attrs.key_of(a);
+            assert!(!grew);
+            k
+        };
+        let k = key(&mut attrs, &plain);
+        assert_eq!(key(&mut attrs, &plain2), k);
+        assert_eq!(
+            key(&mut attrs, &same_value),
+            k,
+            "the same binding, held by the proc"
+        );
+        assert_eq!(
+            key(&mut attrs, &flat),
+            k,
+            "a flat ad with the same bindings"
+        );
+        assert_ne!(key(&mut attrs, &bigger), k);
+        assert_ne!(key(&mut attrs, &hiding), k);
+        assert!(attrs.alike(&plain, &plain2));
+        assert!(attrs.alike(&plain, &same_value));
+        assert!(attrs.alike(&plain, &flat));
+        assert!(!attrs.alike(&plain, &bigger));
+        assert!(!attrs.alike(&plain, &hiding));
+
+        // A name learned later (a slot's Rank reads Args) makes the kept
+        // cluster key stale: procs with other arguments part.
+        assert!(attrs.add("Args"));
+        let k0 = key(&mut attrs, &plain);
+        assert_ne!(key(&mut attrs, &plain2), k0);
+        assert!(!attrs.alike(&plain, &plain2));
     }
 
     #[test]
