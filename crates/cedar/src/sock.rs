@@ -213,6 +213,35 @@ pub struct Sock {
     timeout: Duration,
     /// Messages sent while corked ([`Sock::cork`]), not written yet.
     corked: Option<Vec<u8>>,
+    /// Bytes read from the stream and not yet taken: a message's header and
+    /// body, and the next messages a client sent without waiting (a
+    /// submission's many NoAck messages), come in one read, not two each.
+    read_buf: ReadBuffer,
+}
+
+/// How many bytes one read from the stream asks for at most.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// What [`Sock`] read ahead of the message it is taking apart.
+#[derive(Default)]
+struct ReadBuffer {
+    bytes: Vec<u8>,
+    /// The first byte not yet taken.
+    start: usize,
+}
+
+impl ReadBuffer {
+    /// Takes up to `out.len()` buffered bytes into `out`; how many.
+    fn take(&mut self, out: &mut [u8]) -> usize {
+        let n = out.len().min(self.bytes.len() - self.start);
+        out[..n].copy_from_slice(&self.bytes[self.start..self.start + n]);
+        self.start += n;
+        if self.start == self.bytes.len() {
+            self.bytes.clear();
+            self.start = 0;
+        }
+        n
+    }
 }
 
 /// How many bytes a corked socket gathers before it writes them.
@@ -256,6 +285,7 @@ impl Sock {
             first_recv: false,
             timeout: DEFAULT_TIMEOUT,
             corked: None,
+            read_buf: ReadBuffer::default(),
         }
     }
 
@@ -432,13 +462,7 @@ impl Sock {
         let deadline = self.message_deadline();
         loop {
             let mut h = [0u8; HEADER];
-            read_exact(
-                &mut *self.stream,
-                &mut h,
-                !first,
-                deadline,
-                "reading a packet header",
-            )?;
+            self.fill(&mut h, !first, deadline, "reading a packet header")?;
             let header = Header::parse(&h).map_err(SockError::BadPacket)?;
             if payload.len() + header.len > self.max_message {
                 return Err(SockError::TooBig {
@@ -446,13 +470,7 @@ impl Sock {
                 });
             }
             let mut body = vec![0u8; header.len];
-            read_exact(
-                &mut *self.stream,
-                &mut body,
-                true,
-                deadline,
-                "reading a packet",
-            )?;
+            self.fill(&mut body, true, deadline, "reading a packet")?;
             match &mut self.cipher {
                 None => {
                     self.received.add(&h);
@@ -472,6 +490,56 @@ impl Sock {
                 return Ok(payload);
             }
         }
+    }
+
+    /// Fills `out` from what was read ahead, then from the stream: a short
+    /// remainder is read through the buffer (one read may bring the next
+    /// messages too), a long one straight into `out`.
+    fn fill(
+        &mut self,
+        out: &mut [u8],
+        inside_message: bool,
+        deadline: Instant,
+        doing: &'static str,
+    ) -> Result<(), SockError> {
+        let mut got = self.read_buf.take(out);
+        if got == out.len() {
+            return Ok(());
+        }
+        let rest = &mut out[got..];
+        if rest.len() >= READ_CHUNK {
+            return read_exact(
+                &mut *self.stream,
+                rest,
+                inside_message || got > 0,
+                deadline,
+                doing,
+            );
+        }
+        let mut chunk = std::mem::take(&mut self.read_buf.bytes);
+        chunk.resize(READ_CHUNK, 0);
+        let mut have = 0;
+        let result: Result<(), SockError> = (|| {
+            while have < rest.len() {
+                have += read_some(
+                    &mut *self.stream,
+                    &mut chunk[have..],
+                    inside_message || got + have > 0,
+                    deadline,
+                    doing,
+                )?;
+            }
+            Ok(())
+        })();
+        chunk.truncate(have);
+        self.read_buf = ReadBuffer {
+            bytes: chunk,
+            start: 0,
+        };
+        result?;
+        got += self.read_buf.take(rest);
+        debug_assert_eq!(got, out.len());
+        Ok(())
     }
 
     /// Closes the connection both ways.
@@ -502,23 +570,39 @@ fn read_exact(
 ) -> Result<(), SockError> {
     let mut got = 0;
     while got < buf.len() {
+        got += read_some(
+            s,
+            &mut buf[got..],
+            inside_message || got > 0,
+            deadline,
+            doing,
+        )?;
+    }
+    Ok(())
+}
+
+/// One read of at least one byte into `buf` (retried when interrupted),
+/// within the message's deadline.
+fn read_some(
+    s: &mut dyn Conn,
+    buf: &mut [u8],
+    inside_message: bool,
+    deadline: Instant,
+    doing: &'static str,
+) -> Result<usize, SockError> {
+    loop {
         if Instant::now() >= deadline {
             return Err(SockError::TimedOut {
                 doing: "reading a message (it came too slowly)",
             });
         }
-        match s.read(&mut buf[got..]) {
-            Ok(0) => {
-                return Err(SockError::Closed {
-                    inside_message: inside_message || got > 0,
-                })
-            }
-            Ok(n) => got += n,
+        match s.read(buf) {
+            Ok(0) => return Err(SockError::Closed { inside_message }),
+            Ok(n) => return Ok(n),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(io_error(e, doing)),
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -585,6 +669,73 @@ mod tests {
         assert_eq!(server.recv().unwrap(), b"ping");
         client.close();
         assert!(matches!(server.recv(), Err(SockError::Closed { .. })));
+    }
+
+    /// Reads from a buffer at most `step` bytes a read, counting the reads.
+    struct Trickle {
+        bytes: io::Cursor<Vec<u8>>,
+        step: usize,
+        reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.reads
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let n = buf.len().min(self.step);
+            self.bytes.read(&mut buf[..n])
+        }
+    }
+
+    impl Write for Trickle {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn messages_sent_together_are_read_together_and_each_comes_whole() {
+        // Many small messages, one bigger than a read, a multi-packet one,
+        // then the end: whatever the stream hands over per read.
+        let small: Vec<Vec<u8>> = (0..500)
+            .map(|i| format!("message {i}").into_bytes())
+            .collect();
+        let big: Vec<u8> = (0..3 * READ_CHUNK + 17).map(|i| (i % 251) as u8).collect();
+        let mut bytes = Vec::new();
+        for m in &small {
+            bytes.extend(frame::packets(m));
+        }
+        bytes.extend(frame::packets(&big));
+        bytes.extend(frame::packets(b"last"));
+        for step in [1, 7, 4096, usize::MAX] {
+            let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let stream = Trickle {
+                bytes: io::Cursor::new(bytes.clone()),
+                step,
+                reads: reads.clone(),
+            };
+            let any: SocketAddr = "10.0.0.1:9618".parse().unwrap();
+            let mut s = Sock::over(stream, any, any);
+            for m in &small {
+                assert_eq!(&s.recv().unwrap(), m, "step {step}");
+            }
+            assert_eq!(s.recv().unwrap(), big, "step {step}");
+            assert_eq!(s.recv().unwrap(), b"last", "step {step}");
+            assert!(matches!(
+                s.recv(),
+                Err(SockError::Closed {
+                    inside_message: false
+                })
+            ));
+            if step == usize::MAX {
+                // 500 messages of 14 bytes or so: a read or two, not 1,000.
+                let n = reads.load(std::sync::atomic::Ordering::Relaxed);
+                assert!(n < 20, "{n} reads");
+            }
+        }
     }
 
     #[test]
