@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// HTCondor's command number (SCHED_VERS + 27).
-pub const X_EVENT_NOTIFICATION: i32 = 427;
+pub use cedar::commands::X_EVENT_NOTIFICATION;
 
 /// How often the kbdd looks (HTCondor's kbdd: every 5 s).
 pub const POLL: Duration = Duration::from_secs(5);

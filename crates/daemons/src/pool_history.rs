@@ -390,6 +390,60 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_history_queries_are_numbered_and_named_as_htcondor_s() {
+        // The pure core keeps its own numbers (it knows nothing of CEDAR);
+        // they must be the ones logs and refusals name.
+        use cedar::commands as c;
+        use negotiator::pool_history::commands as h;
+        for (ours, theirs, name) in [
+            (
+                h::QUERY_HIST_STARTD,
+                c::QUERY_HIST_STARTD,
+                "QUERY_HIST_STARTD",
+            ),
+            (
+                h::QUERY_HIST_STARTD_LIST,
+                c::QUERY_HIST_STARTD_LIST,
+                "QUERY_HIST_STARTD_LIST",
+            ),
+            (
+                h::QUERY_HIST_SUBMITTOR,
+                c::QUERY_HIST_SUBMITTOR,
+                "QUERY_HIST_SUBMITTOR",
+            ),
+            (
+                h::QUERY_HIST_SUBMITTOR_LIST,
+                c::QUERY_HIST_SUBMITTOR_LIST,
+                "QUERY_HIST_SUBMITTOR_LIST",
+            ),
+            (
+                h::QUERY_HIST_GROUPS,
+                c::QUERY_HIST_GROUPS,
+                "QUERY_HIST_GROUPS",
+            ),
+            (
+                h::QUERY_HIST_GROUPS_LIST,
+                c::QUERY_HIST_GROUPS_LIST,
+                "QUERY_HIST_GROUPS_LIST",
+            ),
+            (
+                h::QUERY_HIST_SUBMITTORGROUPS,
+                c::QUERY_HIST_SUBMITTORGROUPS,
+                "QUERY_HIST_SUBMITTORGROUPS",
+            ),
+            (
+                h::QUERY_HIST_SUBMITTORGROUPS_LIST,
+                c::QUERY_HIST_SUBMITTORGROUPS_LIST,
+                "QUERY_HIST_SUBMITTORGROUPS_LIST",
+            ),
+        ] {
+            assert_eq!(ours, theirs, "{name}");
+            assert_eq!(c::name(ours), Some(name));
+        }
+        assert_eq!(c::name(427), Some("X_EVENT_NOTIFICATION"));
+    }
+
+    #[test]
     fn a_view_host_that_is_this_collector_is_recognised() {
         let me = Sinful::parse("<127.0.0.1:9700?noUDP>", 0).unwrap();
         for (host, mine) in [
