@@ -27,7 +27,7 @@ pub fn run(
             let port =
                 daemons::command_port::PortConfig::from_config(&read.negotiator, &dir, true, true)
                     .map_err(|e| Error::Daemon(format!("configuration error: {e}")))?;
-            let node = node_config(&dir, read.startd, read.negotiator)?;
+            let node = node_config(&dir, read.startd, read.negotiator, read.collector)?;
             let slots_note = format!(
                 "execute directory: {}{}",
                 node.execute_dir.display(),
@@ -185,7 +185,7 @@ pub fn daemon(
         role == daemons::roles::RoleName::Schedd,
     )
     .map_err(|e| Error::Daemon(format!("configuration error: {e}")))?;
-    let node = node_config(&dir, read.startd, read.negotiator)?;
+    let node = node_config(&dir, read.startd, read.negotiator, read.collector)?;
     let pool = daemons::Pool::daemon(&dir, read.pool, node, role)
         .and_then(|p| p.with_command_port(port))
         .map_err(|e| Error::Daemon(e.to_string()))?
@@ -232,6 +232,7 @@ fn node_config(
     dir: &std::path::Path,
     startd: config::Config,
     negotiator: config::Config,
+    collector: config::Config,
 ) -> Result<daemons::NodeConfig, Error> {
     let set_in_a_file = |name: &str| {
         startd
@@ -283,6 +284,7 @@ fn node_config(
     Ok(daemons::NodeConfig {
         startd,
         negotiator,
+        collector,
         hostname,
         host: machine,
         readings_file,
@@ -306,7 +308,8 @@ fn configuration_used(files: &dyn config::Files, host: &dyn Host) -> String {
     }
 }
 
-/// The schedd's, the startd's and the negotiator's configuration.
+/// The schedd's, the startd's, the negotiator's and the collector's
+/// configuration.
 fn read_configuration(
     files: &dyn config::Files,
     host: &dyn Host,
@@ -323,6 +326,7 @@ fn read_configuration(
         pool,
         startd: read("STARTD")?,
         negotiator: read("NEGOTIATOR")?,
+        collector: read("COLLECTOR")?,
     })
 }
 

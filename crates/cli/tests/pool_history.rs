@@ -79,8 +79,23 @@ fn a_pools_collector_forwards_to_a_view_collector_whose_history_stats_reads() {
         assert!(o.status.success(), "{}", err(&o));
         out(&o).lines().map(str::to_string).collect::<Vec<String>>()
     };
+    // A setting for the negotiator alone is not the collector's: the
+    // collector reads the configuration as the COLLECTOR subsystem.
+    write(
+        &config,
+        &format!("NUM_CPUS = 2\nNEGOTIATOR.CONDOR_VIEW_HOST = {view_host}\n"),
+    );
+    let o = command_with_config(&state, &config, &[("COLLECTOR_HOST", &main_host)])
+        .current_dir(&dir)
+        .arg("reconfig")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "reconfig: {}", err(&o));
     std::thread::sleep(std::time::Duration::from_secs(2));
-    assert!(at_view().is_empty(), "nothing is forwarded yet");
+    assert!(
+        at_view().is_empty(),
+        "nothing is forwarded yet (NEGOTIATOR.CONDOR_VIEW_HOST is not the collector's)"
+    );
     // As the manual says: CONDOR_VIEW_HOST in the pool's file, then
     // condor_reconfig.
     write(

@@ -68,15 +68,16 @@ pub struct Reloaded {
     pub pool: PoolConfig,
     pub startd: config::Config,
     pub negotiator: config::Config,
+    pub collector: config::Config,
 }
 
 impl Reloaded {
     /// The view collectors the new configuration names for the
     /// collector, and which ads go to them.
-    pub fn negotiator_view(
+    pub fn collector_view(
         &self,
     ) -> Result<(Vec<String>, Vec<negotiator::collector::AdType>), String> {
-        crate::pool_history::view_settings(&self.negotiator)
+        crate::pool_history::view_settings(&self.collector)
     }
 }
 

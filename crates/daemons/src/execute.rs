@@ -45,6 +45,9 @@ pub struct NodeConfig {
     pub startd: config::Config,
     /// As the negotiator reads it (subsystem NEGOTIATOR).
     pub negotiator: config::Config,
+    /// As the collector reads it (subsystem COLLECTOR): `COLLECTOR.`
+    /// settings (CONDOR_VIEW_HOST, KEEP_POOL_HISTORY) apply to it alone.
+    pub collector: config::Config,
     /// The machine's name in slot names (`slot1@name`).
     pub hostname: String,
     /// What the machine offers, read once at start.

@@ -177,26 +177,27 @@ fn build_roles(
         );
     }
     if wanted.contains(&RoleName::Collector) {
-        let collector = CollectorStore::from_config(cm).map_err(|e| format!("collector: {e}"))?;
+        let cc = &node.collector;
+        let collector = CollectorStore::from_config(cc).map_err(|e| format!("collector: {e}"))?;
         let mut role = CollectorRole::new(collector, poll, &node.hostname);
-        let (hosts, types) = crate::pool_history::view_settings(cm)?;
+        let (hosts, types) = crate::pool_history::view_settings(cc)?;
         role = role.forwarding_to(hosts, types);
-        if cm
+        if cc
             .boolean("KEEP_POOL_HISTORY")
             .map_err(|e| format!("collector: {e}"))?
             .unwrap_or(false)
         {
-            let dir = cm
+            let dir = cc
                 .get("POOL_HISTORY_DIR")
                 .map_err(|e| format!("collector: {e}"))?
                 .filter(|d| !d.trim().is_empty())
                 .map(std::path::PathBuf::from)
                 .unwrap_or_else(|| state_dir.join("ViewHist"));
-            let storage = cm
+            let storage = cc
                 .integer_or("POOL_HISTORY_MAX_STORAGE", 10_000_000)
                 .map_err(|e| format!("collector: {e}"))?
                 .max(1) as u64;
-            let every = cm
+            let every = cc
                 .duration("POOL_HISTORY_SAMPLING_INTERVAL")
                 .map_err(|e| format!("collector: {e}"))?
                 .unwrap_or(60)
@@ -1882,7 +1883,7 @@ async fn reconfigure_here(shared: &Arc<Shared>) -> Result<api::ReconfigAnswer, A
     // the central manager's part here, then the startd's (it reads every
     // slot's policy before it changes any).
     let cm = new.central_manager()?;
-    let view = match new.negotiator_view() {
+    let view = match new.collector_view() {
         Ok(v) => v,
         Err(e) => {
             return Err(ApiError::bad_request(format!(
@@ -1894,6 +1895,7 @@ async fn reconfigure_here(shared: &Arc<Shared>) -> Result<api::ReconfigAnswer, A
         pool,
         startd,
         negotiator: _,
+        collector: _,
     } = new;
     let r = &shared.router;
     if r.startd().is_ok() {

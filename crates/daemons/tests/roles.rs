@@ -64,6 +64,7 @@ impl Pool {
         let node = NodeConfig {
             startd: config("STARTD", &policy),
             negotiator: config("NEGOTIATOR", ""),
+            collector: config("COLLECTOR", ""),
             hostname: "exec".into(),
             host: HostReadings::simple(slots, 4096, 1 << 30, 0),
             readings_file: None,
