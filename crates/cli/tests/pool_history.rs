@@ -81,16 +81,19 @@ fn a_pools_collector_forwards_to_a_view_collector_whose_history_stats_reads() {
     };
     // A setting for the negotiator alone is not the collector's: the
     // collector reads the configuration as the COLLECTOR subsystem.
-    write(
-        &config,
-        &format!("NUM_CPUS = 2\nNEGOTIATOR.CONDOR_VIEW_HOST = {view_host}\n"),
-    );
-    let o = command_with_config(&state, &config, &[("COLLECTOR_HOST", &main_host)])
-        .current_dir(&dir)
-        .arg("reconfig")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "reconfig: {}", err(&o));
+    // The pool's file rewritten, then condor_reconfig.
+    let reconfig = |text: &str| {
+        write(&config, text);
+        let o = command_with_config(&state, &config, &[("COLLECTOR_HOST", &main_host)])
+            .current_dir(&dir)
+            .arg("reconfig")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "reconfig: {}", err(&o));
+    };
+    reconfig(&format!(
+        "NUM_CPUS = 2\nNEGOTIATOR.CONDOR_VIEW_HOST = {view_host}\n"
+    ));
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert!(
         at_view().is_empty(),
@@ -98,16 +101,7 @@ fn a_pools_collector_forwards_to_a_view_collector_whose_history_stats_reads() {
     );
     // As the manual says: CONDOR_VIEW_HOST in the pool's file, then
     // condor_reconfig.
-    write(
-        &config,
-        &format!("NUM_CPUS = 2\nCONDOR_VIEW_HOST = {view_host}\n"),
-    );
-    let o = command_with_config(&state, &config, &[("COLLECTOR_HOST", &main_host)])
-        .current_dir(&dir)
-        .arg("reconfig")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "reconfig: {}", err(&o));
+    reconfig(&format!("NUM_CPUS = 2\nCONDOR_VIEW_HOST = {view_host}\n"));
 
     // `status -pool` at the view collector shows the pool's slots.
     let slots = wait_for(30, "the slots at the view collector", || {

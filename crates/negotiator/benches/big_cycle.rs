@@ -21,46 +21,13 @@ use negotiator::cycle::{Policy, SubmitterJobs};
 use negotiator::limits::ConcurrencyLimits;
 use negotiator::matchmaker::negotiation_cycle;
 
-const NOW: i64 = 1_700_000_000;
+mod pool;
+
+use pool::NOW;
 const MACHINES: usize = 25_000;
 const SUBMITTERS: usize = 100;
 const JOBS_PER_SUBMITTER: usize = 10_000;
 const PROCS_PER_CLUSTER: usize = 100;
-
-fn slots() -> Vec<ClassAd> {
-    let mut out = Vec::with_capacity(MACHINES * 8);
-    for m in 0..MACHINES {
-        let ty = m % 20;
-        let arch = if ty < 14 { "X86_64" } else { "aarch64" };
-        let mem = 2048 * (1 + ty % 4);
-        let kflops = 1_000_000 + 50_000 * ty;
-        for s in 1..=8 {
-            let i = out.len();
-            let claim = if i % 2 == 1 {
-                let u = i % SUBMITTERS;
-                format!(
-                    "RemoteUser = \"user{u}@pool\"; RemoteOwner = \"user{u}\"; State = \"Claimed\"; \
-                     Activity = \"Busy\"; TotalJobRunTime = {}; JobStart = {};",
-                    i % 7200,
-                    NOW - (i % 7200) as i64
-                )
-            } else {
-                "State = \"Unclaimed\"; Activity = \"Idle\";".to_string()
-            };
-            let text = format!(
-                "[Name = \"slot{s}@m{m}.pool\"; Machine = \"m{m}.pool\"; SlotID = {s}; MyType = \"Machine\"; \
-                  Arch = \"{arch}\"; OpSys = \"LINUX\"; Cpus = 1; Memory = {mem}; Disk = 1000000; \
-                  KFlops = {kflops}; Mips = 20000; LoadAvg = 0.0{}; KeyboardIdle = {}; \
-                  Start = TARGET.RequestMemory <= Memory; Requirements = START; Rank = 0.0; \
-                  CurrentRank = 0.0; {claim} SlotWeight = Cpus]",
-                i % 10,
-                1000 + i % 977
-            );
-            out.push(ClassAd::parse(&text).unwrap());
-        }
-    }
-    out
-}
 
 /// Each submitter's jobs: 100 clusters of 100 procs, a kind of job each
 /// (its memory request and architecture), 10,000 autoclusters in all.
@@ -99,7 +66,7 @@ fn jobs() -> Vec<(String, Vec<ClassAd>)> {
 
 fn main() {
     let t = Instant::now();
-    let slots = slots();
+    let slots = pool::slots(MACHINES, 20, SUBMITTERS);
     let jobs = jobs();
     eprintln!(
         "made {} slots and {} jobs in {:.1} s",

@@ -10,7 +10,9 @@ use classad::ClassAd;
 use criterion::{criterion_group, criterion_main, Criterion};
 use negotiator::cycle::{negotiate, NoLimits, Policy, Priorities, SubmitterJobs};
 
-const NOW: i64 = 1_700_000_000;
+mod pool;
+
+use pool::NOW;
 
 struct Prios(HashMap<String, f64>);
 
@@ -26,43 +28,6 @@ impl Priorities for Prios {
             0.0
         }
     }
-}
-
-fn slots() -> Vec<ClassAd> {
-    let mut out = Vec::with_capacity(20_000);
-    for m in 0..2_500 {
-        let ty = m % 10;
-        let arch = if ty < 7 { "X86_64" } else { "aarch64" };
-        let mem = 2048 * (1 + ty % 4);
-        let kflops = 1_000_000 + 50_000 * ty;
-        for s in 1..=8 {
-            let i = out.len();
-            let claimed = i % 2 == 1;
-            let claim = if claimed {
-                format!(
-                    "RemoteUser = \"user{}@pool\"; RemoteOwner = \"user{}\"; State = \"Claimed\"; \
-                     Activity = \"Busy\"; TotalJobRunTime = {}; JobStart = {};",
-                    i % 20,
-                    i % 20,
-                    i % 7200,
-                    NOW - (i % 7200) as i64
-                )
-            } else {
-                "State = \"Unclaimed\"; Activity = \"Idle\";".to_string()
-            };
-            let text = format!(
-                "[Name = \"slot{s}@m{m}.pool\"; Machine = \"m{m}.pool\"; SlotID = {s}; MyType = \"Machine\"; \
-                  Arch = \"{arch}\"; OpSys = \"LINUX\"; Cpus = 1; Memory = {mem}; Disk = 1000000; \
-                  KFlops = {kflops}; Mips = 20000; LoadAvg = 0.0{}; KeyboardIdle = {}; \
-                  Start = TARGET.RequestMemory <= Memory; Requirements = START; Rank = 0.0; \
-                  CurrentRank = 0.0; {claim} SlotWeight = Cpus]",
-                i % 10,
-                1000 + i % 977
-            );
-            out.push(ClassAd::parse(&text).unwrap());
-        }
-    }
-    out
 }
 
 fn jobs() -> Vec<(String, Vec<ClassAd>)> {
@@ -94,7 +59,7 @@ fn jobs() -> Vec<(String, Vec<ClassAd>)> {
 }
 
 fn bench(c: &mut Criterion) {
-    let slots = slots();
+    let slots = pool::slots(2_500, 10, 20);
     let jobs = jobs();
     let subs: Vec<SubmitterJobs<'_>> = jobs
         .iter()
