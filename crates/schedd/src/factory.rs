@@ -55,6 +55,9 @@ pub struct Factory {
     pub total: i64,
     /// The cluster ad every job of the factory is chained to.
     pub cluster_ad: Arc<ClassAd>,
+    /// Paused by its owner (HTCondor holds the cluster's factory so:
+    /// `condor_hold` of the cluster; `condor_release` resumes it).
+    pub paused: bool,
     /// Job 0 as the schedd materializes it (what job N is compared with).
     base: Option<ClassAd>,
 }
@@ -96,6 +99,7 @@ impl Factory {
             next_proc,
             total,
             cluster_ad,
+            paused: false,
             base: None,
         }
     }
@@ -121,7 +125,7 @@ impl Factory {
 
     /// JobMaterializePaused: a held cluster (or an admin) pauses it.
     pub fn paused(&self) -> bool {
-        literal_int(&self.cluster_ad, attr::PAUSED).is_some_and(|p| p != 0)
+        self.paused || literal_int(&self.cluster_ad, attr::PAUSED).is_some_and(|p| p != 0)
     }
 
     /// Whether every job has been made.
@@ -274,5 +278,7 @@ mod tests {
         assert_eq!(f.due(&counts(0, 0, 0)), 0);
         Arc::make_mut(&mut f.cluster_ad).insert_value(attr::PAUSED, 0);
         assert_eq!(f.due(&counts(0, 0, 0)), 2);
+        f.paused = true;
+        assert_eq!(f.due(&counts(0, 0, 0)), 0);
     }
 }
