@@ -165,12 +165,21 @@ impl Factory {
                 self.cluster
             ))
         };
+        // HTCondor's condor_submit leaves out of the digest what no job
+        // changes, the executable too (`SubmitHash::make_digest` prunes
+        // it): that is in the cluster ad, and the description read here
+        // needs one; the digest's own, when it has one, comes later and
+        // wins.
+        let text = match self.cluster_ad.get("Cmd") {
+            Some(Expr::Lit(Value::Str(cmd))) => format!("executable = {cmd}\n{}", self.digest),
+            _ => self.digest.clone(),
+        };
         if self.base.is_none() {
-            let base = submit::materialize(&self.digest, &self.items, 0, &options, config, &files)
+            let base = submit::materialize(&text, &self.items, 0, &options, config, &files)
                 .map_err(fail)?;
             self.base = Some(base);
         }
-        let job = submit::materialize(&self.digest, &self.items, proc, &options, config, &files)
+        let job = submit::materialize(&text, &self.items, proc, &options, config, &files)
             .map_err(fail)?;
         let base = self.base.as_ref().expect("made above");
         let mut own = ClassAd::new();
@@ -269,6 +278,40 @@ mod tests {
         let f = factory("executable = job.sh\nmax_idle = 1\nqueue 5\n");
         assert_eq!(f.due(&counts(0, 3, 0)), 1);
         assert_eq!(f.due(&counts(1, 3, 0)), 0);
+    }
+
+    #[test]
+    fn a_digest_as_htcondor_s_client_sends_it() {
+        // Recorded from the htcondor 25.14.1 bindings (`Schedd.submit` of
+        // `max_materialize = 2` over itemdata): the executable is pruned,
+        // in the cluster ad only.
+        let digest = "FACTORY.Requirements=MY.Requirements\n\
+                      arguments=-c 'sleep 1; echo $(letter) $(ProcId)'\n\
+                      FACTORY.Iwd=/home/alice\nmax_materialize=2\n\
+                      output=fact.$(ProcId)\n\nQueue 1 letter from condor_submit.1.items\n";
+        let items: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let options = submit::SubmitOptions::new(1, "alice", 100, "/");
+        let total = submit::factory_total(digest, items.len(), &options, &config()).unwrap();
+        assert_eq!(total, 3);
+        let mut cluster_ad = ClassAd::new();
+        cluster_ad.insert_value("Cmd", "/bin/sh");
+        cluster_ad.insert_value("Args", "-c 'sleep 1; echo a 0'");
+        cluster_ad.insert_value("Out", "fact.0");
+        cluster_ad.insert_value(attr::LIMIT, 2);
+        let mut f = Factory::new(1, digest.into(), items, 0, total, Arc::new(cluster_ad));
+        let p0 = f.make(&config()).unwrap();
+        assert!(
+            p0.get("Cmd").is_none() && p0.get("Args").is_none(),
+            "{p0:?}"
+        );
+        let p2 = {
+            f.make(&config()).unwrap();
+            f.make(&config()).unwrap()
+        };
+        let text = |n: &str| classad::unparse::expr_to_string(p2.get(n).unwrap());
+        assert_eq!(text("Args"), "\"-c 'sleep 1; echo c 2'\"");
+        assert_eq!(text("Out"), "\"fact.2\"");
+        assert!(p2.get("Cmd").is_none());
     }
 
     #[test]
