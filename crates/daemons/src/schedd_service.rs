@@ -1357,10 +1357,17 @@ impl Schedd {
                 eprintln!("schedd: {note}");
             }
         }
-        Ok(ActAnswer {
-            done: changes.iter().map(|c| c.job.to_string()).collect(),
-            failed,
-        })
+        let mut done: Vec<String> = changes.iter().map(|c| c.job.to_string()).collect();
+        // A factory acted on with none of its jobs in the queue (all left,
+        // or paused before it made the next) was still acted on: its
+        // cluster ad counts, as `C.-1`.
+        for c in &factories {
+            let cluster = c.parse::<i64>().unwrap_or(-1);
+            if !changes.iter().any(|ch| ch.job.cluster == cluster) {
+                done.push(format!("{c}.-1"));
+            }
+        }
+        Ok(ActAnswer { done, failed })
     }
 
     /// condor_vacate_job's checks: which of `targets` `user` may vacate
