@@ -54,6 +54,10 @@ pub struct PoolConfig {
     /// The configuration late materialization makes jobs with (the
     /// submit language's defaults, as HTCondor's schedd uses its own).
     pub materialize_config: Arc<config::Config>,
+    /// The most jobs of one factory present at once, whatever its
+    /// JobMaterializeLimit: MAX_MATERIALIZED_JOBS_PER_CLUSTER and
+    /// MAX_JOBS_PER_SUBMISSION, the smaller (HTCondor's schedd too).
+    pub max_materialized_per_cluster: i64,
 }
 
 impl Default for PoolConfig {
@@ -69,6 +73,7 @@ impl Default for PoolConfig {
             edit_rules: EditRules::default(),
             user_home: true,
             materialize_config: Arc::new(config::Config::empty("SCHEDD")),
+            max_materialized_per_cluster: 20_000,
         }
     }
 }
@@ -106,7 +111,15 @@ impl PoolConfig {
             .boolean("CLASSAD_ENABLE_USER_HOME")
             .map_err(|e| e.to_string())?
             .unwrap_or(true);
+        let per_submission = config
+            .integer_or("MAX_JOBS_PER_SUBMISSION", 20_000)
+            .map_err(|e| e.to_string())?;
+        let per_cluster = config
+            .integer("MAX_MATERIALIZED_JOBS_PER_CLUSTER")
+            .map_err(|e| e.to_string())?
+            .unwrap_or(i64::from(i32::MAX));
         Ok(PoolConfig {
+            max_materialized_per_cluster: per_submission.min(per_cluster).max(1),
             materialize_config: Arc::new(config.clone()),
             user_home,
             edit_rules,
@@ -1011,7 +1024,12 @@ impl Schedd {
         for (_, ad) in self.queue.cluster_jobs(factory.cluster) {
             counts.count(schedd::queue::status_of(ad));
         }
-        let due = factory.due(&counts);
+        let gone = counts.of(JobStatus::Completed) + counts.of(JobStatus::Removed);
+        let present = (counts.jobs() - gone) as i64;
+        let due = factory
+            .due(&counts)
+            .min(self.config.max_materialized_per_cluster - present)
+            .max(0);
         if due == 0 {
             return Ok((Vec::new(), None));
         }
