@@ -25,7 +25,16 @@
 //! are kept under and their number), the submit digest with
 //! JobMaterializeLimit (SetJobFactory, its queue statement naming that
 //! name) and the cluster ad, and no proc; at the commit the cluster is
-//! queued as a factory (`Schedd::submit_factory`).
+//! queued as a factory (`Schedd::submit_factory`). Recorded from the
+//! htcondor 25.14.1 bindings (`max_materialize = 2`, itemdata of six
+//! rows): after NewCluster, SendMaterializeData(cluster, flags 0, raw
+//! `a\nb\n...f\n`), answered `condor_submit.1.items`, 6, 0; then
+//! SetJobFactory(cluster, 2, "", digest) where the digest is
+//! `FACTORY.Requirements=MY.Requirements`, the commands that may vary
+//! (`arguments=...`, `output=fact.$(ProcId)`, `FACTORY.Iwd=<cwd>`,
+//! `max_materialize=2`; the executable is pruned: it is in the cluster ad)
+//! and `Queue 1 letter from condor_submit.1.items`; then the cluster ad
+//! (SetAttribute2 NoAck of proc -1) and the commit.
 
 use classad::ClassAd;
 use schedd::{EditTarget, JobId};
