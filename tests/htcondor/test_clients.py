@@ -755,6 +755,64 @@ class ClientsWithRecommendedSecurity(unittest.TestCase):
         self.assertTrue(self.pool.alive())
 
 
+class LateMaterialization(unittest.TestCase):
+    """A factory (`max_materialize`) submitted by the real client: it sends
+    the item rows (SendMaterializeData), the submit digest
+    (SetJobFactory) and the cluster ad, no proc; the schedd makes the jobs
+    a few at a time as earlier ones leave."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pool = Pool()
+        cls.alice = Client(cls.pool, ALICE)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pool.stop()
+
+    def test_max_materialize_keeps_two_present_and_all_six_complete(self):
+        got = self.alice.run(
+            """
+            s = schedd()
+            sub = htcondor.Submit({"executable": "/bin/sh",
+                                   "arguments": "\\"-c 'sleep 1; echo $(letter) $(ProcId)'\\"",
+                                   "output": "fact.$(ProcId)", "max_materialize": "2"})
+            r = s.submit(sub, itemdata=iter([{"letter": l} for l in "abcdef"]))
+            c = r.cluster()
+            most, seen, factory = 0, set(), None
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                ads = s.query(f"ClusterId == {c}", ["ProcId", "JobStatus"])
+                most = max(most, len([a for a in ads if a["JobStatus"] not in (3, 4)]))
+                seen.update(a["ProcId"] for a in ads)
+                if factory is None:
+                    f = s.query(f"ClusterId == {c} && ProcId is undefined",
+                                ["JobMaterializeLimit", "TotalSubmitProcs"],
+                                opts=htcondor.QueryOpt.IncludeClusterAd)
+                    if f:
+                        factory = plain(f)[0]
+                h = s.history(f"ClusterId == {c}", ["ProcId", "ExitCode"], 10)
+                if len(list(h)) == 6 and not ads:
+                    break
+                time.sleep(0.2)
+            h = plain(s.history(f"ClusterId == {c}", ["ProcId", "ExitCode", "JobStatus"], 10))
+            print(json.dumps({"cluster": c, "procs": r.num_procs(), "most": most, "seen": sorted(seen),
+                              "factory": factory, "history": h}))
+            """
+        )
+        # The client counts the jobs the factory will make.
+        self.assertEqual(got["procs"], 6, got)
+        self.assertLessEqual(got["most"], 2, got)
+        self.assertGreaterEqual(got["most"], 1, got)
+        self.assertEqual(got["factory"]["JobMaterializeLimit"], 2, got)
+        self.assertEqual(got["factory"]["TotalSubmitProcs"], 6, got)
+        self.assertEqual(sorted(a["ProcId"] for a in got["history"]), list(range(6)), got)
+        self.assertTrue(all(a["ExitCode"] == 0 and a["JobStatus"] == 4 for a in got["history"]), got)
+        for proc, letter in enumerate("abcdef"):
+            with open(os.path.join(self.alice.home, f"fact.{proc}")) as f:
+                self.assertEqual(f.read(), f"{letter} {proc}\n")
+
+
 class ThePoolKeepsItsBounds(unittest.TestCase):
     """What a client may not make the pool do: write as the anonymous,
     submit past MAX_JOBS_PER_SUBMISSION, send a huge first message, take

@@ -45,6 +45,8 @@ pub const COMMIT_TRANSACTION_NO_FLAGS: i64 = 10007;
 pub const SET_ATTRIBUTE2: i64 = 10027;
 pub const CLOSE_SOCKET: i64 = 10028;
 pub const GET_CAPABILITIES: i64 = 10036;
+pub const SET_JOB_FACTORY: i64 = 10037;
+pub const SEND_MATERIALIZE_DATA: i64 = 10039;
 
 /// SetAttribute's flag: the schedd sends no answer.
 pub const NO_ACK: u8 = 0x02;
@@ -561,6 +563,84 @@ impl<'s> ClusterSender<'s> {
         self.sock.uncork().map_err(sock_err("SetAttribute"))?;
         commit(self.sock)
     }
+}
+
+/// Sends a factory cluster (late materialization) as HTCondor's client
+/// does, after NewCluster, and commits it: the item rows
+/// (SendMaterializeData: the rows as raw lines, answered with the name
+/// the schedd keeps them under and their number), the submit digest that
+/// `digest` makes with that name and JobMaterializeLimit `limit`
+/// (SetJobFactory), then the cluster ad as proc -1, NoAck; no proc.
+/// Returns the schedd's warning, if it gave one.
+pub fn submit_factory(
+    sock: &mut Sock,
+    cluster: i32,
+    limit: i64,
+    items: &[String],
+    digest: &dyn Fn(&str) -> String,
+    cluster_ad: &ClassAd,
+) -> Result<Option<String>, QmgmtError> {
+    let mut items_file = String::new();
+    if !items.is_empty() {
+        let call_name = "SendMaterializeData";
+        let mut e = sock.encoder();
+        e.put_int(SEND_MATERIALIZE_DATA)
+            .put_int(i64::from(cluster))
+            .put_int(0);
+        let mut rows = String::new();
+        for row in items {
+            rows.push_str(row);
+            rows.push('\n');
+        }
+        e.put_bytes(rows.as_bytes());
+        sock.send(&e).map_err(sock_err(call_name))?;
+        let msg = answer(sock, call_name)?;
+        let mut d = sock.decoder(&msg);
+        let name = d.get_str().map_err(decode_err(call_name))?;
+        let count = d.get_int().map_err(decode_err(call_name))?;
+        let rval = d.get_int().map_err(decode_err(call_name))?;
+        if rval < 0 {
+            return Err(decode_failure(call_name, rval, &mut d));
+        }
+        if count != items.len() as i64 {
+            return Err(QmgmtError::Protocol {
+                call: call_name,
+                detail: format!(
+                    "the schedd kept {count} item rows of the {} sent",
+                    items.len()
+                ),
+            });
+        }
+        items_file = name;
+    }
+    let call_name = "SetJobFactory";
+    let mut e = sock.encoder();
+    e.put_int(SET_JOB_FACTORY)
+        .put_int(i64::from(cluster))
+        .put_int(limit)
+        .put_str("")
+        .put_str(&digest(&items_file));
+    sock.send(&e).map_err(sock_err(call_name))?;
+    let msg = answer(sock, call_name)?;
+    decode_int_reply(call_name, &msg, sock.encrypting())?;
+    sock.cork();
+    let sent = (|| {
+        set_attribute(sock, cluster, -1, "ClusterId", &cluster.to_string(), true)?;
+        if !cluster_ad.contains("Owner") {
+            set_attribute(sock, cluster, -1, "Owner", "undefined", true)?;
+        }
+        for (name, expr) in cluster_ad.iter_inserted() {
+            if name.as_str().eq_ignore_ascii_case("ClusterId") || named(&PROC_ONLY, name.as_str()) {
+                continue;
+            }
+            let text = classad::unparse::expr_to_old_syntax(expr);
+            set_attribute(sock, cluster, -1, name.as_str(), &text, true)?;
+        }
+        Ok(())
+    })();
+    sock.uncork().map_err(sock_err("SetAttribute"))?;
+    sent?;
+    commit(sock)
 }
 
 impl Drop for ClusterSender<'_> {

@@ -526,6 +526,11 @@ pub struct QArgs {
     /// Print only the totals lines.
     #[arg(long)]
     pub totals: bool,
+    /// The late-materialization factories (max_materialize, max_idle):
+    /// each factory cluster's limit, jobs present, running, idle, held,
+    /// next ProcId and mode, as condor_q -factory.
+    #[arg(long)]
+    pub factory: bool,
     /// Do not cut long values to the terminal's width (ferrocondor never
     /// cuts them, so this changes nothing).
     #[arg(long)]
@@ -962,7 +967,7 @@ pub const Q_OPTIONS: &[Abbrev] = &[
     no("address", 1),
     no("autocluster", 2).colon(),
     no("group-by", 2).colon(),
-    no("factory", 4).colon(),
+    to("factory", 4, "factory", 0).colon(),
     no("jobset", 5).colon(),
     no("attributes", 2),
     to("format", 1, "format", 2),

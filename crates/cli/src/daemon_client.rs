@@ -394,6 +394,25 @@ impl Daemons {
         Ok((ads, summary))
     }
 
+    /// The factories' cluster ads (late materialization) that make
+    /// `constraint` true, as condor_q -factory asks for them
+    /// (`IncludeClusterAd`, `NoProcAds`).
+    pub fn query_factories(&self, constraint: Option<&str>) -> Result<Vec<ClassAd>, Error> {
+        let addr = self.schedd()?.clone();
+        let mut req = ClassAd::new();
+        let mut c =
+            "(ProcId is undefined) && (JobMaterializeDigestFile isnt undefined)".to_string();
+        if let Some(more) = constraint {
+            c = format!("{c} && ({more})");
+        }
+        set_expr(&mut req, "Requirements", &c)?;
+        req.insert_value("IncludeClusterAd", true);
+        req.insert_value("NoProcAds", true);
+        let (ads, summary) = self.query(Kind::Schedd, &addr, cmd::QUERY_JOB_ADS_WITH_AUTH, &req)?;
+        refused_in(&summary)?;
+        Ok(ads)
+    }
+
     /// The summary ad alone of a job query (`SummaryOnly`, as `condor_q
     /// -totals` asks): the counts of the jobs `constraint` selects
     /// (`Jobs`, `Idle`, ...), the caller's (`My*`) and everyone's

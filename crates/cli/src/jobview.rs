@@ -325,6 +325,52 @@ fn id_cell(ad: &ClassAd, env: &Env) -> String {
     format!("{c:>4}.{p:<3}")
 }
 
+/// condor_q -factory: one line per factory cluster (its cluster ad, with
+/// the counts the schedd adds), HTCondor's columns.
+pub fn factory_table(ads: &[ClassAd], env: &Env, utc_offset: i32) -> String {
+    let mut s = format!(
+        "{:<9} {:<14} {:>11} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:<4} {}\n",
+        " ID",
+        "OWNER",
+        "SUBMITTED",
+        " LIMIT",
+        "PRESNT",
+        "  RUN ",
+        "  IDLE",
+        "  HOLD",
+        "NEXTID",
+        "MODE",
+        "DIGEST"
+    );
+    let n = |ad: &ClassAd, name: &str| int(ad, name, env).unwrap_or(0);
+    for ad in ads {
+        let mode = match int(ad, "JobMaterializePaused", env) {
+            None => "",
+            Some(-1) => "Errs",
+            Some(0) => "Norm",
+            Some(1) => "Held",
+            Some(2) => "Done",
+            Some(3) => "Gone",
+            Some(_) => "Unk",
+        };
+        s.push_str(&format!(
+            "{:>4}.    {:<14} {:>11} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:<4} {}\n",
+            n(ad, "ClusterId"),
+            owner(ad, env),
+            short_date(n(ad, "QDate"), utc_offset),
+            n(ad, "JobMaterializeLimit"),
+            n(ad, "JobsPresent"),
+            n(ad, "JobsRunning"),
+            n(ad, "JobsIdle"),
+            n(ad, "JobsHeld"),
+            n(ad, "JobMaterializeNextProcId"),
+            mode,
+            string(ad, "JobMaterializeDigestFile", env).unwrap_or_default()
+        ));
+    }
+    s
+}
+
 /// condor_q -nobatch.
 pub fn nobatch_table(ads: &[ClassAd], env: &Env, utc_offset: i32) -> String {
     let mut s = format!(

@@ -85,6 +85,27 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
         out.write_all(text.as_bytes())?;
         return Ok(Outcome::Success);
     }
+    if a.factory {
+        // condor_q -factory: the factory clusters' ads, not the jobs.
+        let ads = daemons.query_factories(constraint(a).as_deref())?;
+        if a.json {
+            out.write_all(jobview::json(&ads).as_bytes())?;
+            return Ok(Outcome::Success);
+        }
+        if a.long {
+            out.write_all(jobview::long(&ads).as_bytes())?;
+            return Ok(Outcome::Success);
+        }
+        if let Some(mask) = mask {
+            out.write_all(mask.render(&ads, &env).as_bytes())?;
+            return Ok(Outcome::Success);
+        }
+        let schedd = daemons.schedd()?.to_string();
+        let mut text = jobview::banner(daemons.schedd_name(), &schedd, now, offset);
+        text.push_str(&jobview::factory_table(&ads, &env, offset));
+        out.write_all(text.as_bytes())?;
+        return Ok(Outcome::Success);
+    }
     // With -af or -format, only the attributes the mask reads travel.
     let wanted = mask
         .as_ref()

@@ -43,6 +43,7 @@ pub fn run(
     // queues nothing, so it may).
     // SAFETY: getuid and getgid cannot fail.
     let dry_run = a.dry_run || a.dry_run_to.is_some();
+    let factory_wanted = !dry_run;
     if !dry_run && unsafe { libc::getuid() == 0 || libc::getgid() == 0 } {
         return Err(Error::Refused(
             "Submitting jobs as user/group 0 (root) is not allowed for security reasons.".into(),
@@ -68,12 +69,25 @@ pub fn run(
             }
             opts.environment = host.env_vars();
             opts.random_seed = host.random_seed();
-            let warnings = submit::submit_each(&text, &opts, &config, &SubmitFiles, sink)
-                .map_err(Error::Submit)?;
+            // A description that asks for late materialization
+            // (max_materialize, max_idle) makes a factory, not jobs, when
+            // it is queued for real (a dry run shows every job).
+            let (warnings, factory) = if factory_wanted {
+                match submit::submit_or_factory(&text, &opts, &config, &SubmitFiles, sink)
+                    .map_err(Error::Submit)?
+                {
+                    submit::Made::Jobs(w) => (w, None),
+                    submit::Made::Factory(f, w) => (w, Some(f)),
+                }
+            } else {
+                let w = submit::submit_each(&text, &opts, &config, &SubmitFiles, sink)
+                    .map_err(Error::Submit)?;
+                (w, None)
+            };
             for w in &warnings {
                 writeln!(diag, "{w}")?;
             }
-            Ok::<_, Error>(())
+            Ok::<_, Error>(factory)
         };
     if !dry_run {
         // For real, the schedd hands out the cluster id first (the ads name
@@ -224,7 +238,13 @@ fn check_executable(
 
 /// Makes the jobs of cluster `cluster`, its first proc `first_proc`, each
 /// handed to the sink as it is made, its warnings said on the writer given.
-type Build<'a> = dyn Fn(i64, i64, &mut submit::Sink<'_>, &mut dyn Write) -> Result<(), Error> + 'a;
+type Build<'a> = dyn Fn(
+        i64,
+        i64,
+        &mut submit::Sink<'_>,
+        &mut dyn Write,
+    ) -> Result<Option<Box<submit::FactorySubmission>>, Error>
+    + 'a;
 
 /// Queues the jobs in the running pool as condor_submit does, over
 /// HTCondor's job-queue protocol (QMGMT) on one connection to the schedd:
@@ -343,7 +363,28 @@ fn send(
     if let Some(e) = refused {
         return failed(e);
     }
-    made?;
+    if let Some(factory) = made? {
+        // Late materialization: the factory goes instead of the jobs
+        // (none was sent), as condor_submit sends it.
+        drop(sender);
+        let mut job = factory.first_job.clone();
+        check_executable(&job, cwd, &mut seen)?;
+        job.remove("Owner");
+        job.remove("ProcId");
+        writeln!(out, "Submitting job(s)...")?;
+        let digest = |items_file: &str| factory.digest(items_file);
+        return match cedar::qmgmt::submit_factory(
+            sock,
+            cluster,
+            factory.limit(),
+            &factory.items,
+            &digest,
+            &job,
+        ) {
+            Ok(warning) => Ok(Sent::Cluster(cluster, factory.total as usize, warning)),
+            Err(e) => failed(e),
+        };
+    }
     if jobs == 0 {
         return Ok(Sent::Nothing);
     }

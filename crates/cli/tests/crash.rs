@@ -1,9 +1,10 @@
 //! Crash safety of the personal pool, end to end: the pool is SIGKILLed
 //! 20 times while a client submits a stream of clusters and while their
 //! jobs run, and restarted on the same state directory each time. At the
-//! end every job the tool acknowledged is in the queue or the history
-//! exactly once, a cluster is there whole or not at all, every finished
-//! job kept its result and its output, a job whose run a crash killed ran
+//! end every job the tool acknowledged (also those of factories, late
+//! materialization's clusters) is in the queue or the history exactly
+//! once, a cluster is there whole or not at all, every finished job kept
+//! its result and its output, a job whose run a crash killed ran
 //! again (never two runs of one job at once), and no job process outlives
 //! the pool.
 //!
@@ -78,12 +79,15 @@ fn mkdir(path: &Path) {
 }
 
 /// The submit description of `n` jobs.
-fn description(dir: &Path, mark: &str, n: u32) -> String {
+/// A cluster of `n` jobs; a `factory` (late materialization) makes them
+/// one at a time, as the one before leaves.
+fn description(dir: &Path, mark: &str, n: u32, factory: bool) -> String {
     format!(
         "executable = {}/job.sh\narguments = $(Cluster) $(Process)\n\
          output = out/$(Cluster).$(Process)\nerror = out/$(Cluster).$(Process).err\n\
-         environment = \"CRASH_MARK={mark}\"\n+CrashJobs = {n}\nqueue {n}\n",
-        dir.display()
+         environment = \"CRASH_MARK={mark}\"\n+CrashJobs = {n}\n{}queue {n}\n",
+        dir.display(),
+        if factory { "max_materialize = 1\n" } else { "" }
     )
 }
 
@@ -95,6 +99,8 @@ struct Submissions {
     acked: BTreeMap<u32, u32>,
     /// Submissions that failed (the pool was down or died mid-request).
     failed: u32,
+    /// How many submissions were factories (late materialization).
+    factories: u32,
 }
 
 /// The client's side: `stop` ends it; `begun` counts the submissions it
@@ -104,13 +110,21 @@ struct Client {
     begun: AtomicU32,
 }
 
-/// Submits clusters of 1 to 3 jobs, one every 150-250 ms, until stopped.
+/// Submits clusters of 1 to 3 jobs, one every 150-250 ms, until stopped;
+/// every fourth is a factory of 3 jobs that keeps one present at a time.
 fn submitter(dir: PathBuf, state: PathBuf, mark: String, client: Arc<Client>) -> Submissions {
     let mut s = Submissions::default();
     let mut k: u32 = 0;
     while !client.stop.load(Ordering::SeqCst) {
-        let n = 1 + k % 3;
-        write(&dir.join("crash.sub"), &description(&dir, &mark, n));
+        let factory = k % 4 == 3;
+        let n = if factory { 3 } else { 1 + k % 3 };
+        if factory {
+            s.factories += 1;
+        }
+        write(
+            &dir.join("crash.sub"),
+            &description(&dir, &mark, n, factory),
+        );
         client.begun.fetch_add(1, Ordering::SeqCst);
         let o = run(&state, &dir, &["submit", "crash.sub"]);
         if o.status.success() {
@@ -541,7 +555,8 @@ fn sigkill_during_submissions_and_runs_loses_and_duplicates_nothing() {
         .unwrap_or(0);
     eprintln!(
         "crash test: {ROUNDS} SIGKILLs ({} with jobs running, {} job processes in all); \
-         {} clusters ({acked_jobs} jobs) acknowledged, {} submissions failed, {} clusters \
+         {} clusters ({acked_jobs} jobs) acknowledged ({} submissions were factories), \
+         {} submissions failed, {} clusters \
          stored but unanswered ({unanswered:?}); {} jobs completed once each; {starts} runs, \
          {killed} cut short by a crash, {reruns} reruns; {left_at_restart} jobs left at the \
          last restart, drained in {:.1} s; {leftover_sandboxes} sandboxes left in EXECUTE; \
@@ -549,6 +564,7 @@ fn sigkill_during_submissions_and_runs_loses_and_duplicates_nothing() {
         running_at_kill.iter().filter(|&&n| n > 0).count(),
         running_at_kill.iter().sum::<usize>(),
         submitted.acked.len(),
+        submitted.factories,
         submitted.failed,
         unanswered.len(),
         hist.len(),

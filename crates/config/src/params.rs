@@ -891,6 +891,12 @@ pub static PARAMS: &[Param] = &[
         "Most jobs the queue may hold.",
     ),
     p(
+        "MAX_MATERIALIZED_JOBS_PER_CLUSTER",
+        "",
+        Integer,
+        "Most jobs of one late-materialization factory present at once, whatever its max_materialize (none by default).",
+    ),
+    p(
         "MAX_PERIODIC_EXPR_INTERVAL",
         "1200",
         Duration,

@@ -1296,6 +1296,9 @@ impl PortDaemon {
         let limit = int(&req, "LimitResults").filter(|l| *l >= 0);
         let summary_only = bool_attr(&req, "SummaryOnly");
         let server_time = bool_attr(&req, "SendServerTime");
+        // condor_q -factory: the factories' cluster ads too (or alone).
+        let include_cluster_ads = bool_attr(&req, "IncludeClusterAd");
+        let no_proc_ads = bool_attr(&req, "NoProcAds");
         let user = self.local_user(peer).unwrap_or("").to_string();
         let asker = user.clone();
         let now_t = now();
@@ -1330,6 +1333,16 @@ impl PortDaemon {
                 return sock.send(&e);
             }
         }
+        let factory_ads = if include_cluster_ads && !summary_only {
+            let (asker, constraint) = (asker.clone(), constraint.clone());
+            self.on_schedd(move |s, now, _| {
+                s.schedd
+                    .factory_ads_matching(&asker, constraint.as_deref(), now)
+            })
+            .and_then(|r| r)
+        } else {
+            Ok(Vec::new())
+        };
         let request = QueryRequest {
             selection: Selection {
                 constraint,
@@ -1358,9 +1371,14 @@ impl PortDaemon {
                 // One ad a message, written a batch at a time.
                 let mut batch = Vec::new();
                 let mut sent = 0i64;
+                for ad in factory_ads.iter().flatten() {
+                    let mut e = sock.encoder();
+                    put_ad(&mut e, ad, &opts);
+                    batch.push(e);
+                }
                 for ad in &selected {
                     count_status(&mut counts, ad);
-                    if summary_only || limit.is_some_and(|l| sent >= l) {
+                    if summary_only || no_proc_ads || limit.is_some_and(|l| sent >= l) {
                         continue;
                     }
                     let mut e = sock.encoder();

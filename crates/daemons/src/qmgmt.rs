@@ -19,14 +19,28 @@
 //! transaction, and none when the connection ends before it. A refused
 //! edit that had no answer (NoAck) fails the commit, with its reason.
 //!
-//! Late materialization (SetJobFactory, SendMaterializeData) is refused
-//! with a message, for now.
+//! Late materialization (`max_materialize`, `max_idle`): the client sends
+//! the cluster's item rows (SendMaterializeData: raw lines, the fields of
+//! a row joined by the unit separator; answered with the name the rows
+//! are kept under and their number), the submit digest with
+//! JobMaterializeLimit (SetJobFactory, its queue statement naming that
+//! name) and the cluster ad, and no proc; at the commit the cluster is
+//! queued as a factory (`Schedd::submit_factory`). Recorded from the
+//! htcondor 25.14.1 bindings (`max_materialize = 2`, itemdata of six
+//! rows): after NewCluster, SendMaterializeData(cluster, flags 0, raw
+//! `a\nb\n...f\n`), answered `condor_submit.1.items`, 6, 0; then
+//! SetJobFactory(cluster, 2, "", digest) where the digest is
+//! `FACTORY.Requirements=MY.Requirements`, the commands that may vary
+//! (`arguments=...`, `output=fact.$(ProcId)`, `FACTORY.Iwd=<cwd>`,
+//! `max_materialize=2`; the executable is pruned: it is in the cluster ad)
+//! and `Queue 1 letter from condor_submit.1.items`; then the cluster ad
+//! (SetAttribute2 NoAck of proc -1) and the commit.
 
 use classad::ClassAd;
 use schedd::{EditTarget, JobId};
 
 use crate::command_port::PortDaemon;
-use crate::schedd_service::{ApiError, EditRequest, ParsedSubmission};
+use crate::schedd_service::{ApiError, EditRequest, FactorySubmission, ParsedSubmission};
 use cedar::server::Peer;
 use cedar::{put_ad, PutOptions, Sock, SockError};
 
@@ -89,6 +103,10 @@ struct Transaction {
     /// The first failure of a call that had no answer (NoAck): it fails
     /// the commit, with its text.
     error: Option<(i64, String)>,
+    /// SetJobFactory's JobMaterializeLimit and submit digest.
+    factory: Option<(i64, String)>,
+    /// SendMaterializeData's item rows.
+    items: Vec<String>,
 }
 
 fn reply_rval(sock: &mut Sock, rval: i64, errno: i64) -> Result<(), SockError> {
@@ -126,7 +144,8 @@ pub(crate) fn serve(port: &PortDaemon, sock: &mut Sock, peer: &Peer) -> Result<(
                 let _mask = d.get_int()?;
                 d.finish()?;
                 let mut caps = ClassAd::new();
-                caps.insert_value("LateMaterialize", false);
+                caps.insert_value("LateMaterialize", true);
+                caps.insert_value("LateMaterializeVersion", 2);
                 caps.insert_value("UseJobsets", false);
                 let mut e = sock.encoder();
                 put_ad(&mut e, &caps, &PutOptions::default());
@@ -253,16 +272,42 @@ pub(crate) fn serve(port: &PortDaemon, sock: &mut Sock, peer: &Peer) -> Result<(
                 }
             }
             SET_JOB_FACTORY => {
-                reply_rval(sock, -1, ENOSYS)?;
-                t.error.get_or_insert((
-                    ENOSYS,
-                    "late materialization (max_materialize, max_idle) is not supported by this schedd yet"
-                        .into(),
-                ));
+                let cluster = d.get_int()?;
+                let limit = d.get_int()?;
+                let _filename = d.get_null_str()?;
+                let digest = d.get_null_str()?.unwrap_or_default();
+                d.finish()?;
+                if t.cluster.map(i64::from) != Some(cluster) {
+                    reply_rval(sock, -1, EACCES)?;
+                } else if digest.len() > MAX_BYTES {
+                    reply_rval(sock, -1, EFBIG)?;
+                } else {
+                    t.bytes += digest.len();
+                    t.factory = Some((limit, digest));
+                    reply_rval(sock, 0, 0)?;
+                }
             }
             SEND_MATERIALIZE_DATA => {
+                let cluster = d.get_int()?;
+                let _flags = d.get_int()?;
+                let data = d.get_bytes(d.remaining())?;
                 let mut e = sock.encoder();
-                e.put_str("").put_int(0).put_int(-1).put_int(ENOSYS);
+                if t.cluster.map(i64::from) != Some(cluster) {
+                    e.put_str("").put_int(0).put_int(-1).put_int(EACCES);
+                } else if t.bytes + data.len() > MAX_BYTES {
+                    e.put_str("").put_int(0).put_int(-1).put_int(EFBIG);
+                } else {
+                    t.bytes += data.len();
+                    let text = String::from_utf8_lossy(data);
+                    let text = text.strip_suffix('\n').unwrap_or(&text);
+                    if !text.is_empty() || data == b"\n" {
+                        t.items.extend(text.split('\n').map(str::to_string));
+                    }
+                    // The name the digest's queue statement reads the rows
+                    // from (the schedd keeps them with the factory).
+                    let name = format!("condor_submit.{cluster}.items");
+                    e.put_str(&name).put_int(t.items.len() as i64).put_int(0);
+                }
                 sock.send(&e)?;
             }
             COMMIT_TRANSACTION_NO_FLAGS | COMMIT_TRANSACTION => {
@@ -543,6 +588,29 @@ fn commit(
         // Nothing can have been taken from an unauthenticated peer.
         return reply_ok(sock, None);
     };
+    if let (Some(cluster), Some((limit, digest))) = (t.cluster, t.factory) {
+        if !t.procs.is_empty() || !t.edits.is_empty() {
+            return reply_failure(
+                sock,
+                -1,
+                EINVAL,
+                &format!("cluster {cluster}: a factory (late materialization) is submitted without procs"),
+            );
+        }
+        let factory = FactorySubmission {
+            cluster,
+            cluster_ad: t.cluster_ad,
+            digest,
+            items: t.items,
+            limit,
+        };
+        let user = user.to_string();
+        let outcome = port.on_schedd(move |s, now, _| s.schedd.submit_factory(&user, factory, now));
+        return match outcome {
+            Ok(Ok(done)) => reply_ok(sock, done.warning),
+            Ok(Err(e)) | Err(e) => reply_failure(sock, -1, EINVAL, &e.message),
+        };
+    }
     let submission = match t.cluster {
         None => None,
         Some(cluster) if t.procs.is_empty() => {

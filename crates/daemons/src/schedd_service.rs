@@ -16,11 +16,12 @@ use std::time::{Duration, Instant};
 
 use classad::{ClassAd, Env, Expr, Value};
 use schedd::job::attr;
+use schedd::Factory;
 use schedd::{
     Change, EditError, EditPlan, EditRules, EditTarget, JobId, JobQueue, JobStatus, LogFormat,
     StatusCounts, SubmitPolicy, SuperUsers, SystemPolicy, UserAction,
 };
-use store::{HistoryQuery, HistoryRow, Op, Store};
+use store::{FactoryRecord, HistoryQuery, HistoryRow, Op, Store};
 use wire::api::{
     ActAnswer, ActRequest, Action, Failure, Hello, HistoryAnswer, HistoryRequest, JobSpec,
     NewCluster, QueryAnswer, QueryRequest, Selection, SubmitRequest, Submitted, Totals,
@@ -50,6 +51,13 @@ pub struct PoolConfig {
     /// Whether `userHome()` looks users up in the password database
     /// (CLASSAD_ENABLE_USER_HOME, true by default as in HTCondor).
     pub user_home: bool,
+    /// The configuration late materialization makes jobs with (the
+    /// submit language's defaults, as HTCondor's schedd uses its own).
+    pub materialize_config: Arc<config::Config>,
+    /// The most jobs of one factory present at once, whatever its
+    /// JobMaterializeLimit: MAX_MATERIALIZED_JOBS_PER_CLUSTER and
+    /// MAX_JOBS_PER_SUBMISSION, the smaller (HTCondor's schedd too).
+    pub max_materialized_per_cluster: i64,
 }
 
 impl Default for PoolConfig {
@@ -64,6 +72,8 @@ impl Default for PoolConfig {
             uid_domain: "localhost".into(),
             edit_rules: EditRules::default(),
             user_home: true,
+            materialize_config: Arc::new(config::Config::empty("SCHEDD")),
+            max_materialized_per_cluster: 20_000,
         }
     }
 }
@@ -101,7 +111,16 @@ impl PoolConfig {
             .boolean("CLASSAD_ENABLE_USER_HOME")
             .map_err(|e| e.to_string())?
             .unwrap_or(true);
+        let per_submission = config
+            .integer_or("MAX_JOBS_PER_SUBMISSION", 20_000)
+            .map_err(|e| e.to_string())?;
+        let per_cluster = config
+            .integer("MAX_MATERIALIZED_JOBS_PER_CLUSTER")
+            .map_err(|e| e.to_string())?
+            .unwrap_or(i64::from(i32::MAX));
         Ok(PoolConfig {
+            max_materialized_per_cluster: per_submission.min(per_cluster).max(1),
+            materialize_config: Arc::new(config.clone()),
             user_home,
             edit_rules,
             uid_domain,
@@ -187,6 +206,8 @@ pub struct Schedd {
     /// Jobs changed since the execute side last looked (see
     /// [`Schedd::take_touched`]).
     touched: Vec<JobId>,
+    /// Late materialization's factories, by cluster.
+    factories: BTreeMap<u32, Factory>,
 }
 
 fn store_id(id: JobId) -> Option<store::JobId> {
@@ -635,6 +656,18 @@ impl ParsedSubmission {
     }
 }
 
+/// A factory cluster as the job-queue protocol brings it (late
+/// materialization: SetJobFactory, SendMaterializeData): the cluster ad,
+/// the submit digest, its item rows, JobMaterializeLimit.
+#[derive(Debug)]
+pub struct FactorySubmission {
+    pub cluster: u32,
+    pub cluster_ad: ClassAd,
+    pub digest: String,
+    pub items: Vec<String>,
+    pub limit: i64,
+}
+
 /// The API's totals of jobs counted by status (a job transferring its
 /// output counts as running).
 pub(crate) fn totals(c: &StatusCounts) -> Totals {
@@ -679,6 +712,27 @@ impl Schedd {
     ) -> Result<Schedd, store::Error> {
         let store = Store::open(queue_file)?;
         let jobs = store.load_queue()?;
+        // The factories go on from where the store has them; their jobs
+        // in the queue are chained to their cluster ads as read there.
+        let mut factories = BTreeMap::new();
+        for (record, cluster_ad) in store.load_factories()? {
+            let c = record.cluster;
+            let parent = jobs
+                .iter()
+                .find(|j| j.id.cluster == c)
+                .and_then(|j| j.ad.parent().cloned())
+                .unwrap_or_else(|| Arc::new(cluster_ad));
+            let mut f = Factory::new(
+                i64::from(c),
+                record.digest,
+                record.items,
+                i64::from(record.next_proc),
+                i64::from(record.total),
+                parent,
+            );
+            f.paused = record.paused;
+            factories.insert(c, f);
+        }
         let mut queue = JobQueue::restore(
             jobs.into_iter().map(|j| j.ad).collect(),
             i64::from(store.next_cluster_id()),
@@ -688,7 +742,7 @@ impl Schedd {
             utc_offset: config.utc_offset,
             ..LogFormat::default()
         };
-        Ok(Schedd {
+        let mut schedd = Schedd {
             queue,
             store,
             config,
@@ -697,7 +751,19 @@ impl Schedd {
             reserved: BTreeMap::new(),
             log_format,
             touched: Vec::new(),
-        })
+            factories,
+        };
+        // A factory whose jobs left just before a crash makes the next
+        // ones now, not at the first periodic pass.
+        if !schedd.factories.is_empty() {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            for note in schedd.materialize(None, now) {
+                eprintln!("schedd: {note}");
+            }
+        }
+        Ok(schedd)
     }
 
     /// Where other hosts reach this schedd: its command port.
@@ -751,6 +817,20 @@ impl Schedd {
         }
     }
 
+    /// Whether `cluster` was handed to `user` and not yet submitted.
+    fn check_reserved(&self, user: &str, cluster: u32) -> Result<(), ApiError> {
+        match self.reserved.get(&cluster) {
+            Some(owner) if owner == user => Ok(()),
+            Some(_) => Err(ApiError::forbidden(format!(
+                "cluster {cluster} was handed to another user"
+            ))),
+            None => Err(ApiError::bad_request(format!(
+                "cluster {cluster} was not handed out by this pool (or was already submitted): \
+                 ask for a new cluster first"
+            ))),
+        }
+    }
+
     /// Hands `user` a cluster id to build a submission with.
     pub fn new_cluster(&mut self, user: &str) -> Result<NewCluster, ApiError> {
         let cluster = self.store.reserve_cluster().map_err(ApiError::store)?;
@@ -788,20 +868,7 @@ impl Schedd {
             mut cluster_ad,
             mut ads,
         } = parsed;
-        match self.reserved.get(&cluster) {
-            Some(owner) if owner == user => {}
-            Some(_) => {
-                return Err(ApiError::forbidden(format!(
-                    "cluster {cluster} was handed to another user"
-                )))
-            }
-            None => {
-                return Err(ApiError::bad_request(format!(
-                    "cluster {cluster} was not handed out by this pool (or was already submitted): \
-                     ask for a new cluster first"
-                )))
-            }
-        }
+        self.check_reserved(user, cluster)?;
         // Whose account the job is charged to, as HTCondor's schedd
         // sets it: the peer, not what the ad says (once, in the cluster
         // ad, when there is one).
@@ -861,6 +928,326 @@ impl Schedd {
             procs: done.jobs.len() as u32,
             warning: done.warning,
         })
+    }
+
+    /// Queues a factory cluster (late materialization) for `user`: its
+    /// cluster ad (job 0 as the submitter made it), the submit digest and
+    /// its item rows, and JobMaterializeLimit; the first jobs are made at
+    /// once and stored in the same transaction as the factory.
+    pub fn submit_factory(
+        &mut self,
+        user: &str,
+        f: FactorySubmission,
+        now: i64,
+    ) -> Result<Submitted, ApiError> {
+        let FactorySubmission {
+            cluster,
+            mut cluster_ad,
+            digest,
+            items,
+            limit,
+        } = f;
+        self.check_reserved(user, cluster)?;
+        let account = format!("{user}@{}", self.config.uid_domain);
+        let options = submit::SubmitOptions::new(i64::from(cluster), user, now, "/");
+        let total = submit::factory_total(
+            &digest,
+            items.len(),
+            &options,
+            &self.config.materialize_config,
+        )
+        .map_err(|e| ApiError::bad_request(format!("cluster {cluster}: the submit digest: {e}")))?;
+        if total <= 0 || total > i64::from(i32::MAX) {
+            return Err(ApiError::bad_request(format!(
+                "cluster {cluster}: the factory would make {total} jobs"
+            )));
+        }
+        cluster_ad.insert_value("ClusterId", i64::from(cluster));
+        cluster_ad.remove("ProcId");
+        cluster_ad.insert_value(attr::USER, account.as_str());
+        cluster_ad.insert_value(schedd::factory::attr::LIMIT, limit.max(1));
+        cluster_ad.insert_value(schedd::factory::attr::TOTAL_SUBMIT_PROCS, total);
+        if cluster_ad.get(attr::JOB_STATUS).is_none() {
+            cluster_ad.insert_value(attr::JOB_STATUS, JobStatus::Idle.number());
+        }
+        let parent = JobQueue::factory_cluster_ad(cluster_ad, user, now);
+        let mut factory = Factory::new(
+            i64::from(cluster),
+            digest,
+            items,
+            0,
+            total,
+            Arc::clone(&parent),
+        );
+        let (procs, submitted) = self
+            .materialize_some(&mut factory, now)
+            .map_err(ApiError::bad_request)?;
+        let record = FactoryRecord {
+            cluster,
+            digest: factory.digest.clone(),
+            items: factory.items.to_vec(),
+            next_proc: factory.next_proc as u32,
+            total: total as u32,
+            paused: false,
+        };
+        if let Err(e) = self.store.submit_factory(&parent, &record, &procs) {
+            for id in submitted.iter().flat_map(|s| s.jobs.iter()) {
+                self.queue.forget(*id);
+            }
+            return Err(ApiError::store(e));
+        }
+        self.reserved.remove(&cluster);
+        self.factories.insert(cluster, factory);
+        let mut warning = None;
+        if let Some(done) = submitted {
+            self.touched.extend(done.jobs.iter().copied());
+            let logs = self.log_entries(&done.changes, now);
+            write_logs(logs);
+            warning = done.warning;
+        }
+        Ok(Submitted {
+            cluster,
+            procs: procs.len() as u32,
+            warning,
+        })
+    }
+
+    /// Makes the jobs `factory` is due to make now and queues them in
+    /// memory (the caller stores them): their shared ads, and what the
+    /// queue said.
+    fn materialize_some(
+        &mut self,
+        factory: &mut Factory,
+        now: i64,
+    ) -> Result<(Vec<Arc<ClassAd>>, Option<schedd::Submitted>), String> {
+        let mut counts = schedd::StatusCounts::default();
+        for (_, ad) in self.queue.cluster_jobs(factory.cluster) {
+            counts.count(schedd::queue::status_of(ad));
+        }
+        let gone = counts.of(JobStatus::Completed) + counts.of(JobStatus::Removed);
+        let present = (counts.jobs() - gone) as i64;
+        let due = factory
+            .due(&counts)
+            .min(self.config.max_materialized_per_cluster - present)
+            .max(0);
+        if due == 0 {
+            return Ok((Vec::new(), None));
+        }
+        let first = factory.next_proc;
+        let mut procs = Vec::with_capacity(due as usize);
+        for _ in 0..due {
+            let mut ad = match factory.make(&self.config.materialize_config) {
+                Ok(ad) => ad,
+                Err(e) => {
+                    factory.next_proc = first;
+                    return Err(e.to_string());
+                }
+            };
+            let proc = literal_int(&ad, attr::PROC_ID).unwrap_or(0);
+            let global = format!(
+                "{}#{}.{proc}#{now}",
+                self.config.schedd_name, factory.cluster
+            );
+            ad.insert_value("GlobalJobId", global.as_str());
+            procs.push(ad);
+        }
+        let owner = match factory.cluster_ad.get(attr::OWNER) {
+            Some(Expr::Lit(Value::Str(s))) => s.to_string(),
+            _ => String::new(),
+        };
+        let mut schedd_ad = ClassAd::new();
+        schedd_ad.insert_value("MyType", "Scheduler");
+        schedd_ad.insert_value("Name", self.config.schedd_name.as_str());
+        let host = self.public_address.as_deref().unwrap_or(&self.address);
+        let done = self
+            .queue
+            .materialize(
+                Arc::clone(&factory.cluster_ad),
+                procs,
+                &owner,
+                &self.config.submit_policy,
+                &schedd_ad,
+                host,
+                now,
+            )
+            .map_err(|e| {
+                factory.next_proc = first;
+                format!(
+                    "cluster {}: materializing jobs: refused: {e}",
+                    factory.cluster
+                )
+            })?;
+        let stored = done
+            .jobs
+            .iter()
+            .filter_map(|id| self.queue.shared_job(*id))
+            .collect();
+        Ok((stored, Some(done)))
+    }
+
+    /// Late materialization's pass over the factories of `clusters` (all
+    /// when `None`): each makes the jobs it is due to (stored with its
+    /// next ProcId in one transaction); one that has made every job and
+    /// has none left ends. Notes for the log come back.
+    pub fn materialize(&mut self, clusters: Option<&[u32]>, now: i64) -> Vec<String> {
+        let mut notes = Vec::new();
+        let which: Vec<u32> = match clusters {
+            Some(c) => c
+                .iter()
+                .copied()
+                .filter(|c| self.factories.contains_key(c))
+                .collect(),
+            None => self.factories.keys().copied().collect(),
+        };
+        for c in which {
+            let Some(mut factory) = self.factories.remove(&c) else {
+                continue;
+            };
+            let before = factory.next_proc;
+            match self.materialize_some(&mut factory, now) {
+                Ok((procs, Some(done))) => {
+                    match self.store.materialize(c, &procs, factory.next_proc as u32) {
+                        Ok(()) => {
+                            self.touched.extend(done.jobs.iter().copied());
+                            let logs = self.log_entries(&done.changes, now);
+                            write_logs(logs);
+                        }
+                        Err(e) => {
+                            for id in &done.jobs {
+                                self.queue.forget(*id);
+                            }
+                            factory.next_proc = before;
+                            notes.push(format!(
+                                "cluster {c}: materialized jobs could not be stored: {e}"
+                            ));
+                        }
+                    }
+                }
+                Ok((_, None)) => {}
+                Err(e) => notes.push(e),
+            }
+            if factory.exhausted() && self.queue.cluster_jobs(i64::from(c)).next().is_none() {
+                // Every job made and gone: the cluster ends.
+                if let Err(e) = self.store.remove_factory(c) {
+                    notes.push(format!("cluster {c}: ending the factory: {e}"));
+                } else {
+                    continue;
+                }
+            }
+            self.factories.insert(c, factory);
+        }
+        notes
+    }
+
+    /// The factories' cluster ads as condor_q -factory shows them: the
+    /// cluster ad with its jobs' counts (JobsPresent, JobsIdle,
+    /// JobsRunning, JobsHeld), JobMaterializeNextProcId, the digest's
+    /// name and whether it is paused.
+    pub fn factory_ads(&self) -> Vec<ClassAd> {
+        self.factories
+            .values()
+            .map(|f| {
+                let mut ad = (*f.cluster_ad).clone();
+                let mut counts = schedd::StatusCounts::default();
+                for (_, job) in self.queue.cluster_jobs(f.cluster) {
+                    counts.count(schedd::queue::status_of(job));
+                }
+                let n = |s: JobStatus| counts.of(s) as i64;
+                let present =
+                    counts.jobs() as i64 - n(JobStatus::Completed) - n(JobStatus::Removed);
+                ad.insert_value("JobsPresent", present);
+                ad.insert_value("JobsIdle", n(JobStatus::Idle));
+                ad.insert_value(
+                    "JobsRunning",
+                    n(JobStatus::Running) + n(JobStatus::TransferringOutput),
+                );
+                ad.insert_value("JobsHeld", n(JobStatus::Held));
+                ad.insert_value(schedd::factory::attr::NEXT_PROC_ID, f.next_proc);
+                ad.insert_value(
+                    schedd::factory::attr::DIGEST_FILE,
+                    format!("condor_submit.{}.digest", f.cluster).as_str(),
+                );
+                if !f.items.is_empty() {
+                    ad.insert_value(
+                        schedd::factory::attr::ITEMS_FILE,
+                        format!("condor_submit.{}.items", f.cluster).as_str(),
+                    );
+                }
+                ad.insert_value(schedd::factory::attr::PAUSED, i64::from(f.paused()));
+                ad
+            })
+            .collect()
+    }
+
+    /// [`Schedd::factory_ads`] that `constraint` holds for (a query that
+    /// asks for cluster ads: condor_q -factory).
+    pub fn factory_ads_matching(
+        &self,
+        user: &str,
+        constraint: Option<&str>,
+        now: i64,
+    ) -> Result<Vec<ClassAd>, ApiError> {
+        let selection = Selection {
+            constraint: constraint.map(str::to_string),
+            ..Selection::default()
+        };
+        let selector = Selector::new(&selection, user, self.is_super_user(user))?;
+        let env = self.env(now);
+        Ok(self
+            .factory_ads()
+            .into_iter()
+            .filter(|ad| {
+                let c = literal_int(ad, attr::CLUSTER_ID).unwrap_or(0);
+                selector.selects((c, -1), ad, &env)
+            })
+            .collect())
+    }
+
+    /// `rm`, `hold`, `release` of a factory's cluster (the selection
+    /// takes the cluster ad itself, as `condor_rm 5` or a constraint
+    /// that holds for it does): removal ends the factory, hold pauses it,
+    /// release resumes it (HTCondor's JobMaterializePaused). Only its
+    /// owner or a queue super user may.
+    fn act_on_factories(&mut self, user: &str, req: &ActRequest, now: i64) -> Vec<String> {
+        let mut done = Vec::new();
+        let Ok(selector) = Selector::new(&req.selection, user, self.is_super_user(user)) else {
+            return done;
+        };
+        let env = self.env(now);
+        let super_user = self.is_super_user(user);
+        let chosen: Vec<u32> = self
+            .factories
+            .iter()
+            .filter(|(c, f)| {
+                let owner = match f.cluster_ad.get(attr::OWNER) {
+                    Some(Expr::Lit(Value::Str(s))) => s.to_string(),
+                    _ => String::new(),
+                };
+                (super_user || owner == user)
+                    && selector.selects((i64::from(**c), -1), &f.cluster_ad, &env)
+            })
+            .map(|(c, _)| *c)
+            .collect();
+        for c in chosen {
+            let outcome = match req.action {
+                Action::Remove => self.store.remove_factory(c).map(|()| {
+                    self.factories.remove(&c);
+                }),
+                Action::Hold | Action::Release => {
+                    let pause = req.action == Action::Hold;
+                    self.store.pause_factory(c, pause).map(|()| {
+                        if let Some(f) = self.factories.get_mut(&c) {
+                            f.paused = pause;
+                        }
+                    })
+                }
+                _ => Ok(()),
+            };
+            if outcome.is_ok() {
+                done.push(format!("{c}"));
+            }
+        }
+        done
     }
 
     /// The jobs `req` selects, with the caller's and the queue's totals.
@@ -971,14 +1358,34 @@ impl Schedd {
                 }),
             }
         }
+        // A factory goes (rm) or pauses (hold) before its jobs' changes
+        // are stored, so that it makes no job to replace them.
+        let factories = if self.factories.is_empty() {
+            Vec::new()
+        } else {
+            self.act_on_factories(user, req, now)
+        };
         if let Err(e) = self.persist(&changes, now) {
             self.undo(before);
             return Err(ApiError::store(e));
         }
-        Ok(ActAnswer {
-            done: changes.iter().map(|c| c.job.to_string()).collect(),
-            failed,
-        })
+        if req.action == Action::Release && !factories.is_empty() {
+            let clusters: Vec<u32> = factories.iter().filter_map(|c| c.parse().ok()).collect();
+            for note in self.materialize(Some(&clusters), now) {
+                eprintln!("schedd: {note}");
+            }
+        }
+        let mut done: Vec<String> = changes.iter().map(|c| c.job.to_string()).collect();
+        // A factory acted on with none of its jobs in the queue (all left,
+        // or paused before it made the next) was still acted on: its
+        // cluster ad counts, as `C.-1`.
+        for c in &factories {
+            let cluster = c.parse::<i64>().unwrap_or(-1);
+            if !changes.iter().any(|ch| ch.job.cluster == cluster) {
+                done.push(format!("{c}.-1"));
+            }
+        }
+        Ok(ActAnswer { done, failed })
     }
 
     /// condor_vacate_job's checks: which of `targets` `user` may vacate
@@ -1184,8 +1591,15 @@ impl Schedd {
         let changes = self
             .queue
             .evaluate_periodic(now, &self.config.system_policy);
+        // Factories make what they are due (also the ones a restart
+        // left short).
+        let notes = self.materialize(None, now);
         if changes.is_empty() {
-            return Ok(0);
+            return if notes.is_empty() {
+                Ok(0)
+            } else {
+                Err(notes.join("; "))
+            };
         }
         if let Err(e) = self.persist(&changes, now) {
             self.queue = before;
@@ -1245,6 +1659,13 @@ impl Schedd {
             .apply_unsynced(&[Op::to_history(sid, now)])
             .map_err(|e| format!("job {id}: could not be moved to the history: {e}"))?;
         self.queue.forget(id);
+        if let Ok(c) = u32::try_from(id.cluster) {
+            if self.factories.contains_key(&c) {
+                for note in self.materialize(Some(&[c]), now) {
+                    eprintln!("schedd: {note}");
+                }
+            }
+        }
         Ok(())
     }
 
@@ -1306,7 +1727,27 @@ impl Schedd {
             self.queue.forget(id);
         }
         write_logs(logs);
+        self.materialize_after(changes, now);
         Ok(())
+    }
+
+    /// Factories whose jobs changed (left, started, were held) may be
+    /// due to make more: as HTCondor's schedd, at once.
+    fn materialize_after(&mut self, changes: &[Change], now: i64) {
+        if self.factories.is_empty() {
+            return;
+        }
+        let mut clusters: Vec<u32> = changes
+            .iter()
+            .filter_map(|c| u32::try_from(c.job.cluster).ok())
+            .filter(|c| self.factories.contains_key(c))
+            .collect();
+        clusters.dedup();
+        if !clusters.is_empty() {
+            for note in self.materialize(Some(&clusters), now) {
+                eprintln!("schedd: {note}");
+            }
+        }
     }
 
     /// Puts the jobs in `before` back as they were (after the store refused

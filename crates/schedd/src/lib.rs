@@ -23,6 +23,7 @@ pub mod authz;
 pub mod claims;
 pub mod dedicated;
 pub mod edit;
+pub mod factory;
 pub mod index;
 pub mod job;
 pub mod policy;
@@ -33,6 +34,7 @@ pub mod userlog;
 
 pub use authz::{Refusal, SuperUsers};
 pub use edit::{EditError, EditPlan, EditRules, EditTarget};
+pub use factory::{Factory, FactoryError};
 pub use index::{StatusCounts, Terms};
 pub use job::{attr, HoldCode, JobId, JobStatus};
 pub use policy::{ExitDecision, PolicyAction, SystemPolicy};

@@ -257,6 +257,16 @@ pub struct JobQueue {
     pub utc_offset: i32,
 }
 
+/// What a submission's jobs are chained to.
+enum Parent {
+    /// Nothing: whole job ads.
+    None,
+    /// A cluster ad submitted with them.
+    New(ClassAd),
+    /// A factory's cluster ad, already shared.
+    Existing(Arc<ClassAd>),
+}
+
 /// Edits one job ad and remembers what it touched.
 struct Edit<'a> {
     ad: &'a mut ClassAd,
@@ -598,7 +608,7 @@ impl JobQueue {
         host: &str,
         now: i64,
     ) -> Result<Submitted, SubmitRefused> {
-        self.submit_jobs(None, ads, submitter, policy, schedd_ad, host, now)
+        self.submit_jobs(Parent::None, ads, submitter, policy, schedd_ad, host, now)
     }
 
     /// [`JobQueue::submit`] of a cluster as HTCondor's schedd keeps it: the
@@ -620,7 +630,7 @@ impl JobQueue {
         now: i64,
     ) -> Result<Submitted, SubmitRefused> {
         self.submit_jobs(
-            Some(cluster_ad),
+            Parent::New(cluster_ad),
             procs,
             submitter,
             policy,
@@ -630,10 +640,45 @@ impl JobQueue {
         )
     }
 
+    /// Jobs a factory materialized (late materialization): proc ads
+    /// chained to the factory's cluster ad `parent`, already in the
+    /// queue's keeping (its Owner set at the factory's submission).
+    /// Transforms and submit requirements apply to each, as at a submission.
+    #[allow(clippy::too_many_arguments)]
+    pub fn materialize(
+        &mut self,
+        parent: Arc<ClassAd>,
+        procs: Vec<ClassAd>,
+        submitter: &str,
+        policy: &SubmitPolicy,
+        schedd_ad: &ClassAd,
+        host: &str,
+        now: i64,
+    ) -> Result<Submitted, SubmitRefused> {
+        self.submit_jobs(
+            Parent::Existing(parent),
+            procs,
+            submitter,
+            policy,
+            schedd_ad,
+            host,
+            now,
+        )
+    }
+
+    /// The cluster ad of a factory whose jobs have all left: the ad a
+    /// cluster is submitted with, made shared as the queue keeps it
+    /// (Owner, EnteredCurrentStatus), for the factory to chain its jobs to.
+    pub fn factory_cluster_ad(mut cluster_ad: ClassAd, submitter: &str, now: i64) -> Arc<ClassAd> {
+        cluster_ad.insert_value(attr::OWNER, submitter);
+        cluster_ad.insert_value(attr::ENTERED_CURRENT_STATUS, now);
+        Arc::new(cluster_ad)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn submit_jobs(
         &mut self,
-        cluster_ad: Option<ClassAd>,
+        parent: Parent,
         ads: Vec<ClassAd>,
         submitter: &str,
         policy: &SubmitPolicy,
@@ -652,17 +697,19 @@ impl JobQueue {
         // What every job enters the queue with goes there too (its status,
         // when every proc ad says the same, and when it entered it): a job
         // costs only what is its own until something happens to it.
-        let same_status = cluster_ad
-            .as_ref()
-            .and_then(|_| same_literal_int(&ads, attr::JOB_STATUS));
-        let shared = cluster_ad.map(|mut c| {
-            c.insert_value(attr::OWNER, submitter);
-            if let Some(s) = same_status {
-                c.insert_value(attr::JOB_STATUS, s);
+        let (same_status, shared) = match parent {
+            Parent::None => (None, None),
+            Parent::Existing(p) => (None, Some(p)),
+            Parent::New(mut c) => {
+                let same_status = same_literal_int(&ads, attr::JOB_STATUS);
+                c.insert_value(attr::OWNER, submitter);
+                if let Some(s) = same_status {
+                    c.insert_value(attr::JOB_STATUS, s);
+                }
+                c.insert_value(attr::ENTERED_CURRENT_STATUS, now);
+                (same_status, Some(Arc::new(c)))
             }
-            c.insert_value(attr::ENTERED_CURRENT_STATUS, now);
-            Arc::new(c)
-        });
+        };
         for mut ad in ads {
             if let Some(parent) = &shared {
                 ad.remove(attr::OWNER);

@@ -40,5 +40,7 @@ mod queue;
 mod schema;
 
 pub use error::{BadName, Error, Result};
-pub use queue::{HistoryFile, HistoryQuery, HistoryRecord, HistoryRow, Job, JobId, Op, Store};
+pub use queue::{
+    FactoryRecord, HistoryFile, HistoryQuery, HistoryRecord, HistoryRow, Job, JobId, Op, Store,
+};
 pub use schema::SCHEMA_VERSION;

@@ -138,6 +138,18 @@ impl HistoryRow {
     }
 }
 
+/// A factory cluster as stored (late materialization): its digest, item
+/// rows, the next ProcId it makes, how many in all, whether paused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FactoryRecord {
+    pub cluster: u32,
+    pub digest: String,
+    pub items: Vec<String>,
+    pub next_proc: u32,
+    pub total: u32,
+    pub paused: bool,
+}
+
 /// The job queue and its history in one SQLite file. See the crate docs for
 /// the guarantees.
 pub struct Store {
@@ -470,6 +482,191 @@ impl Store {
         tx.commit().map_err(sql)?;
         self.reserved.remove(&cluster);
         Ok(())
+    }
+
+    /// Queues a factory cluster (late materialization): its cluster ad,
+    /// the factory, and the jobs it made at once (chained to the cluster
+    /// ad; may be none), in one transaction, as [`Store::submit_cluster`].
+    pub fn submit_factory(
+        &mut self,
+        cluster_ad: &ClassAd,
+        factory: &FactoryRecord,
+        procs: &[Arc<ClassAd>],
+    ) -> Result<()> {
+        let cluster = factory.cluster;
+        if !self.reserved.contains(&cluster) {
+            return Err(Error::NotReserved {
+                path: self.path.clone(),
+                cluster,
+            });
+        }
+        let op = format!("submitting factory cluster {cluster}");
+        let path = &self.path;
+        let sql = |source| Error::Sqlite {
+            path: path.clone(),
+            op: op.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        {
+            let mut cluster_attr = tx
+                .prepare_cached(
+                    "INSERT INTO cluster_attrs (cluster, name, expr) VALUES (?1, ?2, ?3)",
+                )
+                .map_err(sql)?;
+            for (name, e) in cluster_ad.iter() {
+                if name.as_str().is_empty() {
+                    return Err(Error::BadAttribute {
+                        path: path.clone(),
+                        op: "submitting a factory",
+                        job: JobId::new(cluster, 0),
+                        why: BadName::Empty,
+                    });
+                }
+                cluster_attr
+                    .execute(params![cluster, name.as_str(), unparse(e)])
+                    .map_err(sql)?;
+            }
+            tx.prepare_cached(
+                "INSERT INTO factories (cluster, digest, items, rows, next_proc, total, paused) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .map_err(sql)?
+            .execute(params![
+                cluster,
+                factory.digest,
+                factory.items.join("\n"),
+                factory.items.len() as i64,
+                factory.next_proc,
+                factory.total,
+                factory.paused
+            ])
+            .map_err(sql)?;
+            insert_procs(&tx, path, cluster, procs).map_err(|e| e.into_store(path, &op))?;
+            tx.prepare_cached(
+                "UPDATE counters SET value = max(value, ?1) WHERE name = 'next_cluster'",
+            )
+            .map_err(sql)?
+            .execute(params![i64::from(cluster) + 1])
+            .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)?;
+        self.reserved.remove(&cluster);
+        Ok(())
+    }
+
+    /// Jobs a factory made (chained to its cluster ad, which is stored
+    /// already), with the factory's next ProcId after them, in one
+    /// transaction: a job is made once, whatever crashes when.
+    pub fn materialize(
+        &mut self,
+        cluster: u32,
+        procs: &[Arc<ClassAd>],
+        next_proc: u32,
+    ) -> Result<()> {
+        let op = format!("materializing jobs of factory cluster {cluster}");
+        let path = &self.path;
+        let sql = |source| Error::Sqlite {
+            path: path.clone(),
+            op: op.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let changed = tx
+            .prepare_cached("UPDATE factories SET next_proc = ?2 WHERE cluster = ?1")
+            .map_err(sql)?
+            .execute(params![cluster, next_proc])
+            .map_err(sql)?;
+        if changed != 1 {
+            return Err(Error::Corrupt {
+                path: path.clone(),
+                what: format!("factory cluster {cluster}"),
+                message: "no such factory".into(),
+            });
+        }
+        insert_procs(&tx, path, cluster, procs).map_err(|e| e.into_store(path, &op))?;
+        tx.commit().map_err(sql)
+    }
+
+    /// Pauses or resumes a factory (JobMaterializePaused).
+    pub fn pause_factory(&mut self, cluster: u32, paused: bool) -> Result<()> {
+        self.conn
+            .prepare_cached("UPDATE factories SET paused = ?2 WHERE cluster = ?1")
+            .and_then(|mut st| st.execute(params![cluster, paused]))
+            .map(|_| ())
+            .map_err(self.err("pausing a factory"))
+    }
+
+    /// Ends a factory (all made and gone, or removed): its row, and its
+    /// cluster's attributes when none of its jobs is left.
+    pub fn remove_factory(&mut self, cluster: u32) -> Result<()> {
+        let path = self.path.clone();
+        let sql = |source| Error::Sqlite {
+            path: path.clone(),
+            op: format!("removing factory cluster {cluster}"),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        tx.execute("DELETE FROM factories WHERE cluster = ?1", params![cluster])
+            .map_err(sql)?;
+        tx.execute(
+            "DELETE FROM cluster_attrs WHERE cluster = ?1 \
+             AND NOT EXISTS (SELECT 1 FROM jobs WHERE cluster = ?1)",
+            params![cluster],
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// Every factory, with its cluster's ad: what the schedd reads at
+    /// startup.
+    pub fn load_factories(&self) -> Result<Vec<(FactoryRecord, ClassAd)>> {
+        let op = "reading the factories";
+        let mut out = Vec::new();
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT cluster, digest, items, rows, next_proc, total, paused FROM factories \
+                 ORDER BY cluster",
+            )
+            .map_err(self.err(op))?;
+        let mut rows = st.query([]).map_err(self.err(op))?;
+        while let Some(row) = rows.next().map_err(self.err(op))? {
+            let cluster: u32 = row.get(0).map_err(self.err(op))?;
+            let items_text: String = row.get(2).map_err(self.err(op))?;
+            let n: i64 = row.get(3).map_err(self.err(op))?;
+            let items = if n == 0 {
+                Vec::new()
+            } else {
+                items_text.split('\n').map(str::to_string).collect()
+            };
+            let record = FactoryRecord {
+                cluster,
+                digest: row.get(1).map_err(self.err(op))?,
+                items,
+                next_proc: row.get(4).map_err(self.err(op))?,
+                total: row.get(5).map_err(self.err(op))?,
+                paused: row.get(6).map_err(self.err(op))?,
+            };
+            let mut ad = ClassAd::new();
+            for (name, text) in cluster_texts(&self.conn, cluster).map_err(self.err(op))? {
+                let expr = parse_stored(&self.path, &text, || {
+                    format!("attribute {name} of cluster {cluster}")
+                })?;
+                ad.insert(name.as_str(), expr);
+            }
+            out.push((record, ad));
+        }
+        Ok(out)
     }
 
     /// Applies `ops` in order, in one transaction: all of them or, on any
@@ -1124,9 +1321,10 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, &[&Op])]) 
             .optional()
             .map_err(sql_for(job, MOVING))?
             .is_some();
-        if !others {
+        if !others && !is_factory(conn, c).map_err(sql_for(job, MOVING))? {
             // The last proc has left: the cluster's ad goes with it (its
-            // id stays used: the counter never goes back).
+            // id stays used: the counter never goes back), unless the
+            // cluster is a factory that has more to make.
             conn.prepare_cached("DELETE FROM cluster_attrs WHERE cluster = ?1")
                 .map_err(sql_for(job, MOVING))?
                 .execute(params![c])
@@ -1134,6 +1332,75 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, &[&Op])]) 
         }
     }
     Ok(())
+}
+
+/// Why writing procs failed.
+enum InsertError {
+    Sql(rusqlite::Error),
+    Empty(JobId),
+}
+
+impl InsertError {
+    fn into_store(self, path: &Path, op: &str) -> Error {
+        match self {
+            InsertError::Sql(source) => Error::Sqlite {
+                path: path.to_path_buf(),
+                op: op.to_string(),
+                source,
+            },
+            InsertError::Empty(job) => Error::BadAttribute {
+                path: path.to_path_buf(),
+                op: "materializing a job",
+                job,
+                why: BadName::Empty,
+            },
+        }
+    }
+}
+
+/// Writes proc ads chained to their (stored) cluster ad: each job's row
+/// and its own attributes.
+fn insert_procs(
+    conn: &Connection,
+    _path: &Path,
+    cluster: u32,
+    procs: &[Arc<ClassAd>],
+) -> std::result::Result<(), InsertError> {
+    let mut job = conn
+        .prepare_cached("INSERT INTO jobs (cluster, proc) VALUES (?1, ?2)")
+        .map_err(InsertError::Sql)?;
+    let mut job_attr = conn
+        .prepare_cached("INSERT INTO job_attrs (cluster, proc, name, expr) VALUES (?1, ?2, ?3, ?4)")
+        .map_err(InsertError::Sql)?;
+    for ad in procs {
+        let proc = match ad.get("ProcId") {
+            Some(Expr::Lit(Value::Int(p))) => *p as u32,
+            _ => return Err(InsertError::Empty(JobId::new(cluster, 0))),
+        };
+        job.execute(params![cluster, proc])
+            .map_err(InsertError::Sql)?;
+        let own = ad
+            .own()
+            .map(|(n, e)| (n.to_string(), Some(unparse(e))))
+            .chain(ad.hidden().iter().map(|n| (n.to_string(), None)));
+        for (name, text) in own {
+            if name.is_empty() {
+                return Err(InsertError::Empty(JobId::new(cluster, proc)));
+            }
+            job_attr
+                .execute(params![cluster, proc, name, text])
+                .map_err(InsertError::Sql)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `cluster` is a factory's (late materialization).
+fn is_factory(conn: &Connection, cluster: u32) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT 1 FROM factories WHERE cluster = ?1")?
+        .query_row(params![cluster], |_| Ok(()))
+        .optional()
+        .map(|r| r.is_some())
 }
 
 /// A job's row as [`move_to_history`] reads it: its proc, and one of its
@@ -1335,9 +1602,10 @@ fn apply_one(conn: &Connection, path: &Path, op: &Op) -> Result<()> {
                 .optional()
                 .map_err(sql)?
                 .is_some();
-            if !others {
+            if !others && !is_factory(conn, job.cluster).map_err(sql)? {
                 // The last proc has left: the cluster's ad goes with it (its
-                // id stays used: the counter never goes back).
+                // id stays used: the counter never goes back), unless the
+                // cluster is a factory.
                 conn.prepare_cached("DELETE FROM cluster_attrs WHERE cluster = ?1")
                     .map_err(sql)?
                     .execute(params![job.cluster])

@@ -96,5 +96,25 @@ CREATE TABLE history_shared (
 );
 ";
 
+/// Version 3: late materialization's factories. A factory cluster keeps
+/// its submit digest, its item rows (joined by newlines; `rows` says how
+/// many, so no rows and one empty row differ), the next ProcId it makes
+/// and how many it makes in all, and whether it is paused. Its cluster's
+/// attributes (`cluster_attrs`) stay while the factory lasts, also when
+/// none of its jobs is in the queue. The row is written in the
+/// submission's transaction, and `next_proc` moves in the transaction
+/// that adds the jobs it made, so no job is made twice or lost.
+const V3: &str = "
+CREATE TABLE factories (
+    cluster   INTEGER PRIMARY KEY,
+    digest    TEXT NOT NULL,
+    items     TEXT NOT NULL,
+    rows      INTEGER NOT NULL,
+    next_proc INTEGER NOT NULL,
+    total     INTEGER NOT NULL,
+    paused    INTEGER NOT NULL DEFAULT 0
+);
+";
+
 /// Every migration, oldest first.
-pub const MIGRATIONS: &[&str] = &[V1, V2];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3];

@@ -59,6 +59,12 @@ fn sigkill_never_loses_an_acknowledged_cluster_nor_leaves_half_of_one() {
     // a cluster may be kept (it is whole); only acknowledged ones must be.
     let mut committed_unacknowledged = 0;
     let mut expected: BTreeMap<store::JobId, String> = BTreeMap::new();
+    // Factories (late materialization): acknowledged submissions, jobs
+    // moved to the history, jobs materialized.
+    let mut factories_acked: BTreeSet<u32> = BTreeSet::new();
+    let mut history_acked: BTreeSet<store::JobId> = BTreeSet::new();
+    let mut materialized_acked: BTreeSet<store::JobId> = BTreeSet::new();
+    let mut most_materialized = 0;
     for kill in 0..KILLS {
         let ctx = format!("seed {seed}, kill {kill}");
         let mut child = Command::new(child_exe)
@@ -99,7 +105,23 @@ fn sigkill_never_loses_an_acknowledged_cluster_nor_leaves_half_of_one() {
         // Only whole lines were acknowledged (a kill can cut nothing else).
         let mut acked_now = 0;
         for line in out.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
-            let id: u32 = line.trim().parse().expect("a cluster id per line");
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let num = |i: usize| -> u32 { words[i].parse().expect("a number") };
+            match words[0] {
+                "h" => {
+                    history_acked.insert(store::JobId::new(num(1), num(2)));
+                    continue;
+                }
+                "m" => {
+                    materialized_acked.insert(store::JobId::new(num(1), num(2)));
+                    continue;
+                }
+                "f" => {
+                    factories_acked.insert(num(1));
+                }
+                _ => {}
+            }
+            let id: u32 = words.last().expect("a word").parse().expect("a cluster id");
             assert!(
                 acknowledged.insert(id),
                 "{ctx}: cluster {id} was acknowledged twice (an id was reused)"
@@ -118,15 +140,97 @@ fn sigkill_never_loses_an_acknowledged_cluster_nor_leaves_half_of_one() {
         for job in jobs {
             clusters.entry(job.id.cluster).or_default().push(job);
         }
-        for id in &acknowledged {
+        // (A factory may have none of its jobs in the queue: it is
+        // checked below.)
+        for id in acknowledged.iter().filter(|c| !factories_acked.contains(c)) {
             assert!(
                 clusters.contains_key(id),
                 "{ctx}: acknowledged cluster {id} is missing"
             );
         }
+        // Every factory on disk: each job it made (ProcId below its next
+        // one) is in the queue or the history, exactly once, as made;
+        // none beyond; every acknowledged step is there.
+        let factories: BTreeMap<u32, store::FactoryRecord> = store
+            .load_factories()
+            .unwrap_or_else(|e| panic!("{ctx}: load the factories: {e}"))
+            .into_iter()
+            .map(|(r, ad)| {
+                assert_eq!(
+                    ad_text(&ad),
+                    ad_text(&crash_ads::factory_cluster_ad(r.cluster)),
+                    "{ctx}: factory {}'s cluster ad",
+                    r.cluster
+                );
+                (r.cluster, r)
+            })
+            .collect();
+        for c in &factories_acked {
+            assert!(
+                factories.contains_key(c),
+                "{ctx}: acknowledged factory {c} is missing"
+            );
+        }
+        for (&c, f) in &factories {
+            let mut seen: BTreeMap<u32, usize> = BTreeMap::new();
+            for job in clusters.get(&c).into_iter().flatten() {
+                *seen.entry(job.id.proc).or_default() += 1;
+                let own = crash_ads::proc_ad(c, job.id.proc);
+                for name in ["ProcId", "Arguments", "Cmd", "Owner", "RequestMemory"] {
+                    assert_eq!(
+                        job.ad.get(name).map(classad::unparse::expr_to_string),
+                        own.get(name).map(classad::unparse::expr_to_string),
+                        "{ctx}: factory job {} attribute {name}",
+                        job.id
+                    );
+                }
+            }
+            let history = store
+                .history(&store::HistoryQuery {
+                    cluster: Some(c),
+                    ..Default::default()
+                })
+                .unwrap_or_else(|e| panic!("{ctx}: factory {c}'s history: {e}"));
+            for r in &history {
+                *seen.entry(r.id.proc).or_default() += 1;
+            }
+            let want: BTreeMap<u32, usize> = (0..f.next_proc).map(|p| (p, 1)).collect();
+            assert_eq!(
+                seen, want,
+                "{ctx}: factory {c} (next ProcId {}): jobs made not each present once",
+                f.next_proc
+            );
+            most_materialized = most_materialized.max(f.next_proc);
+        }
+        for id in &materialized_acked {
+            let f = factories.get(&id.cluster);
+            assert!(
+                f.is_some_and(|f| id.proc < f.next_proc),
+                "{ctx}: acknowledged materialization of {} lost",
+                id
+            );
+        }
+        for id in &history_acked {
+            let in_history = !store
+                .history(&store::HistoryQuery {
+                    cluster: Some(id.cluster),
+                    proc: Some(id.proc),
+                    ..Default::default()
+                })
+                .unwrap_or_else(|e| panic!("{ctx}: history: {e}"))
+                .is_empty();
+            assert!(
+                in_history,
+                "{ctx}: job {id} acknowledged as gone to the history is not there"
+            );
+        }
+
         // Any cluster on disk (acknowledged, or committed just before the
         // kill) must be whole: every proc, every attribute, nothing else.
         for (cluster, procs) in &clusters {
+            if crash_ads::is_factory(*cluster) {
+                continue;
+            }
             let want = crash_ads::nprocs(*cluster);
             let got: Vec<u32> = procs.iter().map(|j| j.id.proc).collect();
             assert_eq!(
@@ -150,6 +254,9 @@ fn sigkill_never_loses_an_acknowledged_cluster_nor_leaves_half_of_one() {
         // is on disk without having been acknowledged.
         let unacknowledged = clusters
             .keys()
+            .chain(factories.keys())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
             .filter(|c| !acknowledged.contains(c))
             .count();
         committed_unacknowledged = unacknowledged;
@@ -171,6 +278,17 @@ fn sigkill_never_loses_an_acknowledged_cluster_nor_leaves_half_of_one() {
          {kills_after_an_ack} after at least one acknowledgement), {} clusters acknowledged, {committed_unacknowledged} \
          more on disk, whole, killed inside their commit before acknowledgement",
         acknowledged.len()
+    );
+    eprintln!(
+        "crash test: {} factories, {} materializations and {} departures acknowledged; \
+         the furthest factory made {most_materialized} jobs",
+        factories_acked.len(),
+        materialized_acked.len(),
+        history_acked.len()
+    );
+    assert!(
+        !factories_acked.is_empty() && !materialized_acked.is_empty(),
+        "seed {seed}: the factories were never exercised"
     );
     // Every kill timed from an acknowledgement came after one, by design;
     // this guards the design.

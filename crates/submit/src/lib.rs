@@ -18,6 +18,7 @@
 //! Requirements in `requirements.rs`, the `queue` forms in `queue.rs`.
 
 mod error;
+mod factory;
 mod files;
 mod job;
 mod queue;
@@ -33,6 +34,7 @@ use config::macros::Conditional;
 use config::Config;
 
 pub use error::{SubmitError, Warning};
+pub use factory::{factory_total, materialize, submit_or_factory, FactorySubmission, Made};
 pub use files::{DirEntry, FileError, Files, MemFiles};
 
 use reader::{item_block, parse_statement, Reader, Statement};
@@ -125,6 +127,19 @@ pub fn submit_each(
     files: &dyn Files,
     sink: &mut Sink<'_>,
 ) -> Result<Vec<Warning>, SubmitError> {
+    read_description(text, options, config, files, sink, Mode::Jobs).map(|(w, _)| w)
+}
+
+/// Reads a description for what `mode` asks (jobs, a factory, one job
+/// of a factory), giving back the warnings and the mode as it ended.
+pub(crate) fn read_description<'m>(
+    text: &str,
+    options: &SubmitOptions,
+    config: &Config,
+    files: &dyn Files,
+    sink: &mut Sink<'_>,
+    mode: Mode<'m>,
+) -> Result<(Vec<Warning>, Mode<'m>), SubmitError> {
     let settings = settings::Settings::read(config)?;
     let mut table = Table::new(
         options.environment.iter().cloned().collect(),
@@ -158,6 +173,7 @@ pub fn submit_each(
         appended: false,
         append_queued: false,
         queue_texts: Vec::new(),
+        mode,
     };
     let file = if options.submit_file.is_empty() {
         "<submit>"
@@ -175,10 +191,10 @@ pub fn submit_each(
         .in_file(file));
     }
     let mut warnings = Vec::new();
-    if settings.warn_unused {
+    if settings.warn_unused && matches!(run.mode, Mode::Jobs | Mode::Auto(_)) {
         warnings = run.unused();
     }
-    Ok(warnings)
+    Ok((warnings, run.mode))
 }
 
 /// One `if` being read.
@@ -189,7 +205,7 @@ struct IfFrame {
     seen_else: bool,
 }
 
-struct Run<'a, 's> {
+struct Run<'a, 's, 'm> {
     table: Table,
     cx: job::Context<'a>,
     next_proc: i64,
@@ -200,9 +216,25 @@ struct Run<'a, 's> {
     append_queued: bool,
     /// The text of every queue statement (their macros count as used).
     queue_texts: Vec<String>,
+    /// What this reading of the description is for.
+    mode: Mode<'m>,
 }
 
-impl Run<'_, '_> {
+/// What one reading of a description makes.
+pub(crate) enum Mode<'m> {
+    /// Every job, each handed to the sink.
+    Jobs,
+    /// As `Jobs`, unless the first queue statement finds `max_materialize`
+    /// or `max_idle` defined: then the cluster is a factory, captured here
+    /// with its first job, and no job goes to the sink.
+    Auto(Option<Box<FactorySubmission>>),
+    /// Job `proc` of a factory's digest, its item rows given.
+    Materialize { proc: i64, items: &'m [String] },
+    /// How many jobs a digest's queue statement makes over `items` rows.
+    Count { items: usize, total: Option<i64> },
+}
+
+impl Run<'_, '_, '_> {
     fn text(&mut self, text: &str, file: &str, depth: usize) -> Result<(), SubmitError> {
         let mut reader = Reader::new(text);
         let mut ifs: Vec<IfFrame> = Vec::new();
@@ -401,23 +433,62 @@ impl Run<'_, '_> {
 
     /// Runs one queue statement: its jobs are built and kept.
     fn queue(&mut self, args: &str, block: Option<Vec<String>>) -> Result<(), SubmitError> {
+        let first = !self.queued;
         self.queued = true;
         self.queue_texts.push(args.to_string());
         self.table.clear_vars();
         let expanded = self.table.expand(args)?;
         let q = queue::parse_queue_args(&expanded, block).map_err(SubmitError::new)?;
         let count = queue_count(&q.count)?;
-        let rows: Vec<(usize, Option<String>)> = match &q.list {
-            None => vec![(0, None)],
-            Some((kind, slice, source)) => {
-                let items = queue::items(*kind, source, &self.cx.options.cwd, self.cx.files)
-                    .map_err(SubmitError::new)?;
-                slice
-                    .indexes(items.len())
-                    .into_iter()
-                    .map(|i| (i, Some(items[i].clone())))
-                    .collect()
+        match &mut self.mode {
+            Mode::Materialize { .. } | Mode::Count { .. } if !first => {
+                return Err(SubmitError::new(
+                    "a submit digest (late materialization) has one queue statement",
+                ))
             }
+            Mode::Auto(Some(_)) => {
+                return Err(SubmitError::new(
+                    "late materialization (max_materialize, max_idle) needs a description with \
+                     one queue statement; this one has more",
+                ))
+            }
+            Mode::Materialize { proc, items } => {
+                let (proc, items) = (*proc, *items);
+                return self.materialize_one(&q, count, proc, items);
+            }
+            Mode::Count { items, total } => {
+                let rows = match &q.list {
+                    None => 1,
+                    Some((_, slice, _)) => slice.indexes(*items).len() as i64,
+                };
+                *total = Some(count * rows);
+                return Ok(());
+            }
+            Mode::Auto(None) | Mode::Jobs => {}
+        }
+        let items: Option<Vec<String>> = match &q.list {
+            None => None,
+            Some((kind, _, source)) => Some(
+                queue::items(*kind, source, &self.cx.options.cwd, self.cx.files)
+                    .map_err(SubmitError::new)?,
+            ),
+        };
+        if first && matches!(self.mode, Mode::Auto(None)) {
+            if let Some(limits) = factory::limits(&self.table)? {
+                // A factory of no job is an ordinary submission of none.
+                if let Some(f) = self.factory(&q, count, items.unwrap_or_default(), limits)? {
+                    self.mode = Mode::Auto(Some(Box::new(f)));
+                }
+                return Ok(());
+            }
+        }
+        let rows: Vec<(usize, Option<String>)> = match (&q.list, items) {
+            (Some((_, slice, _)), Some(items)) => slice
+                .indexes(items.len())
+                .into_iter()
+                .map(|i| (i, Some(items[i].clone())))
+                .collect(),
+            _ => vec![(0, None)],
         };
         let split = matches!(q.list, Some((queue::ListKind::From, _, _)));
         // A job whose making read nothing that changes from job to job
@@ -429,55 +500,71 @@ impl Run<'_, '_> {
             if let Some(row) = row.filter(|r| !r.is_empty()) {
                 // An empty row leaves the variables as the row before set
                 // them (HTCondor 24.0.24 does so).
-                let values = if split {
-                    queue::split_row(&row, q.vars.len())
-                } else {
-                    let mut v = vec![row];
-                    v.resize(q.vars.len(), String::new());
-                    v
-                };
-                for (var, value) in q.vars.iter().zip(values) {
-                    self.table.set_var(var, &value);
-                }
+                self.set_row(&q.vars, &row, split);
             }
             for step in 0..count {
                 let proc = self.next_proc;
                 self.next_proc += 1;
-                let t = &mut self.table;
-                t.set_default("Cluster", self.cx.options.cluster.to_string());
-                t.set_default("ClusterId", self.cx.options.cluster.to_string());
-                t.set_default("Process", proc.to_string());
-                t.set_default("ProcId", proc.to_string());
-                t.set_default("Step", step.to_string());
-                t.set_default("Row", index.to_string());
-                t.set_default("ItemIndex", index.to_string());
-                // A parallel job's $(Node) stays a placeholder that the
-                // access point replaces with each node's number when it
-                // starts the nodes (HTCondor's `#pArAlLeLnOdE#`).
-                let node = match job::universe_of(t, self.cx.settings)? {
-                    job::Universe::Parallel => job::NODE_PLACEHOLDER,
-                    _ => "",
-                };
-                t.set_default("Node", node);
-                let ad = match &same_for_all {
-                    Some(first) => {
-                        let mut ad = first.clone();
-                        ad.insert_value("ProcId", proc);
-                        ad
-                    }
-                    None => {
-                        self.table.forget_per_job_reads();
-                        let ad = job::build(&self.table, &self.cx, proc)?;
-                        if !self.table.read_per_job() {
-                            same_for_all = Some(ad.clone());
-                        }
-                        ad
-                    }
-                };
+                let ad = self.job(index, step, proc, &mut same_for_all)?;
                 (self.sink)(ad)?;
             }
         }
         Ok(())
+    }
+
+    /// Sets the queue statement's variables from one item row.
+    fn set_row(&mut self, vars: &[String], row: &str, split: bool) {
+        let values = if split {
+            queue::split_row(row, vars.len())
+        } else {
+            let mut v = vec![row.to_string()];
+            v.resize(vars.len(), String::new());
+            v
+        };
+        for (var, value) in vars.iter().zip(values) {
+            self.table.set_var(var, &value);
+        }
+    }
+
+    /// Builds job `proc`, step `step` of item `index` (the variables set).
+    fn job(
+        &mut self,
+        index: usize,
+        step: i64,
+        proc: i64,
+        same_for_all: &mut Option<ClassAd>,
+    ) -> Result<ClassAd, SubmitError> {
+        let t = &mut self.table;
+        t.set_default("Cluster", self.cx.options.cluster.to_string());
+        t.set_default("ClusterId", self.cx.options.cluster.to_string());
+        t.set_default("Process", proc.to_string());
+        t.set_default("ProcId", proc.to_string());
+        t.set_default("Step", step.to_string());
+        t.set_default("Row", index.to_string());
+        t.set_default("ItemIndex", index.to_string());
+        // A parallel job's $(Node) stays a placeholder that the
+        // access point replaces with each node's number when it
+        // starts the nodes (HTCondor's `#pArAlLeLnOdE#`).
+        let node = match job::universe_of(t, self.cx.settings)? {
+            job::Universe::Parallel => job::NODE_PLACEHOLDER,
+            _ => "",
+        };
+        t.set_default("Node", node);
+        Ok(match same_for_all {
+            Some(first) => {
+                let mut ad = first.clone();
+                ad.insert_value("ProcId", proc);
+                ad
+            }
+            None => {
+                self.table.forget_per_job_reads();
+                let ad = job::build(&self.table, &self.cx, proc)?;
+                if !self.table.read_per_job() {
+                    *same_for_all = Some(ad.clone());
+                }
+                ad
+            }
+        })
     }
 
     /// condor_submit's warning for lines no job used: likely typos.
@@ -549,6 +636,9 @@ const KNOWN_COMMANDS: &[&str] = &[
     "keep_claim_idle",
     "local_files",
     "log_xml",
+    "materialize_max_idle",
+    "max_idle",
+    "max_materialize",
     "max_transfer_input_mb",
     "max_transfer_output_mb",
     "next_job_start_delay",

@@ -433,11 +433,22 @@ pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
     go(&p, &n)
 }
 
+/// The separator of the fields of a factory's item rows.
+pub(crate) const UNIT_SEPARATOR: char = '\x1f';
+
 /// Splits a `from` row into the variables' values: at a comma or a blank
 /// (one separator, then leading blanks), the last variable taking the
 /// rest.
 pub(crate) fn split_row(row: &str, vars: usize) -> Vec<String> {
     let mut out = Vec::with_capacity(vars);
+    // A row of a factory's item data whose fields the submitter split
+    // already: they are joined by the ASCII unit separator (as HTCondor's
+    // condor_submit sends them to the schedd).
+    if row.contains(UNIT_SEPARATOR) {
+        out.extend(row.splitn(vars.max(1), UNIT_SEPARATOR).map(str::to_string));
+        out.resize(vars, String::new());
+        return out;
+    }
     let mut rest = row.trim_start();
     for i in 0..vars {
         if i + 1 == vars {

@@ -1,6 +1,7 @@
 //! The clusters the crash test's child writes, as a function of the cluster
 //! id, so the test can tell a complete cluster from a damaged one. Shared by
 //! the child (`crash_child.rs`) and the test (`crash.rs`).
+#![allow(dead_code)] // each of the two uses part of it
 
 use classad::ClassAd;
 
@@ -26,4 +27,34 @@ pub fn proc_ad(cluster: u32, proc: u32) -> ClassAd {
         qdate = 1_700_000_000 + u64::from(cluster),
     );
     ClassAd::parse(&text).expect("the crash test's ad parses")
+}
+
+/// Every seventh cluster is a factory (late materialization): it is
+/// submitted with its first `FACTORY_START` jobs, and the child then
+/// moves its oldest job to the history and materializes the next, over
+/// and over, across kills.
+pub fn is_factory(cluster: u32) -> bool {
+    cluster % 7 == 3
+}
+
+pub const FACTORY_START: u32 = 2;
+
+/// A factory's cluster ad: what its jobs share.
+pub fn factory_cluster_ad(cluster: u32) -> ClassAd {
+    let mut ad = proc_ad(cluster, 0);
+    ad.remove("ProcId");
+    ad.remove("Arguments");
+    ad.remove("Out");
+    ad.remove("RequestMemory");
+    ad
+}
+
+/// A factory job's own attributes, chained to the cluster ad.
+pub fn factory_proc(parent: &std::sync::Arc<ClassAd>, cluster: u32, proc: u32) -> ClassAd {
+    let own = proc_ad(cluster, proc);
+    let mut ad = ClassAd::chained_to(std::sync::Arc::clone(parent));
+    for name in ["ProcId", "Arguments", "Out", "RequestMemory"] {
+        ad.insert(name, own.get(name).expect("in every proc ad").clone());
+    }
+    ad
 }

@@ -1,0 +1,118 @@
+//! Late materialization in the personal pool, end to end: `submit` of a
+//! description with `max_materialize` queues a factory; the schedd keeps
+//! at most that many jobs present, makes the next as one leaves, goes on
+//! after a restart, and ends it when all are done; `q -factory` shows it;
+//! `hold`/`release` of the cluster pause and resume it, `rm` ends it.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{err, ok, out, run, scratch, write, PoolProcess};
+
+fn until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The ids of the cluster's jobs in the queue.
+fn queued(state: &std::path::Path, dir: &std::path::Path, cluster: u32) -> Vec<String> {
+    ok(run(
+        state,
+        dir,
+        &[
+            "q",
+            "-af",
+            "ProcId",
+            "-constraint",
+            &format!("ClusterId == {cluster}"),
+        ],
+    ))
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+#[test]
+fn a_factory_keeps_its_limit_survives_a_restart_pauses_and_ends() {
+    let dir = scratch("factory");
+    let state = dir.join("state");
+    write(
+        &dir.join("f.sub"),
+        "executable = /bin/sh\narguments = \"-c 'sleep 0.3; echo $(x) $(Process)'\"\n\
+         output = out.$(Process)\nmax_materialize = 2\nqueue x in (a, b, c, d, e)\n",
+    );
+    write(
+        &dir.join("slow.sub"),
+        "executable = /bin/sleep\narguments = 600\nmax_materialize = 1\nqueue 3\n",
+    );
+    let config = [("NUM_CPUS", "4")];
+    let mut pool = PoolProcess::start(&state, &config);
+    let said = ok(run(&state, &dir, &["submit", "f.sub"]));
+    assert!(said.contains("5 job(s) submitted to cluster 1."), "{said}");
+    let slow = ok(run(&state, &dir, &["submit", "slow.sub"]));
+    assert!(slow.contains("3 job(s) submitted to cluster 2."), "{slow}");
+    // Never more than two of cluster 1 at once, until all five are done.
+    let mut most = 0;
+    until(60, "cluster 1's five jobs", || {
+        let q = queued(&state, &dir, 1);
+        most = most.max(q.len());
+        let h = ok(run(
+            &state,
+            &dir,
+            &["history", "-af", "ProcId", "-constraint", "ClusterId == 1"],
+        ));
+        h.lines().count() == 5 && q.is_empty()
+    });
+    assert!((1..=2).contains(&most), "{most} jobs of cluster 1 at once");
+    for (p, x) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+        let text = std::fs::read_to_string(dir.join(format!("out.{p}"))).unwrap();
+        assert_eq!(text, format!("{x} {p}\n"));
+    }
+    // The slow factory: one job present, the factory listed.
+    let f = ok(run(&state, &dir, &["q", "-factory"]));
+    let line = f
+        .lines()
+        .find(|l| l.trim_start().starts_with("2."))
+        .unwrap_or_else(|| panic!("{f}"));
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    // ID OWNER DATE TIME LIMIT PRESNT RUN IDLE HOLD NEXTID MODE DIGEST
+    assert_eq!(
+        (cols[4], cols[5], cols[9], cols[10]),
+        ("1", "1", "1", "Norm"),
+        "{f}"
+    );
+    assert!(!f.lines().any(|l| l.trim_start().starts_with("1.")), "{f}");
+    // A restart: the factory goes on from where it was.
+    pool.kill();
+    let mut pool = PoolProcess::start(&state, &config);
+    assert_eq!(queued(&state, &dir, 2), vec!["0"]);
+    // rm of its job: the factory makes the next.
+    ok(run(&state, &dir, &["rm", "2.0"]));
+    until(20, "job 2.1", || queued(&state, &dir, 2) == vec!["1"]);
+    // hold of the cluster pauses the factory: removing 2.1 makes no 2.2.
+    ok(run(&state, &dir, &["hold", "2"]));
+    let f = ok(run(&state, &dir, &["q", "-factory"]));
+    assert!(f.contains(" Held "), "{f}");
+    ok(run(&state, &dir, &["rm", "2.1"]));
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(queued(&state, &dir, 2).is_empty());
+    ok(run(&state, &dir, &["release", "2"]));
+    until(20, "job 2.2", || queued(&state, &dir, 2) == vec!["2"]);
+    // rm of the cluster ends the factory.
+    ok(run(&state, &dir, &["rm", "2"]));
+    until(20, "cluster 2 to leave", || {
+        queued(&state, &dir, 2).is_empty()
+    });
+    let f = run(&state, &dir, &["q", "-factory"]);
+    assert!(
+        !out(&f).lines().any(|l| l.trim_start().starts_with("2.")),
+        "{}{}",
+        out(&f),
+        err(&f)
+    );
+    pool.kill();
+}
