@@ -42,8 +42,10 @@ pub struct VmPeers {
     /// peer's, even where a peer's name would match them (several startds
     /// of one host name, as a test bed on one machine has).
     pub own_startd: String,
-    /// The collector's constraint, built once.
+    /// The collector's constraint, and each peer's part of it, built once.
     constraint: Expr,
+    host_picks: Option<Expr>,
+    vm_picks: Vec<(String, Expr)>,
 }
 
 /// The same peers (the constraint follows from them).
@@ -130,7 +132,12 @@ fn quoted(s: &str) -> String {
 /// (`VMP_VM_LIST` may give IP addresses).
 fn names_machine(name: &str) -> String {
     let dotted = format!("{name}.");
-    let sinful = format!("<{name}:");
+    // An IPv6 address is bracketed in a sinful string.
+    let sinful = if name.contains(':') {
+        format!("<[{name}]:")
+    } else {
+        format!("<{name}:")
+    };
     format!(
         "(Machine == {m} || substr(Machine, 0, {dl}) == {d} || substr(MyAddress, 0, {sl}) == {s})",
         m = quoted(name),
@@ -181,19 +188,32 @@ impl VmPeers {
                 )));
             }
         }
+        let parse = |text: &str| {
+            classad::parse_expr(text)
+                .map_err(|e| PolicyError(format!("VMP_* constraint `{text}`: {e}")))
+        };
         let text = host
             .iter()
             .chain(&vms)
             .map(|n| names_machine(n))
             .collect::<Vec<_>>()
             .join(" || ");
-        let constraint = classad::parse_expr(&text)
-            .map_err(|e| PolicyError(format!("VMP_* constraint `{text}`: {e}")))?;
+        let constraint = parse(&text)?;
+        let host_picks = host
+            .as_deref()
+            .map(|h| parse(&names_machine(h)))
+            .transpose()?;
+        let vm_picks = vms
+            .iter()
+            .map(|v| Ok((v.clone(), parse(&names_machine(v))?)))
+            .collect::<Result<Vec<_>, PolicyError>>()?;
         Ok(Some(VmPeers {
             host,
             vms,
             own_startd: own_startd.to_string(),
             constraint,
+            host_picks,
+            vm_picks,
         }))
     }
 
@@ -204,18 +224,11 @@ impl VmPeers {
         &self.constraint
     }
 
-    /// Whether `ad` is another startd's and of the machine `name`.
-    fn is_of(&self, ad: &ClassAd, name: &str, env: &Env) -> bool {
-        let own = text_attr(ad, "Name", env)
+    /// Whether `ad` is this startd's own.
+    fn is_own(&self, ad: &ClassAd, env: &Env) -> bool {
+        text_attr(ad, "Name", env)
             .and_then(|n| n.split_once('@').map(|(_, s)| s.to_string()))
-            .is_some_and(|s| s.eq_ignore_ascii_case(&self.own_startd));
-        if own {
-            return false;
-        }
-        let Ok(one) = classad::parse_expr(&names_machine(name)) else {
-            return false;
-        };
-        ad.eval(&one, env).as_bool() == Some(true)
+            .is_some_and(|s| s.eq_ignore_ascii_case(&self.own_startd))
     }
 
     /// What the peers' slot ads (as the collector gave them) mean for this
@@ -238,16 +251,17 @@ impl VmPeers {
         let mut view = PeerView::default();
         let mut host_ads: Vec<&ClassAd> = Vec::new();
         let mut busy: Vec<String> = Vec::new();
+        let picks = |e: &Expr, ad: &ClassAd| ad.eval(e, &env).as_bool() == Some(true);
         for ad in peer_ads {
-            let of_host = self
-                .host
-                .as_deref()
-                .is_some_and(|h| self.is_of(ad, h, &env));
+            if self.is_own(ad, &env) {
+                continue;
+            }
+            let of_host = self.host_picks.as_ref().is_some_and(|e| picks(e, ad));
             let of_vm = self
-                .vms
+                .vm_picks
                 .iter()
-                .find(|v| self.is_of(ad, v, &env))
-                .map(String::as_str);
+                .find(|(_, e)| picks(e, ad))
+                .map(|(v, _)| v.as_str());
             if of_host {
                 host_ads.push(ad);
             }
@@ -509,6 +523,14 @@ mod tests {
             ),
             "{why}"
         );
+        // An IPv6 address, as a sinful string brackets it.
+        let p6 = peers(None, &["fd00::7"], "host");
+        let ads = vec![ClassAd::parse(
+            r#"[ Name = "slot1@v6"; Machine = "v6"; MyAddress = "<[fd00::7]:9618>";
+                State = "Claimed"; Activity = "Busy" ]"#,
+        )
+        .unwrap()];
+        assert!(p6.assess(&ads, NOW).start_override.is_some());
         // An address is not a prefix of another (10.0.0.7 is not 10.0.0.70).
         let other = vec![slot("slot1@vm3", "vm3", "10.0.0.70", 1, "Claimed")];
         assert!(p.assess(&other, NOW).start_override.is_none());
