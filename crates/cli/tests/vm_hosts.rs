@@ -250,4 +250,10 @@ fn a_vm_host_and_its_inner_machine_run_one_job_at_a_time_and_the_vm_sees_host_at
     wait_running_on(&pool, &again, VM);
     let o = pool.on(AP, &["rm", &again]);
     assert!(o.status.success(), "{}", bed::both(&o));
+
+    // Passed: the pool stops (each master with its daemons and jobs) and
+    // its files go; a failed run keeps them for a look.
+    let base = pool.base.clone();
+    drop(pool);
+    let _ = std::fs::remove_dir_all(base);
 }
