@@ -311,10 +311,10 @@ fn user_home_is_resolved_by_the_tools_and_the_schedd() {
     assert_eq!(out(&off).trim(), "none", "{}", err(&off));
 }
 
-/// Running on VM hosts is not carried out yet: a startd configured for it
-/// says so at start rather than ignoring the settings.
+/// A startd configured for VM hosts says at start what it will do, in
+/// the manual's terms (the behaviour itself: `vm_hosts.rs`).
 #[test]
-fn a_startd_configured_for_vm_hosts_says_it_does_not_act_on_them_yet() {
+fn a_startd_configured_for_vm_hosts_says_what_it_does() {
     let dir = scratch("habits-vmp");
     let state = dir.join("state");
     let pool = PoolProcess::start(
@@ -326,7 +326,10 @@ fn a_startd_configured_for_vm_hosts_says_it_does_not_act_on_them_yet() {
     );
     wait_for(30, "the startd's note", || {
         pool.daemon_log()
-            .contains("VMP_VM_LIST is set, but ferrocondor does not yet act on VM hosts")
+            .contains(
+                "VMP_VM_LIST: this host runs the inner virtual machines vm1.example.org, \
+                 vm2.example.org: START is False while one of them runs a job",
+            )
             .then_some(())
     });
 }

@@ -1737,6 +1737,18 @@ pub static PARAMS: &[Param] = &[
         "Helper: JobUniverse number of the VM universe.",
     ),
     p(
+        "VMP_HOST_MACHINE",
+        "",
+        Text,
+        "On an inner virtual machine: the host it runs on (its name or IP address); the slots publish the host's attributes as HOST_<attr>, and START is False while the host runs a job.",
+    ),
+    p(
+        "VMP_VM_LIST",
+        "",
+        List,
+        "On a VM host: the inner virtual machines it runs (names or IP addresses); START is False while one of them runs a job.",
+    ),
+    p(
         "WANT_SUSPEND",
         "False",
         Expression,

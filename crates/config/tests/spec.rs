@@ -1315,8 +1315,9 @@ fn special_environment_settings_expand_as_in_htcondor() {
         "backfill.conf",
         "concurrency-limits.conf",
     ]);
-    // VMP_START is the inner-VM START of the VM-provisioning section, which
-    // the examples leave out (a platform that no longer exists).
+    // VMP_START is the inner virtual machine's START of the VM-host
+    // section: vm-inner.conf has it as START (checked against this case
+    // in its own test below).
     assert_agrees(case, &c, &["VMP_START", "EVICT_BACKFILL"]);
     // EVICT_BACKFILL is the manual's $(MachineBusy) with its parenthesis
     // closed.
@@ -1505,6 +1506,29 @@ fn kbdd_adds_the_keyboard_daemon_and_connects_every_slot() {
     assert_eq!(&list[..list.len() - 1], &base[..]);
     assert_eq!(c.integer("SLOTS_CONNECTED_TO_KEYBOARD").unwrap(), Some(4));
     assert_eq!(c.integer("SLOTS_CONNECTED_TO_CONSOLE").unwrap(), Some(4));
+}
+
+// Running on VM hosts (vm-host.conf, vm-inner.conf)
+
+/// The host names its inner virtual machines (VMP_VM_LIST), an inner
+/// machine names its host (VMP_HOST_MACHINE), and the inner machine's
+/// START is the manual's, expanded as HTCondor expands the same text
+/// (oracle case p19's VMP_START).
+#[test]
+fn a_vm_host_and_its_inner_machine_name_each_other_with_the_manuals_start() {
+    let host = stack(&["v68-default.conf", "vm-host.conf"]);
+    assert_eq!(
+        host.list("VMP_VM_LIST").unwrap(),
+        ["vmware1.domain.com", "vmware2.domain.com"]
+    );
+    assert!(host.get("VMP_HOST_MACHINE").unwrap().is_none());
+    let inner = stack(&["v68-default.conf", "vm-inner.conf"]);
+    assert_eq!(value(&inner, "VMP_HOST_MACHINE"), "host.domain.com");
+    assert!(inner.list("VMP_VM_LIST").unwrap().is_empty());
+    assert_eq!(
+        Some(value(&inner, "START")),
+        htcondor("p19-special-environments", "VMP_START")
+    );
 }
 
 // Pool history (condor-view.conf)

@@ -149,6 +149,20 @@ impl CollectorRole {
     pub fn ads(&self, kind: &AdType, now: i64) -> Vec<ClassAd> {
         self.store.ads(Some(kind), now).cloned().collect()
     }
+
+    /// The ads of `kind` that `keep` takes (copied only when taken).
+    pub fn ads_where(
+        &self,
+        kind: &AdType,
+        now: i64,
+        keep: impl Fn(&ClassAd) -> bool,
+    ) -> Vec<ClassAd> {
+        self.store
+            .ads(Some(kind), now)
+            .filter(|ad| keep(ad))
+            .cloned()
+            .collect()
+    }
 }
 
 impl Role for CollectorRole {

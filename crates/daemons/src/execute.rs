@@ -93,6 +93,10 @@ pub enum Work {
         input: String,
         fetch: bool,
     },
+    /// Ask the collector for the startd ads `constraint` picks (the
+    /// VM-host peers': `startd::vm_host`), then call
+    /// [`StartdRole::peers_heard`] with them or why they are not known.
+    QueryPeers { constraint: classad::Expr },
 }
 
 /// A job's process on a slot.
@@ -186,7 +190,25 @@ pub struct StartdRole {
     /// machine, shared by every slot in Backfill, as HTCondor's BOINC
     /// manager runs one boinc_client.
     backfill: Option<BackfillClient>,
+    /// Running on VM hosts (VMP_HOST_MACHINE, VMP_VM_LIST): who the peers
+    /// are, and the collector query for their ads.
+    vm_peers: Option<VmPeerQuery>,
 }
+
+/// The startd's side of `startd::vm_host`: the peers, and the one query
+/// for their ads that may be out at a time.
+struct VmPeerQuery {
+    peers: startd::vm_host::VmPeers,
+    /// When the query now out was sent (none out: `None`).
+    asked_at: Option<i64>,
+    /// Why the last query failed, said once until one succeeds.
+    failing: Option<String>,
+}
+
+/// A query for the peers' ads that has not answered in this long is
+/// taken as lost and asked again (each read of it has the client's own
+/// deadline, so it ends by itself well before).
+const PEER_QUERY_LOST: i64 = 120;
 
 /// The running backfill client and the slots it works for.
 struct BackfillClient {
@@ -419,6 +441,36 @@ fn benchmarks() -> (i64, i64) {
     ((40.0 / int_secs) as i64, (10_000.0 / flop_secs) as i64)
 }
 
+/// VMP_HOST_MACHINE and VMP_VM_LIST read (none set: `None`).
+fn vm_peer_query(c: &config::Config, own_startd: &str) -> Result<Option<VmPeerQuery>, String> {
+    let peers =
+        startd::vm_host::VmPeers::from_config(c, own_startd).map_err(|e| format!("startd: {e}"))?;
+    Ok(peers.map(|peers| VmPeerQuery {
+        peers,
+        asked_at: None,
+        failing: None,
+    }))
+}
+
+/// The daemon log's line on what running on VM hosts will do here.
+fn describe_vm_peers(p: &startd::vm_host::VmPeers) -> String {
+    let mut parts = Vec::new();
+    if let Some(h) = &p.host {
+        parts.push(format!(
+            "VMP_HOST_MACHINE: this is an inner virtual machine of {h}: its slots publish the \
+             host's attributes as HOST_<attr>, and START is False while the host runs a job"
+        ));
+    }
+    if !p.vms.is_empty() {
+        parts.push(format!(
+            "VMP_VM_LIST: this host runs the inner virtual machines {}: START is False while \
+             one of them runs a job",
+            p.vms.join(", ")
+        ));
+    }
+    parts.join("; ")
+}
+
 impl StartdRole {
     /// Builds the startd from the configuration and the machine, and
     /// takes over whatever a previous pool left running: killed, before
@@ -514,23 +566,11 @@ impl StartdRole {
                     .into()
             });
         }
-        // Running on VM hosts (special-environments.txt) is not carried
-        // out yet: an admin who sets it is told, not left to wonder why
-        // the host's jobs and the inner machine's overlap.
-        for name in ["VMP_HOST_MACHINE", "VMP_VM_LIST"] {
-            if cfg
-                .startd
-                .get(name)
-                .ok()
-                .flatten()
-                .is_some_and(|v| !v.trim().is_empty())
-            {
-                notes.push(format!(
-                    "{name} is set, but ferrocondor does not yet act on VM hosts: no HOST_ \
-                     attributes are published and START is not overridden while the other \
-                     machine runs a job"
-                ));
-            }
+        // Running on VM hosts (special-environments.txt): the peers'
+        // ads are asked of the collector at every poll.
+        let vm_peers = vm_peer_query(&cfg.startd, &startd.machine.startd_name)?;
+        if let Some(q) = &vm_peers {
+            notes.push(describe_vm_peers(&q.peers));
         }
         let mut startd = startd;
         if starter.enable_url_transfers {
@@ -560,6 +600,7 @@ impl StartdRole {
             unset_limits: BTreeSet::new(),
             tracking,
             backfill: None,
+            vm_peers,
         })
     }
 
@@ -599,9 +640,20 @@ impl StartdRole {
             self.starter.run_as.clone(),
             self.starter.cgroup.clone(),
         )?;
+        let vm_peers = vm_peer_query(&startd_config, self.name())?;
         self.startd
             .reconfigure(&startd_config)
             .map_err(|e| e.to_string())?;
+        if vm_peers.as_ref().map(|q| &q.peers) != self.vm_peers.as_ref().map(|q| &q.peers) {
+            // Other peers (or none): what the old ones said is forgotten,
+            // and the new ones are asked at the next poll.
+            self.startd
+                .set_vm_peers(startd::vm_host::PeerView::default());
+            if let Some(q) = &vm_peers {
+                self.notes.push(describe_vm_peers(&q.peers));
+            }
+            self.vm_peers = vm_peers;
+        }
         self.starter = starter;
         self.startd_config = startd_config;
         Ok(())
@@ -854,6 +906,71 @@ impl StartdRole {
         self.absorb(ready, now);
         self.drive(now);
         self.publish_slots(now);
+        self.ask_vm_peers(now);
+    }
+
+    /// Asks the collector for the VM-host peers' ads, unless a query is
+    /// already out. At every poll, not every UPDATE_INTERVAL: the peers
+    /// publish their ads at each of their polls, and an override that
+    /// came minutes late would let the host and its inner machine start
+    /// jobs together for minutes (the one thing the manual's override is
+    /// for). The query is a few ads, picked by the collector.
+    fn ask_vm_peers(&mut self, now: i64) {
+        let Some(q) = &mut self.vm_peers else {
+            return;
+        };
+        if q.asked_at.is_some_and(|t| now - t < PEER_QUERY_LOST) {
+            return;
+        }
+        q.asked_at = Some(now);
+        self.work.push(Work::QueryPeers {
+            constraint: q.peers.constraint().clone(),
+        });
+    }
+
+    /// The collector's answer about the VM-host peers: their ads, or why
+    /// they could not be had. Peers that are not known override nothing
+    /// and give no HOST_ attributes (a START that reads them is then not
+    /// true, so an inner machine that cannot see its host starts nothing
+    /// that depends on the host being idle).
+    pub fn peers_heard(&mut self, answer: Result<Vec<ClassAd>, String>, now: i64) {
+        let Some(q) = &mut self.vm_peers else {
+            return;
+        };
+        q.asked_at = None;
+        let view = match answer {
+            Ok(ads) => {
+                if q.failing.take().is_some() {
+                    self.notes
+                        .push("VMP: the collector answers again about the VM-host peers".into());
+                }
+                q.peers.assess(&ads, now)
+            }
+            Err(why) => {
+                if q.failing.as_deref() != Some(why.as_str()) {
+                    self.notes.push(format!(
+                        "VMP: the VM-host peers' ads could not be had ({why}); until they \
+                         are, START is not overridden and no HOST_ attributes are published"
+                    ));
+                    q.failing = Some(why);
+                }
+                startd::vm_host::PeerView::default()
+            }
+        };
+        let before = self.startd.vm_peers().start_override.clone();
+        match (&before, &view.start_override) {
+            (None, Some(why)) => self
+                .notes
+                .push(format!("VMP: START is overridden False: {why}")),
+            (Some(_), None) => self
+                .notes
+                .push("VMP: START is no longer overridden: no VM-host peer runs a job".into()),
+            _ => {}
+        }
+        if self.startd.set_vm_peers(view) {
+            // The negotiator sees the new Start at once, not a poll later.
+            self.publish_slots(now);
+        }
     }
 
     /// The keyboard daemon says the keyboard or mouse was used now

@@ -213,6 +213,10 @@ pub struct Remote {
     pending: Arc<std::sync::atomic::AtomicUsize>,
 }
 
+/// The most ads a query for a startd's VM-host peers takes: a host's
+/// slots and its inner machines', with room to spare.
+pub const PEER_ADS_LIMIT: i64 = 4096;
+
 /// How many messages may wait for one destination.
 const QUEUE: usize = 4096;
 
@@ -353,6 +357,31 @@ impl Remote {
         let k = key(to.role, to.name.as_deref());
         let a = self.finder.address_of(to, &k, false)?;
         Ok((a, self.finder.peers.client.clone()))
+    }
+
+    /// The startd ads the pool's collector holds that `constraint` picks
+    /// (QUERY_STARTD_ADS with this process's daemon credentials, at most
+    /// [`PEER_ADS_LIMIT`] of them). Blocks, each read for at most the
+    /// client's deadline.
+    pub fn query_startd_ads(
+        &self,
+        constraint: &classad::Expr,
+    ) -> Result<Vec<classad::ClassAd>, String> {
+        let collector = self.finder.collector()?;
+        let fail = |e: &dyn std::fmt::Display| format!("asking the collector at {collector}: {e}");
+        let (mut sock, _) = cedar::client::connect(
+            &collector,
+            cmd::QUERY_STARTD_ADS,
+            &self.finder.peers.client,
+            Some(&self.finder.sessions),
+        )
+        .map_err(|e| fail(&e))?;
+        let mut q = classad::ClassAd::new();
+        q.insert_value("MyType", "Query");
+        q.insert_value("TargetType", "Machine");
+        q.insert("Requirements", constraint.clone());
+        q.insert_value("LimitResults", PEER_ADS_LIMIT);
+        cedar::ad::query_collector(&mut sock, &q).map_err(|e| fail(&e))
     }
 
     /// Hands `msg` from this process's `from` (named `from_name`) to the

@@ -620,6 +620,32 @@ impl Router {
             .is_some_and(|r| r.claim_in_session(claim, sid))
     }
 
+    /// The startd ads the pool's collector holds that `constraint` picks
+    /// (the startd's VM-host peers): asked of the collector role where it
+    /// runs in this process, else of the pool's collector on HTCondor's
+    /// protocol (QUERY_STARTD_ADS, as the daemons' client). Blocks: call
+    /// it off the roles' threads.
+    pub fn query_startd_ads(&self, constraint: &classad::Expr) -> Result<Vec<ClassAd>, String> {
+        if let Ok(c) = self.collector() {
+            let constraint = constraint.clone();
+            return c
+                .call_blocking(move |c, now, _| {
+                    let env = classad::Env {
+                        now,
+                        ..classad::Env::default()
+                    };
+                    c.ads_where(&AdType::Startd, now, |ad| {
+                        ad.eval(&constraint, &env).as_bool() == Some(true)
+                    })
+                })
+                .map_err(|e| e.to_string());
+        }
+        match &self.remote {
+            Some(r) => r.query_startd_ads(constraint),
+            None => Err("this process runs no collector and reaches none".into()),
+        }
+    }
+
     /// Whether roles of other processes are reached from here (a daemon
     /// of `ferrocondor master`, or of a pool of many hosts).
     pub fn has_remote(&self) -> bool {

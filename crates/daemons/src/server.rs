@@ -1140,6 +1140,16 @@ fn dispatch(router: &Router, work: Vec<Work>) {
                     }
                 });
             }
+            Work::QueryPeers { constraint } => {
+                tokio::spawn(async move {
+                    let asking = router.clone();
+                    let answer =
+                        tokio::task::spawn_blocking(move || asking.query_startd_ads(&constraint))
+                            .await
+                            .unwrap_or_else(|e| Err(e.to_string()));
+                    let _ = on_startd(&router, move |s, now| s.peers_heard(answer, now)).await;
+                });
+            }
         }
     }
 }

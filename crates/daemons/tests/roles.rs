@@ -233,7 +233,7 @@ impl Pool {
                     let report = job.finish();
                     self.startd.finished(&slot, run, report, now);
                 }
-                Work::Hook { .. } => {}
+                Work::Hook { .. } | Work::QueryPeers { .. } => {}
             }
             self.startd.flush(&mut out);
             self.post(RoleName::Startd, out);

@@ -391,6 +391,9 @@ pub struct Startd {
     pub(crate) partitionables: BTreeMap<String, Partitionable>,
     /// Claims on partitionable slots waiting for preempted dynamic slots.
     pending_claims: Vec<PendingClaim>,
+    /// What the VM-host peers' ads say (`vm_host`): the host's `HOST_`
+    /// attributes and whether START is overridden False.
+    pub(crate) vm_peers: crate::vm_host::PeerView,
 }
 
 /// Seconds after which a claim still Claimed/Idle is said to be idle to
@@ -451,6 +454,7 @@ impl Startd {
             resources: None,
             partitionables: BTreeMap::new(),
             pending_claims: Vec::new(),
+            vm_peers: crate::vm_host::PeerView::default(),
         })
     }
 
@@ -558,8 +562,13 @@ impl Startd {
         (keyboard, console)
     }
 
-    /// START for slot `i`: the drain's start expression while draining.
+    /// START for slot `i`: False while a VM-host peer runs a job
+    /// (`vm_host`: the manual's override, above every other START), the
+    /// drain's start expression while draining.
     pub(crate) fn start_expr(&self, i: usize) -> Expr {
+        if self.vm_peers.start_override.is_some() {
+            return Expr::from_value(Value::Bool(false));
+        }
         if let Some(d) = &self.drain {
             return d
                 .start_expr
@@ -571,6 +580,24 @@ impl Startd {
             .expr("START")
             .cloned()
             .unwrap_or_else(|| Expr::from_value(Value::Bool(true)))
+    }
+
+    /// What the VM-host peers' ads say now (`vm_host::VmPeers::assess`):
+    /// the `HOST_` attributes go into every slot ad, and START is False
+    /// while `start_override` says why. Whether anything changed (the
+    /// slot ads are built again when it did).
+    pub fn set_vm_peers(&mut self, view: crate::vm_host::PeerView) -> bool {
+        if self.vm_peers.same_as(&view) {
+            return false;
+        }
+        self.vm_peers = view;
+        self.invalidate_ads();
+        true
+    }
+
+    /// What the VM-host peers said last ([`Startd::set_vm_peers`]).
+    pub fn vm_peers(&self) -> &crate::vm_host::PeerView {
+        &self.vm_peers
     }
 
     /// The readings of the last poll.

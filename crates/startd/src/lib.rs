@@ -25,6 +25,7 @@ pub mod publish;
 pub mod resources;
 pub mod slot;
 pub mod state;
+pub mod vm_host;
 
 pub use engine::{
     Action, ClaimRequest, DrainFigures, DrainHow, Event, Readings, Ready, Refusal, SetupError,

@@ -254,7 +254,8 @@ impl Startd {
             }
         }
         // START is published as Start; while draining it is the drain's own
-        // start expression (false unless the drain gave one).
+        // start expression (false unless the drain gave one), and false
+        // while a VM-host peer runs a job.
         ad.insert("Start", self.start_expr(i));
         ad.insert(
             "Rank",
@@ -279,6 +280,10 @@ impl Startd {
             }
         }
         for (name, e) in &s.policy.startd_attrs {
+            ad.insert(name.as_str(), e.clone());
+        }
+        // On an inner virtual machine, the host's attributes (`vm_host`).
+        for (name, e) in &self.vm_peers.host_attrs {
             ad.insert(name.as_str(), e.clone());
         }
         ad

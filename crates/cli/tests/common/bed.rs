@@ -107,6 +107,17 @@ impl Pool {
         Pool::build_on(hosts, name, &[AP], &[], extra, &|_, _| String::new())
     }
 
+    /// As [`Pool::with_hosts`], on hosts made beforehand (a loopback
+    /// bed, whose addresses a host's configuration may name).
+    pub fn on_hosts_with(
+        hosts: Hosts,
+        name: &str,
+        extra: &str,
+        per_host: impl Fn(usize, &Path) -> String,
+    ) -> Pool {
+        Pool::build_on(hosts, name, &[AP], &[], extra, &per_host)
+    }
+
     /// As [`Pool::new`], with access points on the hosts `aps` (each
     /// `SCHEDD_NAME = ap<i>` when there are several).
     pub fn with_access_points(
