@@ -25,18 +25,24 @@ fn startd(text: &str, dir: &std::path::Path) -> StartdRole {
     .unwrap();
     let node = NodeConfig {
         startd,
-        negotiator: config::load(
-            &config::LoadOptions::new("NEGOTIATOR", config::Root::File("c".into())),
-            &config::MemFiles::new().with("c", ""),
-            &config::FixedHost::empty(),
-        )
-        .unwrap(),
+        negotiator: empty_config("NEGOTIATOR"),
+        collector: empty_config("COLLECTOR"),
         hostname: "host.example.org".into(),
         host: HostReadings::simple(1, 4096, 1 << 30, 0),
         readings_file: None,
         execute_dir: dir.join("execute"),
     };
     StartdRole::new(&node, &state, T0).unwrap()
+}
+
+/// An empty configuration as `subsystem` reads it.
+fn empty_config(subsystem: &str) -> config::Config {
+    config::load(
+        &config::LoadOptions::new(subsystem, config::Root::File("c".into())),
+        &config::MemFiles::new().with("c", ""),
+        &config::FixedHost::empty(),
+    )
+    .unwrap()
 }
 
 /// The queries a step asked for.
@@ -170,12 +176,8 @@ fn a_lost_query_is_asked_again_and_a_startd_without_vmp_asks_nothing() {
     .unwrap();
     let node = NodeConfig {
         startd: bad,
-        negotiator: config::load(
-            &config::LoadOptions::new("NEGOTIATOR", config::Root::File("c".into())),
-            &config::MemFiles::new().with("c", ""),
-            &config::FixedHost::empty(),
-        )
-        .unwrap(),
+        negotiator: empty_config("NEGOTIATOR"),
+        collector: empty_config("COLLECTOR"),
         hostname: "h".into(),
         host: HostReadings::simple(1, 4096, 1 << 30, 0),
         readings_file: None,
