@@ -1124,7 +1124,12 @@ impl Schedd {
                     }
                 }
                 Ok((_, None)) => {}
-                Err(e) => notes.push(e),
+                // Said once: the factory stops until the schedd starts
+                // again (or the cluster is removed).
+                Err(e) => {
+                    notes.push(format!("{e}; the factory is stopped"));
+                    factory.error = Some(e);
+                }
             }
             if factory.exhausted() && self.queue.cluster_jobs(i64::from(c)).next().is_none() {
                 // Every job made and gone: the cluster ends.
@@ -1173,7 +1178,13 @@ impl Schedd {
                         format!("condor_submit.{}.items", f.cluster).as_str(),
                     );
                 }
-                ad.insert_value(schedd::factory::attr::PAUSED, i64::from(f.paused()));
+                match &f.error {
+                    Some(why) => {
+                        ad.insert_value(schedd::factory::attr::PAUSED, -1i64);
+                        ad.insert_value("JobMaterializePauseReason", why.as_str());
+                    }
+                    None => ad.insert_value(schedd::factory::attr::PAUSED, i64::from(f.paused())),
+                }
                 ad
             })
             .collect()

@@ -58,6 +58,10 @@ pub struct Factory {
     /// Paused by its owner (HTCondor holds the cluster's factory so:
     /// `condor_hold` of the cluster; `condor_release` resumes it).
     pub paused: bool,
+    /// Stopped by an error making a job (HTCondor's factory pause mode
+    /// "invalid", -1): it makes nothing more until the schedd starts
+    /// again, and says why (JobMaterializePauseReason).
+    pub error: Option<String>,
     /// Job 0 as the schedd materializes it (what job N is compared with).
     base: Option<ClassAd>,
 }
@@ -100,6 +104,7 @@ impl Factory {
             total,
             cluster_ad,
             paused: false,
+            error: None,
             base: None,
         }
     }
@@ -125,7 +130,9 @@ impl Factory {
 
     /// JobMaterializePaused: a held cluster (or an admin) pauses it.
     pub fn paused(&self) -> bool {
-        self.paused || literal_int(&self.cluster_ad, attr::PAUSED).is_some_and(|p| p != 0)
+        self.paused
+            || self.error.is_some()
+            || literal_int(&self.cluster_ad, attr::PAUSED).is_some_and(|p| p != 0)
     }
 
     /// Whether every job has been made.
@@ -322,6 +329,10 @@ mod tests {
         Arc::make_mut(&mut f.cluster_ad).insert_value(attr::PAUSED, 0);
         assert_eq!(f.due(&counts(0, 0, 0)), 2);
         f.paused = true;
+        assert_eq!(f.due(&counts(0, 0, 0)), 0);
+        // Stopped by an error making a job: nothing more, even resumed.
+        f.paused = false;
+        f.error = Some("job 3: bad item".into());
         assert_eq!(f.due(&counts(0, 0, 0)), 0);
     }
 }
