@@ -599,6 +599,14 @@ impl StartdRole {
         self.startd
             .reconfigure(&startd_config)
             .map_err(|e| e.to_string())?;
+        // The plugins are asked again, as HTCondor's startd does at
+        // reconfig: a plugin added, removed or changed shows in
+        // HasFileTransferPluginMethods (jobs' starters ask them anew).
+        let methods = starter.enable_url_transfers.then(|| {
+            let root = matches!(starter.run_as, RunAs::JobOwner);
+            url_methods(&starter, root, &mut self.notes)
+        });
+        self.startd.set_file_transfer_methods(methods);
         self.starter = starter;
         self.startd_config = startd_config;
         Ok(())
@@ -1194,6 +1202,10 @@ impl StartdRole {
             claim_id: claim_id.to_string(),
             reason,
             failure: start_failure(&e),
+            subcode: match &e {
+                StartError::Input { subcode, .. } => *subcode,
+                _ => 0,
+            },
         };
         self.report(report);
     }
