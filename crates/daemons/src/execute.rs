@@ -587,6 +587,11 @@ impl StartdRole {
         self.startd.slot(slot).is_some()
     }
 
+    /// A drain's CheckExpr against every slot ([`Startd::drain_check`]).
+    pub fn drain_check(&self, check: &classad::Expr, now: i64) -> Result<(), String> {
+        self.startd.drain_check(check, now)
+    }
+
     /// The new startd configuration (after `condor_reconfig`); nothing
     /// changes when it is refused.
     pub fn reconfigure(&mut self, startd_config: config::Config) -> Result<(), String> {
