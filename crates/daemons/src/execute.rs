@@ -588,7 +588,7 @@ impl StartdRole {
     }
 
     /// A drain's CheckExpr against every slot ([`Startd::drain_check`]).
-    pub fn drain_check(&self, check: &classad::Expr, now: i64) -> Result<(), String> {
+    pub fn drain_check(&mut self, check: &classad::Expr, now: i64) -> Result<(), String> {
         self.startd.drain_check(check, now)
     }
 

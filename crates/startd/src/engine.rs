@@ -591,13 +591,14 @@ impl Startd {
     /// A drain's CheckExpr (HTCondor's `ResMgr::startDraining`): it must
     /// be true in every slot's ad, else the drain is refused with why. A
     /// machine already draining is left for the drain itself to refuse.
-    pub fn drain_check(&self, check: &Expr, now: i64) -> Result<(), String> {
+    /// The ads are those the startd publishes now, with the draining
+    /// estimates (the defrag daemon's CheckExpr reads them).
+    pub fn drain_check(&mut self, check: &Expr, now: i64) -> Result<(), String> {
         if self.drain.is_some() {
             return Ok(());
         }
         let env = self.env(now);
-        for i in 0..self.slots.len() {
-            let ad = self.slot_ad(i, now);
+        for (i, ad) in self.published_ads(now).into_iter().enumerate() {
             let name = match ad.eval_attr("Name", &env) {
                 Value::Str(n) => n.to_string(),
                 _ => self.slots[i].name.clone(),
