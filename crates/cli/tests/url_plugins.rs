@@ -2,7 +2,8 @@
 //! manual's invented `zkm` scheme, configured by
 //! `examples/config/url-plugins.conf`, fetches a job's input into its
 //! sandbox as the job's user; a failed fetch holds the job with
-//! TransferInputError (13) and the plugin's message. Output with
+//! TransferInputError (13), the plugin's message and its exit status
+//! shifted left by 8 as the subcode; `reconfig` asks the plugins again. Output with
 //! `output_destination` (or a `transfer_output_remaps` URL) is uploaded
 //! by the same plugin with `-upload`, as the job's user; a failed upload
 //! holds the job with TransferOutputError (12), the plugin's message and
