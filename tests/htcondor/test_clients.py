@@ -520,6 +520,57 @@ class ClientsWithoutConfig(unittest.TestCase):
         self.assertEqual(got["seen"], [{"Colour": "green"}])
         self.assertEqual(got["gone"], 0)
 
+    def test_query_any_and_the_defrag_daemon_s_ad(self):
+        # AdTypes.Any is QUERY_ANY_ADS with TargetType "Any"; AdTypes.Defrag
+        # is QUERY_GENERIC_ADS with TargetType "Defrag" (HTCondor's
+        # condor_query.cpp). The defrag daemon runs beside the pool, as
+        # the master runs it, and advertises its ad with UPDATE_AD_GENERIC.
+        env = dict(
+            os.environ,
+            CONDOR_CONFIG=self.pool.config,
+            _CONDOR_DEFRAG_NAME="defrag@test",
+            _CONDOR_DEFRAG_UPDATE_INTERVAL="1",
+        )
+        log = open(os.path.join(self.pool.dir, "defrag.log"), "w+")
+        defrag = subprocess.Popen(
+            [BINARY, "daemon", "DEFRAG", "--state", self.pool.state],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+        try:
+            got = self.alice.run(
+                """
+                deadline = time.time() + 30
+                while time.time() < deadline:
+                    defrag = plain(collector.query(htcondor.AdTypes.Defrag))
+                    if defrag:
+                        break
+                    time.sleep(0.3)
+                every = collector.query(htcondor.AdTypes.Any)
+                kinds = sorted({ad.get("MyType") for ad in every})
+                only = plain(collector.query(htcondor.AdTypes.Any, 'MyType == "Defrag"', ["Name", "MyType"]))
+                print(json.dumps({"defrag": defrag, "kinds": kinds, "only": only}))
+                """
+            )
+        finally:
+            defrag.send_signal(signal.SIGTERM)
+            try:
+                defrag.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(defrag.pid, signal.SIGKILL)
+                defrag.wait()
+            log.seek(0)
+            said = log.read()
+            log.close()
+        self.assertEqual(len(got["defrag"]), 1, said)
+        self.assertEqual(got["defrag"][0]["Name"], "defrag@test")
+        self.assertEqual(got["defrag"][0]["MyType"], "Defrag")
+        for kind in ["Collector", "Defrag", "Machine", "Negotiator", "Scheduler"]:
+            self.assertIn(kind, got["kinds"])
+        self.assertEqual(got["only"], [{"Name": "defrag@test", "MyType": "Defrag"}])
+
     def test_the_negotiator_s_priorities_and_who_may_change_them(self):
         # Alice has had jobs, so she is a submitter in the accountant.
         self.alice.run(

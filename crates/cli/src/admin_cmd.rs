@@ -265,11 +265,20 @@ fn drain_request(a: &DrainArgs, user: &str) -> Result<ClassAd, Error> {
         })?;
         req.insert("StartExpr", parsed);
     }
+    if let Some(check) = &a.check {
+        let parsed = classad::parse_expr(check).map_err(|e| {
+            Error::Input(format!(
+                "the check expression does not parse: {}",
+                e.display_with_source("<check>")
+            ))
+        })?;
+        req.insert("CheckExpr", parsed);
+    }
     Ok(req)
 }
 
 /// `condor_drain [-graceful|-quick|-fast] [-resume-on-completion]
-/// [-start EXPR] [-reason TEXT] [MACHINE]`, and `-cancel`: DRAIN_JOBS or
+/// [-start EXPR] [-reason TEXT] [-check EXPR] [MACHINE]`, and `-cancel`: DRAIN_JOBS or
 /// CANCEL_DRAIN_JOBS with a request ad to the machine's startd (the local
 /// one when none is named), which answers with `Result`.
 pub fn drain(a: &DrainArgs, out: &mut dyn Write) -> Result<Outcome, Error> {
@@ -995,6 +1004,7 @@ mod tests {
             resume_on_completion: true,
             start: Some("Owner == \"x\"".into()),
             reason: None,
+            check: None,
             cancel: false,
         };
         let req = drain_request(&a, "alice").unwrap();

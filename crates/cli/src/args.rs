@@ -304,8 +304,11 @@ pub struct DrainArgs {
     /// Why the machine is drained (DrainReason).
     #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     pub reason: Option<String>,
+    /// Drain only if this expression is true in every slot's ad (CheckExpr).
+    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    pub check: Option<String>,
     /// Stop draining: the slots take jobs again.
-    #[arg(long, conflicts_with_all = ["graceful", "quick", "fast", "resume_on_completion", "start", "reason"])]
+    #[arg(long, conflicts_with_all = ["graceful", "quick", "fast", "resume_on_completion", "start", "reason", "check"])]
     pub cancel: bool,
 }
 
@@ -1211,7 +1214,7 @@ pub const DRAIN_OPTIONS: &[Abbrev] = &[
     no("reconfig-on-completion", 3),
     to("reason", 3, "reason", 1),
     no("request-id", 3),
-    no("check", 2),
+    to("check", 2, "check", 1),
     to("start", 5, "start", 1),
 ];
 
@@ -1794,6 +1797,7 @@ mod tests {
                 ("-rea", Some("reason")),
                 ("-sta", None),
                 ("-start", Some("start")),
+                ("-ch", Some("check")),
             ],
         );
         check(

@@ -336,6 +336,44 @@ fn a_running_job_shows_claimed_busy_is_charged_and_vacate_evicts_it() {
     );
 }
 
+/// A drain's CheckExpr (`-check`), as HTCondor's startd: refused unless
+/// it is true in every slot's ad, and then nothing drains.
+#[test]
+fn drain_with_a_check_expression_that_is_false_on_a_slot_is_refused() {
+    let dir = scratch("admin-drain-check");
+    let state = dir.join("state");
+    let _pool = PoolProcess::start(&state, TWO_SLOTS);
+    let t = |args: &[&str]| run(&state, &dir, args);
+    let host = machine(&state, &dir);
+
+    let refused = t(&["drain", "-fast", "-check", "SlotID == 1"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", err(&refused));
+    assert!(
+        err(&refused).contains("Draining check expression is false on slot2@"),
+        "{}",
+        err(&refused)
+    );
+    let not_bool = t(&["drain", "-fast", "-check", "\"yes\""]);
+    assert_eq!(not_bool.status.code(), Some(2));
+    assert!(
+        err(&not_bool).contains("does not evaluate to a bool"),
+        "{}",
+        err(&not_bool)
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(af(&state, &dir, &["State"]).iter().all(|s| s != "Drained"));
+
+    // True on every slot: drained.
+    assert_eq!(
+        ok(t(&["drain", "-fast", "-check", "SlotID >= 1 && Cpus >= 1"])),
+        format!("Sent request to drain {host}\n")
+    );
+    wait_for(20, "the slots to drain", || {
+        let states = af(&state, &dir, &["State"]);
+        (states == ["Drained", "Drained"]).then_some(())
+    });
+}
+
 #[test]
 fn drain_fast_drains_the_slots_and_cancel_brings_them_back() {
     let dir = scratch("admin-drain");

@@ -2,7 +2,8 @@
 //! manual's invented `zkm` scheme, configured by
 //! `examples/config/url-plugins.conf`, fetches a job's input into its
 //! sandbox as the job's user; a failed fetch holds the job with
-//! TransferInputError (13) and the plugin's message. Output with
+//! TransferInputError (13), the plugin's message and its exit status
+//! shifted left by 8 as the subcode; `reconfig` asks the plugins again. Output with
 //! `output_destination` (or a `transfer_output_remaps` URL) is uploaded
 //! by the same plugin with `-upload`, as the job's user; a failed upload
 //! holds the job with TransferOutputError (12), the plugin's message and
@@ -256,4 +257,119 @@ fn a_zkm_plugin_fetches_input_and_stores_output_and_failures_hold_the_job() {
     assert_eq!(finished("5.0"), "0 4", "daemon:\n{}", pool.daemon_log());
     let out = std::fs::read_to_string(dir.join("web.out")).unwrap();
     assert_eq!(out, format!("from the web\nfile {job_uid} job {job_uid}\n"));
+}
+
+/// A one-URL-a-run plugin for `SCHEME://N/NAME`: exits with status N
+/// (saying so on its standard error) when N is not 0, else writes NAME's
+/// name into the sandbox file.
+fn exiting_plugin(path: &Path, scheme: &str) {
+    write_script(
+        path,
+        &format!(
+            r#"#!/bin/sh
+if [ "$1" = -classad ]; then
+  echo 'PluginVersion = "0.1"'
+  echo 'PluginType = "FileTransfer"'
+  echo 'SupportedMethods = "{scheme}"'
+  exit 0
+fi
+rest="${{1#{scheme}://}}"
+code="${{rest%%/*}}"
+if [ "$code" != 0 ]; then
+  echo "{scheme}: cannot fetch $1" >&2
+  exit "$code"
+fi
+echo "fetched ${{rest#*/}}" > "$2"
+"#
+        ),
+    );
+}
+
+/// A failed input plugin holds the job with TransferInputError (13) and,
+/// as HTCondor's `DoDownload`, its exit status shifted left by 8 as the
+/// HoldReasonSubCode; exit status 2 is a failure like any other (HTCondor
+/// 25 keeps it "for the future"). After `reconfig` with another plugin in
+/// FILETRANSFER_PLUGINS, the slots advertise its scheme and jobs use it.
+#[test]
+fn a_failed_input_plugin_s_exit_status_is_the_subcode_and_reconfig_asks_plugins_again() {
+    let dir = scratch("url-plugins-subcode");
+    let state = dir.join("state");
+    let zke = dir.join("zke_plugin");
+    let zkq = dir.join("zkq_plugin");
+    exiting_plugin(&zke, "zke");
+    exiting_plugin(&zkq, "zkq");
+    let config = dir.join("condor_config");
+    let configure = |plugin: &Path| {
+        write(
+            &config,
+            &format!(
+                "include : {}\nZKM_PLUGIN = {}\n",
+                common::example("url-plugins.conf"),
+                plugin.display()
+            ),
+        )
+    };
+    configure(&zke);
+    let pool = PoolProcess::start_with_config(&state, &config, FAST);
+    let tool = |args: &[&str]| ok(run(&state, &dir, args));
+    let methods = || tool(&["status", "-af", "HasFileTransferPluginMethods"]);
+    let first = methods();
+    assert!(first.contains("zke") && !first.contains("zkq"), "{first}");
+    write_script(&dir.join("job.sh"), "#!/bin/sh\ncat thing\n");
+    let submit = |file: &str, url: &str| {
+        write(
+            &dir.join(file),
+            &format!(
+                "executable = job.sh\n\
+                 should_transfer_files = YES\n\
+                 transfer_input_files = {url}\n\
+                 output = {file}.out\n\
+                 queue\n"
+            ),
+        );
+        let s = tool(&["submit", file]);
+        assert!(s.contains("submitted to cluster"), "{s}");
+    };
+    let held = |id: &str| {
+        wait_for(30, &format!("job {id} held"), || {
+            let q = tool(&[
+                "q",
+                id,
+                "-af",
+                "JobStatus",
+                "HoldReasonCode",
+                "HoldReasonSubCode",
+                "HoldReason",
+            ]);
+            q.starts_with("5 ").then(|| q.trim().to_string())
+        })
+    };
+    submit("three.sub", "zke://3/thing");
+    let h = held("1.0");
+    assert!(h.starts_with("5 13 768 "), "{h}\n{}", pool.daemon_log());
+    assert!(h.contains("zke: cannot fetch zke://3/thing"), "{h}");
+    assert!(h.contains("status 3"), "{h}");
+    submit("two.sub", "zke://2/thing");
+    let h = held("2.0");
+    assert!(h.starts_with("5 13 512 "), "{h}");
+    assert!(h.contains("zke: cannot fetch zke://2/thing"), "{h}");
+
+    // Another plugin, read at reconfig: advertised, and used.
+    configure(&zkq);
+    ok(run(&state, &dir, &["reconfig"]));
+    let now = wait_for(20, "zkq advertised", || {
+        let m = methods();
+        m.contains("zkq").then_some(m)
+    });
+    assert!(!now.contains("zke"), "{now}");
+    submit("zkq.sub", "zkq://0/thing");
+    let done = wait_for(30, "job 3.0 done", || {
+        let h = tool(&["history", "3.0", "-af", "ExitCode", "JobStatus"]);
+        (!h.trim().is_empty()).then(|| h.trim().to_string())
+    });
+    assert_eq!(done, "0 4", "{}", pool.daemon_log());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("zkq.sub.out")).unwrap(),
+        "fetched thing\n"
+    );
 }

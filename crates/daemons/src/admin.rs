@@ -111,7 +111,19 @@ impl StartdRole {
                 resume_on_completion,
                 start,
                 reason,
+                check,
             } => {
+                if let Some(t) = check {
+                    let check = classad::parse_expr(&t).map_err(|e| {
+                        ApiError::bad_request(format!(
+                            "the check expression does not parse: {}",
+                            e.display_with_source("<check>")
+                        ))
+                    })?;
+                    self.drain_check(&check, now).map_err(|why| {
+                        ApiError::bad_request(format!("the execute point refused: {why}"))
+                    })?;
+                }
                 let start_expr = match start {
                     Some(t) => Some(classad::parse_expr(&t).map_err(|e| {
                         ApiError::bad_request(format!(

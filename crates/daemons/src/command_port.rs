@@ -1235,6 +1235,7 @@ impl PortDaemon {
                 resume_on_completion: int(&req, "ResumeOnCompletion").unwrap_or(0) == 1,
                 start: req.get("StartExpr").map(classad::unparse::expr_to_string),
                 reason: text(&req, "DrainReason"),
+                check: req.get("CheckExpr").map(classad::unparse::expr_to_string),
             }
         };
         let mut reply = ClassAd::new();
@@ -1247,7 +1248,14 @@ impl PortDaemon {
             }
             Err(e) => {
                 reply.insert_value("Result", false);
-                reply.insert_value("ErrorCode", 1);
+                // HTCondor's DRAINING_CHECK_EXPR_FAILED for a CheckExpr
+                // that does not hold.
+                let code = if e.message.contains("check expression") {
+                    10003
+                } else {
+                    1
+                };
+                reply.insert_value("ErrorCode", code);
                 reply.insert_value("ErrorString", e.message.as_str());
             }
         }

@@ -631,6 +631,11 @@ impl StartdRole {
         self.startd.slot(slot).is_some()
     }
 
+    /// A drain's CheckExpr against every slot ([`Startd::drain_check`]).
+    pub fn drain_check(&mut self, check: &classad::Expr, now: i64) -> Result<(), String> {
+        self.startd.drain_check(check, now)
+    }
+
     /// The new startd configuration (after `condor_reconfig`); nothing
     /// changes when it is refused.
     pub fn reconfigure(&mut self, startd_config: config::Config) -> Result<(), String> {
@@ -654,6 +659,14 @@ impl StartdRole {
             }
             self.vm_peers = vm_peers;
         }
+        // The plugins are asked again, as HTCondor's startd does at
+        // reconfig: a plugin added, removed or changed shows in
+        // HasFileTransferPluginMethods (jobs' starters ask them anew).
+        let methods = starter.enable_url_transfers.then(|| {
+            let root = matches!(starter.run_as, RunAs::JobOwner);
+            url_methods(&starter, root, &mut self.notes)
+        });
+        self.startd.set_file_transfer_methods(methods);
         self.starter = starter;
         self.startd_config = startd_config;
         Ok(())
@@ -1314,6 +1327,10 @@ impl StartdRole {
             claim_id: claim_id.to_string(),
             reason,
             failure: start_failure(&e),
+            subcode: match &e {
+                StartError::Input { subcode, .. } => *subcode,
+                _ => 0,
+            },
         };
         self.report(report);
     }

@@ -186,6 +186,9 @@ enum Wire {
         claim_id: String,
         reason: String,
         failure: String,
+        /// HoldReasonSubCode; absent from older peers.
+        #[serde(default)]
+        subcode: i64,
     },
     Suspended {
         claim_id: String,
@@ -421,9 +424,11 @@ pub fn encode(from: RoleName, msg: &Message) -> Result<String, String> {
                 claim_id,
                 reason,
                 failure,
+                subcode,
             } => Wire::StartFailed {
                 claim_id: claim_id.clone(),
                 reason: reason.clone(),
+                subcode: *subcode,
                 failure: match failure {
                     StartFailure::Hook => "hook",
                     StartFailure::Input => "input",
@@ -683,9 +688,11 @@ pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
             claim_id,
             reason,
             failure,
+            subcode,
         } => Message::Starter(StarterReport::StartFailed {
             claim_id,
             reason,
+            subcode,
             failure: match failure.as_str() {
                 "hook" => StartFailure::Hook,
                 "input" => StartFailure::Input,
@@ -824,6 +831,32 @@ mod tests {
             panic!("not matches");
         };
         assert_eq!(startds["ep1@h"], "<10.0.0.3:9618>");
+    }
+
+    #[test]
+    fn a_failed_start_travels_with_its_subcode_and_old_peers_still_parse() {
+        let msg = Message::Starter(StarterReport::StartFailed {
+            claim_id: "<h>#1#2".into(),
+            reason: "plugin failed".into(),
+            failure: StartFailure::Input,
+            subcode: 3 << 8,
+        });
+        let line = encode(RoleName::Startd, &msg).unwrap();
+        let Message::Starter(StarterReport::StartFailed {
+            failure, subcode, ..
+        }) = decode(&line).unwrap().1
+        else {
+            panic!("not a failed start");
+        };
+        assert_eq!((failure.hold_code().0, subcode), (13, 768));
+        // A peer from before the subcode sends none: 0.
+        let old = line.replace(",\"subcode\":768", "");
+        assert_ne!(old, line, "{line}");
+        let Message::Starter(StarterReport::StartFailed { subcode, .. }) = decode(&old).unwrap().1
+        else {
+            panic!("not a failed start");
+        };
+        assert_eq!(subcode, 0);
     }
 
     #[test]

@@ -141,6 +141,9 @@ pub enum StarterReport {
         claim_id: String,
         reason: String,
         failure: StartFailure,
+        /// HoldReasonSubCode (for input: the errno, or the URL plugin's
+        /// exit status shifted left by 8, as HTCondor's file transfer).
+        subcode: i64,
     },
     Suspended {
         claim_id: String,
@@ -1392,6 +1395,7 @@ impl Claims {
                 claim_id,
                 reason,
                 failure,
+                subcode,
             } => {
                 let Some(j) = self.runs.remove(&claim_id) else {
                     return ready;
@@ -1401,7 +1405,7 @@ impl Claims {
                     JobEvent::Held {
                         reason,
                         code: failure.hold_code(),
-                        subcode: 0,
+                        subcode,
                     },
                 ));
                 self.on_claim.remove(&j);

@@ -347,6 +347,7 @@ fn a_job_that_cannot_start_is_held_with_the_hook_s_code_and_the_claim_given_back
         claim_id: claim,
         reason: "PREPARE_JOB exited with status 1".into(),
         failure: StartFailure::Hook,
+        subcode: 0,
     });
     p.starter_exited();
     assert_eq!(p.status(job(0)), Some(JobStatus::Held));

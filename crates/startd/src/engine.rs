@@ -615,6 +615,41 @@ impl Startd {
         self.index(slot).ok().map(|i| &self.slots[i])
     }
 
+    /// A drain's CheckExpr (HTCondor's `ResMgr::startDraining`): it must
+    /// be true in every slot's ad, else the drain is refused with why. A
+    /// machine already draining is left for the drain itself to refuse.
+    /// The ads are those the startd publishes now, with the draining
+    /// estimates (the defrag daemon's CheckExpr reads them).
+    pub fn drain_check(&mut self, check: &Expr, now: i64) -> Result<(), String> {
+        if self.drain.is_some() {
+            return Ok(());
+        }
+        let env = self.env(now);
+        for (i, ad) in self.published_ads(now).into_iter().enumerate() {
+            let name = match ad.eval_attr("Name", &env) {
+                Value::Str(n) => n.to_string(),
+                _ => self.slots[i].name.clone(),
+            };
+            match ad.eval(check, &env) {
+                Value::Bool(true) => {}
+                Value::Bool(false) => {
+                    return Err(format!("Draining check expression is false on {name}."))
+                }
+                Value::Error => {
+                    return Err(format!(
+                        "Failed to evaluate draining check expression against {name}."
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "Draining check expression does not evaluate to a bool on {name}."
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The ad of the slot named `slot` at `now`, if there is such a slot.
     pub fn ad_of(&self, slot: &str, now: i64) -> Option<ClassAd> {
         self.index(slot).ok().map(|i| self.slot_ad(i, now))

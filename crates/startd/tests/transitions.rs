@@ -657,6 +657,28 @@ fn drain(s: &mut startd::Startd, resume: bool, now: i64) -> startd::Ready {
     .unwrap()
 }
 
+/// A drain's CheckExpr is evaluated in every slot's published ad (the
+/// draining estimates included), as HTCondor's `ResMgr::startDraining`.
+#[test]
+fn a_drain_s_check_expression_must_hold_on_every_slot() {
+    let mut s = startd("", 2);
+    s.tick(T0, readings(0, 0.0));
+    let check = |s: &mut startd::Startd, text: &str| {
+        s.drain_check(&classad::parse_expr(text).unwrap(), T0 + 1)
+    };
+    let e = check(&mut s, "SlotID == 1").unwrap_err();
+    assert!(
+        e.starts_with("Draining check expression is false on slot2@"),
+        "{e}"
+    );
+    let e = check(&mut s, "NoSuchAttr").unwrap_err();
+    assert!(e.contains("does not evaluate to a bool"), "{e}");
+    check(&mut s, "ExpectedMachineGracefulDrainingCompletion >= 0").unwrap();
+    // Already draining: the drain itself refuses.
+    drain(&mut s, false, T0 + 2);
+    check(&mut s, "false").unwrap();
+}
+
 #[test]
 fn t36_t37_t33_draining_owner_and_unclaimed_slots() {
     let mut s = startd("SLOT2_IS_OWNER = True", 2);

@@ -17,12 +17,16 @@ pub enum StartError {
         #[source]
         source: io::Error,
     },
-    /// Input transfer: a file the job asked for is missing or unreadable.
+    /// Input transfer: a file the job asked for is missing or unreadable,
+    /// or a URL plugin failed. `subcode` is HTCondor's HoldReasonSubCode
+    /// for it: the errno, or what the plugin's end says
+    /// ([`crate::url_plugin::download_subcode`]).
     #[error("cannot transfer input `{path}` into the sandbox: {source}")]
     Input {
         path: PathBuf,
         #[source]
         source: io::Error,
+        subcode: i64,
     },
     /// An input URL while ENABLE_URL_TRANSFERS is false.
     #[error("input `{0}` is a URL, and URL transfers are disabled (ENABLE_URL_TRANSFERS)")]

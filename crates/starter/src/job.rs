@@ -391,6 +391,7 @@ impl Starter {
                 .map_err(|why| StartError::Input {
                     path: PathBuf::from("the job's input at its access point"),
                     source: io::Error::other(why),
+                    subcode: 0,
                 })?;
         }
         let copy_executable = launch.transfer && launch.transfer_executable;
@@ -422,6 +423,7 @@ impl Starter {
         .map_err(|f| StartError::Input {
             path: f.path.clone(),
             source: io::Error::new(f.to_io_error().kind(), f.message.clone()),
+            subcode: f.subcode.or(f.errno.map(i64::from)).unwrap_or(0),
         })?;
         let bytes_received = bytes_received + remote_bytes;
         let program = if copy_executable {

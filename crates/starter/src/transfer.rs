@@ -58,8 +58,9 @@ pub struct Failure {
     pub message: String,
     /// The operating system's error number, when it was one.
     pub errno: Option<i32>,
-    /// A failed upload to a URL: HTCondor's HoldReasonSubCode for it
-    /// ([`url_plugin::upload_subcode`]); `to` is the URL.
+    /// A failed plugin run: HTCondor's HoldReasonSubCode for it
+    /// ([`url_plugin::upload_subcode`], [`url_plugin::download_subcode`]);
+    /// for an upload `to` is the URL.
     #[serde(default)]
     pub subcode: Option<i64>,
 }
@@ -232,6 +233,10 @@ const PLUGIN_OUT: &str = ".condor_plugin_out";
 fn url_input(req: &InputRequest, sandbox: BorrowedFd<'_>, until: Instant) -> Result<u64, Failure> {
     let fail =
         |(url, why): (String, String)| Failure::refused(Path::new(&url_plugin::shown(&url)), why);
+    let plugin_fail = |url: &str, why: String, subcode: i64| Failure {
+        subcode: Some(subcode),
+        ..fail((url.to_string(), why))
+    };
     let env = plugin_env(&req.sandbox, req.ads.iter().any(|(n, _)| n == MACHINE_AD));
     let (plugins, unusable) = query_plugins(&req.plugins, &req.sandbox, &env, until);
     let plan = url_plugin::plan(&req.urls, &plugins).map_err(|(url, mut why)| {
@@ -263,7 +268,7 @@ fn url_input(req: &InputRequest, sandbox: BorrowedFd<'_>, until: Instant) -> Res
         let c = &plugins[*i];
         bytes += if c.multi_file {
             run_multi_file(c, group, &req.sandbox, sandbox, &env, until, false)
-                .map_err(|p| fail((p.url, p.why)))?
+                .map_err(|p| plugin_fail(&p.url, p.why, p.subcode))?
         } else {
             let mut n = 0;
             for t in group {
@@ -276,7 +281,10 @@ fn url_input(req: &InputRequest, sandbox: BorrowedFd<'_>, until: Instant) -> Res
                     until,
                     false,
                 )
-                .map_err(|e| fail((t.url.clone(), e.why)))?;
+                .map_err(|e| {
+                    let subcode = url_plugin::download_subcode(None, None, e.timed_out);
+                    plugin_fail(&t.url, e.why, subcode)
+                })?;
                 if r.status != Some(0) {
                     let mut why = format!(
                         "plugin `{}` failed: it exited with {}",
@@ -287,7 +295,8 @@ fn url_input(req: &InputRequest, sandbox: BorrowedFd<'_>, until: Instant) -> Res
                     if !said.is_empty() {
                         why = format!("{why}: {said}");
                     }
-                    return Err(fail((t.url.clone(), why)));
+                    let subcode = url_plugin::download_subcode(r.status, r.signal, false);
+                    return Err(plugin_fail(&t.url, why, subcode));
                 }
                 n += open_beneath(sandbox, &t.name, OFlags::RDONLY)
                     .and_then(|f| Ok(rfs::fstat(&f)?.st_size.max(0) as u64))
@@ -344,8 +353,9 @@ fn plugin_env(sandbox: &Path, machine_ad: bool) -> Vec<(String, String)> {
     env
 }
 
-/// A plugin run that failed: the URL it failed for, why, and the
-/// HoldReasonSubCode an upload failure has ([`url_plugin::upload_subcode`]).
+/// A plugin run that failed: the URL it failed for, why, and its
+/// HoldReasonSubCode ([`url_plugin::upload_subcode`],
+/// [`url_plugin::download_subcode`]).
 struct PluginFailure {
     url: String,
     why: String,
@@ -398,12 +408,17 @@ fn run_multi_file(
     });
     let _ = rfs::unlinkat(sandbox, PLUGIN_IN, rfs::AtFlags::empty());
     let _ = rfs::unlinkat(sandbox, PLUGIN_OUT, rfs::AtFlags::empty());
+    let subcode_of = if upload {
+        url_plugin::upload_subcode
+    } else {
+        url_plugin::download_subcode
+    };
     let ran = ran.map_err(|e| PluginFailure {
         url: first.clone(),
-        subcode: url_plugin::upload_subcode(None, None, e.timed_out),
+        subcode: subcode_of(None, None, e.timed_out),
         why: e.why,
     })?;
-    let subcode = url_plugin::upload_subcode(ran.status, ran.signal, false);
+    let subcode = subcode_of(ran.status, ran.signal, false);
     let results = match answer {
         Ok(text) if text.len() as u64 > MAX_PLUGIN_ANSWER => {
             return Err(PluginFailure {
@@ -1781,6 +1796,8 @@ case \"$2\" in zkm://fail*) echo \"cannot store $2\" >&2; exit 5;; zkm://*) cp \
             f.message.contains("status 4") && f.message.contains("cannot fetch zkm://absent"),
             "{f:?}"
         );
+        // HTCondor's HoldReasonSubCode for it: the exit status << 8.
+        assert_eq!(f.subcode, Some(4 << 8));
 
         // A scheme nobody serves; the plugins that could not answer are named.
         req.plugins = vec![t.path().join("missing_plugin")];

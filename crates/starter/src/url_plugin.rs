@@ -357,6 +357,23 @@ pub fn upload_subcode(exit: Option<i32>, signal: Option<i32>, timed_out: bool) -
     }
 }
 
+/// HoldReasonSubCode of a failed download (an input URL), as HTCondor's
+/// `DoDownload` sets it: the plugin's exit status shifted left by 8, the
+/// signal that killed it, `ETIME` when it ran out of time, and 0 when it
+/// exited 0 but said a transfer failed. Every non-zero exit status is a
+/// failure alike, 2 included: HTCondor 25 documents that 2 "might mean
+/// something in the future" and treats it as any other error.
+pub fn download_subcode(exit: Option<i32>, signal: Option<i32>, timed_out: bool) -> i64 {
+    if timed_out {
+        return i64::from(libc::ETIME);
+    }
+    match (exit, signal) {
+        (Some(n), _) if n > 0 => i64::from(n) << 8,
+        (_, Some(s)) => i64::from(s),
+        _ => 0,
+    }
+}
+
 /// What a plugin's `-outfile` says of one transfer.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TransferResult {
@@ -659,11 +676,16 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_upload_has_htcondors_subcode() {
+    fn a_failed_upload_or_download_has_htcondors_subcode() {
         assert_eq!(upload_subcode(Some(3), None, false), 3 << 8);
         assert_eq!(upload_subcode(None, Some(9), false), 9);
         assert_eq!(upload_subcode(Some(0), None, false), 1);
         assert_eq!(upload_subcode(None, None, true), i64::from(libc::ETIME));
+        assert_eq!(download_subcode(Some(3), None, false), 3 << 8);
+        assert_eq!(download_subcode(Some(2), None, false), 2 << 8);
+        assert_eq!(download_subcode(None, Some(9), false), 9);
+        assert_eq!(download_subcode(Some(0), None, false), 0);
+        assert_eq!(download_subcode(None, None, true), i64::from(libc::ETIME));
     }
 
     #[test]

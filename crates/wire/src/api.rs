@@ -328,6 +328,9 @@ pub enum StartdCommand {
         start: Option<String>,
         #[serde(default)]
         reason: Option<String>,
+        /// CheckExpr (`-check`): refused unless true in every slot's ad.
+        #[serde(default)]
+        check: Option<String>,
     },
     /// Stop draining.
     CancelDrain,
