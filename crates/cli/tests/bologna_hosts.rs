@@ -352,6 +352,7 @@ const PADOVA: &[(&str, &str)] = &[("SUBMIT_SITE_DOMAIN", "\"pd.infn.it\"")];
 
 #[test]
 fn the_bologna_batch_system_on_two_bb_servers_and_an_alice_server_meets_its_requirements() {
+    common::at_normal_priority();
     let Some(pool) = Pool::with_hosts("bologna-hosts", HOSTS, &[], "", host_config) else {
         return;
     };
@@ -793,6 +794,7 @@ fn the_bologna_batch_system_on_two_bb_servers_and_an_alice_server_meets_its_requ
 /// configuration files are copies of the examples changed by `scale`
 /// (`scale(name, text)`: the times the test cannot wait for made short).
 fn scaled_pool(name: &str, scale: impl Fn(&str, String) -> String) -> Option<Pool> {
+    common::at_normal_priority();
     let copies = common::scratch(&format!("{name}-examples"));
     for file in [
         "v68-default.conf",
@@ -991,6 +993,7 @@ fn requirement_9_user_priority_never_preempts_a_bb_job_on_a_time_scaled_copy() {
 /// may.
 #[test]
 fn requirement_3_a_parallel_job_that_says_it_is_a_bb_job_is_not_one() {
+    common::at_normal_priority();
     let Some(pool) = Pool::with_hosts("bologna-universe", 3, &[], "", |i, dir| {
         let dedicated = match i {
             AP => "SCHEDD_NAME = ap1@hosts.test\n",

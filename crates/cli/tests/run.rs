@@ -779,6 +779,7 @@ fn bologna_lines(s: &Setup, prefix: &str) -> Vec<(String, String, i32)> {
 /// owner leaves, the ordinary job runs too, on a short slot.
 #[test]
 fn a_bologna_batch_server_runs_short_and_long_jobs_on_their_slots() {
+    common::at_normal_priority();
     let s = Setup::new("bologna");
     s.readings("KeyboardIdle = 0\nConsoleIdle = 0\nTotalLoadAvg = 2.0\n");
     let config = s.dir.join("bologna.conf");

@@ -22,6 +22,18 @@ pub fn run_as() -> Option<(u32, u32)> {
     (unsafe { libc::geteuid() } == 0).then_some((65534, 65534))
 }
 
+/// Whatever this test thread starts from now on runs at nice 0, when the
+/// test may lower its priority (root): tests of JOB_RENICE_INCREMENT
+/// read the jobs' absolute nice values, which a test run under `nice`
+/// would shift (15 for 5) and cap (19 for 15). Linux keeps a nice value
+/// per thread, and children take their parent thread's.
+pub fn at_normal_priority() {
+    if run_as().is_some() {
+        // SAFETY: changes this thread's nice value only.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 0) };
+    }
+}
+
 /// A fresh scratch directory that the pool's user may write.
 pub fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ferrocondor-{name}-{}", std::process::id()));
