@@ -88,16 +88,7 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     if a.factory {
         // condor_q -factory: the factory clusters' ads, not the jobs.
         let ads = daemons.query_factories(constraint(a).as_deref())?;
-        if a.json {
-            out.write_all(jobview::json(&ads).as_bytes())?;
-            return Ok(Outcome::Success);
-        }
-        if a.long {
-            out.write_all(jobview::long(&ads).as_bytes())?;
-            return Ok(Outcome::Success);
-        }
-        if let Some(mask) = mask {
-            out.write_all(mask.render(&ads, &env).as_bytes())?;
+        if written_as_asked(&ads, a, mask.as_ref(), &env, out)? {
             return Ok(Outcome::Success);
         }
         let schedd = daemons.schedd()?.to_string();
@@ -115,16 +106,7 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
         .unwrap_or_default();
     let projection: Vec<&str> = wanted.iter().map(String::as_str).collect();
     let (ads, summary) = daemons.query_jobs(constraint(a).as_deref(), &projection)?;
-    if a.json {
-        out.write_all(jobview::json(&ads).as_bytes())?;
-        return Ok(Outcome::Success);
-    }
-    if a.long {
-        out.write_all(jobview::long(&ads).as_bytes())?;
-        return Ok(Outcome::Success);
-    }
-    if let Some(mask) = mask {
-        out.write_all(mask.render(&ads, &env).as_bytes())?;
+    if written_as_asked(&ads, a, mask.as_ref(), &env, out)? {
         return Ok(Outcome::Success);
     }
     let user = cedar::ad::string_attr(&summary, "MyName").unwrap_or_else(jobview::my_name);
@@ -154,6 +136,28 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
 
 /// `-better-analyze`: the job ads from -jobads or the pool, the slot ads
 /// from -slotads or the pool.
+/// Writes `ads` as `-json`, `-long` or a print mask asks, if one does
+/// (true); otherwise the caller prints its table.
+fn written_as_asked(
+    ads: &[ClassAd],
+    a: &QArgs,
+    mask: Option<&PrintMask>,
+    env: &Env,
+    out: &mut dyn Write,
+) -> Result<bool, Error> {
+    let text = if a.json {
+        jobview::json(ads)
+    } else if a.long {
+        jobview::long(ads)
+    } else if let Some(mask) = mask {
+        mask.render(ads, env)
+    } else {
+        return Ok(false);
+    };
+    out.write_all(text.as_bytes())?;
+    Ok(true)
+}
+
 fn analyze(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     if !a.better_analyze {
         return Err(Error::Usage(

@@ -472,12 +472,7 @@ impl Store {
                         .map_err(sql)?;
                 }
             }
-            tx.prepare_cached(
-                "UPDATE counters SET value = max(value, ?1) WHERE name = 'next_cluster'",
-            )
-            .map_err(sql)?
-            .execute(params![i64::from(cluster) + 1])
-            .map_err(sql)?;
+            cluster_used(&tx, cluster).map_err(sql)?;
         }
         tx.commit().map_err(sql)?;
         self.reserved.remove(&cluster);
@@ -546,12 +541,7 @@ impl Store {
             ])
             .map_err(sql)?;
             insert_procs(&tx, path, cluster, procs).map_err(|e| e.into_store(path, &op))?;
-            tx.prepare_cached(
-                "UPDATE counters SET value = max(value, ?1) WHERE name = 'next_cluster'",
-            )
-            .map_err(sql)?
-            .execute(params![i64::from(cluster) + 1])
-            .map_err(sql)?;
+            cluster_used(&tx, cluster).map_err(sql)?;
         }
         tx.commit().map_err(sql)?;
         self.reserved.remove(&cluster);
@@ -1401,6 +1391,15 @@ fn is_factory(conn: &Connection, cluster: u32) -> rusqlite::Result<bool> {
         .query_row(params![cluster], |_| Ok(()))
         .optional()
         .map(|r| r.is_some())
+}
+
+/// Cluster ids up to `cluster` are used for good: the counter a restarted
+/// schedd hands out new clusters from moves past it, in the submission's
+/// transaction.
+fn cluster_used(tx: &rusqlite::Transaction<'_>, cluster: u32) -> rusqlite::Result<()> {
+    tx.prepare_cached("UPDATE counters SET value = max(value, ?1) WHERE name = 'next_cluster'")?
+        .execute(params![i64::from(cluster) + 1])?;
+    Ok(())
 }
 
 /// A job's row as [`move_to_history`] reads it: its proc, and one of its
