@@ -95,6 +95,8 @@ enum Wire {
     Reschedule,
     Negotiate {
         cycle: u64,
+        #[serde(default)]
+        significant: Vec<String>,
     },
     Requests {
         cycle: u64,
@@ -102,6 +104,8 @@ enum Wire {
         schedd: String,
         submitters: Vec<WireSubmitter>,
         on_claims: Vec<String>,
+        #[serde(default)]
+        autoclusters: Option<crate::roles::ScheddAutoclusters>,
     },
     Matches {
         matches: Vec<WireMatch>,
@@ -267,13 +271,18 @@ pub fn encode(from: RoleName, msg: &Message) -> Result<String, String> {
             ads: a.iter().map(text).collect(),
         },
         Message::Reschedule => Wire::Reschedule,
-        Message::Negotiate { cycle } => Wire::Negotiate { cycle: *cycle },
+        Message::Negotiate { cycle, significant } => Wire::Negotiate {
+            cycle: *cycle,
+            significant: significant.clone(),
+        },
         Message::Requests {
             cycle,
             schedd,
             submitters,
             on_claims,
+            autoclusters,
         } => Wire::Requests {
+            autoclusters: autoclusters.clone(),
             cycle: *cycle,
             schedd: schedd.clone(),
             submitters: submitters
@@ -534,12 +543,13 @@ pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
         Wire::ScheddAds { ads: a } => Message::ScheddAds(ads(a)?),
         Wire::SlotAds { ads: a } => Message::SlotAds(ads(a)?),
         Wire::Reschedule => Message::Reschedule,
-        Wire::Negotiate { cycle } => Message::Negotiate { cycle },
+        Wire::Negotiate { cycle, significant } => Message::Negotiate { cycle, significant },
         Wire::Requests {
             cycle,
             schedd,
             submitters,
             on_claims,
+            autoclusters,
         } => {
             let mut subs = Vec::new();
             for (who, jobs) in submitters {
@@ -554,6 +564,7 @@ pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
                 schedd,
                 submitters: subs,
                 on_claims: ads(on_claims)?.into_iter().map(Arc::new).collect(),
+                autoclusters,
             }
         }
         Wire::Matches { matches, startds } => Message::Matches {
@@ -800,6 +811,51 @@ mod tests {
         assert_eq!(ad_text(&request.job), ad_text(&job));
         assert!(request.by_user_priority);
         assert_eq!(request.preempt_dynamic, vec!["slot1_1".to_string()]);
+    }
+
+    #[test]
+    fn a_schedd_s_requests_travel_with_their_kept_autoclusters() {
+        let job =
+            Arc::new(ClassAd::parse("[ ClusterId = 4; ProcId = 0; RequestMemory = 64 ]").unwrap());
+        let kept = crate::roles::ScheddAutoclusters {
+            names: vec!["RequestMemory".into(), "Requirements".into()],
+            ids: vec![vec![7]],
+        };
+        let msg = Message::Requests {
+            cycle: 3,
+            schedd: "ap".into(),
+            submitters: vec![("alice@pool".into(), vec![(JobId::new(4, 0), job)])],
+            on_claims: Vec::new(),
+            autoclusters: Some(kept.clone()),
+        };
+        let Message::Requests {
+            submitters,
+            autoclusters,
+            ..
+        } = round_trip(msg)
+        else {
+            panic!("not requests");
+        };
+        assert_eq!(submitters[0].1[0].0, JobId::new(4, 0));
+        assert_eq!(autoclusters, Some(kept));
+        // A schedd of before kept autoclusters sends none: still read.
+        let line = encode(
+            RoleName::Schedd,
+            &Message::Requests {
+                cycle: 1,
+                schedd: "ap".into(),
+                submitters: Vec::new(),
+                on_claims: Vec::new(),
+                autoclusters: None,
+            },
+        )
+        .unwrap()
+        .replace(r#","autoclusters":null"#, "");
+        assert!(!line.contains("autoclusters"), "{line}");
+        let Message::Requests { autoclusters, .. } = decode(&line).unwrap().1 else {
+            panic!("not requests");
+        };
+        assert_eq!(autoclusters, None);
     }
 
     #[test]

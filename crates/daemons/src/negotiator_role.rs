@@ -13,11 +13,13 @@ use classad::ClassAd;
 use negotiator::accountant::Accountant;
 use negotiator::cycle::{MatchKind, Policy};
 use negotiator::limits::ConcurrencyLimits;
-use negotiator::matchmaker::{Negotiator, Request};
+use negotiator::matchmaker::{Negotiator, Offer, Request};
 use schedd::claims::MatchInfo;
 use schedd::JobId;
 
-use crate::roles::{AdminRequest, Dest, Message, Outbox, Role, RoleName, SubmitterRequest};
+use crate::roles::{
+    AdminRequest, Dest, Message, Outbox, Role, RoleName, ScheddAutoclusters, SubmitterRequest,
+};
 use crate::schedd_service::literal_str;
 
 /// Where a cycle is.
@@ -46,6 +48,7 @@ struct ScheddRequests {
     address: Option<String>,
     submitters: Vec<SubmitterRequest>,
     on_claims: Vec<Arc<ClassAd>>,
+    autoclusters: Option<ScheddAutoclusters>,
 }
 
 /// A schedd by its name (empty: the pool's one schedd, not named yet)
@@ -112,11 +115,7 @@ impl NegotiatorRole {
         state_dir: PathBuf,
     ) -> NegotiatorRole {
         NegotiatorRole {
-            negotiator: Negotiator {
-                accountant,
-                limits,
-                policy,
-            },
+            negotiator: Negotiator::new(accountant, limits, policy),
             interval,
             state_dir,
             cycle: Cycle::Idle,
@@ -208,7 +207,10 @@ impl NegotiatorRole {
         for (name, address) in &waiting {
             out.send(
                 schedd_dest(name, address.as_deref()),
-                Message::Negotiate { cycle },
+                Message::Negotiate {
+                    cycle,
+                    significant: self.negotiator.significant.clone(),
+                },
             );
         }
         self.cycle = Cycle::Requests {
@@ -246,24 +248,26 @@ impl NegotiatorRole {
         out: &mut Outbox,
     ) {
         let mut order: Vec<String> = Vec::new();
-        let mut by_submitter: BTreeMap<String, Vec<(ScheddJob, &ClassAd)>> = BTreeMap::new();
+        let mut by_submitter: BTreeMap<String, Offer<'_, ScheddJob>> = BTreeMap::new();
         for (i, r) in got.iter().enumerate() {
-            for (who, jobs) in &r.submitters {
+            for (n, (who, jobs)) in r.submitters.iter().enumerate() {
                 if !by_submitter.contains_key(who) {
                     order.push(who.clone());
                 }
-                by_submitter
-                    .entry(who.clone())
-                    .or_default()
-                    .extend(jobs.iter().map(|(id, ad)| ((i, *id), ad.as_ref())));
+                let kept = r
+                    .autoclusters
+                    .as_ref()
+                    .and_then(|a| Some((a.ids.get(n)?.as_slice(), a.names.as_slice())));
+                by_submitter.entry(who.clone()).or_default().add(
+                    i,
+                    jobs.iter().map(|(id, ad)| ((i, *id), ad.as_ref())),
+                    kept,
+                );
             }
         }
         let requests: Vec<Request<'_, ScheddJob>> = order
             .iter()
-            .map(|who| Request {
-                submitter: who.clone(),
-                jobs: by_submitter.remove(who).unwrap_or_default(),
-            })
+            .filter_map(|who| by_submitter.remove(who).map(|o| o.request(who)))
             .collect();
         let (granted, _plan) = self.negotiator.cycle(
             &requests,
@@ -350,6 +354,7 @@ impl Role for NegotiatorRole {
                 schedd,
                 submitters,
                 on_claims,
+                autoclusters,
             } => {
                 let Cycle::Requests {
                     cycle: c,
@@ -373,6 +378,7 @@ impl Role for NegotiatorRole {
                     address,
                     submitters,
                     on_claims,
+                    autoclusters,
                 });
                 if waiting.is_empty() {
                     let got = std::mem::take(got);

@@ -757,7 +757,10 @@ mod tests {
 
     #[test]
     fn a_role_message_travels_with_whom_it_is_for_and_where_answers_go() {
-        let msg = Message::Negotiate { cycle: 7 };
+        let msg = Message::Negotiate {
+            cycle: 7,
+            significant: vec!["RequestMemory".into()],
+        };
         let line = encode(RoleName::Negotiator, &msg).unwrap();
         let mut e = cedar::Encoder::new();
         let to = Dest::named(RoleName::Startd, "ep1@host");
@@ -775,7 +778,10 @@ mod tests {
         assert_eq!(back.reply_to, "<127.0.0.1:4242?noUDP>");
         assert_eq!(back.from_name.as_deref(), Some("cm"));
         assert_eq!(back.from, RoleName::Negotiator);
-        assert!(matches!(back.message, Message::Negotiate { cycle: 7 }));
+        assert!(matches!(
+            back.message,
+            Message::Negotiate { cycle: 7, ref significant } if significant == &["RequestMemory"]
+        ));
         // The pool's one collector: no name either way.
         let mut e = cedar::Encoder::new();
         put_message(

@@ -120,6 +120,16 @@ impl From<RoleName> for Dest {
 /// its order.
 pub type SubmitterRequest = (String, Vec<(JobId, Arc<ClassAd>)>);
 
+/// The autoclusters a schedd keeps for its idle jobs (HTCondor's
+/// `AutoClusterId`): for each submitter of its requests, each job's id,
+/// and the names the ids were made over
+/// ([`negotiator::autocluster_ids::AutoclusterIds`]).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ScheddAutoclusters {
+    pub names: Vec<String>,
+    pub ids: Vec<Vec<u32>>,
+}
+
 /// A message from one role to another.
 #[derive(Debug)]
 pub enum Message {
@@ -137,8 +147,13 @@ pub enum Message {
     ScheddAds(Vec<ClassAd>),
     /// Idle jobs may have somewhere to run: a cycle soon, please.
     Reschedule,
-    /// The negotiator asks a schedd for its requests (cycle number).
-    Negotiate { cycle: u64 },
+    /// The negotiator asks a schedd for its requests (cycle number), with
+    /// the names its last cycle told jobs apart by (empty before its first
+    /// cycle), for the schedd to file its jobs' autoclusters against.
+    Negotiate {
+        cycle: u64,
+        significant: Vec<String>,
+    },
     /// A schedd's requests: each submitter's idle jobs in its order, and
     /// the jobs its claims hold (for the concurrency limits in use).
     Requests {
@@ -147,6 +162,9 @@ pub enum Message {
         schedd: String,
         submitters: Vec<SubmitterRequest>,
         on_claims: Vec<Arc<ClassAd>>,
+        /// Its jobs' autoclusters, once the negotiator has said what is
+        /// significant.
+        autoclusters: Option<ScheddAutoclusters>,
     },
     /// Matches for a schedd's jobs, and where each matched startd listens
     /// (by the startd's name: its slot ads' `MyAddress`), which the schedd
@@ -869,7 +887,11 @@ mod tests {
             Some((421, "RESCHEDULE"))
         );
         assert_eq!(
-            Message::Negotiate { cycle: 1 }.htcondor_command(),
+            Message::Negotiate {
+                cycle: 1,
+                significant: Vec::new()
+            }
+            .htcondor_command(),
             Some((416, "NEGOTIATE"))
         );
         assert_eq!(

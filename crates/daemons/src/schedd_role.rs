@@ -7,14 +7,16 @@
 //! submitters to the collector.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use classad::ClassAd;
+use negotiator::autocluster_ids::AutoclusterIds;
 use negotiator::collector::AdType;
 use negotiator::limits::ConcurrencyLimits;
 use schedd::claims::{self, Claims};
 use schedd::{JobEvent, JobId, JobStatus, RunReport, StatusCounts};
 
-use crate::roles::{Dest, Message, Outbox, Role, RoleName};
+use crate::roles::{Dest, Message, Outbox, Role, RoleName, ScheddAutoclusters, SubmitterRequest};
 use crate::schedd_service::Schedd;
 
 /// The schedd's intervals, seconds.
@@ -49,6 +51,9 @@ pub struct ScheddRole {
     /// What the schedd must send as it begins (reconnects to the jobs the
     /// last one left running, releases of their claims).
     startup: Option<claims::Ready>,
+    /// Its idle jobs' autoclusters, kept from cycle to cycle: a job is
+    /// filed when it is new or changed, not at every NEGOTIATE.
+    autoclusters: AutoclusterIds<JobId>,
 }
 
 /// Where a job ran when the last schedd stopped, if that was a startd of
@@ -202,6 +207,7 @@ impl ScheddRole {
             vacating: Vec::new(),
             startds,
             startup: Some(startup),
+            autoclusters: AutoclusterIds::new(),
         }
     }
 
@@ -432,10 +438,12 @@ impl ScheddRole {
         }
     }
 
-    /// The schedd's requests for negotiation cycle `cycle`.
-    fn requests(&self, cycle: u64) -> Message {
+    /// The schedd's requests for negotiation cycle `cycle`, with its jobs'
+    /// autoclusters over `significant` (what the negotiator told; empty
+    /// before its first cycle).
+    fn requests(&mut self, cycle: u64, significant: &[String]) -> Message {
         let queue = self.schedd.queue();
-        let submitters = self
+        let submitters: Vec<SubmitterRequest> = self
             .claims
             .idle_jobs()
             .map(|(who, jobs)| {
@@ -457,11 +465,23 @@ impl ScheddRole {
             .jobs_on_claims()
             .filter_map(|id| queue.shared_job(id))
             .collect();
+        if !significant.is_empty() {
+            self.autoclusters.set_significant(significant);
+        }
+        let autoclusters = self.autoclusters.is_told().then(|| {
+            let lists: Vec<&[(JobId, Arc<ClassAd>)]> =
+                submitters.iter().map(|(_, jobs)| jobs.as_slice()).collect();
+            ScheddAutoclusters {
+                ids: self.autoclusters.ids(&lists),
+                names: self.autoclusters.names(),
+            }
+        });
         Message::Requests {
             cycle,
             schedd: self.name.clone(),
             submitters,
             on_claims,
+            autoclusters,
         }
     }
 }
@@ -472,8 +492,9 @@ impl Role for ScheddRole {
     fn receive(&mut self, from: RoleName, msg: Message, now: i64, out: &mut Outbox) {
         self.begin(out, now);
         let ready = match msg {
-            Message::Negotiate { cycle } => {
-                out.send(from, self.requests(cycle));
+            Message::Negotiate { cycle, significant } => {
+                let requests = self.requests(cycle, &significant);
+                out.send(from, requests);
                 return;
             }
             Message::Matches { matches, startds } => {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use daemons::collector_role::CollectorRole;
 use daemons::execute::{NodeConfig, StartdRole, Work};
 use daemons::negotiator_role::NegotiatorRole;
-use daemons::roles::{Message, Outbox, Role, RoleName};
+use daemons::roles::{Message, Outbox, Role, RoleName, ScheddAutoclusters};
 use daemons::schedd_role::{ScheddIntervals, ScheddRole};
 use daemons::{PoolConfig, Schedd};
 use negotiator::accountant::Accountant;
@@ -41,6 +41,10 @@ struct Pool {
     wire: VecDeque<(RoleName, RoleName, Message)>,
     /// Every message delivered: (from, to, its kind).
     log: Vec<(RoleName, RoleName, String)>,
+    /// What each NEGOTIATE told the schedd is significant, and each
+    /// answer's kept autoclusters, in order.
+    told: Vec<Vec<String>>,
+    kept: Vec<Option<ScheddAutoclusters>>,
     work: Vec<Work>,
     now: i64,
     _dir: tempfile::TempDir,
@@ -113,6 +117,8 @@ impl Pool {
             startd,
             wire: VecDeque::new(),
             log: Vec::new(),
+            told: Vec::new(),
+            kept: Vec::new(),
             work: Vec::new(),
             now: T0,
             _dir: dir,
@@ -145,6 +151,11 @@ impl Pool {
                 return;
             };
             self.log.push((from, to, kind(&m)));
+            match &m {
+                Message::Negotiate { significant, .. } => self.told.push(significant.clone()),
+                Message::Requests { autoclusters, .. } => self.kept.push(autoclusters.clone()),
+                _ => {}
+            }
             let mut out = Outbox::default();
             let now = self.now;
             match to {
@@ -340,6 +351,38 @@ fn a_submission_goes_through_negotiate_claim_activate_and_exit_by_messages() {
         .filter(|(f, t, k)| *f == RoleName::Schedd && *t == RoleName::Startd && k == "Startd")
         .count();
     assert_eq!(releases, 6, "two claims, two activations, two releases");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_schedd_keeps_its_jobs_autoclusters_over_what_the_negotiator_found_significant() {
+    let mut p = Pool::new(1, "START = False");
+    start(&mut p);
+    let dir = scratch("autoclusters");
+    p.submit(3, "exit 0", &dir);
+    // Before its first cycle over jobs the negotiator knows nothing yet:
+    // the schedd offers no ids.
+    assert!(!p.told.is_empty() && p.told.iter().all(Vec::is_empty));
+    assert!(p.kept.iter().all(Option::is_none));
+    // The next says what the cycle told the jobs apart by, and the
+    // schedd answers with its jobs' autoclusters over those names: the
+    // three alike jobs are one.
+    p.now += 60;
+    p.timer(RoleName::Negotiator, 0);
+    let told = p.told.last().expect("a second NEGOTIATE");
+    for name in ["Requirements", "RequestMemory", "Memory"] {
+        assert!(
+            told.iter().any(|t| t.eq_ignore_ascii_case(name)),
+            "{name} in {told:?}"
+        );
+    }
+    let kept = p.kept.last().cloned().flatten().expect("kept autoclusters");
+    assert_eq!(kept.ids.len(), 1, "one submitter");
+    assert_eq!(kept.ids[0].len(), 3);
+    assert!(kept.ids[0].iter().all(|&i| i == kept.ids[0][0]));
+    assert!(told
+        .iter()
+        .all(|t| kept.names.iter().any(|k| k.eq_ignore_ascii_case(t))));
     let _ = std::fs::remove_dir_all(dir);
 }
 

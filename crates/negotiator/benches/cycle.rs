@@ -63,10 +63,7 @@ fn bench(c: &mut Criterion) {
     let jobs = jobs();
     let subs: Vec<SubmitterJobs<'_>> = jobs
         .iter()
-        .map(|(n, j)| SubmitterJobs {
-            name: n.clone(),
-            jobs: j.iter().collect(),
-        })
+        .map(|(n, j)| SubmitterJobs::new(n.clone(), j.iter().collect()))
         .collect();
     let prios = Prios(
         (0..20)

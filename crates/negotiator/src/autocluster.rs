@@ -125,6 +125,13 @@ impl SignificantAttrs {
         Some(parent)
     }
 
+    /// Drops the kept cluster-ad keys (and the cluster ads they hold):
+    /// a holder that lives across cycles calls this when the clusters it
+    /// keyed may have left.
+    pub fn forget_cluster_keys(&mut self) {
+        self.parent_keys.clear();
+    }
+
     fn own_key_of(&mut self, ad: &ClassAd) -> (u64, bool) {
         let mut h = Fnv::default();
         let mut grew = false;

@@ -47,7 +47,8 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use classad::{ClassAd, Env, Expr, Value};
 use config::{Config, ParamError};
@@ -161,6 +162,44 @@ impl Policy {
 pub struct SubmitterJobs<'a> {
     pub name: String,
     pub jobs: Vec<&'a ClassAd>,
+    /// The jobs' autoclusters as their schedds keep them, if they do.
+    pub kept: Option<Arc<KeptIds>>,
+}
+
+impl<'a> SubmitterJobs<'a> {
+    /// Jobs whose autoclusters the cycle finds itself.
+    pub fn new(name: impl Into<String>, jobs: Vec<&'a ClassAd>) -> SubmitterJobs<'a> {
+        SubmitterJobs {
+            name: name.into(),
+            jobs,
+            kept: None,
+        }
+    }
+}
+
+/// A submitter's jobs' autoclusters as their schedds filed them
+/// ([`crate::autocluster_ids::AutoclusterIds`]), so that the cycle keys
+/// one job per autocluster instead of every job. Jobs of one id must be
+/// alike in every name of `names`; the cycle uses the ids only when every
+/// name it finds significant is among them (a slot or a policy that reads
+/// something new makes it key every job, as without ids).
+#[derive(Clone, Debug, Default)]
+pub struct KeptIds {
+    /// One per job, in the order of [`SubmitterJobs::jobs`] (ids from
+    /// several schedds made distinct by the caller).
+    pub ids: Vec<u64>,
+    /// The names, folded to lower case, every schedd's ids were made over.
+    pub names: HashSet<String>,
+}
+
+impl KeptIds {
+    /// Whether jobs alike over `names` are alike over `attrs`.
+    fn covers(&self, attrs: &SignificantAttrs) -> bool {
+        attrs
+            .names()
+            .iter()
+            .all(|n| self.names.contains(&n.as_str().to_ascii_lowercase()))
+    }
 }
 
 /// How a match gets its slot.
@@ -286,6 +325,9 @@ pub struct CycleStats {
     pub autoclusters: usize,
     /// Candidate lists built (one per autocluster asked for a slot).
     pub match_lists_built: usize,
+    /// Jobs keyed by this cycle: every idle job, or, where the schedds
+    /// kept their autoclusters ([`KeptIds`]), one job per autocluster.
+    pub jobs_keyed: usize,
     /// Total slot weight of the pool (the pie).
     pub pool_size: f64,
 }
@@ -297,6 +339,10 @@ pub struct Plan {
     pub autoclusters: Vec<Autocluster>,
     pub unmatched: Vec<Unmatched>,
     pub stats: CycleStats,
+    /// The names the jobs were told apart by: what the schedds are told
+    /// before the next cycle, to keep their autoclusters against
+    /// ([`crate::autocluster_ids::AutoclusterIds`]).
+    pub significant: Vec<String>,
 }
 
 /// HTCondor's preemption states, ordered as its sort prefers them.
@@ -519,6 +565,8 @@ struct Cycle<'a, 'p> {
     per_autocluster: usize,
     /// For each autocluster, its jobs left out by that cap.
     not_offered: Vec<usize>,
+    /// The names the jobs were told apart by (for [`Plan::significant`]).
+    significant: Vec<String>,
 }
 
 fn lit_number(ad: &ClassAd, name: &str, env: &Env) -> Option<f64> {
@@ -591,6 +639,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
             matches: Vec::new(),
             per_autocluster: per_autocluster.max(1),
             not_offered: Vec::new(),
+            significant: Vec::new(),
         };
         cycle.prio = submitters
             .iter()
@@ -826,8 +875,27 @@ impl<'a, 'p> Cycle<'a, 'p> {
             orders.push(keyed.into_iter().map(|k| k.4).collect::<Vec<_>>());
             self.stats.idle_jobs += s.jobs.len();
         }
-        // Keys, learning the closure of significant names; recomputed for
-        // the jobs seen before the set last grew.
+        // Where a submitter's schedds kept autoclusters, each job stands
+        // for itself only if it is the first of its kept autocluster in
+        // the submitter's order; the others take that first job's key and
+        // autocluster (alike over the schedds' names, so alike over the
+        // cycle's, as long as those cover the cycle's).
+        let mut first_of: Vec<Option<Vec<usize>>> = self
+            .submitters
+            .iter()
+            .zip(&orders)
+            .map(|(s, order)| {
+                let kept = s.kept.as_ref().filter(|k| k.ids.len() == s.jobs.len())?;
+                let mut first: HashMap<u64, usize> = HashMap::new();
+                let mut of = vec![0; s.jobs.len()];
+                for &ji in order {
+                    of[ji] = *first.entry(kept.ids[ji]).or_insert(ji);
+                }
+                Some(of)
+            })
+            .collect();
+        // Keys, learning the closure of significant names; all computed
+        // again while the set grows.
         let mut keys: Vec<Vec<u64>> = self
             .submitters
             .iter()
@@ -836,33 +904,56 @@ impl<'a, 'p> Cycle<'a, 'p> {
         loop {
             let mut stale = false;
             for (si, s) in self.submitters.iter().enumerate() {
-                let mut last_growth = None;
                 for (ji, j) in s.jobs.iter().enumerate() {
+                    if first_of[si].as_ref().is_some_and(|of| of[ji] != ji) {
+                        continue;
+                    }
                     let (k, grew) = attrs.key_of(j);
                     keys[si][ji] = k;
-                    if grew {
-                        last_growth = Some(ji);
-                        stale = true;
-                    }
-                }
-                if let Some(upto) = last_growth {
-                    for (key, job) in keys[si].iter_mut().zip(&s.jobs).take(upto + 1) {
-                        let (k, grew) = attrs.key_of(job);
-                        *key = k;
-                        stale |= grew;
-                    }
+                    stale |= grew;
+                    self.stats.jobs_keyed += 1;
                 }
             }
-            if !stale {
+            if stale {
+                continue;
+            }
+            // Kept ids made over fewer names than the cycle reads are no
+            // use: those jobs are keyed one by one.
+            let mut dropped = false;
+            for (si, s) in self.submitters.iter().enumerate() {
+                if first_of[si].is_some() && !s.kept.as_ref().is_some_and(|k| k.covers(attrs)) {
+                    first_of[si] = None;
+                    dropped = true;
+                }
+            }
+            if !dropped {
                 break;
             }
         }
+        for (si, of) in first_of.iter().enumerate() {
+            if let Some(of) = of {
+                for ji in 0..of.len() {
+                    keys[si][ji] = keys[si][of[ji]];
+                }
+            }
+        }
+        self.significant = attrs
+            .names()
+            .iter()
+            .map(|n| n.as_str().to_string())
+            .collect();
         for (si, s) in self.submitters.iter().enumerate() {
             let mut clusters = Clusters::default();
+            let mut ac_of_first: HashMap<usize, usize> = HashMap::new();
             let base = self.acs.len();
             let mut queue = Vec::with_capacity(s.jobs.len());
             for &ji in &orders[si] {
-                let id = clusters.assign(attrs, keys[si][ji], ji, |i| s.jobs[i]);
+                let id = match &first_of[si] {
+                    Some(of) => *ac_of_first
+                        .entry(of[ji])
+                        .or_insert_with(|| clusters.assign(attrs, keys[si][ji], ji, |i| s.jobs[i])),
+                    None => clusters.assign(attrs, keys[si][ji], ji, |i| s.jobs[i]),
+                };
                 if base + id == self.acs.len() {
                     self.acs.push(self.new_ac(si, s.jobs[ji]));
                     self.not_offered.push(0);
@@ -1796,6 +1887,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
     fn finish(self) -> Plan {
         let mut plan = Plan {
             stats: self.stats,
+            significant: self.significant,
             ..Plan::default()
         };
         let mut idle = self.not_offered.clone();
@@ -1914,10 +2006,7 @@ mod tests {
     /// slot groups the cycle evaluated.
     fn order(slots: &[ClassAd], n: usize, pol: &Policy) -> (Vec<String>, usize) {
         let jobs = jobs(n);
-        let subs = vec![SubmitterJobs {
-            name: "good@pool".into(),
-            jobs: jobs.iter().collect(),
-        }];
+        let subs = vec![SubmitterJobs::new("good@pool", jobs.iter().collect())];
         let groups = Cycle::new(slots, &subs, &prios(), pol, usize::MAX, NOW)
             .groups
             .len();

@@ -77,13 +77,7 @@ pub fn negotiate_by_group(
             .filter(|i| !taken.contains(i) && !over_quota)
             .collect();
         let slots: Vec<ClassAd> = slot_map.iter().map(|&i| slot_ads[i].clone()).collect();
-        let subs: Vec<SubmitterJobs<'_>> = members
-            .iter()
-            .map(|&i| SubmitterJobs {
-                name: submitters[i].name.clone(),
-                jobs: submitters[i].jobs.clone(),
-            })
-            .collect();
+        let subs: Vec<SubmitterJobs<'_>> = members.iter().map(|&i| submitters[i].clone()).collect();
         let plan = negotiate_capped(
             &slots,
             &subs,
@@ -124,6 +118,12 @@ pub fn negotiate_by_group(
         out.stats.idle_jobs += plan.stats.idle_jobs;
         out.stats.autoclusters += plan.stats.autoclusters;
         out.stats.match_lists_built += plan.stats.match_lists_built;
+        out.stats.jobs_keyed += plan.stats.jobs_keyed;
+        for n in plan.significant {
+            if !out.significant.iter().any(|o| o.eq_ignore_ascii_case(&n)) {
+                out.significant.push(n);
+            }
+        }
         out.stats.slots = out.stats.slots.max(plan.stats.slots);
         out.stats.slot_classes = out.stats.slot_classes.max(plan.stats.slot_classes);
         out.stats.pool_size = out.stats.pool_size.max(plan.stats.pool_size);

@@ -8,6 +8,7 @@
 pub mod accountant;
 pub mod analyze;
 pub mod autocluster;
+pub mod autocluster_ids;
 pub mod collector;
 pub mod cycle;
 pub mod defrag;

@@ -19,7 +19,10 @@
 use classad::{ClassAd, Env};
 
 use crate::accountant::Accountant;
-use crate::cycle::{negotiate_capped, Plan, Policy, SubmitterJobs};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::cycle::{negotiate_capped, KeptIds, Plan, Policy, SubmitterJobs};
 use crate::groups::negotiate_by_group;
 use crate::limits::{ConcurrencyLimits, CycleLimits};
 
@@ -113,6 +116,69 @@ fn shape(job: &ClassAd) -> u64 {
 pub struct Request<'a, K> {
     pub submitter: String,
     pub jobs: Vec<(K, &'a ClassAd)>,
+    /// The jobs' autoclusters as their schedds keep them
+    /// ([`crate::autocluster_ids::AutoclusterIds`]), when every schedd
+    /// offering them did.
+    pub kept: Option<Arc<KeptIds>>,
+}
+
+/// One submitter's request gathered from every schedd that offers its
+/// jobs, with their kept autoclusters while every one of those schedds
+/// keeps them.
+pub struct Offer<'a, K> {
+    jobs: Vec<(K, &'a ClassAd)>,
+    kept: Option<KeptIds>,
+    named: bool,
+}
+
+impl<'a, K> Default for Offer<'a, K> {
+    fn default() -> Self {
+        Offer {
+            jobs: Vec::new(),
+            kept: Some(KeptIds::default()),
+            named: false,
+        }
+    }
+}
+
+impl<'a, K> Offer<'a, K> {
+    /// Schedd number `schedd`'s jobs for the submitter, with their
+    /// autoclusters and the names they were filed over, if it keeps them.
+    /// Ids of two schedds are kept apart by the schedd's number in the
+    /// high half; the names are those every schedd's ids cover.
+    pub fn add(
+        &mut self,
+        schedd: usize,
+        jobs: impl IntoIterator<Item = (K, &'a ClassAd)>,
+        autoclusters: Option<(&[u32], &[String])>,
+    ) {
+        let before = self.jobs.len();
+        self.jobs.extend(jobs);
+        let added = self.jobs.len() - before;
+        match (self.kept.as_mut(), autoclusters) {
+            (Some(kept), Some((ids, names))) if ids.len() == added => {
+                kept.ids
+                    .extend(ids.iter().map(|&i| ((schedd as u64) << 32) | u64::from(i)));
+                let names = names.iter().map(|n| n.to_ascii_lowercase());
+                if self.named {
+                    let theirs: HashSet<String> = names.collect();
+                    kept.names.retain(|n| theirs.contains(n));
+                } else {
+                    kept.names = names.collect();
+                    self.named = true;
+                }
+            }
+            _ => self.kept = None,
+        }
+    }
+
+    pub fn request(self, submitter: &str) -> Request<'a, K> {
+        Request {
+            submitter: submitter.to_string(),
+            jobs: self.jobs,
+            kept: self.kept.map(Arc::new),
+        }
+    }
 }
 
 /// A match, as the schedd hears of it (PERMISSION_AND_AD).
@@ -137,9 +203,22 @@ pub struct Negotiator {
     pub accountant: Accountant,
     pub limits: ConcurrencyLimits,
     pub policy: Policy,
+    /// The names the last cycle told jobs apart by: what the schedds are
+    /// told with the next NEGOTIATE, to file their jobs' autoclusters
+    /// against (empty before the first cycle).
+    pub significant: Vec<String>,
 }
 
 impl Negotiator {
+    pub fn new(accountant: Accountant, limits: ConcurrencyLimits, policy: Policy) -> Negotiator {
+        Negotiator {
+            accountant,
+            limits,
+            policy,
+            significant: Vec::new(),
+        }
+    }
+
     /// One cycle over the schedds' `requests` and the collector's
     /// `slot_ads`; `on_claims` are the jobs the schedds' claims hold (the
     /// concurrency limits in use). Returns the matches and the plan (with
@@ -158,6 +237,7 @@ impl Negotiator {
             .map(|r| SubmitterJobs {
                 name: r.submitter.clone(),
                 jobs: r.jobs.iter().map(|(_, ad)| *ad).collect(),
+                kept: r.kept.clone(),
             })
             .collect();
         let plan = negotiation_cycle(
@@ -168,6 +248,9 @@ impl Negotiator {
             &self.policy,
             now,
         );
+        if !plan.significant.is_empty() {
+            self.significant = plan.significant.clone();
+        }
         let granted = plan
             .matches
             .iter()

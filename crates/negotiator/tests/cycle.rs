@@ -5,10 +5,13 @@
 //! limits, and autoclusters.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use classad::ClassAd;
+use negotiator::autocluster_ids::AutoclusterIds;
 use negotiator::cycle::{
-    negotiate, Limits, MatchKind, NoLimits, Plan, Policy, Priorities, Reason, SubmitterJobs,
+    negotiate, KeptIds, Limits, MatchKind, NoLimits, Plan, Policy, Priorities, Reason,
+    SubmitterJobs,
 };
 
 const NOW: i64 = 1_700_000_000;
@@ -121,10 +124,7 @@ fn slot(name: &str, extra: &str) -> ClassAd {
 
 fn subs<'a>(list: &[(&str, &'a [ClassAd])]) -> Vec<SubmitterJobs<'a>> {
     list.iter()
-        .map(|(n, jobs)| SubmitterJobs {
-            name: n.to_string(),
-            jobs: jobs.iter().collect(),
-        })
+        .map(|(n, jobs)| SubmitterJobs::new(n.to_string(), jobs.iter().collect()))
         .collect()
 }
 
@@ -522,6 +522,101 @@ fn identical_jobs_form_one_autocluster_and_one_match_list() {
         &policy(""),
     );
     assert_eq!(plan.stats.autoclusters, 2);
+}
+
+/// A schedd's kept autoclusters (HTCondor's AutoClusterId per job) as the
+/// cycle gets them: ids from [`AutoclusterIds`] over `told`.
+fn kept(told: &[String], jobs: &[Arc<ClassAd>]) -> (Arc<KeptIds>, usize) {
+    let mut ids = AutoclusterIds::new();
+    ids.set_significant(told);
+    let listed: Vec<(usize, Arc<ClassAd>)> = jobs.iter().cloned().enumerate().collect();
+    let got = ids.ids(&[&listed]);
+    let kept = KeptIds {
+        ids: got[0].iter().map(|&i| i as u64).collect(),
+        names: ids.names().iter().map(|n| n.to_ascii_lowercase()).collect(),
+    };
+    (Arc::new(kept), ids.len())
+}
+
+#[test]
+fn kept_autoclusters_give_the_cycle_s_own_plan_keying_one_job_each() {
+    // Slots that read the job's Department, so the significant names are
+    // the pool's, not only the jobs'.
+    let slots: Vec<ClassAd> = (0..30)
+        .map(|i| {
+            let start = if i % 2 == 0 {
+                "TARGET.Department == \"physics\""
+            } else {
+                "true"
+            };
+            slot(
+                &format!("s{i}"),
+                &format!("Start = {start}; Memory = {}", 1024 * (1 + i % 3)),
+            )
+        })
+        .collect();
+    let jobs: Vec<Arc<ClassAd>> = (0..200)
+        .map(|p| {
+            let extra = format!(
+                "RequestMemory = {}; Department = \"{}\"; Cmd = \"/bin/x{p}\"",
+                1024 * (1 + p % 2),
+                ["physics", "chemistry"][(p / 2 % 2) as usize]
+            );
+            Arc::new(job("a", 1 + p / 50, p % 50, &extra))
+        })
+        .collect();
+    let plain: Vec<&ClassAd> = jobs.iter().map(|j| &**j).collect();
+    let pol = policy("");
+    let alone = run(
+        &slots,
+        &[SubmitterJobs::new("a", plain.clone())],
+        &Prios::default(),
+        &pol,
+    );
+    assert_eq!(alone.stats.jobs_keyed, 200);
+    assert_eq!(alone.stats.autoclusters, 4);
+    assert!(alone
+        .significant
+        .iter()
+        .any(|n| n.eq_ignore_ascii_case("Department")));
+    // The schedd told what the cycle read: one job keyed per autocluster,
+    // and the same plan.
+    let (ids, filed) = kept(&alone.significant, &jobs);
+    assert_eq!(filed, 4);
+    let mut with_ids = SubmitterJobs::new("a", plain.clone());
+    with_ids.kept = Some(ids);
+    let plan = run(&slots, &[with_ids], &Prios::default(), &pol);
+    assert_eq!(plan.stats.jobs_keyed, 4);
+    assert_eq!(
+        format!("{:?}", plan.matches),
+        format!("{:?}", alone.matches)
+    );
+    assert_eq!(
+        format!("{:?}", plan.autoclusters),
+        format!("{:?}", alone.autoclusters)
+    );
+    assert_eq!(
+        format!("{:?}", plan.unmatched),
+        format!("{:?}", alone.unmatched)
+    );
+    // Ids filed without Department (the schedd was told before the slots
+    // read it) would lump physics and chemistry together: the cycle keys
+    // every job itself, and the plan is still its own.
+    let (ids, filed) = kept(&["Requirements".into(), "RequestMemory".into()], &jobs);
+    assert_eq!(filed, 2);
+    let mut stale = SubmitterJobs::new("a", plain);
+    stale.kept = Some(ids);
+    let plan = run(&slots, &[stale], &Prios::default(), &pol);
+    // The two first jobs of the kept ids, then every job.
+    assert_eq!(plan.stats.jobs_keyed, 2 + 200);
+    assert_eq!(
+        format!("{:?}", plan.matches),
+        format!("{:?}", alone.matches)
+    );
+    assert_eq!(
+        format!("{:?}", plan.autoclusters),
+        format!("{:?}", alone.autoclusters)
+    );
 }
 
 #[test]

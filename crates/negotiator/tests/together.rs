@@ -50,14 +50,8 @@ fn the_accountants_priorities_and_the_configured_limits_drive_a_cycle() {
     let alice: Vec<ClassAd> = (0..4).map(|p| job("alice", p, "license")).collect();
     let bob: Vec<ClassAd> = (0..4).map(|p| job("bob", p, "license")).collect();
     let submitters = vec![
-        SubmitterJobs {
-            name: "alice@example.org".into(),
-            jobs: alice.iter().collect(),
-        },
-        SubmitterJobs {
-            name: "bob@example.org".into(),
-            jobs: bob.iter().collect(),
-        },
+        SubmitterJobs::new("alice@example.org", alice.iter().collect()),
+        SubmitterJobs::new("bob@example.org", bob.iter().collect()),
     ];
     let plan = negotiate(
         &slots,

@@ -20,14 +20,16 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::sync::Arc;
 
 use classad::{ClassAd, Env, Value};
 use config::{Config, FileError, FixedHost, LoadOptions, Root};
 use negotiator::accountant::Accountant;
+use negotiator::autocluster_ids::AutoclusterIds;
 use negotiator::cycle::{MatchKind, Policy};
 use negotiator::defrag::{Defrag, DefragPolicy, Schedule};
 use negotiator::limits::ConcurrencyLimits;
-use negotiator::matchmaker::{Negotiator, Request};
+use negotiator::matchmaker::{Negotiator, Offer, Request};
 use schedd::claims::{self, Claims, MatchInfo, RunEnd, StarterReport};
 use schedd::{
     Change, ExitHow, JobEvent, JobId, JobQueue, JobStatus, RunReport, SubmitPolicy, SystemPolicy,
@@ -260,7 +262,13 @@ struct Schedd {
     /// simulation's whole cost otherwise).
     system_periodic: bool,
     periodic_jobs: BTreeSet<JobId>,
+    /// Its idle jobs' autoclusters, kept from cycle to cycle as the
+    /// personal pool's schedd keeps them.
+    autoclusters: AutoclusterIds<JobId>,
 }
+
+/// A submitter's idle jobs as its schedd's queue shares them.
+type SharedJobs = Vec<(JobId, Arc<ClassAd>)>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
@@ -424,6 +432,7 @@ impl<'f> Simulation<'f> {
                 ad,
                 system_periodic,
                 periodic_jobs: BTreeSet::new(),
+                autoclusters: AutoclusterIds::new(),
             });
         }
         let sched_cfg = load_config(
@@ -584,11 +593,7 @@ impl<'f> Simulation<'f> {
             preempt_cause: BTreeMap::new(),
             collector: Vec::new(),
             collector_owner: Vec::new(),
-            negotiator: Negotiator {
-                accountant,
-                limits,
-                policy,
-            },
+            negotiator: Negotiator::new(accountant, limits, policy),
             negotiator_interval,
             defrag,
             defrag_interval,
@@ -1702,14 +1707,43 @@ impl<'f> Simulation<'f> {
         self.report.summary.negotiation_cycles += 1;
         self.negotiator.accountant.update_priorities(now);
         // What the schedds offer: each submitter's idle jobs, from every
-        // schedd, by submitter name (the negotiator's order is its own).
-        let mut offers: BTreeMap<String, Vec<(usize, JobId)>> = BTreeMap::new();
-        for (s, sd) in self.schedds.iter().enumerate() {
-            for (who, jobs) in sd.claims.idle_jobs() {
-                offers
-                    .entry(who.to_string())
-                    .or_default()
-                    .extend(jobs.map(|id| (s, id)));
+        // schedd, by submitter name (the negotiator's order is its own),
+        // with the autoclusters each schedd keeps over what the last
+        // cycle found significant.
+        let significant = self.negotiator.significant.clone();
+        let mut offered = Vec::new();
+        for sd in self.schedds.iter_mut() {
+            let lists: Vec<(String, SharedJobs)> = sd
+                .claims
+                .idle_jobs()
+                .map(|(who, jobs)| {
+                    let jobs = jobs
+                        .filter_map(|id| Some((id, sd.queue.shared_job(id)?)))
+                        .collect();
+                    (who.to_string(), jobs)
+                })
+                .collect();
+            if !significant.is_empty() {
+                sd.autoclusters.set_significant(&significant);
+            }
+            let ids = sd.autoclusters.is_told().then(|| {
+                let l: Vec<&[(JobId, Arc<ClassAd>)]> =
+                    lists.iter().map(|(_, j)| j.as_slice()).collect();
+                sd.autoclusters.ids(&l)
+            });
+            offered.push((lists, ids, sd.autoclusters.names()));
+        }
+        let mut offers: BTreeMap<&str, Offer<'_, (usize, JobId)>> = BTreeMap::new();
+        for (s, (lists, ids, names)) in offered.iter().enumerate() {
+            for (n, (who, jobs)) in lists.iter().enumerate() {
+                let kept = ids
+                    .as_ref()
+                    .and_then(|i| Some((i.get(n)?.as_slice(), names.as_slice())));
+                offers.entry(who.as_str()).or_default().add(
+                    s,
+                    jobs.iter().map(|(id, ad)| ((s, *id), &**ad)),
+                    kept,
+                );
             }
         }
         if offers.is_empty() {
@@ -1717,16 +1751,8 @@ impl<'f> Simulation<'f> {
         }
         let granted = {
             let schedds = &self.schedds;
-            let requests: Vec<Request<'_, (usize, JobId)>> = offers
-                .into_iter()
-                .map(|(who, jobs)| Request {
-                    submitter: who,
-                    jobs: jobs
-                        .into_iter()
-                        .filter_map(|(s, id)| schedds[s].queue.job(id).map(|ad| ((s, id), ad)))
-                        .collect(),
-                })
-                .collect();
+            let requests: Vec<Request<'_, (usize, JobId)>> =
+                offers.into_iter().map(|(who, o)| o.request(who)).collect();
             // The concurrency limits in use: what every schedd's claims hold.
             let on_claims = schedds
                 .iter()

@@ -1,0 +1,336 @@
+//! The autoclusters a schedd keeps between negotiation cycles.
+//!
+//! HTCondor's schedd files each idle job in an autocluster when the job
+//! is submitted or changed (the job's `AutoClusterId`), against the
+//! significant attributes the negotiator last told it, and offers its jobs
+//! autocluster by autocluster; a job that did not change is not looked at
+//! again, cycle after cycle. [`AutoclusterIds`] is that bookkeeping: the
+//! schedd's side of a cycle asks it for the ids of its idle jobs, and only
+//! jobs new or changed since the last cycle are keyed.
+//!
+//! A job's ad is the queue's shared `Arc`: the queue copies an ad it edits
+//! while anyone else holds it (`Arc::make_mut`), and this table holds it,
+//! so a changed job is a different `Arc` and is keyed again. The ids mean
+//! something only within one schedd and one set of names; the cycle
+//! checks the names before trusting them ([`crate::cycle::KeptIds`]).
+//!
+//! Pure: no clock, no I/O.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+use std::sync::Arc;
+
+use classad::ClassAd;
+
+use crate::autocluster::SignificantAttrs;
+
+/// One job as last keyed.
+struct Filed {
+    ad: Arc<ClassAd>,
+    id: u32,
+    /// The pass that last asked for it (jobs not asked for have left the
+    /// idle set and are forgotten).
+    pass: u64,
+}
+
+/// A schedd's autoclusters, kept across cycles. `K` names a job (the
+/// schedd's job id).
+pub struct AutoclusterIds<K> {
+    /// The names the negotiator told, folded and sorted (to notice a
+    /// change).
+    told: Option<Vec<String>>,
+    /// The told names and every name the jobs' significant expressions
+    /// read (learned as jobs are keyed).
+    attrs: SignificantAttrs,
+    jobs: HashMap<K, Filed>,
+    /// Each autocluster's first job, by key, for the exact comparison.
+    representatives: HashMap<u64, Vec<(u32, Arc<ClassAd>)>>,
+    next: u32,
+    pass: u64,
+    /// Bumped when the names grow: every id before is void.
+    generation: u64,
+    /// Jobs keyed (not found unchanged) since made, for tests and the log.
+    keyed: u64,
+}
+
+impl<K> Default for AutoclusterIds<K> {
+    fn default() -> Self {
+        AutoclusterIds {
+            told: None,
+            attrs: SignificantAttrs::new(),
+            jobs: HashMap::new(),
+            representatives: HashMap::new(),
+            next: 0,
+            pass: 0,
+            generation: 0,
+            keyed: 0,
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> AutoclusterIds<K> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// What the negotiator says is significant now. A set other than the
+    /// last one files every job again; the same set keeps every id.
+    pub fn set_significant(&mut self, names: &[String]) {
+        let mut told: Vec<String> = names.iter().map(|n| n.to_ascii_lowercase()).collect();
+        told.sort();
+        told.dedup();
+        if self.told.as_ref() == Some(&told) {
+            return;
+        }
+        self.told = Some(told);
+        self.start_over();
+    }
+
+    /// Whether the negotiator has said what is significant (before its
+    /// first cycle it has not, and the schedd offers no ids).
+    pub fn is_told(&self) -> bool {
+        self.told.is_some()
+    }
+
+    fn start_over(&mut self) {
+        self.attrs = SignificantAttrs::new();
+        for n in self.told.iter().flatten() {
+            self.attrs.add(n);
+        }
+        self.void();
+    }
+
+    /// Every id so far is void (the names grew).
+    fn void(&mut self) {
+        self.jobs.clear();
+        self.representatives.clear();
+        self.next = 0;
+        self.generation += 1;
+    }
+
+    /// The autocluster of each job of each list (the schedd's idle jobs,
+    /// submitter by submitter), keying only jobs new or changed since the
+    /// last call. Jobs not in the lists are forgotten.
+    pub fn ids(&mut self, lists: &[&[(K, Arc<ClassAd>)]]) -> Vec<Vec<u32>> {
+        self.pass += 1;
+        loop {
+            let generation = self.generation;
+            let ids: Vec<Vec<u32>> = lists
+                .iter()
+                .map(|jobs| jobs.iter().map(|(k, ad)| self.id_of(k, ad)).collect())
+                .collect();
+            if self.generation == generation {
+                self.forget_the_rest();
+                return ids;
+            }
+            // The names grew while keying: the ids given before are void,
+            // and the jobs are keyed again over the larger set.
+        }
+    }
+
+    fn id_of(&mut self, job: &K, ad: &Arc<ClassAd>) -> u32 {
+        let pass = self.pass;
+        if let Some(f) = self.jobs.get_mut(job) {
+            if Arc::ptr_eq(&f.ad, ad) {
+                f.pass = pass;
+                return f.id;
+            }
+        }
+        self.keyed += 1;
+        let (key, grew) = self.attrs.key_of(ad);
+        if grew {
+            self.void();
+            return 0;
+        }
+        let attrs = &self.attrs;
+        let reps = self.representatives.entry(key).or_default();
+        let id = match reps.iter().find(|(_, rep)| attrs.alike(rep, ad)) {
+            Some((id, _)) => *id,
+            None => {
+                let id = self.next;
+                self.next += 1;
+                reps.push((id, Arc::clone(ad)));
+                id
+            }
+        };
+        self.jobs.insert(
+            job.clone(),
+            Filed {
+                ad: Arc::clone(ad),
+                id,
+                pass,
+            },
+        );
+        id
+    }
+
+    /// Jobs that were not asked for have left (run, held, removed), and
+    /// autoclusters left with no job go with them.
+    fn forget_the_rest(&mut self) {
+        let pass = self.pass;
+        self.jobs.retain(|_, f| f.pass == pass);
+        let live: HashSet<u32> = self.jobs.values().map(|f| f.id).collect();
+        self.representatives.retain(|_, reps| {
+            reps.retain(|(id, _)| live.contains(id));
+            !reps.is_empty()
+        });
+        self.attrs.forget_cluster_keys();
+    }
+
+    /// The names the ids were computed over: what the negotiator told and
+    /// what the jobs' expressions read.
+    pub fn names(&self) -> Vec<String> {
+        self.attrs
+            .names()
+            .iter()
+            .map(|n| n.as_str().to_string())
+            .collect()
+    }
+
+    /// How many jobs were keyed (not found unchanged) so far.
+    pub fn keyed(&self) -> u64 {
+        self.keyed
+    }
+
+    /// How many autoclusters hold jobs now.
+    pub fn len(&self) -> usize {
+        self.representatives.values().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.representatives.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ad(text: &str) -> Arc<ClassAd> {
+        Arc::new(ClassAd::parse(text).expect("ad"))
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn jobs_are_keyed_once_until_they_change() {
+        let mut ids = AutoclusterIds::new();
+        ids.set_significant(&names(&["RequestMemory", "Requirements"]));
+        let jobs = vec![
+            (
+                1,
+                ad("[RequestMemory = 512; Requirements = true; ProcId = 0]"),
+            ),
+            (
+                2,
+                ad("[RequestMemory = 512; Requirements = true; ProcId = 1]"),
+            ),
+            (
+                3,
+                ad("[RequestMemory = 1024; Requirements = true; ProcId = 2]"),
+            ),
+        ];
+        let first = ids.ids(&[&jobs]);
+        assert_eq!(first[0][0], first[0][1]);
+        assert_ne!(first[0][0], first[0][2]);
+        assert_eq!(ids.keyed(), 3);
+        assert_eq!(ids.len(), 2);
+        // The same ads again: nothing keyed, the same ids.
+        assert_eq!(ids.ids(&[&jobs]), first);
+        assert_eq!(ids.keyed(), 3);
+        // Job 2 changed (a new ad, as the queue's copy on edit makes it):
+        // keyed again, and now alike job 3.
+        let mut changed = jobs.clone();
+        changed[1].1 = ad("[RequestMemory = 1024; Requirements = true; ProcId = 1]");
+        let again = ids.ids(&[&changed]);
+        assert_eq!(ids.keyed(), 4);
+        assert_eq!(again[0][1], again[0][2]);
+        assert_eq!(again[0][0], first[0][0]);
+    }
+
+    #[test]
+    fn a_new_set_of_names_files_every_job_again() {
+        let mut ids = AutoclusterIds::new();
+        assert!(!ids.is_told());
+        ids.set_significant(&names(&["RequestMemory"]));
+        let jobs = vec![
+            (1, ad("[RequestMemory = 512; Owner = \"a\"]")),
+            (2, ad("[RequestMemory = 512; Owner = \"b\"]")),
+        ];
+        let before = ids.ids(&[&jobs]);
+        assert_eq!(before[0][0], before[0][1]);
+        // The same names in another order and case: nothing changes.
+        ids.set_significant(&names(&["requestmemory"]));
+        ids.ids(&[&jobs]);
+        assert_eq!(ids.keyed(), 2);
+        // A slot's START now reads Owner: the two differ.
+        ids.set_significant(&names(&["RequestMemory", "Owner"]));
+        let after = ids.ids(&[&jobs]);
+        assert_ne!(after[0][0], after[0][1]);
+        assert_eq!(ids.keyed(), 4);
+    }
+
+    #[test]
+    fn names_a_job_expression_reads_are_learned_and_reported() {
+        let mut ids = AutoclusterIds::new();
+        ids.set_significant(&names(&["Requirements"]));
+        let jobs = vec![
+            (
+                1,
+                ad("[Requirements = TARGET.Memory >= MY.Need; Need = 100]"),
+            ),
+            (
+                2,
+                ad("[Requirements = TARGET.Memory >= MY.Need; Need = 200]"),
+            ),
+            (
+                3,
+                ad("[Requirements = TARGET.Memory >= MY.Need; Need = 100]"),
+            ),
+        ];
+        let got = ids.ids(&[&jobs]);
+        // `Need` became significant while keying: 1 and 2 differ (the
+        // first ids, given before it was known, were redone).
+        assert_ne!(got[0][0], got[0][1]);
+        assert_eq!(got[0][0], got[0][2]);
+        let known = ids.names();
+        for n in ["Requirements", "Memory", "Need"] {
+            assert!(known.iter().any(|k| k.eq_ignore_ascii_case(n)), "{n}");
+        }
+    }
+
+    #[test]
+    fn jobs_no_longer_offered_are_forgotten_with_their_autoclusters() {
+        let mut ids = AutoclusterIds::new();
+        ids.set_significant(&names(&["RequestMemory"]));
+        let a = (1, ad("[RequestMemory = 1]"));
+        let b = (2, ad("[RequestMemory = 2]"));
+        ids.ids(&[&[a.clone(), b.clone()]]);
+        assert_eq!(ids.len(), 2);
+        ids.ids(&[std::slice::from_ref(&a)]);
+        assert_eq!(ids.len(), 1);
+        // Job 2 comes back (released): keyed again.
+        let keyed = ids.keyed();
+        ids.ids(&[&[a, b]]);
+        assert_eq!(ids.keyed(), keyed + 1);
+    }
+
+    #[test]
+    fn procs_chained_to_one_cluster_ad_share_its_autocluster() {
+        let mut ids = AutoclusterIds::new();
+        ids.set_significant(&names(&["RequestMemory", "Requirements"]));
+        let cluster = ad("[RequestMemory = 512; Requirements = true; Cmd = \"/bin/true\"]");
+        let jobs: Vec<(i32, Arc<ClassAd>)> = (0..100)
+            .map(|p| {
+                let mut proc_ad = ClassAd::parse(&format!("[ProcId = {p}]")).expect("ad");
+                proc_ad.chain_to(Arc::clone(&cluster));
+                (p, Arc::new(proc_ad))
+            })
+            .collect();
+        let got = ids.ids(&[&jobs]);
+        assert!(got[0].iter().all(|&id| id == got[0][0]));
+        assert_eq!(ids.len(), 1);
+    }
+}
