@@ -36,7 +36,8 @@ const PROCS_PER_CLUSTER: usize = 100;
 
 /// Each submitter's jobs: 100 clusters of 100 procs, a kind of job each
 /// (its memory request and architecture), 10,000 autoclusters in all.
-/// A submitter's jobs as its schedd's queue shares them, by a job number.
+/// A submitter's jobs as its schedd's queue shares them, by a job number
+/// (unique in the schedd, as a job id).
 type Jobs = Vec<(usize, Arc<ClassAd>)>;
 
 fn jobs() -> Vec<(String, Jobs)> {
@@ -64,7 +65,7 @@ fn jobs() -> Vec<(String, Jobs)> {
             for p in 0..PROCS_PER_CLUSTER {
                 let mut ad = ClassAd::parse(&format!("[ProcId = {p}; Args = \"{p}\"]")).unwrap();
                 ad.chain_to(cluster.clone());
-                jobs.push((jobs.len(), Arc::new(ad)));
+                jobs.push((u * JOBS_PER_SUBMITTER + jobs.len(), Arc::new(ad)));
             }
         }
         subs.push((format!("user{u}@pool"), jobs));

@@ -16,11 +16,12 @@
 //!
 //! Pure: no clock, no I/O.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Arc;
 
 use classad::ClassAd;
+use rustc_hash::FxHashMap;
 
 use crate::autocluster::SignificantAttrs;
 
@@ -42,7 +43,8 @@ pub struct AutoclusterIds<K> {
     /// The told names and every name the jobs' significant expressions
     /// read (learned as jobs are keyed).
     attrs: SignificantAttrs,
-    jobs: HashMap<K, Filed>,
+    /// By job (a fast hash: a schedd asks for a million of them a cycle).
+    jobs: FxHashMap<K, Filed>,
     /// Each autocluster's first job, by key, for the exact comparison.
     representatives: HashMap<u64, Vec<(u32, Arc<ClassAd>)>>,
     next: u32,
@@ -58,7 +60,7 @@ impl<K> Default for AutoclusterIds<K> {
         AutoclusterIds {
             told: None,
             attrs: SignificantAttrs::new(),
-            jobs: HashMap::new(),
+            jobs: FxHashMap::default(),
             representatives: HashMap::new(),
             next: 0,
             pass: 0,
@@ -168,10 +170,17 @@ impl<K: Hash + Eq + Clone> AutoclusterIds<K> {
     /// autoclusters left with no job go with them.
     fn forget_the_rest(&mut self) {
         let pass = self.pass;
-        self.jobs.retain(|_, f| f.pass == pass);
-        let live: HashSet<u32> = self.jobs.values().map(|f| f.id).collect();
+        // Ids are handed out densely from 0 since the last start over.
+        let mut live = vec![false; self.next as usize];
+        self.jobs.retain(|_, f| {
+            let kept = f.pass == pass;
+            if kept {
+                live[f.id as usize] = true;
+            }
+            kept
+        });
         self.representatives.retain(|_, reps| {
-            reps.retain(|(id, _)| live.contains(id));
+            reps.retain(|(id, _)| live[*id as usize]);
             !reps.is_empty()
         });
         self.attrs.forget_cluster_keys();
