@@ -97,6 +97,14 @@ pub enum Work {
     /// VM-host peers': `startd::vm_host`), then call
     /// [`StartdRole::peers_heard`] with them or why they are not known.
     QueryPeers { constraint: classad::Expr },
+    /// Ask FILETRANSFER_PLUGINS what they transfer ([`url_methods`], which
+    /// runs each plugin, up to 20 s), then call
+    /// [`StartdRole::plugins_heard`] with the answer for `asked`.
+    QueryPlugins {
+        settings: Box<StarterSettings>,
+        root: bool,
+        asked: u64,
+    },
 }
 
 /// A job's process on a slot.
@@ -193,6 +201,9 @@ pub struct StartdRole {
     /// Running on VM hosts (VMP_HOST_MACHINE, VMP_VM_LIST): who the peers
     /// are, and the collector query for their ads.
     vm_peers: Option<VmPeerQuery>,
+    /// How many times FILETRANSFER_PLUGINS were asked since start (only
+    /// the latest answer is taken).
+    plugins_asked: u64,
 }
 
 /// The startd's side of `startd::vm_host`: the peers, and the one query
@@ -383,7 +394,7 @@ fn hooks_for(c: &config::Config, keyword: &str) -> Hooks {
 /// answer to `-classad`, asked as HTCondor's startd asks them at start;
 /// a daemon that is root asks as `nobody`, never as root. A listed
 /// plugin that is missing or does not answer is left out.
-fn url_methods(s: &StarterSettings, root: bool, notes: &mut Vec<String>) -> String {
+pub fn url_methods(s: &StarterSettings, root: bool, notes: &mut Vec<String>) -> String {
     if s.filetransfer_plugins.is_empty() {
         return starter::url_plugin::advertised_methods(&[]);
     }
@@ -601,6 +612,7 @@ impl StartdRole {
             tracking,
             backfill: None,
             vm_peers,
+            plugins_asked: 0,
         })
     }
 
@@ -662,11 +674,22 @@ impl StartdRole {
         // The plugins are asked again, as HTCondor's startd does at
         // reconfig: a plugin added, removed or changed shows in
         // HasFileTransferPluginMethods (jobs' starters ask them anew).
-        let methods = starter.enable_url_transfers.then(|| {
-            let root = matches!(starter.run_as, RunAs::JobOwner);
-            url_methods(&starter, root, &mut self.notes)
-        });
-        self.startd.set_file_transfer_methods(methods);
+        // Asking runs each plugin (up to 20 s), so it is work for outside
+        // the role; what was advertised stays until the answer.
+        self.plugins_asked += 1;
+        if !starter.enable_url_transfers {
+            self.startd.set_file_transfer_methods(None);
+        } else if starter.filetransfer_plugins.is_empty() {
+            let mut none = Vec::new();
+            let methods = url_methods(&starter, false, &mut none);
+            self.startd.set_file_transfer_methods(Some(methods));
+        } else {
+            self.work.push(Work::QueryPlugins {
+                settings: Box::new(starter.clone()),
+                root: matches!(starter.run_as, RunAs::JobOwner),
+                asked: self.plugins_asked,
+            });
+        }
         self.starter = starter;
         self.startd_config = startd_config;
         Ok(())
@@ -920,6 +943,18 @@ impl StartdRole {
         self.drive(now);
         self.publish_slots(now);
         self.ask_vm_peers(now);
+    }
+
+    /// What FILETRANSFER_PLUGINS answered when asked for the `asked`th
+    /// time (an answer to an earlier reconfig than the last is dropped),
+    /// with what went wrong asking them; the slots advertise it at once.
+    pub fn plugins_heard(&mut self, asked: u64, methods: String, notes: Vec<String>, now: i64) {
+        if asked != self.plugins_asked {
+            return;
+        }
+        self.notes.extend(notes);
+        self.startd.set_file_transfer_methods(Some(methods));
+        self.publish_slots(now);
     }
 
     /// Asks the collector for the VM-host peers' ads, unless a query is

@@ -1140,6 +1140,29 @@ fn dispatch(router: &Router, work: Vec<Work>) {
                     }
                 });
             }
+            Work::QueryPlugins {
+                settings,
+                root,
+                asked,
+            } => {
+                tokio::spawn(async move {
+                    let answer = tokio::task::spawn_blocking(move || {
+                        let mut notes = Vec::new();
+                        let methods = crate::execute::url_methods(&settings, root, &mut notes);
+                        (methods, notes)
+                    })
+                    .await;
+                    match answer {
+                        Ok((methods, notes)) => {
+                            let _ = on_startd(&router, move |s, now| {
+                                s.plugins_heard(asked, methods, notes, now)
+                            })
+                            .await;
+                        }
+                        Err(e) => eprintln!("ferrocondor: asking FILETRANSFER_PLUGINS failed: {e}"),
+                    }
+                });
+            }
             Work::QueryPeers { constraint } => {
                 tokio::spawn(async move {
                     let asking = router.clone();

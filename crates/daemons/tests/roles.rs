@@ -244,7 +244,7 @@ impl Pool {
                     let report = job.finish();
                     self.startd.finished(&slot, run, report, now);
                 }
-                Work::Hook { .. } | Work::QueryPeers { .. } => {}
+                Work::Hook { .. } | Work::QueryPeers { .. } | Work::QueryPlugins { .. } => {}
             }
             self.startd.flush(&mut out);
             self.post(RoleName::Startd, out);
@@ -384,6 +384,63 @@ fn the_schedd_keeps_its_jobs_autoclusters_over_what_the_negotiator_found_signifi
         .iter()
         .all(|t| kept.names.iter().any(|k| k.eq_ignore_ascii_case(t))));
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_reconfig_asks_the_plugins_outside_the_role_and_takes_only_the_latest_answer() {
+    let mut p = Pool::new(1, "START = True");
+    start(&mut p);
+    let methods = |p: &Pool| {
+        let slots = p.collector.ads(&AdType::Startd, p.now);
+        slots[0]
+            .get("HasFileTransferPluginMethods")
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let before = methods(&p);
+    let policy = "NUM_CPUS = 1\nRunBenchmarks = False\nUID_DOMAIN = pool\nSTART = True\n\
+                  FILETRANSFER_PLUGINS = /nonexistent/plugin";
+    let mut asked = Vec::new();
+    for _ in 0..2 {
+        p.startd.reconfigure(config("STARTD", policy)).unwrap();
+        let mut out = Outbox::default();
+        p.startd.flush(&mut out);
+        for w in out.work.drain(..) {
+            if let Work::QueryPlugins { asked: n, .. } = w {
+                asked.push(n);
+            }
+        }
+        p.post(RoleName::Startd, out);
+        p.settle();
+    }
+    assert_eq!(
+        asked.len(),
+        2,
+        "each reconfig asks, as work for outside the role"
+    );
+    // Nothing changes while the plugins are asked.
+    assert_eq!(methods(&p), before);
+    // The first reconfig's answer comes late: dropped.
+    p.startd
+        .plugins_heard(asked[0], "file,old".into(), Vec::new(), p.now);
+    let mut out = Outbox::default();
+    p.startd.flush(&mut out);
+    p.post(RoleName::Startd, out);
+    p.settle();
+    assert_eq!(methods(&p), before);
+    // The latest is advertised at once, with what went wrong asking.
+    p.startd.plugins_heard(
+        asked[1],
+        "file,new".into(),
+        vec!["a plugin did not answer".into()],
+        p.now,
+    );
+    let mut out = Outbox::default();
+    p.startd.flush(&mut out);
+    assert!(out.notes.iter().any(|n| n.contains("did not answer")));
+    p.post(RoleName::Startd, out);
+    p.settle();
+    assert_eq!(methods(&p), "\"file,new\"");
 }
 
 #[test]
