@@ -610,6 +610,22 @@ class ClientsWithoutConfig(unittest.TestCase):
         refused = self.alice.run(code.format(action="st.drainJobs(htcondor.DrainType.Graceful)"), check=False)
         self.assertNotEqual(refused.returncode, 0, "a user drained the machine")
         root = Client(self.pool, "root")
+        # A CheckExpr false on the slots refuses the drain (HTCondor's
+        # DRAINING_CHECK_EXPR_FAILED), and the machine is not drained.
+        checked = root.run("""
+            ad = collector.query(htcondor.AdTypes.Startd, projection=["MyAddress", "Name", "CondorVersion", "Machine"])[0]
+            st = htcondor.Startd(ad)
+            try:
+                st.drainJobs(htcondor.DrainType.Fast, check_expr="Cpus > 1000")
+                outcome = "drained"
+            except Exception as e:
+                outcome = "refused: " + str(e)
+            time.sleep(0.5)
+            states = collector.query(htcondor.AdTypes.Startd, projection=["State"])
+            print(json.dumps({"outcome": outcome, "states": [s["State"] for s in states]}))
+            """)
+        self.assertTrue(checked["outcome"].startswith("refused"), checked)
+        self.assertNotIn("Drained", checked["states"], checked)
         drained = root.run(code.format(action="print(json.dumps(st.drainJobs(htcondor.DrainType.Fast)))"))
         self.assertTrue(all(s["State"] == "Drained" for s in drained), drained)
         back = root.run(code.format(action="st.cancelDrainJobs()"))

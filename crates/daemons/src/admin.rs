@@ -19,6 +19,11 @@ use crate::negotiator_role::NegotiatorRole;
 use crate::roles::Outbox;
 use crate::schedd_service::{ad_text, parse_constraint, ApiError, Budget, PoolConfig};
 
+/// The status of a drain refused because its CheckExpr does not hold in
+/// every slot (HTTP's Conflict: the request was well formed, the
+/// machine's state refused it).
+pub const DRAIN_CHECK_FAILED: u16 = 409;
+
 /// A query of the collector's ads, evaluated without the pool's lock.
 pub struct SlotsQuery {
     req: SlotsRequest,
@@ -120,8 +125,12 @@ impl StartdRole {
                             e.display_with_source("<check>")
                         ))
                     })?;
-                    self.drain_check(&check, now).map_err(|why| {
-                        ApiError::bad_request(format!("the execute point refused: {why}"))
+                    // 409: the request was fine, the machine's state
+                    // refused it (HTCondor's DRAINING_CHECK_EXPR_FAILED,
+                    // which the command port answers).
+                    self.drain_check(&check, now).map_err(|why| ApiError {
+                        status: DRAIN_CHECK_FAILED,
+                        message: format!("the execute point refused: {why}"),
                     })?;
                 }
                 let start_expr = match start {

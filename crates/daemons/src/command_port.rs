@@ -1250,7 +1250,7 @@ impl PortDaemon {
                 reply.insert_value("Result", false);
                 // HTCondor's DRAINING_CHECK_EXPR_FAILED for a CheckExpr
                 // that does not hold.
-                let code = if e.message.contains("check expression") {
+                let code = if e.status == crate::admin::DRAIN_CHECK_FAILED {
                     10003
                 } else {
                     1
