@@ -26,6 +26,76 @@ struct Line {
 /// A submitter's requests: its name and its jobs, (cluster, proc, ad).
 type WireSubmitter = (String, Vec<(i64, i64, String)>);
 
+/// What a job after the first of its kept autocluster carries across:
+/// what the cycle reads of each job alone (its id and its place in the
+/// submitter's order). The rest is the first job's: alike in every
+/// significant attribute. A hundred thousand idle jobs of a few
+/// autoclusters cross as a few ads and a hundred thousand short lines,
+/// not a hundred thousand whole ads at every cycle.
+const OWN_ATTRIBUTES: [&str; 4] = ["ClusterId", "ProcId", "JobPrio", "QDate"];
+
+/// One submitter's jobs as they cross: whole ads, except that a job
+/// whose autocluster an earlier job of the list has (`ids`) carries only
+/// [`OWN_ATTRIBUTES`], and `like` says which job (index + 1; 0: whole).
+fn abridge(
+    jobs: &[(JobId, Arc<ClassAd>)],
+    ids: Option<&Vec<u32>>,
+) -> (Vec<(i64, i64, String)>, Vec<u32>) {
+    let ids = ids.filter(|i| i.len() == jobs.len());
+    let mut first: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+    let mut like = Vec::new();
+    let mut out = Vec::with_capacity(jobs.len());
+    for (n, (id, a)) in jobs.iter().enumerate() {
+        let rep = ids.map(|ids| *first.entry(ids[n]).or_insert(n));
+        match rep {
+            Some(r) if r != n => {
+                let mut own = ClassAd::new();
+                for name in OWN_ATTRIBUTES {
+                    if let Some(e) = a.get(name) {
+                        own.insert(name, e.clone());
+                    }
+                }
+                out.push((id.cluster, id.proc, ad_text(&own)));
+                like.push(r as u32 + 1);
+            }
+            _ => {
+                out.push((id.cluster, id.proc, ad_text(a)));
+                like.push(0);
+            }
+        }
+    }
+    if like.iter().all(|l| *l == 0) {
+        like.clear();
+    }
+    (out, like)
+}
+
+/// The jobs back from [`abridge`]: an abridged job's ad is chained to the
+/// whole ad of the job it is like.
+fn unabridge(
+    jobs: Vec<(i64, i64, String)>,
+    like: &[u32],
+) -> Result<Vec<(JobId, Arc<ClassAd>)>, String> {
+    let mut out: Vec<(JobId, Arc<ClassAd>)> = Vec::with_capacity(jobs.len());
+    for (n, (c, p, t)) in jobs.into_iter().enumerate() {
+        let mut a = ad(&t)?;
+        match like.get(n).copied().unwrap_or(0) {
+            0 => {}
+            l => {
+                let whole = out
+                    .get(l as usize - 1)
+                    .filter(|_| (l as usize - 1) < n)
+                    .ok_or_else(|| {
+                        format!("job {c}.{p} is like job {l}, which is not before it")
+                    })?;
+                a.chain_to(Arc::clone(&whole.1));
+            }
+        }
+        out.push((JobId::new(c, p), Arc::new(a)));
+    }
+    Ok(out)
+}
+
 #[derive(Serialize, Deserialize)]
 struct WireMatch {
     cluster: i64,
@@ -106,6 +176,9 @@ enum Wire {
         on_claims: Vec<String>,
         #[serde(default)]
         autoclusters: Option<crate::roles::ScheddAutoclusters>,
+        /// Per submitter, [`abridge`]'s `like` (empty: every ad whole).
+        #[serde(default)]
+        like: Vec<Vec<u32>>,
     },
     Matches {
         matches: Vec<WireMatch>,
@@ -281,22 +354,30 @@ pub fn encode(from: RoleName, msg: &Message) -> Result<String, String> {
             submitters,
             on_claims,
             autoclusters,
-        } => Wire::Requests {
-            autoclusters: autoclusters.clone(),
-            cycle: *cycle,
-            schedd: schedd.clone(),
-            submitters: submitters
+        } => {
+            let mut like = Vec::new();
+            let submitters = submitters
                 .iter()
-                .map(|(who, jobs)| {
-                    let jobs = jobs
-                        .iter()
-                        .map(|(id, a)| (id.cluster, id.proc, text(a)))
-                        .collect();
+                .enumerate()
+                .map(|(n, (who, jobs))| {
+                    let ids = autoclusters.as_ref().and_then(|a| a.ids.get(n));
+                    let (jobs, l) = abridge(jobs, ids);
+                    like.push(l);
                     (who.clone(), jobs)
                 })
-                .collect(),
-            on_claims: on_claims.iter().map(|a| text(a)).collect(),
-        },
+                .collect();
+            if like.iter().all(Vec::is_empty) {
+                like.clear();
+            }
+            Wire::Requests {
+                autoclusters: autoclusters.clone(),
+                cycle: *cycle,
+                schedd: schedd.clone(),
+                submitters,
+                on_claims: on_claims.iter().map(|a| text(a)).collect(),
+                like,
+            }
+        }
         Message::Matches { matches, startds } => Wire::Matches {
             startds: startds.clone(),
             matches: matches
@@ -549,15 +630,16 @@ pub fn decode(line: &str) -> Result<(RoleName, Message), String> {
             schedd,
             submitters,
             on_claims,
-            autoclusters,
+            mut autoclusters,
+            like,
         } => {
             let mut subs = Vec::new();
-            for (who, jobs) in submitters {
-                let mut js = Vec::new();
-                for (c, p, t) in jobs {
-                    js.push((JobId::new(c, p), Arc::new(ad(&t)?)));
-                }
-                subs.push((who, js));
+            for (n, (who, jobs)) in submitters.into_iter().enumerate() {
+                let l = like.get(n).map(Vec::as_slice).unwrap_or(&[]);
+                subs.push((who, unabridge(jobs, l)?));
+            }
+            if let Some(a) = autoclusters.as_mut() {
+                a.abridged = like.iter().any(|l| l.iter().any(|x| *x != 0));
             }
             Message::Requests {
                 cycle,
@@ -814,30 +896,72 @@ mod tests {
     }
 
     #[test]
-    fn a_schedd_s_requests_travel_with_their_kept_autoclusters() {
-        let job =
-            Arc::new(ClassAd::parse("[ ClusterId = 4; ProcId = 0; RequestMemory = 64 ]").unwrap());
+    fn a_schedd_s_requests_travel_with_their_kept_autoclusters_abridged() {
+        let job = |p: i64, memory: i64| {
+            Arc::new(
+                ClassAd::parse(&format!(
+                    "[ ClusterId = 4; ProcId = {p}; QDate = 100; RequestMemory = {memory}; \
+                     Cmd = \"/bin/sleep\"; Arguments = \"{p}\"; Environment = \"A=1 B=2\" ]"
+                ))
+                .unwrap(),
+            )
+        };
+        let jobs: Vec<(JobId, Arc<ClassAd>)> = [(0, 64), (1, 64), (2, 128), (3, 64)]
+            .into_iter()
+            .map(|(p, m)| (JobId::new(4, p), job(p, m)))
+            .collect();
         let kept = crate::roles::ScheddAutoclusters {
             names: vec!["RequestMemory".into(), "Requirements".into()],
-            ids: vec![vec![7]],
+            ids: vec![vec![7, 7, 8, 7]],
+            abridged: false,
         };
-        let msg = Message::Requests {
+        let requests = |autoclusters| Message::Requests {
             cycle: 3,
             schedd: "ap".into(),
-            submitters: vec![("alice@pool".into(), vec![(JobId::new(4, 0), job)])],
+            submitters: vec![("alice@pool".into(), jobs.clone())],
             on_claims: Vec::new(),
-            autoclusters: Some(kept.clone()),
+            autoclusters,
         };
+        let whole = encode(RoleName::Schedd, &requests(None)).unwrap();
+        let short = encode(RoleName::Schedd, &requests(Some(kept.clone()))).unwrap();
+        assert!(short.len() < whole.len(), "{short}");
         let Message::Requests {
             submitters,
             autoclusters,
             ..
-        } = round_trip(msg)
+        } = decode(&short).unwrap().1
         else {
             panic!("not requests");
         };
-        assert_eq!(submitters[0].1[0].0, JobId::new(4, 0));
-        assert_eq!(autoclusters, Some(kept));
+        let got = autoclusters.expect("the ids");
+        assert!(got.abridged);
+        assert_eq!((got.names, got.ids), (kept.names.clone(), kept.ids.clone()));
+        // Each job has its own id and sort keys, and what its autocluster
+        // shares; jobs 1 and 3 take the rest from job 0, not their own.
+        let env = classad::Env::at(0);
+        for (n, (id, ad)) in submitters[0].1.iter().enumerate() {
+            assert_eq!(*id, jobs[n].0);
+            for name in ["ClusterId", "ProcId", "QDate", "RequestMemory", "Cmd"] {
+                assert_eq!(
+                    format!("{:?}", ad.eval_attr(name, &env)),
+                    format!("{:?}", jobs[n].1.eval_attr(name, &env)),
+                    "job {n}: {name}"
+                );
+            }
+            let whole = matches!(n, 0 | 2);
+            assert_eq!(ad.parent().is_none(), whole, "job {n}");
+        }
+        // Without ids every ad crosses whole.
+        let Message::Requests {
+            submitters,
+            autoclusters,
+            ..
+        } = decode(&whole).unwrap().1
+        else {
+            panic!("not requests");
+        };
+        assert_eq!(autoclusters, None);
+        assert!(submitters[0].1.iter().all(|(_, a)| a.parent().is_none()));
         // A schedd of before kept autoclusters sends none: still read.
         let line = encode(
             RoleName::Schedd,
@@ -850,7 +974,8 @@ mod tests {
             },
         )
         .unwrap()
-        .replace(r#","autoclusters":null"#, "");
+        .replace(r#","autoclusters":null"#, "")
+        .replace(r#","like":[]"#, "");
         assert!(!line.contains("autoclusters"), "{line}");
         let Message::Requests { autoclusters, .. } = decode(&line).unwrap().1 else {
             panic!("not requests");

@@ -71,6 +71,9 @@ pub struct NegotiatorRole {
     cycles: u64,
     /// A cycle was asked for while one was under way.
     again: bool,
+    /// The last cycle was thrown away and asked again (see
+    /// [`NegotiatorRole::negotiate`]); at most once in a row.
+    asked_again: bool,
     /// The negotiator's own ad for the collector (`condor_status
     /// -negotiator`, `Negotiator()` locating it), with its address once
     /// the command port has one.
@@ -121,6 +124,7 @@ impl NegotiatorRole {
             cycle: Cycle::Idle,
             cycles: 0,
             again: false,
+            asked_again: false,
             name: "negotiator".into(),
             address: None,
             started: std::time::SystemTime::now()
@@ -269,13 +273,35 @@ impl NegotiatorRole {
             .iter()
             .filter_map(|who| by_submitter.remove(who).map(|o| o.request(who)))
             .collect();
-        let (granted, _plan) = self.negotiator.cycle(
+        let (granted, plan) = self.negotiator.cycle(
             &requests,
             got.iter()
                 .flat_map(|r| r.on_claims.iter().map(|a| a.as_ref())),
             &slot_ads,
             now,
         );
+        // A schedd on another host sent its jobs abridged (a job past the
+        // first of its autocluster without the attributes it shares), and
+        // the cycle read a name the autoclusters were not filed over (a
+        // slot or the policy reads something new): those jobs were judged
+        // by the first job's ad. The plan is dropped and the schedds are
+        // asked again at once, told what is significant now. Once: a
+        // second time the plan stands (the startd still checks every
+        // claim against the job's whole ad).
+        let abridged = got
+            .iter()
+            .any(|r| r.autoclusters.as_ref().is_some_and(|a| a.abridged));
+        if abridged && plan.stats.kept_ids_dropped > 0 && !self.asked_again {
+            self.asked_again = true;
+            self.again = true;
+            out.note(format!(
+                "negotiator: the schedds' autoclusters were filed over fewer attributes than the \
+                 pool now reads; asking again with {} significant attributes",
+                self.negotiator.significant.len()
+            ));
+            return;
+        }
+        self.asked_again = false;
         // Slots are named `slot@machine`: the startd's slot and the
         // machine its startd runs on.
         let name = |i: usize| -> (String, String) {

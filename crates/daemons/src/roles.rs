@@ -128,6 +128,13 @@ pub type SubmitterRequest = (String, Vec<(JobId, Arc<ClassAd>)>);
 pub struct ScheddAutoclusters {
     pub names: Vec<String>,
     pub ids: Vec<Vec<u32>>,
+    /// The requests came from another host abridged: a job after the
+    /// first of its autocluster carries only what the cycle reads of it
+    /// alone (ids, sort keys), the rest from that first job's ad. Such
+    /// jobs are only as good as the ids: a cycle that cannot use them
+    /// must ask again ([`crate::negotiator_role`]).
+    #[serde(skip)]
+    pub abridged: bool,
 }
 
 /// A message from one role to another.

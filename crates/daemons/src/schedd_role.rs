@@ -474,6 +474,7 @@ impl ScheddRole {
             ScheddAutoclusters {
                 ids: self.autoclusters.ids(&lists),
                 names: self.autoclusters.names(),
+                abridged: false,
             }
         });
         Message::Requests {

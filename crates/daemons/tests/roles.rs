@@ -45,6 +45,12 @@ struct Pool {
     /// answer's kept autoclusters, in order.
     told: Vec<Vec<String>>,
     kept: Vec<Option<ScheddAutoclusters>>,
+    /// The jobs each Matches named, and the roles' notes.
+    matched: Vec<schedd::JobId>,
+    notes: Vec<String>,
+    /// The schedd's requests cross as between hosts (encoded and decoded
+    /// by `local_protocol`).
+    requests_across: bool,
     work: Vec<Work>,
     now: i64,
     _dir: tempfile::TempDir,
@@ -119,6 +125,9 @@ impl Pool {
             log: Vec::new(),
             told: Vec::new(),
             kept: Vec::new(),
+            matched: Vec::new(),
+            notes: Vec::new(),
+            requests_across: false,
             work: Vec::new(),
             now: T0,
             _dir: dir,
@@ -139,9 +148,17 @@ impl Pool {
             if matches!(m, Message::Startd(_) | Message::ClaimNews(_)) {
                 assert!(to.name.is_some(), "{to:?}: {m:?}");
             }
+            let m = match m {
+                m @ Message::Requests { .. } if self.requests_across => {
+                    let line = daemons::local_protocol::encode(from, &m).unwrap();
+                    daemons::local_protocol::decode(&line).unwrap().1
+                }
+                m => m,
+            };
             self.wire.push_back((from, to.role, m));
         }
         self.work.extend(out.work);
+        self.notes.extend(out.notes);
     }
 
     /// Delivers every message in flight, in order, until none is left.
@@ -154,6 +171,9 @@ impl Pool {
             match &m {
                 Message::Negotiate { significant, .. } => self.told.push(significant.clone()),
                 Message::Requests { autoclusters, .. } => self.kept.push(autoclusters.clone()),
+                Message::Matches { matches, .. } => {
+                    self.matched.extend(matches.iter().map(|m| m.job));
+                }
                 _ => {}
             }
             let mut out = Outbox::default();
@@ -188,6 +208,11 @@ impl Pool {
 
     /// Submits `n` jobs of alice's running `/bin/sh -c script`.
     fn submit(&mut self, n: u32, script: &str, dir: &Path) {
+        self.submit_with(n, script, dir, |_| String::new());
+    }
+
+    /// As [`Pool::submit`], job `p` with the attributes `extra(p)` too.
+    fn submit_with(&mut self, n: u32, script: &str, dir: &Path, extra: impl Fn(u32) -> String) {
         let user = whoami();
         let cluster = self.schedd.schedd.new_cluster(&user).unwrap().cluster;
         let ads = (0..n)
@@ -198,8 +223,9 @@ impl Pool {
                      Iwd = \"{}\"; JobStatus = 1; QDate = {T0}; RequestCpus = 1; \
                      RequestMemory = 64; RequestDisk = 1024; ShouldTransferFiles = \"NO\"; \
                      Requirements = TARGET.Memory >= RequestMemory; Out = \"/dev/null\"; \
-                     Err = \"/dev/null\"; In = \"/dev/null\" ]",
-                    dir.display()
+                     Err = \"/dev/null\"; In = \"/dev/null\"; {} ]",
+                    dir.display(),
+                    extra(p)
                 )
             })
             .collect();
@@ -441,6 +467,48 @@ fn a_reconfig_asks_the_plugins_outside_the_role_and_takes_only_the_latest_answer
     p.post(RoleName::Startd, out);
     p.settle();
     assert_eq!(methods(&p), "\"file,new\"");
+}
+
+#[test]
+fn abridged_requests_from_another_host_are_asked_again_when_the_pool_reads_more() {
+    let mut p = Pool::new(1, "START = False");
+    p.requests_across = true;
+    start(&mut p);
+    let dir = scratch("abridged");
+    // Alike in all the pool reads today; job 0 is chemistry, job 1 physics.
+    p.submit_with(4, "exit 0", &dir, |n| {
+        format!(
+            "Department = \"{}\"",
+            ["chemistry", "physics"][n as usize % 2]
+        )
+    });
+    p.now += 60;
+    p.timer(RoleName::Negotiator, 0);
+    let last = p.kept.last().cloned().flatten().expect("kept autoclusters");
+    assert!(last.abridged, "three of the four jobs cross abridged");
+    assert!(p.matched.is_empty());
+    // The machine now takes physics only: the autoclusters were filed
+    // without Department. The cycle is dropped and asked again; the job
+    // that runs is the physics one, not the one the abridged ads would
+    // have made of them all (chemistry, like job 0).
+    let physics =
+        "NUM_CPUS = 1\nRunBenchmarks = False\nUID_DOMAIN = pool\nFILESYSTEM_DOMAIN = pool\n\
+         START = TARGET.Department =?= \"physics\"";
+    p.startd.reconfigure(config("STARTD", physics)).unwrap();
+    p.now += 60;
+    p.timer(RoleName::Startd, 0);
+    p.now += 60;
+    p.timer(RoleName::Negotiator, 0);
+    assert!(
+        p.notes.iter().any(|n| n.contains("asking again")),
+        "{:?}",
+        p.notes
+    );
+    let told = p.told.last().expect("NEGOTIATE");
+    assert!(told.iter().any(|t| t.eq_ignore_ascii_case("Department")));
+    assert_eq!(p.matched.len(), 1, "one slot");
+    assert_eq!(p.matched[0].proc % 2, 1, "a physics job: {:?}", p.matched);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

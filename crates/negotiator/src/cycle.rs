@@ -328,6 +328,10 @@ pub struct CycleStats {
     /// Jobs keyed by this cycle: every idle job, or, where the schedds
     /// kept their autoclusters ([`KeptIds`]), one job per autocluster.
     pub jobs_keyed: usize,
+    /// Submitters whose kept autoclusters were not used: they were filed
+    /// over fewer names than the cycle reads (a slot or a policy reads
+    /// something new), so the cycle keyed their jobs itself.
+    pub kept_ids_dropped: usize,
     /// Total slot weight of the pool (the pie).
     pub pool_size: f64,
 }
@@ -924,6 +928,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 if first_of[si].is_some() && !s.kept.as_ref().is_some_and(|k| k.covers(attrs)) {
                     first_of[si] = None;
                     dropped = true;
+                    self.stats.kept_ids_dropped += 1;
                 }
             }
             if !dropped {

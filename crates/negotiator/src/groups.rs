@@ -119,6 +119,7 @@ pub fn negotiate_by_group(
         out.stats.autoclusters += plan.stats.autoclusters;
         out.stats.match_lists_built += plan.stats.match_lists_built;
         out.stats.jobs_keyed += plan.stats.jobs_keyed;
+        out.stats.kept_ids_dropped += plan.stats.kept_ids_dropped;
         for n in plan.significant {
             if !out.significant.iter().any(|o| o.eq_ignore_ascii_case(&n)) {
                 out.significant.push(n);
