@@ -69,6 +69,9 @@ pub fn run(
             }
             opts.environment = host.env_vars();
             opts.random_seed = host.random_seed();
+            // condor_submit -factory: a factory whatever the description
+            // says (a dry run still shows every job).
+            opts.factory = a.factory && factory_wanted;
             // A description that asks for late materialization
             // (max_materialize, max_idle) makes a factory, not jobs, when
             // it is queued for real (a dry run shows every job).

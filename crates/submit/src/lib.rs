@@ -64,6 +64,10 @@ pub struct SubmitOptions {
     pub environment: Vec<(String, String)>,
     /// Seed for `$RANDOM_CHOICE()` and `$RANDOM_INTEGER()`.
     pub random_seed: u64,
+    /// Late materialization whatever the description says (condor_submit
+    /// -factory): [`crate::submit_or_factory`] makes a factory even
+    /// without `max_materialize` or `max_idle`.
+    pub factory: bool,
 }
 
 impl SubmitOptions {
@@ -78,6 +82,7 @@ impl SubmitOptions {
             append: Vec::new(),
             environment: Vec::new(),
             random_seed: 0,
+            factory: false,
         }
     }
 }
@@ -474,7 +479,7 @@ impl Run<'_, '_, '_> {
             ),
         };
         if first && matches!(self.mode, Mode::Auto(None)) {
-            if let Some(limits) = factory::limits(&self.table)? {
+            if let Some(limits) = factory::limits(&self.table, self.cx.options.factory)? {
                 // A factory of no job is an ordinary submission of none.
                 if let Some(f) = self.factory(&q, count, items.unwrap_or_default(), limits)? {
                     self.mode = Mode::Auto(Some(Box::new(f)));
