@@ -1447,17 +1447,102 @@ impl Schedd {
         req: &EditRequest,
         now: i64,
     ) -> Result<EditPlan, ApiError> {
+        let (queue_req, factories) = self.factory_edit_targets(req);
+        let mut value = None;
+        for c in &factories {
+            value = self.check_factory_edit(user, *c, req)?.or(value);
+        }
+        match queue_req {
+            Some(r) => self
+                .queue
+                .check_edit(
+                    &r.target,
+                    &r.name,
+                    &r.value,
+                    user,
+                    self.is_super_user(user),
+                    &self.config.edit_rules,
+                    now,
+                )
+                .map_err(ApiError::edit),
+            None => Ok(EditPlan {
+                jobs: Vec::new(),
+                matched: factories.len(),
+                name: req.name.clone(),
+                value: value.unwrap_or(Expr::Lit(Value::Undefined)),
+            }),
+        }
+    }
+
+    /// An edit split into the part for the jobs in the queue (none when it
+    /// names only factory clusters none of whose jobs is present) and the
+    /// factory clusters whose cluster ad it sets (`C.-1` of a factory: as
+    /// HTCondor's schedd, the jobs made later are made with it).
+    fn factory_edit_targets(&self, req: &EditRequest) -> (Option<EditRequest>, Vec<u32>) {
+        let EditTarget::Jobs(ids) = &req.target else {
+            return (Some(req.clone()), Vec::new());
+        };
+        let factories: Vec<u32> = ids
+            .iter()
+            .filter(|id| id.proc < 0)
+            .filter_map(|id| u32::try_from(id.cluster).ok())
+            .filter(|c| self.factories.contains_key(c))
+            .collect();
+        if factories.is_empty() {
+            return (Some(req.clone()), Vec::new());
+        }
+        let rest: Vec<JobId> = ids
+            .iter()
+            .copied()
+            .filter(|id| {
+                id.proc >= 0
+                    || !u32::try_from(id.cluster).is_ok_and(|c| self.factories.contains_key(&c))
+                    || self.queue.cluster_jobs(id.cluster).next().is_some()
+            })
+            .collect();
+        let queue_req = (!rest.is_empty()).then(|| EditRequest {
+            target: EditTarget::Jobs(rest),
+            name: req.name.clone(),
+            value: req.value.clone(),
+        });
+        (queue_req, factories)
+    }
+
+    /// Whether `user` may set `req`'s attribute in factory `cluster`'s
+    /// cluster ad: the value to set (`None`: a secure attribute, quietly
+    /// left alone).
+    fn check_factory_edit(
+        &self,
+        user: &str,
+        cluster: u32,
+        req: &EditRequest,
+    ) -> Result<Option<Expr>, ApiError> {
+        let Some(f) = self.factories.get(&cluster) else {
+            return Ok(None);
+        };
         self.queue
-            .check_edit(
-                &req.target,
+            .check_cluster_ad_edit(
+                i64::from(cluster),
+                &f.cluster_ad,
                 &req.name,
                 &req.value,
                 user,
                 self.is_super_user(user),
                 &self.config.edit_rules,
-                now,
             )
             .map_err(ApiError::edit)
+    }
+
+    /// The factory clusters whose cluster ad `constraint` is true of
+    /// (condor_qedit's edit of whole clusters, SetAttributeByConstraint
+    /// with PostSubmitClusterChange, sets their cluster ads too).
+    pub fn factory_clusters_matching(&self, constraint: &Expr, now: i64) -> Vec<u32> {
+        let env = self.env(now);
+        self.factories
+            .values()
+            .filter(|f| matches!(f.cluster_ad.eval(constraint, &env), Value::Bool(true)))
+            .filter_map(|f| u32::try_from(f.cluster).ok())
+            .collect()
     }
 
     /// Edits queued jobs as `user` (`condor_qedit`, `Schedd.edit`): sets
@@ -1484,16 +1569,38 @@ impl Schedd {
         let mut before: BTreeMap<JobId, ClassAd> = BTreeMap::new();
         let mut plans = Vec::with_capacity(reqs.len());
         let mut changes = Vec::new();
+        // Factory cluster ads to set, after the jobs' changes are stored.
+        let mut cluster_edits: Vec<(u32, String, Expr)> = Vec::new();
         for req in reqs {
-            let plan = match self.queue.check_edit(
-                &req.target,
-                &req.name,
-                &req.value,
-                user,
-                super_user,
-                &self.config.edit_rules,
-                now,
-            ) {
+            let (queue_req, factories) = self.factory_edit_targets(req);
+            for c in &factories {
+                match self.check_factory_edit(user, *c, req) {
+                    Ok(Some(v)) => cluster_edits.push((*c, req.name.clone(), v)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        self.undo(before);
+                        return Err(e);
+                    }
+                }
+            }
+            let checked = match &queue_req {
+                Some(r) => self.queue.check_edit(
+                    &r.target,
+                    &r.name,
+                    &r.value,
+                    user,
+                    super_user,
+                    &self.config.edit_rules,
+                    now,
+                ),
+                None => Ok(EditPlan {
+                    jobs: Vec::new(),
+                    matched: factories.len(),
+                    name: req.name.clone(),
+                    value: Expr::Lit(Value::Undefined),
+                }),
+            };
+            let plan = match checked {
                 Ok(p) => p,
                 Err(e) => {
                     self.undo(before);
@@ -1530,7 +1637,57 @@ impl Schedd {
         // What the scheduling reads (Requirements, Rank, Request*,
         // JobPrio) may have changed: the claim core looks again.
         self.touched.extend(changes.iter().map(|c| c.job));
+        if !cluster_edits.is_empty() {
+            self.edit_factory_cluster_ads(cluster_edits, now)?;
+        }
         Ok(plans)
+    }
+
+    /// Sets attributes of factories' cluster ads (stored first) and names
+    /// them in EditedClusterAttrs, so that the jobs made from now on read
+    /// the cluster ad's value, not the digest's (HTCondor's
+    /// `AddClusterEditedAttributes` and `NewProcFromAd`, `qmgmt.cpp`). A
+    /// factory whose limits were edited may be due to make jobs at once.
+    fn edit_factory_cluster_ads(
+        &mut self,
+        edits: Vec<(u32, String, Expr)>,
+        now: i64,
+    ) -> Result<(), ApiError> {
+        let mut by_cluster: BTreeMap<u32, Vec<(String, Expr)>> = BTreeMap::new();
+        for (c, name, value) in edits {
+            by_cluster.entry(c).or_default().push((name, value));
+        }
+        let edited_name = schedd::factory::attr::EDITED_CLUSTER_ATTRS;
+        let clusters: Vec<u32> = by_cluster.keys().copied().collect();
+        for (c, mut attrs) in by_cluster {
+            let Some(f) = self.factories.get(&c) else {
+                continue;
+            };
+            let mut ad = (*f.cluster_ad).clone();
+            // An edit of EditedClusterAttrs itself wins, as in HTCondor.
+            if !attrs
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(edited_name))
+            {
+                let names: Vec<String> = attrs.iter().map(|(n, _)| n.clone()).collect();
+                let list =
+                    schedd::factory::with_edited(&schedd::factory::edited_attrs(&ad), &names);
+                attrs.push((edited_name.to_string(), Expr::Lit(Value::Str(list.into()))));
+            }
+            for (n, e) in &attrs {
+                ad.insert(n.as_str(), e.clone());
+            }
+            self.store
+                .set_cluster_attrs(c, &attrs)
+                .map_err(ApiError::store)?;
+            if let Some(f) = self.factories.get_mut(&c) {
+                f.cluster_ad = Arc::new(ad);
+            }
+        }
+        for note in self.materialize(Some(&clusters), now) {
+            eprintln!("schedd: {note}");
+        }
+        Ok(())
     }
 
     /// Jobs that have left the queue, newest first.

@@ -593,6 +593,35 @@ impl Store {
             .map_err(self.err("pausing a factory"))
     }
 
+    /// Sets attributes of a factory's cluster ad (an edit of the cluster
+    /// after its submission: the jobs it makes later read them), in one
+    /// transaction.
+    pub fn set_cluster_attrs(&mut self, cluster: u32, attrs: &[(String, Expr)]) -> Result<()> {
+        let path = self.path.clone();
+        let sql = |source| Error::Sqlite {
+            path: path.clone(),
+            op: format!("editing the cluster ad of cluster {cluster}"),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        {
+            let mut st = tx
+                .prepare_cached(
+                    "INSERT INTO cluster_attrs (cluster, name, expr) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (cluster, name) DO UPDATE SET expr = excluded.expr",
+                )
+                .map_err(sql)?;
+            for (name, e) in attrs {
+                st.execute(params![cluster, name.as_str(), unparse(e)])
+                    .map_err(sql)?;
+            }
+        }
+        tx.commit().map_err(sql)
+    }
+
     /// Ends a factory (all made and gone, or removed): its row, and its
     /// cluster's attributes when none of its jobs is left.
     pub fn remove_factory(&mut self, cluster: u32) -> Result<()> {
