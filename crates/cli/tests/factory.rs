@@ -100,6 +100,11 @@ fn a_factory_keeps_its_limit_survives_a_restart_pauses_and_ends() {
     ok(run(&state, &dir, &["rm", "2.1"]));
     std::thread::sleep(Duration::from_secs(1));
     assert!(queued(&state, &dir, 2).is_empty());
+    // With none of its jobs present, condor_q's default view has no row
+    // for it and counts no job of it (it asks for jobs, not cluster ads).
+    let q = ok(run(&state, &dir, &["q"]));
+    assert!(!q.contains("ID: 2 "), "{q}");
+    assert!(q.contains("Total for query: 0 jobs;"), "{q}");
     ok(run(&state, &dir, &["release", "2"]));
     until(20, "job 2.2", || queued(&state, &dir, 2) == vec!["2"]);
     // rm of the cluster ends the factory.
@@ -185,6 +190,18 @@ fn hold_true_reaches_the_jobs_random_values_are_drawn_once_and_submit_factory_fo
     until(20, "job 1.1 to run", || {
         jobs_af(&state, &dir, 1, &["ProcId", "JobStatus"]).contains(&"1 2".to_string())
     });
+    // The default view: 1.0 is done, 1.1 runs, 1.2 is held, 1.3 is not
+    // made yet (not done: condor_q counts a factory's DONE as the jobs
+    // made less those in the queue).
+    let q = ok(run(&state, &dir, &["q"]));
+    let row: Vec<&str> = q
+        .lines()
+        .find(|l| l.contains("ID: 1 "))
+        .unwrap_or_else(|| panic!("{q}"))
+        .split_whitespace()
+        .collect();
+    // OWNER ID: 1 DATE TIME DONE RUN IDLE HOLD TOTAL JOB_IDS
+    assert_eq!(&row[5..], ["1", "1", "_", "1", "4", "1.1-2"], "{q}");
 
     // $RANDOM_INTEGER() is drawn once for the factory: every job has it.
     let said = ok(run(&state, &dir, &["submit", "random.sub"]));
