@@ -1020,10 +1020,9 @@ impl Schedd {
         factory: &mut Factory,
         now: i64,
     ) -> Result<(Vec<Arc<ClassAd>>, Option<schedd::Submitted>), String> {
-        let mut counts = schedd::StatusCounts::default();
-        for (_, ad) in self.queue.cluster_jobs(factory.cluster) {
-            counts.count(schedd::queue::status_of(ad));
-        }
+        // Kept by the queue as its jobs change: no scan of the cluster
+        // at each departure.
+        let counts = self.queue.cluster_counts(factory.cluster);
         let gone = counts.of(JobStatus::Completed) + counts.of(JobStatus::Removed);
         let present = (counts.jobs() - gone) as i64;
         let due = factory
@@ -1153,10 +1152,7 @@ impl Schedd {
             .values()
             .map(|f| {
                 let mut ad = (*f.cluster_ad).clone();
-                let mut counts = schedd::StatusCounts::default();
-                for (_, job) in self.queue.cluster_jobs(f.cluster) {
-                    counts.count(schedd::queue::status_of(job));
-                }
+                let counts = self.queue.cluster_counts(f.cluster);
                 let n = |s: JobStatus| counts.of(s) as i64;
                 let present =
                     counts.jobs() as i64 - n(JobStatus::Completed) - n(JobStatus::Removed);
