@@ -231,5 +231,22 @@ fn hold_true_reaches_the_jobs_random_values_are_drawn_once_and_submit_factory_fo
         ("3", "3", "3", "3"),
         "{f}"
     );
+
+    // max_idle counts held jobs too (HTCondor's jobs not running): one
+    // job submitted held, no more.
+    write(
+        &dir.join("idle.sub"),
+        "executable = /bin/sleep\narguments = 600\nhold = true\nmax_idle = 1\nqueue 3\n",
+    );
+    let said = ok(run(&state, &dir, &["submit", "idle.sub"]));
+    assert!(said.contains("3 job(s) submitted to cluster 4."), "{said}");
+    until(20, "job 4.0", || {
+        jobs_af(&state, &dir, 4, &["ProcId"]).len() == 1
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        jobs_af(&state, &dir, 4, &["ProcId", "JobStatus"]),
+        vec!["0 5"]
+    );
     pool.kill();
 }

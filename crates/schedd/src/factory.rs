@@ -6,7 +6,7 @@
 //! makes job N from them), and the next ProcId to make. HTCondor's
 //! schedd (`qmgmt.cpp`, `job_factory.cpp`) materializes while the
 //! cluster's present jobs (neither completed nor removed) are fewer than
-//! `JobMaterializeLimit` and its idle ones fewer than
+//! `JobMaterializeLimit` and its idle or held ones fewer than
 //! `JobMaterializeMaxIdle`, unless `JobMaterializePaused` says otherwise;
 //! the cluster ends when every job has been made and has left. So here.
 //!
@@ -174,14 +174,17 @@ impl Factory {
     }
 
     /// How many jobs to make now, given the cluster's jobs' counts: while
-    /// fewer than the limit are present and fewer than max idle are idle.
+    /// fewer than the limit are present and fewer than max idle are not
+    /// running (idle or held: HTCondor's `getNumNotRunning`, read by
+    /// `CheckMaterializePolicyExpression` in `qmgmt.cpp`, so that jobs
+    /// submitted held do not pile up past max_idle).
     pub fn due(&self, counts: &StatusCounts) -> i64 {
         if self.paused() || self.exhausted() {
             return 0;
         }
         let gone = counts.of(JobStatus::Completed) + counts.of(JobStatus::Removed);
         let present = counts.jobs() as i64 - gone as i64;
-        let idle = counts.of(JobStatus::Idle) as i64;
+        let idle = (counts.of(JobStatus::Idle) + counts.of(JobStatus::Held)) as i64;
         let room = (self.limit() - present).min(self.max_idle() - idle);
         room.clamp(0, self.total - self.next_proc)
     }
@@ -361,6 +364,10 @@ mod tests {
         let f = factory("executable = job.sh\nmax_idle = 1\nqueue 5\n");
         assert_eq!(f.due(&counts(0, 3, 0)), 1);
         assert_eq!(f.due(&counts(1, 3, 0)), 0);
+        // A held job is not running: it counts toward max_idle.
+        let mut held = counts(0, 3, 0);
+        held.count(Some(JobStatus::Held));
+        assert_eq!(f.due(&held), 0);
     }
 
     #[test]
