@@ -68,6 +68,10 @@ pub struct SubmitOptions {
     /// -factory): [`crate::submit_or_factory`] makes a factory even
     /// without `max_materialize` or `max_idle`.
     pub factory: bool,
+    /// SUBMIT_FACTORY_JOBS_BY_DEFAULT: a queue statement of more than one
+    /// job makes a factory (condor_submit's "smart factory"); one job is
+    /// an ordinary submission.
+    pub factory_by_default: bool,
 }
 
 impl SubmitOptions {
@@ -83,6 +87,7 @@ impl SubmitOptions {
             environment: Vec::new(),
             random_seed: 0,
             factory: false,
+            factory_by_default: false,
         }
     }
 }
@@ -479,7 +484,16 @@ impl Run<'_, '_, '_> {
             ),
         };
         if first && matches!(self.mode, Mode::Auto(None)) {
-            if let Some(limits) = factory::limits(&self.table, self.cx.options.factory)? {
+            let opts = self.cx.options;
+            let forced = opts.factory
+                || (opts.factory_by_default && {
+                    let rows = match (&q.list, &items) {
+                        (Some((_, slice, _)), Some(items)) => slice.indexes(items.len()).len(),
+                        _ => 1,
+                    };
+                    count * rows as i64 > 1
+                });
+            if let Some(limits) = factory::limits(&self.table, forced)? {
                 // A factory of no job is an ordinary submission of none.
                 if let Some(f) = self.factory(&q, count, items.unwrap_or_default(), limits)? {
                     self.mode = Mode::Auto(Some(Box::new(f)));

@@ -273,3 +273,30 @@ fn random_macros_are_drawn_once_into_the_digest_unless_they_name_a_macro() {
         assert_eq!(args, format!("\"{drawn}\""), "job {proc}");
     }
 }
+
+/// SUBMIT_FACTORY_JOBS_BY_DEFAULT: condor_submit's "smart factory", a
+/// queue statement of several jobs is a factory, one job is not.
+#[test]
+fn factory_jobs_by_default_makes_factories_of_several_jobs_only() {
+    let mut o = options();
+    o.factory_by_default = true;
+    let made = |text: &str| {
+        submit_or_factory(text, &o, &configuration(), &files(), &mut |_| Ok(())).unwrap()
+    };
+    assert!(matches!(
+        made("executable = job.sh\nqueue 2\n"),
+        Made::Factory(..)
+    ));
+    assert!(matches!(
+        made("executable = job.sh\nqueue x in (a, b)\n"),
+        Made::Factory(..)
+    ));
+    assert!(matches!(
+        made("executable = job.sh\nqueue 1\n"),
+        Made::Jobs(_)
+    ));
+    assert!(matches!(
+        made("executable = job.sh\nqueue x in [1:2] (a, b, c)\n"),
+        Made::Jobs(_)
+    ));
+}
