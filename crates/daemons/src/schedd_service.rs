@@ -1906,6 +1906,7 @@ impl Schedd {
             .filter_map(|c| u32::try_from(c.job.cluster).ok())
             .filter(|c| self.factories.contains_key(c))
             .collect();
+        clusters.sort_unstable();
         clusters.dedup();
         if !clusters.is_empty() {
             for note in self.materialize(Some(&clusters), now) {
