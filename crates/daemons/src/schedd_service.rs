@@ -1624,8 +1624,11 @@ impl Schedd {
                 }
             }
         }
-        if !ops.is_empty() {
-            if let Err(e) = self.store.apply(&ops) {
+        // Factories' cluster ads as the edit leaves them, stored with the
+        // jobs' changes in one transaction.
+        let (cluster_ads, cluster_attrs) = self.edited_factory_cluster_ads(cluster_edits);
+        if !ops.is_empty() || !cluster_attrs.is_empty() {
+            if let Err(e) = self.store.apply_with_cluster_attrs(&ops, &cluster_attrs) {
                 self.undo(before);
                 return Err(ApiError::store(e));
             }
@@ -1633,28 +1636,38 @@ impl Schedd {
         // What the scheduling reads (Requirements, Rank, Request*,
         // JobPrio) may have changed: the claim core looks again.
         self.touched.extend(changes.iter().map(|c| c.job));
-        if !cluster_edits.is_empty() {
-            self.edit_factory_cluster_ads(cluster_edits, now)?;
+        if !cluster_ads.is_empty() {
+            let clusters: Vec<u32> = cluster_ads.iter().map(|(c, _)| *c).collect();
+            for (c, ad) in cluster_ads {
+                if let Some(f) = self.factories.get_mut(&c) {
+                    f.cluster_ad = Arc::new(ad);
+                }
+            }
+            // A factory whose limits were edited may be due to make jobs.
+            for note in self.materialize(Some(&clusters), now) {
+                eprintln!("schedd: {note}");
+            }
         }
         Ok(plans)
     }
 
-    /// Sets attributes of factories' cluster ads (stored first) and names
-    /// them in EditedClusterAttrs, so that the jobs made from now on read
-    /// the cluster ad's value, not the digest's (HTCondor's
-    /// `AddClusterEditedAttributes` and `NewProcFromAd`, `qmgmt.cpp`). A
-    /// factory whose limits were edited may be due to make jobs at once.
-    fn edit_factory_cluster_ads(
-        &mut self,
+    /// The cluster ads of the factories `edits` set attributes of, as
+    /// they will be, and the attributes to store: the edited ones, and
+    /// EditedClusterAttrs naming them, so that the jobs made from now on
+    /// read the cluster ad's value, not the digest's (HTCondor's
+    /// `AddClusterEditedAttributes` and `NewProcFromAd`, `qmgmt.cpp`).
+    #[allow(clippy::type_complexity)]
+    fn edited_factory_cluster_ads(
+        &self,
         edits: Vec<(u32, String, Expr)>,
-        now: i64,
-    ) -> Result<(), ApiError> {
+    ) -> (Vec<(u32, ClassAd)>, Vec<(u32, String, Expr)>) {
         let mut by_cluster: BTreeMap<u32, Vec<(String, Expr)>> = BTreeMap::new();
         for (c, name, value) in edits {
             by_cluster.entry(c).or_default().push((name, value));
         }
         let edited_name = schedd::factory::attr::EDITED_CLUSTER_ATTRS;
-        let clusters: Vec<u32> = by_cluster.keys().copied().collect();
+        let mut ads = Vec::new();
+        let mut stored = Vec::new();
         for (c, mut attrs) in by_cluster {
             let Some(f) = self.factories.get(&c) else {
                 continue;
@@ -1670,20 +1683,13 @@ impl Schedd {
                     schedd::factory::with_edited(&schedd::factory::edited_attrs(&ad), &names);
                 attrs.push((edited_name.to_string(), Expr::Lit(Value::Str(list.into()))));
             }
-            for (n, e) in &attrs {
+            for (n, e) in attrs {
                 ad.insert(n.as_str(), e.clone());
+                stored.push((c, n, e));
             }
-            self.store
-                .set_cluster_attrs(c, &attrs)
-                .map_err(ApiError::store)?;
-            if let Some(f) = self.factories.get_mut(&c) {
-                f.cluster_ad = Arc::new(ad);
-            }
+            ads.push((c, ad));
         }
-        for note in self.materialize(Some(&clusters), now) {
-            eprintln!("schedd: {note}");
-        }
-        Ok(())
+        (ads, stored)
     }
 
     /// Jobs that have left the queue, newest first.

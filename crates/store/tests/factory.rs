@@ -115,10 +115,15 @@ fn an_edited_factory_cluster_ad_outlives_a_restart() {
             .unwrap();
         let blue = classad::parse_expr(r#""blue""#).unwrap();
         let list = classad::parse_expr(r#""Colour""#).unwrap();
+        // With the jobs' own edit, in one transaction.
+        let blue_job = Op::set(JobId::new(1, 0), "Colour", blue.clone());
         store
-            .set_cluster_attrs(
-                1,
-                &[("colour".into(), blue), ("EditedClusterAttrs".into(), list)],
+            .apply_with_cluster_attrs(
+                &[blue_job],
+                &[
+                    (1, "colour".into(), blue),
+                    (1, "EditedClusterAttrs".into(), list),
+                ],
             )
             .unwrap();
     }
