@@ -463,6 +463,50 @@ mod tests {
     }
 
     #[test]
+    fn a_random_macro_left_in_the_digest_is_drawn_for_each_job() {
+        // condor_submit draws `$RANDOM_*()` into the digest; one still
+        // there (a digest written otherwise) is drawn for each job, with
+        // the job's own seed: the same job the same after a restart.
+        let digest = "FACTORY.Iwd = /home/alice\narguments = $RANDOM_INTEGER(1,1000000000)\n\
+                      max_materialize = 4\nQueue 4\n";
+        let options = submit::SubmitOptions::new(3, "alice", 100, "/");
+        let total = submit::factory_total(digest, 0, &options, &config()).unwrap();
+        let mut cluster_ad = ClassAd::new();
+        cluster_ad.insert_value("Cmd", "/home/alice/job.sh");
+        cluster_ad.insert_value("Args", "17");
+        cluster_ad.insert_value("QDate", 100);
+        let make = |proc: i64| {
+            let mut f = Factory::new(
+                3,
+                digest.into(),
+                Vec::new(),
+                proc,
+                total,
+                Arc::new(cluster_ad.clone()),
+            );
+            let mut job = f.make(&config()).unwrap();
+            job.chain_to(Arc::clone(&f.cluster_ad));
+            text_of(&job, "Args")
+        };
+        let mut args: Vec<String> = (1..4).map(make).collect();
+        for a in &args {
+            let n: i64 = a
+                .trim_matches('"')
+                .parse()
+                .unwrap_or_else(|_| panic!("{a}"));
+            assert!((1..=1_000_000_000).contains(&n), "{a}");
+        }
+        assert_eq!(make(2), args[1]);
+        args.sort();
+        args.dedup();
+        assert_eq!(args.len(), 3, "{args:?}");
+    }
+
+    fn text_of(ad: &ClassAd, name: &str) -> String {
+        text(ad, name).unwrap_or_default()
+    }
+
+    #[test]
     fn a_paused_factory_makes_nothing() {
         let mut f = factory("executable = job.sh\nmax_materialize = 2\nqueue 5\n");
         Arc::make_mut(&mut f.cluster_ad).insert_value(attr::PAUSED, 1);
