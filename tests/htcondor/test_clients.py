@@ -1028,6 +1028,112 @@ while True:
         self.proc.stdout.close()
 
 
+class FactoryClusterEdits(unittest.TestCase):
+    """condor_qedit of a factory's cluster (SetAttributeByConstraint with
+    PostSubmitClusterChange, 0x80, as condor_qedit sends it for cluster
+    ids and owners) changes its cluster ad too, as in HTCondor's schedd:
+    the jobs it makes later are made with it (EditedClusterAttrs), also
+    after a restart. The bindings' edit with the default flags changes the
+    jobs present only, as in HTCondor."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pool = Pool()
+        cls.alice = Client(cls.pool, ALICE)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pool.stop()
+
+    def restart(self):
+        pool = self.pool
+        os.killpg(pool.proc.pid, signal.SIGKILL)
+        pool.proc.wait()
+        os.remove(os.path.join(pool.state, ".collector_address"))
+        pool.proc = subprocess.Popen(
+            [BINARY, "pool", "up", "--state", pool.state],
+            stdout=pool.log,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, CONDOR_CONFIG=pool.config),
+            start_new_session=True,
+        )
+        address_file = os.path.join(pool.state, ".collector_address")
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if os.path.exists(address_file):
+                with open(address_file) as f:
+                    first = f.readline().strip()
+                if first.startswith("<"):
+                    pool.address = first
+                    self.alice = Client(pool, ALICE)
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("the pool did not start again:\n" + pool.output())
+
+    WAIT_FOR = """
+        def job(s, c, p):
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                ads = s.query(f"ClusterId == {c} && ProcId == {p}", ["ProcId", "JobStatus", "Colour", "Args", "Shape"])
+                if ads:
+                    return plain(ads)[0]
+                time.sleep(0.2)
+            raise RuntimeError(f"no job {c}.{p}")
+        """
+
+    def test_later_jobs_are_made_with_the_edited_cluster_ad(self):
+        got = self.alice.run(
+            textwrap.dedent(self.WAIT_FOR)
+            + textwrap.dedent("""
+            s = schedd()
+            sub = htcondor.Submit({"executable": "/bin/sleep", "arguments": "600", "hold": "true",
+                                   "max_materialize": "1", "My.Colour": '"red"'})
+            c = s.submit(sub, count=4).cluster()
+            first = job(s, c, 0)
+            s.edit(f"{c}", "Shape", '"round"')
+            qedit = htcondor.TransactionFlag(0x80)
+            s.edit(f"{c}", "Colour", '"blue"', flags=qedit)
+            s.edit(f"{c}", "Args", '"601"', flags=qedit)
+            edited = job(s, c, 0)
+            s.act(htcondor.JobAction.Remove, f"{c}.0")
+            later = job(s, c, 1)
+            print(json.dumps({"cluster": c, "first": first, "edited": edited, "later": later}))
+            """)
+        )
+        self.assertEqual((got["first"]["Colour"], got["first"]["Args"]), ("red", "600"), got)
+        self.assertEqual(
+            (got["edited"]["Colour"], got["edited"]["Args"], got["edited"]["Shape"]), ("blue", "601", "round"), got
+        )
+        self.assertEqual(got["later"]["JobStatus"], 5, got)
+        self.assertEqual((got["later"]["Colour"], got["later"]["Args"]), ("blue", "601"), got)
+        self.assertNotIn("Shape", got["later"], got)
+        c = got["cluster"]
+        # After a restart the store gives the factory its edited cluster ad.
+        self.restart()
+        got = self.alice.run(
+            textwrap.dedent(self.WAIT_FOR)
+            + textwrap.dedent(f"""
+            s = schedd()
+            s.act(htcondor.JobAction.Remove, "{c}.1")
+            after = job(s, {c}, 2)
+            # Paused, with none of its jobs present: its cluster ad is
+            # still there to edit.
+            s.act(htcondor.JobAction.Hold, "ClusterId == {c}")
+            s.act(htcondor.JobAction.Remove, "{c}.2")
+            deadline = time.time() + 30
+            while s.query("ClusterId == {c}", ["ProcId"]) and time.time() < deadline:
+                time.sleep(0.2)
+            n = s.edit("{c}", "Colour", '"green"', flags=htcondor.TransactionFlag(0x80))
+            s.act(htcondor.JobAction.Release, "ClusterId == {c}")
+            resumed = job(s, {c}, 3)
+            print(json.dumps({{"after": after, "edited": n, "resumed": resumed}}))
+            """)
+        )
+        self.assertEqual((got["after"]["Colour"], got["after"]["Args"]), ("blue", "601"), got)
+        self.assertEqual(got["edited"], 1, got)
+        self.assertEqual((got["resumed"]["Colour"], got["resumed"]["Args"]), ("green", "601"), got)
+
+
 if __name__ == "__main__":
     if os.geteuid() != 0:
         print("tests/htcondor: these tests need root (the pool runs jobs as their owners; the clients are two throwaway users)")

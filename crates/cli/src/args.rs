@@ -603,6 +603,12 @@ pub struct SubmitArgs {
     /// The jobs' batch name (JobBatchName), as `batch_name = NAME` would.
     #[arg(long = "batch-name", value_name = "NAME")]
     pub batch_name: Option<String>,
+    /// Submit the cluster as a late-materialization factory even without
+    /// max_materialize or max_idle: the schedd makes its jobs (all at
+    /// once, up to MAX_MATERIALIZED_JOBS_PER_CLUSTER), as condor_submit
+    /// -factory.
+    #[arg(long)]
+    pub factory: bool,
     /// The cluster number to give the jobs (the schedd assigns it).
     #[arg(long, default_value_t = 1)]
     pub cluster: i64,
@@ -1323,8 +1329,8 @@ pub const SUBMIT_OPTIONS: &[Abbrev] = &[
     no("spool", 1),
     no("file", 2),
     no("digest", 6),
-    no("factory", 2),
-    no("generator", 1),
+    to("factory", 2, "factory", 0),
+    to("generator", 1, "factory", 0),
     no("address", 2),
     no("remote", 1),
     to("name", 1, "name", 1),
@@ -1784,6 +1790,10 @@ mod tests {
                 ("-dry", Some("dry-run-to")),
                 ("-dr", None),
                 ("-s", Some("!spool")),
+                ("-fa", Some("factory")),
+                ("-factory", Some("factory")),
+                ("-g", Some("factory")),
+                ("-f", None),
                 ("-h", Some("help")),
             ],
         );

@@ -239,7 +239,16 @@ pub fn totals_lines(query: &Totals, user: &str, user_totals: &Totals, all: &Tota
 }
 
 /// condor_q's default batch view: one line per owner and batch.
-pub fn batch_table(ads: &[ClassAd], env: &Env, utc_offset: i32) -> String {
+/// `next_proc` is each factory cluster's JobMaterializeNextProcId: a
+/// factory's jobs not yet made are not done (condor_q counts its DONE as
+/// the jobs made less those in the queue, `reduce_procs` in
+/// `queue.cpp`).
+pub fn batch_table(
+    ads: &[ClassAd],
+    env: &Env,
+    utc_offset: i32,
+    next_proc: &BTreeMap<i64, i64>,
+) -> String {
     #[derive(Default)]
     struct Batch {
         submitted: i64,
@@ -248,6 +257,7 @@ pub fn batch_table(ads: &[ClassAd], env: &Env, utc_offset: i32) -> String {
         held: u64,
         in_queue: u64,
         total_procs: BTreeMap<i64, i64>,
+        in_queue_of: BTreeMap<i64, i64>,
         ids: Vec<(i64, i64)>,
     }
     let mut batches: BTreeMap<(String, String), Batch> = BTreeMap::new();
@@ -271,6 +281,7 @@ pub fn batch_table(ads: &[ClassAd], env: &Env, utc_offset: i32) -> String {
             _ => {}
         }
         b.in_queue += 1;
+        *b.in_queue_of.entry(c).or_insert(0) += 1;
         let procs = int(ad, "TotalSubmitProcs", env).unwrap_or(0);
         let e = b.total_procs.entry(c).or_insert(0);
         *e = (*e).max(procs).max(p + 1);
@@ -293,7 +304,30 @@ pub fn batch_table(ads: &[ClassAd], env: &Env, utc_offset: i32) -> String {
         let b = &batches[&key];
         let total: i64 = b.total_procs.values().sum();
         let total = (total as u64).max(b.in_queue);
-        let done = total - (b.run + b.idle + b.held).min(total);
+        // A factory's jobs: made, less those in the queue; another
+        // cluster's: all, less those running, idle or held.
+        let (mut factory_total, mut factory_done) = (0u64, 0u64);
+        for (c, n) in &b.in_queue_of {
+            if let Some(next) = next_proc.get(c) {
+                factory_total += b.total_procs.get(c).copied().unwrap_or(0).max(0) as u64;
+                factory_done += (next - n).max(0) as u64;
+            }
+        }
+        let others = total.saturating_sub(factory_total);
+        let done = if factory_total == 0 {
+            total - (b.run + b.idle + b.held).min(total)
+        } else {
+            // What the other clusters have present (running, idle, held)
+            // is what they have in the queue less their done ones.
+            let factory_present: u64 = b
+                .in_queue_of
+                .iter()
+                .filter(|(c, _)| next_proc.contains_key(c))
+                .map(|(_, n)| *n as u64)
+                .sum();
+            let active_others = (b.run + b.idle + b.held).saturating_sub(factory_present);
+            factory_done + others.saturating_sub(active_others)
+        };
         let mut ids = b.ids.clone();
         ids.sort();
         let first = ids[0];
@@ -503,11 +537,19 @@ mod tests {
                 .unwrap()
             })
             .collect();
-        let t = batch_table(&ads, &env, 0);
+        let t = batch_table(&ads, &env, 0, &BTreeMap::new());
         let line = t.lines().nth(1).unwrap();
         assert_eq!(
             line.split_whitespace().collect::<Vec<_>>(),
             ["alice", "ID:", "4", "11/14", "22:13", "1", "_", "2", "1", "4", "4.0-2"]
+        );
+        // A factory of 4 that has made 3 (job 0 left): 1 done, not the 1
+        // it has yet to make.
+        let t = batch_table(&ads[1..], &env, 0, &BTreeMap::from([(4, 3)]));
+        let line = t.lines().nth(1).unwrap();
+        assert_eq!(
+            line.split_whitespace().collect::<Vec<_>>(),
+            ["alice", "ID:", "4", "11/14", "22:13", "1", "_", "1", "1", "4", "4.1-2"]
         );
     }
 }

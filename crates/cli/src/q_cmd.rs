@@ -121,7 +121,21 @@ fn live(a: &QArgs, now: i64, out: &mut dyn Write) -> Result<Outcome, Error> {
     } else if a.nobatch {
         jobview::nobatch_table(&ads, &env, offset)
     } else {
-        jobview::batch_table(&ads, &env, offset)
+        // A factory's jobs not yet made are not done: its next ProcId
+        // (its cluster ad's, which condor_q reads through each job).
+        let mut next_proc = std::collections::BTreeMap::new();
+        if ads.iter().any(|ad| ad.contains("JobMaterializeLimit")) {
+            for f in daemons.query_factories(None)? {
+                let n = |name: &str| match f.get(name) {
+                    Some(classad::Expr::Lit(classad::Value::Int(v))) => Some(*v),
+                    _ => None,
+                };
+                if let (Some(c), Some(next)) = (n("ClusterId"), n("JobMaterializeNextProcId")) {
+                    next_proc.insert(c, next);
+                }
+            }
+        }
+        jobview::batch_table(&ads, &env, offset, &next_proc)
     });
     text.push_str(&jobview::totals(
         &ads,

@@ -30,6 +30,12 @@ pub fn run(
     };
     let (config, _) =
         crate::system::load_or_builtin("SUBMIT", config_files, host).map_err(Error::Config)?;
+    // SUBMIT_FACTORY_JOBS_BY_DEFAULT: queue statements of several jobs
+    // go as factories (condor_submit's default_to_factory).
+    let factory_by_default = config
+        .boolean("SUBMIT_FACTORY_JOBS_BY_DEFAULT")
+        .map_err(|e| Error::Input(format!("configuration error: {e}")))?
+        .unwrap_or(false);
     let cwd = std::env::current_dir()
         .map_err(|e| Error::read(".", e))?
         .display()
@@ -69,6 +75,10 @@ pub fn run(
             }
             opts.environment = host.env_vars();
             opts.random_seed = host.random_seed();
+            // condor_submit -factory: a factory whatever the description
+            // says (a dry run still shows every job).
+            opts.factory = a.factory && factory_wanted;
+            opts.factory_by_default = factory_by_default && factory_wanted;
             // A description that asks for late materialization
             // (max_materialize, max_idle) makes a factory, not jobs, when
             // it is queued for real (a dry run shows every job).

@@ -1557,6 +1557,12 @@ pub static PARAMS: &[Param] = &[
         "Older name for SUBMIT_ATTRS.",
     ),
     p(
+        "SUBMIT_FACTORY_JOBS_BY_DEFAULT",
+        "",
+        Boolean,
+        "Whether submit sends a queue statement of more than one job as a late-materialization factory even without max_materialize (false when undefined).",
+    ),
+    p(
         "SUBMIT_GENERATE_CUSTOM_RESOURCE_REQUIREMENTS",
         "true",
         Boolean,

@@ -66,6 +66,10 @@ const SEND_MATERIALIZE_DATA: i64 = 10039;
 const NO_ACK: u8 = 0x02;
 const ONLY_MY_JOBS: u8 = 0x10;
 const QUERY_ONLY: u8 = 0x20;
+/// (By constraint) the cluster ads the constraint matches change too:
+/// condor_qedit's edit of whole clusters. A factory's cluster ad is what
+/// its later jobs are made with.
+const POST_SUBMIT_CLUSTER_CHANGE: u8 = 0x80;
 
 const ENOENT: i64 = 2;
 const EACCES: i64 = 13;
@@ -501,29 +505,63 @@ fn edit_by_constraint(
         .map_err(|e| (EINVAL, format!("can't parse constraint: {text}: {e}")))?;
     let req_name = name.clone();
     let req_value = value.clone();
-    let plan = port
+    let cluster_ads = flags & POST_SUBMIT_CLUSTER_CHANGE != 0;
+    let (plan, clusters) = port
         .on_schedd(move |s, now, _| {
             // OnlyMyJobs: a queue super user's edit is not narrowed.
             if only_mine && !s.schedd.is_super_user(&who) {
                 text = format!("(Owner == {}) && ({text})", classad_string(&owner));
             }
-            let target = classad::parse_expr(&text)
-                .map(EditTarget::Constraint)
+            let expr = classad::parse_expr(&text)
                 .map_err(|e| ApiError::bad_request(format!("can't parse constraint: {e}")))?;
-            let req = EditRequest {
-                target,
-                name: req_name,
-                value: req_value,
+            let clusters = if cluster_ads {
+                s.schedd.factory_clusters_matching(&expr, now)
+            } else {
+                Vec::new()
             };
-            s.schedd.check_edit(&who, &req, now)
+            let req = EditRequest {
+                target: EditTarget::Constraint(expr),
+                name: req_name.clone(),
+                value: req_value.clone(),
+            };
+            let plan = match s.schedd.check_edit(&who, &req, now) {
+                // No job, but factory clusters (none of whose jobs is
+                // present): HTCondor answers with the clusters matched.
+                Err(e) if e.errno() == ENOENT && !clusters.is_empty() => schedd::EditPlan {
+                    jobs: Vec::new(),
+                    matched: clusters.len(),
+                    name: req_name,
+                    value: classad::Expr::Lit(classad::Value::Undefined),
+                },
+                other => other?,
+            };
+            // The factories' cluster ads: checked by their owner's rules.
+            let ids: Vec<JobId> = clusters
+                .iter()
+                .map(|c| JobId::new(i64::from(*c), -1))
+                .collect();
+            if !ids.is_empty() {
+                s.schedd.check_edit(
+                    &who,
+                    &EditRequest {
+                        target: EditTarget::Jobs(ids),
+                        name: req.name.clone(),
+                        value: req.value.clone(),
+                    },
+                    now,
+                )?;
+            }
+            Ok((plan, clusters))
         })
         .and_then(|r| r)
         .map_err(api_failure)?;
-    if flags & QUERY_ONLY == 0 && !plan.jobs.is_empty() {
+    if flags & QUERY_ONLY == 0 && (!plan.jobs.is_empty() || !clusters.is_empty()) {
+        let mut jobs = plan.jobs.clone();
+        jobs.extend(clusters.iter().map(|c| JobId::new(i64::from(*c), -1)));
         take_edit(
             t,
             EditRequest {
-                target: EditTarget::Jobs(plan.jobs.clone()),
+                target: EditTarget::Jobs(jobs),
                 name,
                 value,
             },

@@ -1020,10 +1020,9 @@ impl Schedd {
         factory: &mut Factory,
         now: i64,
     ) -> Result<(Vec<Arc<ClassAd>>, Option<schedd::Submitted>), String> {
-        let mut counts = schedd::StatusCounts::default();
-        for (_, ad) in self.queue.cluster_jobs(factory.cluster) {
-            counts.count(schedd::queue::status_of(ad));
-        }
+        // Kept by the queue as its jobs change: no scan of the cluster
+        // at each departure.
+        let counts = self.queue.cluster_counts(factory.cluster);
         let gone = counts.of(JobStatus::Completed) + counts.of(JobStatus::Removed);
         let present = (counts.jobs() - gone) as i64;
         let due = factory
@@ -1153,10 +1152,7 @@ impl Schedd {
             .values()
             .map(|f| {
                 let mut ad = (*f.cluster_ad).clone();
-                let mut counts = schedd::StatusCounts::default();
-                for (_, job) in self.queue.cluster_jobs(f.cluster) {
-                    counts.count(schedd::queue::status_of(job));
-                }
+                let counts = self.queue.cluster_counts(f.cluster);
                 let n = |s: JobStatus| counts.of(s) as i64;
                 let present =
                     counts.jobs() as i64 - n(JobStatus::Completed) - n(JobStatus::Removed);
@@ -1447,17 +1443,102 @@ impl Schedd {
         req: &EditRequest,
         now: i64,
     ) -> Result<EditPlan, ApiError> {
+        let (queue_req, factories) = self.factory_edit_targets(req);
+        let mut value = None;
+        for c in &factories {
+            value = self.check_factory_edit(user, *c, req)?.or(value);
+        }
+        match queue_req {
+            Some(r) => self
+                .queue
+                .check_edit(
+                    &r.target,
+                    &r.name,
+                    &r.value,
+                    user,
+                    self.is_super_user(user),
+                    &self.config.edit_rules,
+                    now,
+                )
+                .map_err(ApiError::edit),
+            None => Ok(EditPlan {
+                jobs: Vec::new(),
+                matched: factories.len(),
+                name: req.name.clone(),
+                value: value.unwrap_or(Expr::Lit(Value::Undefined)),
+            }),
+        }
+    }
+
+    /// An edit split into the part for the jobs in the queue (none when it
+    /// names only factory clusters none of whose jobs is present) and the
+    /// factory clusters whose cluster ad it sets (`C.-1` of a factory: as
+    /// HTCondor's schedd, the jobs made later are made with it).
+    fn factory_edit_targets(&self, req: &EditRequest) -> (Option<EditRequest>, Vec<u32>) {
+        let EditTarget::Jobs(ids) = &req.target else {
+            return (Some(req.clone()), Vec::new());
+        };
+        let factories: Vec<u32> = ids
+            .iter()
+            .filter(|id| id.proc < 0)
+            .filter_map(|id| u32::try_from(id.cluster).ok())
+            .filter(|c| self.factories.contains_key(c))
+            .collect();
+        if factories.is_empty() {
+            return (Some(req.clone()), Vec::new());
+        }
+        let rest: Vec<JobId> = ids
+            .iter()
+            .copied()
+            .filter(|id| {
+                id.proc >= 0
+                    || !u32::try_from(id.cluster).is_ok_and(|c| self.factories.contains_key(&c))
+                    || self.queue.cluster_jobs(id.cluster).next().is_some()
+            })
+            .collect();
+        let queue_req = (!rest.is_empty()).then(|| EditRequest {
+            target: EditTarget::Jobs(rest),
+            name: req.name.clone(),
+            value: req.value.clone(),
+        });
+        (queue_req, factories)
+    }
+
+    /// Whether `user` may set `req`'s attribute in factory `cluster`'s
+    /// cluster ad: the value to set (`None`: a secure attribute, quietly
+    /// left alone).
+    fn check_factory_edit(
+        &self,
+        user: &str,
+        cluster: u32,
+        req: &EditRequest,
+    ) -> Result<Option<Expr>, ApiError> {
+        let Some(f) = self.factories.get(&cluster) else {
+            return Ok(None);
+        };
         self.queue
-            .check_edit(
-                &req.target,
+            .check_cluster_ad_edit(
+                i64::from(cluster),
+                &f.cluster_ad,
                 &req.name,
                 &req.value,
                 user,
                 self.is_super_user(user),
                 &self.config.edit_rules,
-                now,
             )
             .map_err(ApiError::edit)
+    }
+
+    /// The factory clusters whose cluster ad `constraint` is true of
+    /// (condor_qedit's edit of whole clusters, SetAttributeByConstraint
+    /// with PostSubmitClusterChange, sets their cluster ads too).
+    pub fn factory_clusters_matching(&self, constraint: &Expr, now: i64) -> Vec<u32> {
+        let env = self.env(now);
+        self.factories
+            .values()
+            .filter(|f| matches!(f.cluster_ad.eval(constraint, &env), Value::Bool(true)))
+            .filter_map(|f| u32::try_from(f.cluster).ok())
+            .collect()
     }
 
     /// Edits queued jobs as `user` (`condor_qedit`, `Schedd.edit`): sets
@@ -1484,16 +1565,38 @@ impl Schedd {
         let mut before: BTreeMap<JobId, ClassAd> = BTreeMap::new();
         let mut plans = Vec::with_capacity(reqs.len());
         let mut changes = Vec::new();
+        // Factory cluster ads to set, after the jobs' changes are stored.
+        let mut cluster_edits: Vec<(u32, String, Expr)> = Vec::new();
         for req in reqs {
-            let plan = match self.queue.check_edit(
-                &req.target,
-                &req.name,
-                &req.value,
-                user,
-                super_user,
-                &self.config.edit_rules,
-                now,
-            ) {
+            let (queue_req, factories) = self.factory_edit_targets(req);
+            for c in &factories {
+                match self.check_factory_edit(user, *c, req) {
+                    Ok(Some(v)) => cluster_edits.push((*c, req.name.clone(), v)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        self.undo(before);
+                        return Err(e);
+                    }
+                }
+            }
+            let checked = match &queue_req {
+                Some(r) => self.queue.check_edit(
+                    &r.target,
+                    &r.name,
+                    &r.value,
+                    user,
+                    super_user,
+                    &self.config.edit_rules,
+                    now,
+                ),
+                None => Ok(EditPlan {
+                    jobs: Vec::new(),
+                    matched: factories.len(),
+                    name: req.name.clone(),
+                    value: Expr::Lit(Value::Undefined),
+                }),
+            };
+            let plan = match checked {
                 Ok(p) => p,
                 Err(e) => {
                     self.undo(before);
@@ -1521,8 +1624,11 @@ impl Schedd {
                 }
             }
         }
-        if !ops.is_empty() {
-            if let Err(e) = self.store.apply(&ops) {
+        // Factories' cluster ads as the edit leaves them, stored with the
+        // jobs' changes in one transaction.
+        let (cluster_ads, cluster_attrs) = self.edited_factory_cluster_ads(cluster_edits);
+        if !ops.is_empty() || !cluster_attrs.is_empty() {
+            if let Err(e) = self.store.apply_with_cluster_attrs(&ops, &cluster_attrs) {
                 self.undo(before);
                 return Err(ApiError::store(e));
             }
@@ -1530,7 +1636,60 @@ impl Schedd {
         // What the scheduling reads (Requirements, Rank, Request*,
         // JobPrio) may have changed: the claim core looks again.
         self.touched.extend(changes.iter().map(|c| c.job));
+        if !cluster_ads.is_empty() {
+            let clusters: Vec<u32> = cluster_ads.iter().map(|(c, _)| *c).collect();
+            for (c, ad) in cluster_ads {
+                if let Some(f) = self.factories.get_mut(&c) {
+                    f.cluster_ad = Arc::new(ad);
+                }
+            }
+            // A factory whose limits were edited may be due to make jobs.
+            for note in self.materialize(Some(&clusters), now) {
+                eprintln!("schedd: {note}");
+            }
+        }
         Ok(plans)
+    }
+
+    /// The cluster ads of the factories `edits` set attributes of, as
+    /// they will be, and the attributes to store: the edited ones, and
+    /// EditedClusterAttrs naming them, so that the jobs made from now on
+    /// read the cluster ad's value, not the digest's (HTCondor's
+    /// `AddClusterEditedAttributes` and `NewProcFromAd`, `qmgmt.cpp`).
+    #[allow(clippy::type_complexity)]
+    fn edited_factory_cluster_ads(
+        &self,
+        edits: Vec<(u32, String, Expr)>,
+    ) -> (Vec<(u32, ClassAd)>, Vec<(u32, String, Expr)>) {
+        let mut by_cluster: BTreeMap<u32, Vec<(String, Expr)>> = BTreeMap::new();
+        for (c, name, value) in edits {
+            by_cluster.entry(c).or_default().push((name, value));
+        }
+        let edited_name = schedd::factory::attr::EDITED_CLUSTER_ATTRS;
+        let mut ads = Vec::new();
+        let mut stored = Vec::new();
+        for (c, mut attrs) in by_cluster {
+            let Some(f) = self.factories.get(&c) else {
+                continue;
+            };
+            let mut ad = (*f.cluster_ad).clone();
+            // An edit of EditedClusterAttrs itself wins, as in HTCondor.
+            if !attrs
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(edited_name))
+            {
+                let names: Vec<String> = attrs.iter().map(|(n, _)| n.clone()).collect();
+                let list =
+                    schedd::factory::with_edited(&schedd::factory::edited_attrs(&ad), &names);
+                attrs.push((edited_name.to_string(), Expr::Lit(Value::Str(list.into()))));
+            }
+            for (n, e) in attrs {
+                ad.insert(n.as_str(), e.clone());
+                stored.push((c, n, e));
+            }
+            ads.push((c, ad));
+        }
+        (ads, stored)
     }
 
     /// Jobs that have left the queue, newest first.
@@ -1753,6 +1912,7 @@ impl Schedd {
             .filter_map(|c| u32::try_from(c.job.cluster).ok())
             .filter(|c| self.factories.contains_key(c))
             .collect();
+        clusters.sort_unstable();
         clusters.dedup();
         if !clusters.is_empty() {
             for note in self.materialize(Some(&clusters), now) {

@@ -385,6 +385,50 @@ impl JobQueue {
         })
     }
 
+    /// An edit of a factory's cluster ad (late materialization: what its
+    /// later jobs are made with), decided by the same rules as a job's:
+    /// the value to set, `None` for a secure attribute quietly ignored,
+    /// or why not. `cluster_ad` is the cluster's ad as the schedd keeps
+    /// it (its Owner says whose it is).
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_cluster_ad_edit(
+        &self,
+        cluster: i64,
+        cluster_ad: &ClassAd,
+        name: &str,
+        value: &str,
+        user: &str,
+        super_user: bool,
+        rules: &EditRules,
+    ) -> Result<Option<Expr>, EditError> {
+        let job = JobId::new(cluster, -1);
+        if !valid_name(name) {
+            return Err(EditError::InvalidName {
+                name: name.to_string(),
+                job,
+            });
+        }
+        let parsed = (!value.trim().is_empty())
+            .then(|| classad::parser::parse_old_value_whole(value).ok())
+            .flatten()
+            .ok_or_else(|| EditError::InvalidValue {
+                value: value.to_string(),
+                job,
+            })?;
+        if EditRules::is(&rules.secure, name) {
+            return if rules.ignore_secure {
+                Ok(None)
+            } else {
+                Err(EditError::Secure {
+                    name: name.to_string(),
+                    job,
+                })
+            };
+        }
+        self.may_edit(job, cluster_ad, name, &parsed, user, super_user, rules)?;
+        Ok(Some(parsed))
+    }
+
     /// Steps 4 to 7 of the rules for one job.
     #[allow(clippy::too_many_arguments)]
     fn may_edit(

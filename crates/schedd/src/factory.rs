@@ -6,7 +6,7 @@
 //! makes job N from them), and the next ProcId to make. HTCondor's
 //! schedd (`qmgmt.cpp`, `job_factory.cpp`) materializes while the
 //! cluster's present jobs (neither completed nor removed) are fewer than
-//! `JobMaterializeLimit` and its idle ones fewer than
+//! `JobMaterializeLimit` and its idle or held ones fewer than
 //! `JobMaterializeMaxIdle`, unless `JobMaterializePaused` says otherwise;
 //! the cluster ends when every job has been made and has left. So here.
 //!
@@ -36,7 +36,40 @@ pub mod attr {
     pub const DIGEST_FILE: &str = "JobMaterializeDigestFile";
     pub const ITEMS_FILE: &str = "JobMaterializeItemsFile";
     pub const TOTAL_SUBMIT_PROCS: &str = "TotalSubmitProcs";
+    /// The attributes of the cluster ad edited after the submission
+    /// (`condor_qedit` of the cluster): a job made later reads them from
+    /// the cluster ad, whatever the digest makes (HTCondor's
+    /// `AddClusterEditedAttributes`, `NewProcFromAd` in `qmgmt.cpp`).
+    pub const EDITED_CLUSTER_ATTRS: &str = "EditedClusterAttrs";
 }
+
+/// The names an `EditedClusterAttrs` list holds (comma or blank separated,
+/// as HTCondor writes and reads it).
+pub fn edited_attrs(cluster_ad: &ClassAd) -> Vec<String> {
+    match cluster_ad.get(attr::EDITED_CLUSTER_ATTRS) {
+        Some(Expr::Lit(Value::Str(s))) => s
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `list` with `names` added (each once, any case), as HTCondor writes
+/// EditedClusterAttrs.
+pub fn with_edited(list: &[String], names: &[String]) -> String {
+    let mut all: Vec<String> = list.to_vec();
+    for n in names {
+        if !all.iter().any(|a| a.eq_ignore_ascii_case(n)) {
+            all.push(n.clone());
+        }
+    }
+    all.join(",")
+}
+
+/// What a job made held (`hold = true`) says of why.
+const HOLD_ATTRS: [&str; 3] = ["HoldReason", "HoldReasonCode", "HoldReasonSubCode"];
 
 /// "No limit" (HTCondor's INT_MAX).
 pub const NO_LIMIT: i64 = i32::MAX as i64;
@@ -141,14 +174,17 @@ impl Factory {
     }
 
     /// How many jobs to make now, given the cluster's jobs' counts: while
-    /// fewer than the limit are present and fewer than max idle are idle.
+    /// fewer than the limit are present and fewer than max idle are not
+    /// running (idle or held: HTCondor's `getNumNotRunning`, read by
+    /// `CheckMaterializePolicyExpression` in `qmgmt.cpp`, so that jobs
+    /// submitted held do not pile up past max_idle).
     pub fn due(&self, counts: &StatusCounts) -> i64 {
         if self.paused() || self.exhausted() {
             return 0;
         }
         let gone = counts.of(JobStatus::Completed) + counts.of(JobStatus::Removed);
         let present = counts.jobs() as i64 - gone as i64;
-        let idle = counts.of(JobStatus::Idle) as i64;
+        let idle = (counts.of(JobStatus::Idle) + counts.of(JobStatus::Held)) as i64;
         let room = (self.limit() - present).min(self.max_idle() - idle);
         room.clamp(0, self.total - self.next_proc)
     }
@@ -186,13 +222,43 @@ impl Factory {
                 .map_err(fail)?;
             self.base = Some(base);
         }
+        // A `$RANDOM_*()` left in the digest (its arguments name a macro
+        // of the job) is drawn for each job, as HTCondor's schedd draws
+        // it: a seed of the job's own (reproducible: the same job is the
+        // same after a restart).
+        let mut options = options;
+        options.random_seed = job_seed(self.cluster, &self.cluster_ad, proc);
         let job = submit::materialize(&text, &self.items, proc, &options, config, &files)
             .map_err(fail)?;
         let base = self.base.as_ref().expect("made above");
+        // What the cluster ad's owner edited after the submission is the
+        // cluster ad's to say, for every job made from now on.
+        let edited = edited_attrs(&self.cluster_ad);
         let mut own = ClassAd::new();
         for (name, e) in job.iter() {
             let n = name.as_str();
             if n.eq_ignore_ascii_case("ProcId") || n.eq_ignore_ascii_case("ClusterId") {
+                continue;
+            }
+            // JobStatus is always the job's own (HTCondor forces it into
+            // the proc ad): `hold = true` makes each job held, whatever
+            // status the cluster ad was queued with.
+            if n.eq_ignore_ascii_case(crate::job::attr::JOB_STATUS) {
+                own.insert(n, e.clone());
+                continue;
+            }
+            // Why it is held comes with it, unless the cluster ad says the
+            // same (a client may leave it out of the cluster ad).
+            if HOLD_ATTRS.iter().any(|h| h.eq_ignore_ascii_case(n))
+                && !self
+                    .cluster_ad
+                    .get(n)
+                    .is_some_and(|c| classad::same::same_expr(c, e))
+            {
+                own.insert(n, e.clone());
+                continue;
+            }
+            if edited.iter().any(|a| a.eq_ignore_ascii_case(n)) {
                 continue;
             }
             if !base.get(n).is_some_and(|b| classad::same::same_expr(b, e)) {
@@ -213,6 +279,19 @@ impl Factory {
         let qdate = literal_int(&self.cluster_ad, "QDate").unwrap_or(0);
         submit::SubmitOptions::new(self.cluster, &owner, qdate, "/")
     }
+}
+
+/// The seed of job `proc`'s `$RANDOM_*()` draws: its cluster, the
+/// cluster's QDate and its ProcId, mixed (splitmix64).
+fn job_seed(cluster: i64, cluster_ad: &ClassAd, proc: i64) -> u64 {
+    let qdate = literal_int(cluster_ad, "QDate").unwrap_or(0) as u64;
+    let mut z = (cluster as u64)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(qdate.rotate_left(21))
+        .wrapping_add((proc as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]
@@ -285,6 +364,10 @@ mod tests {
         let f = factory("executable = job.sh\nmax_idle = 1\nqueue 5\n");
         assert_eq!(f.due(&counts(0, 3, 0)), 1);
         assert_eq!(f.due(&counts(1, 3, 0)), 0);
+        // A held job is not running: it counts toward max_idle.
+        let mut held = counts(0, 3, 0);
+        held.count(Some(JobStatus::Held));
+        assert_eq!(f.due(&held), 0);
     }
 
     #[test]
@@ -319,6 +402,108 @@ mod tests {
         assert_eq!(text("Args"), "\"-c 'sleep 1; echo c 2'\"");
         assert_eq!(text("Out"), "\"fact.2\"");
         assert!(p2.get("Cmd").is_none());
+    }
+
+    fn text(ad: &ClassAd, name: &str) -> Option<String> {
+        ad.get(name).map(classad::unparse::expr_to_string)
+    }
+
+    #[test]
+    fn hold_true_makes_every_job_held_whatever_the_cluster_ad_says() {
+        let mut f = factory("executable = job.sh\nhold = true\nmax_materialize = 2\nqueue 4\n");
+        // As a client sends it: JobStatus is each proc's, the cluster ad
+        // is queued Idle.
+        Arc::make_mut(&mut f.cluster_ad).insert_value("JobStatus", 1);
+        Arc::make_mut(&mut f.cluster_ad).remove("HoldReason");
+        for proc in 0..2 {
+            let p = f.make(&config()).unwrap();
+            let mut job = p.clone();
+            job.chain_to(Arc::clone(&f.cluster_ad));
+            assert_eq!(text(&job, "ProcId").as_deref(), Some(&*proc.to_string()));
+            assert_eq!(text(&job, "JobStatus").as_deref(), Some("5"));
+            assert_eq!(text(&job, "HoldReasonCode").as_deref(), Some("15"));
+            assert_eq!(
+                text(&job, "HoldReason").as_deref(),
+                Some("\"submitted on hold at user's request\"")
+            );
+        }
+        // Held jobs are present, not idle: the limit holds.
+        let mut c = StatusCounts::default();
+        c.count(Some(JobStatus::Held));
+        c.count(Some(JobStatus::Held));
+        assert_eq!(f.due(&c), 0);
+    }
+
+    #[test]
+    fn an_edited_cluster_attribute_reaches_the_jobs_made_later() {
+        let mut f = factory(
+            "executable = job.sh\narguments = $(Process)\nmy.Color = \"red\"\n\
+             max_materialize = 2\nqueue 4\n",
+        );
+        f.make(&config()).unwrap();
+        // condor_qedit 3 Args '"x"' and Color '"blue"': the cluster ad
+        // changes and names them.
+        let ad = Arc::make_mut(&mut f.cluster_ad);
+        ad.insert_value("Args", "x");
+        ad.insert_value("Color", "blue");
+        ad.insert_value(attr::EDITED_CLUSTER_ATTRS, "Args,Color");
+        let p = f.make(&config()).unwrap();
+        assert!(p.get("Args").is_none() && p.get("Color").is_none(), "{p:?}");
+        let mut job = p;
+        job.chain_to(Arc::clone(&f.cluster_ad));
+        assert_eq!(text(&job, "Args").as_deref(), Some("\"x\""));
+        assert_eq!(text(&job, "Color").as_deref(), Some("\"blue\""));
+        assert_eq!(
+            with_edited(
+                &edited_attrs(&f.cluster_ad),
+                &["color".into(), "Foo".into()]
+            ),
+            "Args,Color,Foo"
+        );
+    }
+
+    #[test]
+    fn a_random_macro_left_in_the_digest_is_drawn_for_each_job() {
+        // condor_submit draws `$RANDOM_*()` into the digest; one still
+        // there (a digest written otherwise) is drawn for each job, with
+        // the job's own seed: the same job the same after a restart.
+        let digest = "FACTORY.Iwd = /home/alice\narguments = $RANDOM_INTEGER(1,1000000000)\n\
+                      max_materialize = 4\nQueue 4\n";
+        let options = submit::SubmitOptions::new(3, "alice", 100, "/");
+        let total = submit::factory_total(digest, 0, &options, &config()).unwrap();
+        let mut cluster_ad = ClassAd::new();
+        cluster_ad.insert_value("Cmd", "/home/alice/job.sh");
+        cluster_ad.insert_value("Args", "17");
+        cluster_ad.insert_value("QDate", 100);
+        let make = |proc: i64| {
+            let mut f = Factory::new(
+                3,
+                digest.into(),
+                Vec::new(),
+                proc,
+                total,
+                Arc::new(cluster_ad.clone()),
+            );
+            let mut job = f.make(&config()).unwrap();
+            job.chain_to(Arc::clone(&f.cluster_ad));
+            text_of(&job, "Args")
+        };
+        let mut args: Vec<String> = (1..4).map(make).collect();
+        for a in &args {
+            let n: i64 = a
+                .trim_matches('"')
+                .parse()
+                .unwrap_or_else(|_| panic!("{a}"));
+            assert!((1..=1_000_000_000).contains(&n), "{a}");
+        }
+        assert_eq!(make(2), args[1]);
+        args.sort();
+        args.dedup();
+        assert_eq!(args.len(), 3, "{args:?}");
+    }
+
+    fn text_of(ad: &ClassAd, name: &str) -> String {
+        text(ad, name).unwrap_or_default()
     }
 
     #[test]

@@ -149,6 +149,10 @@ pub(crate) struct JobIndex {
     /// Submitter, then owner, to the group's place in `groups`.
     lookup: HashMap<Box<str>, OwnersOf>,
     irregular: BTreeSet<JobId>,
+    /// Each cluster's jobs by status (late materialization asks for a
+    /// factory's present and idle jobs whenever one of them changes: a
+    /// scan of its jobs each time made a cluster's run quadratic).
+    clusters: HashMap<i64, StatusCounts>,
 }
 
 impl JobIndex {
@@ -182,17 +186,31 @@ impl JobIndex {
     }
 
     pub(crate) fn insert(&mut self, id: JobId, key: &JobKey) {
-        self.group(key).by_status[key.status].insert(id);
+        if self.group(key).by_status[key.status].insert(id) {
+            self.clusters.entry(id.cluster).or_default().0[key.status] += 1;
+        }
         if !key.regular {
             self.irregular.insert(id);
         }
     }
 
     pub(crate) fn remove(&mut self, id: JobId, key: &JobKey) {
-        self.group(key).by_status[key.status].remove(&id);
+        if self.group(key).by_status[key.status].remove(&id) {
+            if let Some(c) = self.clusters.get_mut(&id.cluster) {
+                c.0[key.status] = c.0[key.status].saturating_sub(1);
+                if c.jobs() == 0 {
+                    self.clusters.remove(&id.cluster);
+                }
+            }
+        }
         if !key.regular {
             self.irregular.remove(&id);
         }
+    }
+
+    /// Cluster `cluster`'s jobs by status.
+    pub(crate) fn cluster(&self, cluster: i64) -> StatusCounts {
+        self.clusters.get(&cluster).copied().unwrap_or_default()
     }
 
     /// Job `id` was filed under `before` and is now `after`.

@@ -529,6 +529,12 @@ impl JobQueue {
         self.index.total()
     }
 
+    /// Cluster `cluster`'s jobs, by `JobStatus` (kept as they change:
+    /// no scan).
+    pub fn cluster_counts(&self, cluster: i64) -> StatusCounts {
+        self.index.cluster(cluster)
+    }
+
     /// The jobs whose `Owner` is `owner` (exactly), by `JobStatus`.
     pub fn owner_counts(&self, owner: &str) -> StatusCounts {
         self.index.owner(owner)

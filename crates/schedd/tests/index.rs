@@ -203,6 +203,22 @@ fn check_counters(q: &JobQueue, seed: u64) {
         by_submitter,
         "seed {seed}: submitters"
     );
+    // Each cluster's counts (by job id, whatever an edit made of its
+    // ClusterId), as late materialization reads them.
+    let mut by_cluster: BTreeMap<i64, StatusCounts> = BTreeMap::new();
+    for (id, ad) in q.jobs() {
+        by_cluster
+            .entry(id.cluster)
+            .or_default()
+            .count(status_of(ad));
+    }
+    for c in 0..=q.next_cluster() {
+        assert_eq!(
+            q.cluster_counts(c),
+            by_cluster.get(&c).copied().unwrap_or_default(),
+            "seed {seed}: cluster {c}"
+        );
+    }
 }
 
 /// Constraints with and without indexed conjuncts, in every form the

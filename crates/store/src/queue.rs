@@ -593,6 +593,44 @@ impl Store {
             .map_err(self.err("pausing a factory"))
     }
 
+    /// [`Store::apply`] of `ops` and, in the same transaction, attributes
+    /// set in clusters' ads (`(cluster, name, value)`: an edit of a
+    /// factory's cluster after its submission, which the jobs it makes
+    /// later read).
+    pub fn apply_with_cluster_attrs(
+        &mut self,
+        ops: &[Op],
+        cluster_attrs: &[(u32, String, Expr)],
+    ) -> Result<()> {
+        let path = &self.path;
+        let sql = |op: &str| {
+            let op = op.to_string();
+            move |source| Error::Sqlite {
+                path: path.clone(),
+                op,
+                source,
+            }
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("starting an update"))?;
+        apply_all(&tx, path, ops)?;
+        {
+            let mut st = tx
+                .prepare_cached(
+                    "INSERT INTO cluster_attrs (cluster, name, expr) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (cluster, name) DO UPDATE SET expr = excluded.expr",
+                )
+                .map_err(sql("editing a cluster ad"))?;
+            for (cluster, name, e) in cluster_attrs {
+                st.execute(params![cluster, name.as_str(), unparse(e)])
+                    .map_err(sql("editing a cluster ad"))?;
+            }
+        }
+        tx.commit().map_err(sql("committing an update"))
+    }
+
     /// Ends a factory (all made and gone, or removed): its row, and its
     /// cluster's attributes when none of its jobs is left.
     pub fn remove_factory(&mut self, cluster: u32) -> Result<()> {

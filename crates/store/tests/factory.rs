@@ -87,3 +87,54 @@ fn a_factory_outlives_its_jobs_and_a_restart_until_it_ends() {
     assert_eq!(history.len(), 3);
     assert!(history.iter().all(|r| r.ad.get("Cmd").is_some()));
 }
+
+/// An edit of a factory's cluster ad (condor_qedit of the cluster) is
+/// kept: the factory comes back with it, and its jobs read it.
+#[test]
+fn an_edited_factory_cluster_ad_outlives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("queue.db");
+    let cluster_ad = ClassAd::parse(
+        r#"[ ClusterId = 1; Owner = "alice"; Cmd = "/bin/true"; Colour = "red"; JobStatus = 1 ]"#,
+    )
+    .unwrap();
+    let parent = Arc::new(cluster_ad.clone());
+    let record = FactoryRecord {
+        cluster: 1,
+        digest: "executable = /bin/true\nqueue 3\n".into(),
+        items: Vec::new(),
+        next_proc: 1,
+        total: 3,
+        paused: false,
+    };
+    {
+        let mut store = Store::open(&db).unwrap();
+        store.reserve_cluster().unwrap();
+        store
+            .submit_factory(&cluster_ad, &record, &[proc_ad(&parent, 1, 0)])
+            .unwrap();
+        let blue = classad::parse_expr(r#""blue""#).unwrap();
+        let list = classad::parse_expr(r#""Colour""#).unwrap();
+        // With the jobs' own edit, in one transaction.
+        let blue_job = Op::set(JobId::new(1, 0), "Colour", blue.clone());
+        store
+            .apply_with_cluster_attrs(
+                &[blue_job],
+                &[
+                    (1, "colour".into(), blue),
+                    (1, "EditedClusterAttrs".into(), list),
+                ],
+            )
+            .unwrap();
+    }
+    let store = Store::open(&db).unwrap();
+    let (_, ad) = &store.load_factories().unwrap()[0];
+    let text = |ad: &ClassAd, n: &str| ad.get(n).map(classad::unparse::expr_to_string);
+    assert_eq!(text(ad, "Colour").as_deref(), Some("\"blue\""));
+    assert_eq!(
+        text(ad, "EditedClusterAttrs").as_deref(),
+        Some("\"Colour\"")
+    );
+    let jobs = store.load_queue().unwrap();
+    assert_eq!(text(&jobs[0].ad, "Colour").as_deref(), Some("\"blue\""));
+}

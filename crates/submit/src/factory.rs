@@ -173,8 +173,9 @@ pub(crate) struct Limits {
 }
 
 /// `max_materialize` and `max_idle` (`materialize_max_idle`), integer
-/// expressions as HTCondor reads them; `None` when neither is defined.
-pub(crate) fn limits(table: &Table) -> Result<Option<Limits>, SubmitError> {
+/// expressions as HTCondor reads them; `None` when neither is defined and
+/// no factory is `forced` (condor_submit -factory: no limit then).
+pub(crate) fn limits(table: &Table, forced: bool) -> Result<Option<Limits>, SubmitError> {
     let read = |names: &[&str]| -> Result<Option<i64>, SubmitError> {
         let Some(found) = table.get(names)? else {
             return Ok(None);
@@ -197,7 +198,7 @@ pub(crate) fn limits(table: &Table) -> Result<Option<Limits>, SubmitError> {
     };
     let max_materialize = read(&["max_materialize"])?;
     let max_idle = read(&["max_idle", "materialize_max_idle"])?;
-    if max_materialize.is_none() && max_idle.is_none() {
+    if max_materialize.is_none() && max_idle.is_none() && !forced {
         return Ok(None);
     }
     Ok(Some(Limits {
@@ -281,7 +282,8 @@ impl Run<'_, '_, '_> {
             body.push_str(&format!("FACTORY.Iwd = {}\n", self.cx.options.cwd));
         }
         for def in self.table.definitions() {
-            let value = def.value.as_str();
+            let drawn = self.draw_random(&def.value);
+            let value = drawn.as_str();
             if value.contains('\n') || value != value.trim() {
                 body.push_str(&format!("{} @=fcEnd\n{value}\n@fcEnd\n", def.name));
             } else {
@@ -303,6 +305,41 @@ impl Run<'_, '_, '_> {
             queue,
             has_list: q.list.is_some(),
         }))
+    }
+
+    /// `value` as the digest holds it: `$RANDOM_INTEGER()` and
+    /// `$RANDOM_CHOICE()` drawn here, once for every job of the factory,
+    /// as condor_submit draws them when it writes the digest
+    /// (`SkipKnobsBody` in HTCondor's `config.cpp` expands them); one
+    /// whose arguments name a macro (`$(Process)`, an item) stays, and
+    /// the schedd draws it for each job.
+    fn draw_random(&self, value: &str) -> String {
+        const FUNCS: [&str; 2] = ["$RANDOM_INTEGER(", "$RANDOM_CHOICE("];
+        let mut out = String::with_capacity(value.len());
+        let mut rest = value;
+        loop {
+            let next = FUNCS
+                .iter()
+                .filter_map(|f| rest.find(f).map(|at| (at, f.len())))
+                .min();
+            let Some((at, len)) = next else {
+                out.push_str(rest);
+                return out;
+            };
+            let Some(close) = rest[at + len..].find(')') else {
+                out.push_str(rest);
+                return out;
+            };
+            let end = at + len + close + 1;
+            let call = &rest[at..end];
+            out.push_str(&rest[..at]);
+            let body = &rest[at + len..end - 1];
+            match config::macros::expand_macros(call, &self.table) {
+                Ok(v) if !body.contains('$') => out.push_str(&v),
+                _ => out.push_str(call),
+            }
+            rest = &rest[end..];
+        }
     }
 
     /// Makes job `proc` of a digest's queue statement `q` over `items`.

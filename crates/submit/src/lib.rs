@@ -64,6 +64,14 @@ pub struct SubmitOptions {
     pub environment: Vec<(String, String)>,
     /// Seed for `$RANDOM_CHOICE()` and `$RANDOM_INTEGER()`.
     pub random_seed: u64,
+    /// Late materialization whatever the description says (condor_submit
+    /// -factory): [`crate::submit_or_factory`] makes a factory even
+    /// without `max_materialize` or `max_idle`.
+    pub factory: bool,
+    /// SUBMIT_FACTORY_JOBS_BY_DEFAULT: a queue statement of more than one
+    /// job makes a factory (condor_submit's "smart factory"); one job is
+    /// an ordinary submission.
+    pub factory_by_default: bool,
 }
 
 impl SubmitOptions {
@@ -78,6 +86,8 @@ impl SubmitOptions {
             append: Vec::new(),
             environment: Vec::new(),
             random_seed: 0,
+            factory: false,
+            factory_by_default: false,
         }
     }
 }
@@ -474,7 +484,16 @@ impl Run<'_, '_, '_> {
             ),
         };
         if first && matches!(self.mode, Mode::Auto(None)) {
-            if let Some(limits) = factory::limits(&self.table)? {
+            let opts = self.cx.options;
+            let forced = opts.factory
+                || (opts.factory_by_default && {
+                    let rows = match (&q.list, &items) {
+                        (Some((_, slice, _)), Some(items)) => slice.indexes(items.len()).len(),
+                        _ => 1,
+                    };
+                    count * rows as i64 > 1
+                });
+            if let Some(limits) = factory::limits(&self.table, forced)? {
                 // A factory of no job is an ordinary submission of none.
                 if let Some(f) = self.factory(&q, count, items.unwrap_or_default(), limits)? {
                     self.mode = Mode::Auto(Some(Box::new(f)));

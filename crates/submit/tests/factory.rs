@@ -210,3 +210,93 @@ fn the_limits_and_what_is_not_a_factory() {
     .unwrap_err();
     assert!(e.to_string().contains("expected an integer"), "{e}");
 }
+
+/// condor_submit -factory: a factory without max_materialize or max_idle,
+/// no limit but the number of jobs.
+#[test]
+fn a_forced_factory_needs_no_limit() {
+    let mut o = options();
+    o.factory = true;
+    let made = submit_or_factory(
+        "executable = job.sh\narguments = $(Process)\nqueue 3\n",
+        &o,
+        &configuration(),
+        &files(),
+        &mut |_| panic!("a factory hands out no job"),
+    )
+    .unwrap();
+    let Made::Factory(f, _) = made else {
+        panic!("not a factory")
+    };
+    assert_eq!(
+        (f.max_materialize, f.max_idle, f.total, f.limit()),
+        (None, None, 3, 3)
+    );
+}
+
+/// `$RANDOM_INTEGER()` and `$RANDOM_CHOICE()` with plain arguments are
+/// drawn once, into the digest (condor_submit's `make_digest` expands
+/// them): every job of the factory has the one value. One whose
+/// arguments name a macro stays in the digest, drawn for each job.
+#[test]
+fn random_macros_are_drawn_once_into_the_digest_unless_they_name_a_macro() {
+    let f = factory_of(
+        "executable = job.sh\narguments = $RANDOM_INTEGER(1000,9999) $RANDOM_CHOICE(red,green,blue)\n\
+         my.Seat = \"$RANDOM_INTEGER(0,$(Process))\"\nmax_materialize = 1\nqueue 4\n",
+    );
+    let digest = f.digest("");
+    assert!(!digest.contains("$RANDOM_INTEGER(1000"), "{digest}");
+    assert!(!digest.contains("$RANDOM_CHOICE"), "{digest}");
+    assert!(digest.contains("$RANDOM_INTEGER(0,$(Process))"), "{digest}");
+    let line = digest
+        .lines()
+        .find(|l| l.starts_with("arguments"))
+        .unwrap_or_else(|| panic!("{digest}"));
+    let drawn = line.split_once('=').unwrap().1.trim();
+    let (n, colour) = drawn.split_once(' ').unwrap();
+    assert!((1000..=9999).contains(&n.parse::<i64>().unwrap()), "{line}");
+    assert!(["red", "green", "blue"].contains(&colour), "{line}");
+    // Every job made from the digest has the one value.
+    let mut schedd_options = options();
+    schedd_options.cwd = "/".into();
+    for proc in 0..4 {
+        let job = materialize(
+            &digest,
+            &[],
+            proc,
+            &schedd_options,
+            &configuration(),
+            &files(),
+        )
+        .unwrap();
+        let args = classad::unparse::expr_to_string(job.get("Args").unwrap());
+        assert_eq!(args, format!("\"{drawn}\""), "job {proc}");
+    }
+}
+
+/// SUBMIT_FACTORY_JOBS_BY_DEFAULT: condor_submit's "smart factory", a
+/// queue statement of several jobs is a factory, one job is not.
+#[test]
+fn factory_jobs_by_default_makes_factories_of_several_jobs_only() {
+    let mut o = options();
+    o.factory_by_default = true;
+    let made = |text: &str| {
+        submit_or_factory(text, &o, &configuration(), &files(), &mut |_| Ok(())).unwrap()
+    };
+    assert!(matches!(
+        made("executable = job.sh\nqueue 2\n"),
+        Made::Factory(..)
+    ));
+    assert!(matches!(
+        made("executable = job.sh\nqueue x in (a, b)\n"),
+        Made::Factory(..)
+    ));
+    assert!(matches!(
+        made("executable = job.sh\nqueue 1\n"),
+        Made::Jobs(_)
+    ));
+    assert!(matches!(
+        made("executable = job.sh\nqueue x in [1:2] (a, b, c)\n"),
+        Made::Jobs(_)
+    ));
+}
