@@ -116,7 +116,7 @@ impl SignificantAttrs {
 
     /// The parent `ad` is chained to when every significant name reads
     /// there as it reads in `ad`: `ad` neither binds nor hides one itself.
-    fn shared_parent<'a>(&self, ad: &'a ClassAd) -> Option<&'a Arc<ClassAd>> {
+    pub(crate) fn shared_parent<'a>(&self, ad: &'a ClassAd) -> Option<&'a Arc<ClassAd>> {
         let parent = ad.parent()?;
         let significant = |n: &AttrName| self.folded.contains(&n.fold_hash());
         if ad.own().any(|(n, _)| significant(n)) || ad.hidden().iter().any(significant) {

@@ -10,7 +10,10 @@
 //!
 //! A job's ad is the queue's shared `Arc`: the queue copies an ad it edits
 //! while anyone else holds it (`Arc::make_mut`), and this table holds it,
-//! so a changed job is a different `Arc` and is keyed again. The ids mean
+//! so a changed job is a different `Arc` and is keyed again. A proc ad
+//! that binds no significant name itself has its cluster ad's autocluster:
+//! it is filed by cluster, not one by one (a cluster of a million procs
+//! costs one entry, not a million). The ids mean
 //! something only within one schedd and one set of names; the cycle
 //! checks the names before trusting them ([`crate::cycle::KeptIds`]).
 //!
@@ -43,8 +46,12 @@ pub struct AutoclusterIds<K> {
     /// The told names and every name the jobs' significant expressions
     /// read (learned as jobs are keyed).
     attrs: SignificantAttrs,
-    /// By job (a fast hash: a schedd asks for a million of them a cycle).
+    /// By job (a fast hash: a schedd asks for a million of them a cycle),
+    /// for jobs that bind a significant name themselves.
     jobs: FxHashMap<K, Filed>,
+    /// By the address of the cluster ad procs are chained to (held, so
+    /// the address is not reused), for procs that bind none.
+    clusters: FxHashMap<usize, Filed>,
     /// Each autocluster's first job, by key, for the exact comparison.
     representatives: HashMap<u64, Vec<(u32, Arc<ClassAd>)>>,
     next: u32,
@@ -61,6 +68,7 @@ impl<K> Default for AutoclusterIds<K> {
             told: None,
             attrs: SignificantAttrs::new(),
             jobs: FxHashMap::default(),
+            clusters: FxHashMap::default(),
             representatives: HashMap::new(),
             next: 0,
             pass: 0,
@@ -105,6 +113,7 @@ impl<K: Hash + Eq + Clone> AutoclusterIds<K> {
     /// Every id so far is void (the names grew).
     fn void(&mut self) {
         self.jobs.clear();
+        self.clusters.clear();
         self.representatives.clear();
         self.next = 0;
         self.generation += 1;
@@ -132,28 +141,34 @@ impl<K: Hash + Eq + Clone> AutoclusterIds<K> {
 
     fn id_of(&mut self, job: &K, ad: &Arc<ClassAd>) -> u32 {
         let pass = self.pass;
+        if let Some(parent) = self.attrs.shared_parent(ad) {
+            let at = Arc::as_ptr(parent) as usize;
+            if let Some(f) = self.clusters.get_mut(&at) {
+                f.pass = pass;
+                return f.id;
+            }
+            let parent = Arc::clone(parent);
+            let Some(id) = self.file(&parent) else {
+                return 0;
+            };
+            self.clusters.insert(
+                at,
+                Filed {
+                    ad: parent,
+                    id,
+                    pass,
+                },
+            );
+            return id;
+        }
         if let Some(f) = self.jobs.get_mut(job) {
             if Arc::ptr_eq(&f.ad, ad) {
                 f.pass = pass;
                 return f.id;
             }
         }
-        self.keyed += 1;
-        let (key, grew) = self.attrs.key_of(ad);
-        if grew {
-            self.void();
+        let Some(id) = self.file(ad) else {
             return 0;
-        }
-        let attrs = &self.attrs;
-        let reps = self.representatives.entry(key).or_default();
-        let id = match reps.iter().find(|(_, rep)| attrs.alike(rep, ad)) {
-            Some((id, _)) => *id,
-            None => {
-                let id = self.next;
-                self.next += 1;
-                reps.push((id, Arc::clone(ad)));
-                id
-            }
         };
         self.jobs.insert(
             job.clone(),
@@ -166,19 +181,44 @@ impl<K: Hash + Eq + Clone> AutoclusterIds<K> {
         id
     }
 
+    /// The autocluster of `ad`, made if new; `None` if the names grew
+    /// while keying it (every id is void then).
+    fn file(&mut self, ad: &Arc<ClassAd>) -> Option<u32> {
+        self.keyed += 1;
+        let (key, grew) = self.attrs.key_of(ad);
+        if grew {
+            self.void();
+            return None;
+        }
+        let attrs = &self.attrs;
+        let reps = self.representatives.entry(key).or_default();
+        let id = match reps.iter().find(|(_, rep)| attrs.alike(rep, ad)) {
+            Some((id, _)) => *id,
+            None => {
+                let id = self.next;
+                self.next += 1;
+                reps.push((id, Arc::clone(ad)));
+                id
+            }
+        };
+        Some(id)
+    }
+
     /// Jobs that were not asked for have left (run, held, removed), and
     /// autoclusters left with no job go with them.
     fn forget_the_rest(&mut self) {
         let pass = self.pass;
         // Ids are handed out densely from 0 since the last start over.
         let mut live = vec![false; self.next as usize];
-        self.jobs.retain(|_, f| {
+        let mut seen = |f: &Filed| {
             let kept = f.pass == pass;
             if kept {
                 live[f.id as usize] = true;
             }
             kept
-        });
+        };
+        self.jobs.retain(|_, f| seen(f));
+        self.clusters.retain(|_, f| seen(f));
         self.representatives.retain(|_, reps| {
             reps.retain(|(id, _)| live[*id as usize]);
             !reps.is_empty()
@@ -196,7 +236,8 @@ impl<K: Hash + Eq + Clone> AutoclusterIds<K> {
             .collect()
     }
 
-    /// How many jobs were keyed (not found unchanged) so far.
+    /// How many ads were keyed (a job, or a cluster ad for its procs; not
+    /// found unchanged) so far.
     pub fn keyed(&self) -> u64 {
         self.keyed
     }
@@ -341,5 +382,22 @@ mod tests {
         let got = ids.ids(&[&jobs]);
         assert!(got[0].iter().all(|&id| id == got[0][0]));
         assert_eq!(ids.len(), 1);
+        // The cluster ad was keyed, once for all its procs.
+        assert_eq!(ids.keyed(), 1);
+        // A proc that changed (a new ad, still binding nothing significant)
+        // is not keyed again; one that asks for its own memory is, alone.
+        let mut changed = jobs.clone();
+        let mut moved =
+            ClassAd::parse("[ProcId = 1; JobStatus = 1; NumJobStarts = 1]").expect("ad");
+        moved.chain_to(Arc::clone(&cluster));
+        changed[1].1 = Arc::new(moved);
+        let mut own = ClassAd::parse("[ProcId = 2; RequestMemory = 2048]").expect("ad");
+        own.chain_to(Arc::clone(&cluster));
+        changed[2].1 = Arc::new(own);
+        let got = ids.ids(&[&changed]);
+        assert_eq!(ids.keyed(), 2);
+        assert_eq!(got[0][1], got[0][0]);
+        assert_ne!(got[0][2], got[0][0]);
+        assert_eq!(ids.len(), 2);
     }
 }
