@@ -587,18 +587,7 @@ fn kept_autoclusters_give_the_cycle_s_own_plan_keying_one_job_each() {
     with_ids.kept = Some(ids);
     let plan = run(&slots, &[with_ids], &Prios::default(), &pol);
     assert_eq!(plan.stats.jobs_keyed, 4);
-    assert_eq!(
-        format!("{:?}", plan.matches),
-        format!("{:?}", alone.matches)
-    );
-    assert_eq!(
-        format!("{:?}", plan.autoclusters),
-        format!("{:?}", alone.autoclusters)
-    );
-    assert_eq!(
-        format!("{:?}", plan.unmatched),
-        format!("{:?}", alone.unmatched)
-    );
+    assert_same_plan(&plan, &alone);
     // Ids filed without Department (the schedd was told before the slots
     // read it) would lump physics and chemistry together: the cycle keys
     // every job itself, and the plan is still its own.
@@ -609,14 +598,17 @@ fn kept_autoclusters_give_the_cycle_s_own_plan_keying_one_job_each() {
     let plan = run(&slots, &[stale], &Prios::default(), &pol);
     // The two first jobs of the kept ids, then every job.
     assert_eq!(plan.stats.jobs_keyed, 2 + 200);
+    assert_same_plan(&plan, &alone);
+}
+
+/// The same matches, autoclusters and reasons.
+fn assert_same_plan(a: &Plan, b: &Plan) {
+    assert_eq!(format!("{:?}", a.matches), format!("{:?}", b.matches));
     assert_eq!(
-        format!("{:?}", plan.matches),
-        format!("{:?}", alone.matches)
+        format!("{:?}", a.autoclusters),
+        format!("{:?}", b.autoclusters)
     );
-    assert_eq!(
-        format!("{:?}", plan.autoclusters),
-        format!("{:?}", alone.autoclusters)
-    );
+    assert_eq!(format!("{:?}", a.unmatched), format!("{:?}", b.unmatched));
 }
 
 #[test]
