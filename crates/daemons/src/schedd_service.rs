@@ -1334,11 +1334,14 @@ impl Schedd {
         if matches!(req.action, Action::Vacate | Action::VacateFast) {
             return Ok(self.may_vacate(user, req.action, targets));
         }
-        let mut before = BTreeMap::new();
+        // Each job's ad before the action, to undo it if the store
+        // refuses: the queue's shared ad itself (the action edits a copy),
+        // in a list, as a removal of a 100,000-job cluster makes one.
+        let mut before: Vec<(JobId, Arc<ClassAd>)> = Vec::with_capacity(targets.len());
         let mut changes = Vec::with_capacity(targets.len());
         let mut failed = Vec::new();
         for id in targets {
-            let Some(pre) = self.queue.job(id).cloned() else {
+            let Some(pre) = self.queue.shared_job(id) else {
                 continue;
             };
             let action = match req.action {
@@ -1359,7 +1362,7 @@ impl Schedd {
                 .user_action(user, &self.config.super_users, id, action, now)
             {
                 Ok(c) => {
-                    before.insert(id, pre);
+                    before.push((id, pre));
                     changes.push(c);
                 }
                 Err(e) => failed.push(Failure {
@@ -1377,7 +1380,12 @@ impl Schedd {
             self.act_on_factories(user, req, now)
         };
         if let Err(e) = self.persist(&changes, now) {
-            self.undo(before);
+            self.undo(
+                before
+                    .into_iter()
+                    .map(|(id, ad)| (id, Arc::unwrap_or_clone(ad)))
+                    .collect(),
+            );
             return Err(ApiError::store(e));
         }
         if req.action == Action::Release && !factories.is_empty() {

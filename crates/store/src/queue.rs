@@ -1171,6 +1171,34 @@ fn apply_all(conn: &Connection, path: &Path, ops: &[Op]) -> Result<()> {
     drop_emptied_clusters(conn, path, &clusters)
 }
 
+/// A history row's text of a job's own attributes, as [`history_text`]
+/// writes it (in HTCondor's order, each expression as the unparser
+/// prints it), written straight from the expressions; and, when `Owner`
+/// is among them, what it gives for the row's owner (the string, or
+/// `None` when it is not a string literal).
+fn own_text<'a>(attrs: &mut [(&'a AttrName, &'a Expr)]) -> (String, Option<Option<String>>) {
+    attrs.sort_by(|a, b| classad::name::htcondor_order(a.0.as_str(), b.0.as_str()));
+    let mut text = String::with_capacity(8 + attrs.len() * 40);
+    text.push_str("[ ");
+    let mut owner = None;
+    for (i, (n, e)) in attrs.iter().enumerate() {
+        if i > 0 {
+            text.push_str("; ");
+        }
+        classad::unparse::name_into(&mut text, n.as_str());
+        text.push_str(" = ");
+        classad::unparse::expr_into(&mut text, e);
+        if n.as_str().eq_ignore_ascii_case("Owner") {
+            owner = Some(match e {
+                Expr::Lit(Value::Str(s)) => Some(s.to_string()),
+                _ => None,
+            });
+        }
+    }
+    text.push_str(" ]");
+    (text, owner)
+}
+
 /// The clusters among `clusters` whose last proc has left: their ad goes
 /// with it (the id stays used: the counter never goes back), unless the
 /// cluster is a factory that has more to make.
@@ -1269,6 +1297,7 @@ fn move_ads_to_history(
         }
         let in_common = |name: &str| common.iter().any(|(n, _)| same_name(n, name));
         let mut record: Option<(i64, Option<String>)> = None;
+        let mut own: Vec<(&AttrName, &Expr)> = Vec::new();
         for &(job, now, ad) in jobs {
             if !sharing(ad) {
                 insert
@@ -1306,16 +1335,12 @@ fn move_ads_to_history(
                     r
                 }
             };
-            let own: Vec<(String, Option<String>)> = ad
-                .own()
-                .filter(|(n, _)| !in_common(n.as_str()))
-                .map(|(n, e)| (n.to_string(), Some(unparse(e))))
-                .collect();
-            let (row, own_owner) = history_text(path, job, &[], &own)?;
-            let owner = if own.iter().any(|(n, _)| n.eq_ignore_ascii_case("Owner")) {
-                own_owner
-            } else {
-                shared_owner
+            own.clear();
+            own.extend(ad.own().filter(|(n, _)| !in_common(n.as_str())));
+            let (row, own_owner) = own_text(&mut own);
+            let owner = match own_owner {
+                Some(owner) => owner,
+                None => shared_owner,
             };
             insert
                 .execute(params![job.cluster, job.proc, owner, now, row, id])
