@@ -1330,11 +1330,14 @@ impl Schedd {
         if matches!(req.action, Action::Vacate | Action::VacateFast) {
             return Ok(self.may_vacate(user, req.action, targets));
         }
-        let mut before = BTreeMap::new();
+        // Each job's ad before the action, to undo it if the store
+        // refuses: the queue's shared ad itself (the action edits a copy),
+        // in a list, as a removal of a 100,000-job cluster makes one.
+        let mut before: Vec<(JobId, Arc<ClassAd>)> = Vec::with_capacity(targets.len());
         let mut changes = Vec::with_capacity(targets.len());
         let mut failed = Vec::new();
         for id in targets {
-            let Some(pre) = self.queue.job(id).cloned() else {
+            let Some(pre) = self.queue.shared_job(id) else {
                 continue;
             };
             let action = match req.action {
@@ -1355,7 +1358,7 @@ impl Schedd {
                 .user_action(user, &self.config.super_users, id, action, now)
             {
                 Ok(c) => {
-                    before.insert(id, pre);
+                    before.push((id, pre));
                     changes.push(c);
                 }
                 Err(e) => failed.push(Failure {
@@ -1373,7 +1376,12 @@ impl Schedd {
             self.act_on_factories(user, req, now)
         };
         if let Err(e) = self.persist(&changes, now) {
-            self.undo(before);
+            self.undo(
+                before
+                    .into_iter()
+                    .map(|(id, ad)| (id, Arc::unwrap_or_clone(ad)))
+                    .collect(),
+            );
             return Err(ApiError::store(e));
         }
         if req.action == Action::Release && !factories.is_empty() {
@@ -1754,9 +1762,15 @@ impl Schedd {
             })
     }
 
-    /// One evaluation of periodic job policy (and SYSTEM_PERIODIC_*).
-    /// Returns how many jobs it changed.
+    /// One evaluation of periodic job policy (and SYSTEM_PERIODIC_*),
+    /// after a checkpoint of the store. Returns how many jobs it changed.
     pub fn periodic(&mut self, now: i64) -> Result<usize, String> {
+        // The store's log is copied into its file now, while no request
+        // waits for it (see `Store::checkpoint`); a failure here loses
+        // nothing (the log holds it) and the next pass tries again.
+        if let Err(e) = self.store.checkpoint() {
+            eprintln!("schedd: {e}");
+        }
         let before = self.queue.clone();
         let changes = self
             .queue
@@ -1869,6 +1883,19 @@ impl Schedd {
             let Some(id) = store_id(c.job) else {
                 continue;
             };
+            // A job still on a machine leaves once its run is over
+            // (`run_ended`).
+            let leaves = matches!(c.to, JobStatus::Removed | JobStatus::Completed) && !c.stop;
+            if leaves {
+                // Its history ad is its ad as it is now: the store writes
+                // it from the queue's (shared, not copied), rather than
+                // storing the change and reading the job back.
+                if let Some(ad) = self.queue.shared_job(c.job) {
+                    ops.push(Op::to_history_as(id, now, ad));
+                    leaving.push(c.job);
+                    continue;
+                }
+            }
             let ad = self.queue.job(c.job);
             for name in &c.attributes {
                 match ad.and_then(|ad| ad.get(name)) {
@@ -1876,9 +1903,7 @@ impl Schedd {
                     None => ops.push(Op::delete(id, name)),
                 }
             }
-            // A job still on a machine leaves once its run is over
-            // (`run_ended`).
-            if matches!(c.to, JobStatus::Removed | JobStatus::Completed) && !c.stop {
+            if leaves {
                 ops.push(Op::to_history(id, now));
                 leaving.push(c.job);
             }
@@ -2345,6 +2370,108 @@ mod tests {
         assert_eq!(page.len(), HISTORY_PAGE);
         scan.take(page, &Budget::unlimited()).unwrap();
         assert!(scan.wants_more());
+    }
+
+    #[test]
+    fn a_removed_job_enters_the_history_as_the_queue_held_it_with_the_removal() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(dir.path());
+        // A cluster removed whole (its jobs leave together: one shared
+        // record), one of them held first; and one job of another
+        // cluster removed alone.
+        let c = submit(&mut s, "alice", 3, None);
+        let d = submit(&mut s, "alice", 2, None);
+        let act = |action, sel: &[&str]| ActRequest {
+            action,
+            selection: ids(sel),
+            reason: None,
+        };
+        let held = format!("{c}.1");
+        assert_eq!(
+            s.act("alice", &act(Action::Hold, &[&held]), 1001)
+                .unwrap()
+                .done,
+            vec![held.clone()]
+        );
+        let queued: BTreeMap<String, ClassAd> = s
+            .queue()
+            .jobs()
+            .map(|(id, ad)| (id.to_string(), ad.flattened()))
+            .collect();
+        let (cluster, alone) = (c.to_string(), format!("{d}.1"));
+        for sel in [&cluster, &alone] {
+            s.act("alice", &act(Action::Remove, &[sel]), 1002).unwrap();
+        }
+        let check = |s: &Schedd| {
+            let h = s
+                .history("alice", &HistoryRequest::default(), 1003)
+                .unwrap();
+            let ids: Vec<String> = h
+                .ads
+                .iter()
+                .map(|text| {
+                    let ad = ClassAd::parse(text).unwrap();
+                    let id = format!(
+                        "{}.{}",
+                        ad.get("ClusterId").unwrap(),
+                        ad.get("ProcId").unwrap()
+                    );
+                    let was = &queued[&id];
+                    let removal = [
+                        ("JobStatus", "3".to_string()),
+                        (
+                            "LastJobStatus",
+                            if id == held { "5" } else { "1" }.to_string(),
+                        ),
+                        ("EnteredCurrentStatus", "1002".to_string()),
+                        (
+                            "RemoveReason",
+                            "\"via condor_rm (by user alice)\"".to_string(),
+                        ),
+                    ];
+                    for (name, e) in was.iter_inserted() {
+                        if removal.iter().any(|(n, _)| n == &name.as_str()) {
+                            continue;
+                        }
+                        assert_eq!(
+                            ad.get(name.as_str()).map(|e| e.to_string()),
+                            Some(e.to_string()),
+                            "{id}: {name} in {text}"
+                        );
+                    }
+                    for (name, value) in &removal {
+                        assert_eq!(
+                            ad.get(name).map(|e| e.to_string()).as_ref(),
+                            Some(value),
+                            "{id}: {name} in {text}"
+                        );
+                    }
+                    assert_eq!(
+                        ad.len(),
+                        was.len() + 1 + usize::from(was.get("LastJobStatus").is_none()),
+                        "{id}: {text}"
+                    );
+                    id
+                })
+                .collect();
+            // Newest first: the job removed alone, then the cluster's.
+            assert_eq!(
+                ids,
+                [
+                    alone.clone(),
+                    format!("{c}.2"),
+                    format!("{c}.1"),
+                    format!("{c}.0")
+                ]
+            );
+        };
+        check(&s);
+        assert_eq!(s.queue().len(), 1);
+        drop(s);
+        let s = open(dir.path());
+        check(&s);
+        assert_eq!(s.queue().len(), 1);
+        assert!(s.queue().job(JobId::new(i64::from(d), 0)).is_some());
     }
 
     #[test]

@@ -58,6 +58,17 @@ pub enum Op {
     /// as entering the history at `now` (epoch seconds; the caller's clock,
     /// so the simulator and the tests decide what time it is).
     ToHistory { job: JobId, now: i64 },
+    /// [`Op::ToHistory`] with the job's final ad given: `ad` is the
+    /// stored ad with the batch's changes (the schedd's queue in memory
+    /// is the queue on disk), so its history ad is written from it, and
+    /// nothing of the job is read back or written only to be deleted. A
+    /// chained ad's parent is its cluster's ad. The job's other ops in
+    /// the batch are taken to be in `ad` already.
+    ToHistoryAs {
+        job: JobId,
+        now: i64,
+        ad: Arc<ClassAd>,
+    },
 }
 
 impl Op {
@@ -78,6 +89,24 @@ impl Op {
 
     pub fn to_history(job: JobId, now: i64) -> Op {
         Op::ToHistory { job, now }
+    }
+
+    pub fn to_history_as(job: JobId, now: i64, ad: Arc<ClassAd>) -> Op {
+        Op::ToHistoryAs { job, now, ad }
+    }
+
+    /// The job the op is about.
+    pub fn job(&self) -> JobId {
+        match self {
+            Op::Set { job, .. }
+            | Op::Delete { job, .. }
+            | Op::ToHistory { job, .. }
+            | Op::ToHistoryAs { job, .. } => *job,
+        }
+    }
+
+    fn leaves(&self) -> bool {
+        matches!(self, Op::ToHistory { .. } | Op::ToHistoryAs { .. })
     }
 }
 
@@ -163,6 +192,10 @@ pub struct Store {
     /// Ids handed out and not yet submitted: each may be submitted once.
     reserved: BTreeSet<u32>,
 }
+
+/// The write-ahead log's size, in pages, at which a commit checkpoints
+/// it itself (see [`Store::checkpoint`]).
+const WAL_CHECKPOINT_PAGES: i64 = 16_384;
 
 /// The largest cluster id: HTCondor's ids are C `int`s.
 const MAX_CLUSTER: u32 = i32::MAX as u32;
@@ -252,6 +285,14 @@ impl Store {
         // otherwise spills pages to the log and reads them back again.
         conn.pragma_update(None, "cache_size", -16384)
             .map_err(sql("setting the page cache size"))?;
+        // The log is copied into the file (checkpointed) when the schedd
+        // has time (`Store::checkpoint`), not by the commit that crosses
+        // SQLite's 1,000 pages: that commit's caller waited for the copy
+        // and its fsync too (a removal of 100,000 jobs writes 4,600
+        // pages). Past 64 MiB the commit checkpoints anyway, so the log
+        // stays bounded when no one calls.
+        conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)
+            .map_err(sql("setting the checkpoint threshold"))?;
         conn.set_prepared_statement_cache_capacity(32);
 
         let mut store = Store {
@@ -359,6 +400,18 @@ impl Store {
             tx.commit().map_err(sql("committing a schema migration"))?;
         }
         Ok(())
+    }
+
+    /// Copies what the write-ahead log holds into the database file
+    /// (SQLite's passive checkpoint). Commits are durable without it;
+    /// call it when nothing waits (the schedd does at each periodic
+    /// pass), so that the commit of a big batch, whose caller waits for
+    /// it, does not copy the log too. Returns how many pages the log
+    /// held.
+    pub fn checkpoint(&mut self) -> Result<i64> {
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1))
+            .map_err(self.err("checkpointing the write-ahead log"))
     }
 
     /// The database file.
@@ -1109,9 +1162,6 @@ fn read_job(conn: &Connection, path: &Path, job: JobId) -> Result<Option<ClassAd
 /// the rows of consecutive procs leave in one statement. Any other job's
 /// ops are applied one by one.
 fn apply_all(conn: &Connection, path: &Path, ops: &[Op]) -> Result<()> {
-    let job_of = |op: &Op| match op {
-        Op::Set { job, .. } | Op::Delete { job, .. } | Op::ToHistory { job, .. } => *job,
-    };
     if ops.len() < 2 {
         return ops.iter().try_for_each(|op| apply_one(conn, path, op));
     }
@@ -1120,33 +1170,259 @@ fn apply_all(conn: &Connection, path: &Path, ops: &[Op]) -> Result<()> {
     let mut order: Vec<(JobId, usize)> = ops
         .iter()
         .enumerate()
-        .map(|(i, op)| (job_of(op), i))
+        .map(|(i, op)| (op.job(), i))
         .collect();
     order.sort_by_key(|&(job, _)| job);
     let flat: Vec<&Op> = order.iter().map(|&(_, i)| &ops[i]).collect();
     let mut leaving: Vec<(JobId, &[&Op])> = Vec::new();
+    let mut leaving_as: Vec<(JobId, i64, &Arc<ClassAd>)> = Vec::new();
     let mut start = 0;
     while start < flat.len() {
         let job = order[start].0;
         let end = start + order[start..].iter().take_while(|o| o.0 == job).count();
         let list = &flat[start..end];
         start = end;
-        let last_leaves = matches!(list.last(), Some(Op::ToHistory { .. }));
-        let once = list
-            .iter()
-            .filter(|op| matches!(op, Op::ToHistory { .. }))
-            .count()
-            == 1;
-        if last_leaves && once {
-            leaving.push((job, list));
-        } else {
-            for op in list {
-                apply_one(conn, path, op)?;
+        let once = list.iter().filter(|op| op.leaves()).count() == 1;
+        match list.last() {
+            Some(Op::ToHistory { .. }) if once => leaving.push((job, list)),
+            Some(Op::ToHistoryAs { now, ad, .. }) if once => leaving_as.push((job, *now, ad)),
+            _ => {
+                for op in list {
+                    apply_one(conn, path, op)?;
+                }
             }
         }
     }
     if !leaving.is_empty() {
         move_to_history(conn, path, &leaving)?;
+    }
+    if !leaving_as.is_empty() {
+        move_ads_to_history(conn, path, &leaving_as)?;
+    }
+    let mut clusters: Vec<u32> = leaving
+        .iter()
+        .map(|j| j.0.cluster)
+        .chain(leaving_as.iter().map(|j| j.0.cluster))
+        .collect();
+    clusters.sort_unstable();
+    clusters.dedup();
+    drop_emptied_clusters(conn, path, &clusters)
+}
+
+/// A history row's text of a job's own attributes, as [`history_text`]
+/// writes it (in HTCondor's order, each expression as the unparser
+/// prints it), written straight from the expressions; and, when `Owner`
+/// is among them, what it gives for the row's owner (the string, or
+/// `None` when it is not a string literal).
+fn own_text<'a>(attrs: &mut [(&'a AttrName, &'a Expr)]) -> (String, Option<Option<String>>) {
+    attrs.sort_by(|a, b| classad::name::htcondor_order(a.0.as_str(), b.0.as_str()));
+    let mut text = String::with_capacity(8 + attrs.len() * 40);
+    text.push_str("[ ");
+    let mut owner = None;
+    for (i, (n, e)) in attrs.iter().enumerate() {
+        if i > 0 {
+            text.push_str("; ");
+        }
+        classad::unparse::name_into(&mut text, n.as_str());
+        text.push_str(" = ");
+        classad::unparse::expr_into(&mut text, e);
+        if n.as_str().eq_ignore_ascii_case("Owner") {
+            owner = Some(match e {
+                Expr::Lit(Value::Str(s)) => Some(s.to_string()),
+                _ => None,
+            });
+        }
+    }
+    text.push_str(" ]");
+    (text, owner)
+}
+
+/// The clusters among `clusters` whose last proc has left: their ad goes
+/// with it (the id stays used: the counter never goes back), unless the
+/// cluster is a factory that has more to make.
+fn drop_emptied_clusters(conn: &Connection, path: &Path, clusters: &[u32]) -> Result<()> {
+    for &c in clusters {
+        let sql = |source| Error::Sqlite {
+            path: path.to_path_buf(),
+            op: format!("moving the jobs of cluster {c} to the history"),
+            source,
+        };
+        let others = conn
+            .prepare_cached("SELECT 1 FROM jobs WHERE cluster = ?1 LIMIT 1")
+            .map_err(sql)?
+            .query_row(params![c], |_| Ok(()))
+            .optional()
+            .map_err(sql)?
+            .is_some();
+        if !others && !is_factory(conn, c).map_err(sql)? {
+            conn.prepare_cached("DELETE FROM cluster_attrs WHERE cluster = ?1")
+                .map_err(sql)?
+                .execute(params![c])
+                .map_err(sql)?;
+        }
+    }
+    Ok(())
+}
+
+/// Moves jobs (in id order, each with the time it leaves and its final
+/// ad) to the history, as [`move_to_history`] does from the stored rows,
+/// with the same records: the jobs of a cluster leaving together share
+/// one record of their cluster's ad (and of what every one of them holds
+/// alike of its own, a removal's attributes), each row holds the rest of
+/// the job's own; a job alone, or one that hides an attribute of its
+/// cluster, has its whole ad in its row. The jobs' rows are deleted by
+/// range, a run of consecutive procs at a time; a job not in the queue
+/// fails the batch.
+fn move_ads_to_history(
+    conn: &Connection,
+    path: &Path,
+    leaving: &[(JobId, i64, &Arc<ClassAd>)],
+) -> Result<()> {
+    const MOVING: &str = "moving a job to the history";
+    let sql_for = |job: JobId| {
+        move |source| Error::Sqlite {
+            path: path.to_path_buf(),
+            op: format!("{MOVING} of job {job}"),
+            source,
+        }
+    };
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO history (cluster, proc, owner, entered, ad, shared) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .map_err(sql_for(leaving[0].0))?;
+    let mut text = String::new();
+    let mut start = 0;
+    while start < leaving.len() {
+        // The jobs of one cluster.
+        let c = leaving[start].0.cluster;
+        let end = start
+            + leaving[start..]
+                .iter()
+                .take_while(|j| j.0.cluster == c)
+                .count();
+        let jobs = &leaving[start..end];
+        start = end;
+        let first = jobs[0].0;
+        // Those chained to the first one's cluster ad, hiding none of it,
+        // share a record when two or more leave together.
+        let parent = jobs[0].2.parent().filter(|_| jobs.len() > 1);
+        let sharing = |ad: &ClassAd| {
+            ad.hidden().is_empty()
+                && matches!((parent, ad.parent()), (Some(p), Some(q)) if Arc::ptr_eq(p, q))
+        };
+        // What every sharing job holds alike of its own.
+        let mut common: Vec<(String, String)> = Vec::new();
+        let mut sharers = jobs.iter().filter(|j| sharing(j.2));
+        if let Some((_, _, ad)) = sharers.next() {
+            common = ad.own().map(|(n, e)| (n.to_string(), unparse(e))).collect();
+        }
+        for (_, _, ad) in sharers {
+            if common.is_empty() {
+                break;
+            }
+            common.retain(|(name, want)| {
+                match ad.own().find(|(n, _)| same_name(n.as_str(), name)) {
+                    Some((_, e)) => {
+                        text.clear();
+                        classad::unparse::expr_into(&mut text, e);
+                        text == *want
+                    }
+                    None => false,
+                }
+            });
+        }
+        let in_common = |name: &str| common.iter().any(|(n, _)| same_name(n, name));
+        let mut record: Option<(i64, Option<String>)> = None;
+        let mut own: Vec<(&AttrName, &Expr)> = Vec::new();
+        for &(job, now, ad) in jobs {
+            if !sharing(ad) {
+                insert
+                    .execute(params![
+                        job.cluster,
+                        job.proc,
+                        owner_of(ad),
+                        now,
+                        ad_text(ad),
+                        None::<i64>
+                    ])
+                    .map_err(sql_for(job))?;
+                continue;
+            }
+            let (id, shared_owner) = match &record {
+                Some(r) => r.clone(),
+                None => {
+                    let mut texts: Vec<(String, String)> = parent
+                        .expect("a sharing job has its cluster's ad")
+                        .iter_inserted()
+                        .map(|(n, e)| (n.to_string(), unparse(e)))
+                        .collect();
+                    texts.sort_by(|a, b| classad::name::htcondor_order(&a.0, &b.0));
+                    let common: Vec<(String, Option<String>)> = common
+                        .iter()
+                        .map(|(n, t)| (n.clone(), Some(t.clone())))
+                        .collect();
+                    let (shared, owner) = history_text(path, first, &texts, &common)?;
+                    conn.prepare_cached("INSERT INTO history_shared (ad) VALUES (?1)")
+                        .map_err(sql_for(job))?
+                        .execute(params![shared])
+                        .map_err(sql_for(job))?;
+                    let r = (conn.last_insert_rowid(), owner);
+                    record = Some(r.clone());
+                    r
+                }
+            };
+            own.clear();
+            own.extend(ad.own().filter(|(n, _)| !in_common(n.as_str())));
+            let (row, own_owner) = own_text(&mut own);
+            let owner = match own_owner {
+                Some(owner) => owner,
+                None => shared_owner,
+            };
+            insert
+                .execute(params![job.cluster, job.proc, owner, now, row, id])
+                .map_err(sql_for(job))?;
+        }
+        // The rows of each run of consecutive procs, by range; each job
+        // must have been queued.
+        let mut k = 0;
+        while k < jobs.len() {
+            let lo = jobs[k].0.proc;
+            let n = jobs[k..]
+                .iter()
+                .enumerate()
+                .take_while(|(i, j)| j.0.proc.checked_sub(lo) == Some(*i as u32))
+                .count();
+            let hi = jobs[k + n - 1].0.proc;
+            let run = &jobs[k..k + n];
+            k += n;
+            let sql = sql_for(run[0].0);
+            let gone = conn
+                .prepare_cached("DELETE FROM jobs WHERE cluster = ?1 AND proc BETWEEN ?2 AND ?3")
+                .map_err(sql)?
+                .execute(params![c, lo, hi])
+                .map_err(sql_for(run[0].0))?;
+            if gone != n {
+                // Which one was not there (the batch is undone anyway).
+                let missing = run
+                    .iter()
+                    .map(|j| j.0)
+                    .find(|&j| !job_exists(conn, j).unwrap_or(false))
+                    .unwrap_or(run[0].0);
+                return Err(Error::NoSuchJob {
+                    path: path.to_path_buf(),
+                    op: MOVING,
+                    job: missing,
+                });
+            }
+            conn.prepare_cached(
+                "DELETE FROM job_attrs WHERE cluster = ?1 AND proc BETWEEN ?2 AND ?3",
+            )
+            .map_err(sql_for(run[0].0))?
+            .execute(params![c, lo, hi])
+            .map_err(sql_for(run[0].0))?;
+        }
     }
     Ok(())
 }
@@ -1167,7 +1443,7 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, &[&Op])]) 
     let what_of = |op: &Op| match op {
         Op::Set { .. } => "setting an attribute",
         Op::Delete { .. } => "deleting an attribute",
-        Op::ToHistory { .. } => MOVING,
+        Op::ToHistory { .. } | Op::ToHistoryAs { .. } => MOVING,
     };
     // Runs of consecutive procs of a cluster: read, and deleted, with one
     // statement a run.
@@ -1189,6 +1465,13 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, &[&Op])]) 
     let mut cluster: Option<Leaving> = None;
     for (r, &(c, lo, hi, start)) in runs.iter().enumerate() {
         let first_job = JobId::new(c, lo);
+        // Jobs of this cluster leaving in this batch, this run and those
+        // after it: a shared record pays only for two or more.
+        let together: usize = runs[r..]
+            .iter()
+            .take_while(|run| run.0 == c)
+            .map(|run| (run.2 - run.1 + 1) as usize)
+            .sum();
         if cluster.as_ref().map(|k| k.cluster) != Some(c) {
             let texts = cluster_texts(conn, c).map_err(sql_for(first_job, MOVING))?;
             let owner = owner_text(path, first_job, &texts)?;
@@ -1197,15 +1480,9 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, &[&Op])]) 
                 texts,
                 record: None,
                 owner,
+                common: common_changes(&leaving[start..start + together]),
             });
         }
-        // Jobs of this cluster leaving in this batch, this run and those
-        // after it: a shared record pays only for two or more.
-        let together: usize = runs[r..]
-            .iter()
-            .take_while(|run| run.0 == c)
-            .map(|run| (run.2 - run.1 + 1) as usize)
-            .sum();
         // Each queued job of the run with its own rows, read as the jobs
         // are moved (a run may be a million procs: never all in memory).
         let mut st = conn
@@ -1251,14 +1528,26 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, &[&Op])]) 
                     job,
                 });
             }
-            // The job's own rows, then its changes in this batch over them.
+            let Leaving {
+                texts: shared,
+                record,
+                owner: cluster_owner,
+                common,
+                ..
+            } = cluster.as_mut().expect("read above");
+            // The job's own rows, then its changes in this batch over
+            // them; what every job of the cluster leaving with it changes
+            // alike (`common`) is left out, as it is the last word on
+            // those attributes (it goes in the shared record, or back in
+            // below for a job kept whole).
+            let in_common = |name: &str| common.iter().any(|(n, _)| same_name(n, name));
             let mut own: Vec<(String, Option<String>)> = Vec::new();
             while let Some((p, name, text)) = pending.take() {
                 if p != job.proc {
                     pending = Some((p, name, text));
                     break;
                 }
-                if let Some(name) = name {
+                if let Some(name) = name.filter(|n| !in_common(n)) {
                     own.push((name, text));
                 }
                 pending = next(&mut rows)?;
@@ -1266,9 +1555,10 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, &[&Op])]) 
             let mut now = 0;
             for op in ops.iter() {
                 let (name, text) = match op {
+                    Op::Set { name, .. } | Op::Delete { name, .. } if in_common(name) => continue,
                     Op::Set { name, expr, .. } => (name, Some(unparse(expr))),
                     Op::Delete { name, .. } => (name, None),
-                    Op::ToHistory { now: n, .. } => {
+                    Op::ToHistory { now: n, .. } | Op::ToHistoryAs { now: n, .. } => {
                         now = *n;
                         continue;
                     }
@@ -1278,18 +1568,13 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, &[&Op])]) 
                     None => own.push((name.clone(), text)),
                 }
             }
-            let Leaving {
-                texts: shared,
-                record,
-                owner: cluster_owner,
-                ..
-            } = cluster.as_mut().expect("read above");
             // A job that deletes one of its cluster's attributes is kept
             // whole (the shared record cannot say that).
             let hides = own
                 .iter()
                 .any(|(n, t)| t.is_none() && shared.iter().any(|(s, _)| same_name(s, n)));
             if together < 2 || hides {
+                own.extend(common.iter().map(|(n, t)| (n.clone(), Some(t.clone()))));
                 let (whole, owner) = history_text(path, job, shared, &own)?;
                 insert
                     .execute(params![
@@ -1306,13 +1591,20 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, &[&Op])]) 
             let id = match *record {
                 Some(id) => id,
                 None => {
-                    let (text, _) = history_text(path, job, shared, &[])?;
+                    let common: Vec<(String, Option<String>)> = common
+                        .iter()
+                        .map(|(n, t)| (n.clone(), Some(t.clone())))
+                        .collect();
+                    let (text, owner) = history_text(path, job, shared, &common)?;
                     conn.prepare_cached("INSERT INTO history_shared (ad) VALUES (?1)")
                         .map_err(sql_for(job, MOVING))?
                         .execute(params![text])
                         .map_err(sql_for(job, MOVING))?;
                     let id = conn.last_insert_rowid();
                     *record = Some(id);
+                    // The shared record's Owner is the cluster's, unless
+                    // the jobs all changed it.
+                    *cluster_owner = owner;
                     id
                 }
             };
@@ -1337,27 +1629,6 @@ fn move_to_history(conn: &Connection, path: &Path, leaving: &[(JobId, &[&Op])]) 
             .map_err(sql_for(first_job, MOVING))?
             .execute(params![c, lo, hi])
             .map_err(sql_for(first_job, MOVING))?;
-    }
-    let mut clusters: Vec<u32> = runs.iter().map(|r| r.0).collect();
-    clusters.dedup();
-    for c in clusters {
-        let job = JobId::new(c, 0);
-        let others = conn
-            .prepare_cached("SELECT 1 FROM jobs WHERE cluster = ?1 LIMIT 1")
-            .map_err(sql_for(job, MOVING))?
-            .query_row(params![c], |_| Ok(()))
-            .optional()
-            .map_err(sql_for(job, MOVING))?
-            .is_some();
-        if !others && !is_factory(conn, c).map_err(sql_for(job, MOVING))? {
-            // The last proc has left: the cluster's ad goes with it (its
-            // id stays used: the counter never goes back), unless the
-            // cluster is a factory that has more to make.
-            conn.prepare_cached("DELETE FROM cluster_attrs WHERE cluster = ?1")
-                .map_err(sql_for(job, MOVING))?
-                .execute(params![c])
-                .map_err(sql_for(job, MOVING))?;
-        }
     }
     Ok(())
 }
@@ -1451,8 +1722,58 @@ struct Leaving {
     texts: Vec<(String, String)>,
     /// Its shared history record, once written.
     record: Option<i64>,
-    /// Its `Owner`, when a string.
+    /// Its `Owner`, when a string (its shared record's, once written).
     owner: Option<String>,
+    /// What every job of it leaving in the batch sets alike, last.
+    common: Vec<(String, String)>,
+}
+
+/// The attributes every one of `jobs` (each with its ops) sets last to
+/// the same text: a removal's RemoveReason, JobStatus,
+/// EnteredCurrentStatus, ... are the same for every job of a removed
+/// cluster. They are stored once, in the jobs' shared history record,
+/// not in each job's row. Each op's text is made once here for the first
+/// job and compared for the others.
+fn common_changes(jobs: &[(JobId, &[&Op])]) -> Vec<(String, String)> {
+    /// The op that has the last word on `name` among `ops`.
+    fn last<'o>(ops: &[&'o Op], name: &str) -> Option<&'o Op> {
+        ops.iter()
+            .rev()
+            .find(|op| match op {
+                Op::Set { name: n, .. } | Op::Delete { name: n, .. } => same_name(n, name),
+                Op::ToHistory { .. } | Op::ToHistoryAs { .. } => false,
+            })
+            .copied()
+    }
+    let Some(((_, first), rest)) = jobs.split_first() else {
+        return Vec::new();
+    };
+    let mut common: Vec<(String, String)> = Vec::new();
+    for op in first.iter() {
+        if let Op::Set { name, .. } = op {
+            if name.is_empty() || common.iter().any(|(n, _)| same_name(n, name)) {
+                continue;
+            }
+            if let Some(Op::Set { expr, .. }) = last(first, name) {
+                common.push((name.clone(), unparse(expr)));
+            }
+        }
+    }
+    let mut text = String::new();
+    for (_, ops) in rest {
+        if common.is_empty() {
+            break;
+        }
+        common.retain(|(name, want)| match last(ops, name) {
+            Some(Op::Set { expr, .. }) => {
+                text.clear();
+                classad::unparse::expr_into(&mut text, expr);
+                text == *want
+            }
+            _ => false,
+        });
+    }
+    common
 }
 
 /// The `Owner` of stored texts, when it is a string.
@@ -1548,7 +1869,9 @@ fn apply_one(conn: &Connection, path: &Path, op: &Op) -> Result<()> {
     let (job, what) = match op {
         Op::Set { job, .. } => (*job, "setting an attribute"),
         Op::Delete { job, .. } => (*job, "deleting an attribute"),
-        Op::ToHistory { job, .. } => (*job, "moving a job to the history"),
+        Op::ToHistory { job, .. } | Op::ToHistoryAs { job, .. } => {
+            (*job, "moving a job to the history")
+        }
     };
     let sql = |source| Error::Sqlite {
         path: path.to_path_buf(),
@@ -1573,6 +1896,10 @@ fn apply_one(conn: &Connection, path: &Path, op: &Op) -> Result<()> {
         }
     };
     match op {
+        Op::ToHistoryAs { now, ad, .. } => {
+            move_ads_to_history(conn, path, &[(job, *now, ad)])?;
+            drop_emptied_clusters(conn, path, &[job.cluster])?;
+        }
         Op::Set { name, expr, .. } => {
             check_name(name)?;
             if !job_exists(conn, job).map_err(sql)? {

@@ -214,3 +214,236 @@ fn a_bulk_batch_with_a_missing_job_or_a_second_move_changes_nothing() {
         assert!(s.history(&HistoryQuery::default()).unwrap().is_empty());
     }
 }
+
+#[test]
+fn what_every_leaving_job_changes_alike_is_stored_once_and_read_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    // The same queue twice: jobs moved one batch each (whole rows), and
+    // all in one batch (a shared record).
+    let mut stores: Vec<Store> = ["one.db", "bulk.db"]
+        .iter()
+        .map(|f| Store::open(dir.path().join(f)).unwrap())
+        .collect();
+    for s in &mut stores {
+        let c = s.reserve_cluster().unwrap();
+        s.submit_shared(c, &chained()).unwrap();
+    }
+    // A removal: the same attributes for every job, except that proc 2's
+    // reason differs, and every job takes a new Owner (so the rows'
+    // owner is the changed one) and sets its own Args (its own text).
+    let batch = |p: u32| -> Vec<Op> {
+        let job = JobId::new(1, p);
+        let reason = if p == 2 {
+            "\"other\""
+        } else {
+            "\"via condor_rm\""
+        };
+        vec![
+            Op::set(job, "RemoveReason", expr(reason)),
+            Op::set(job, "LastJobStatus", expr("1")),
+            Op::set(job, "JobStatus", expr("3")),
+            Op::set(job, "Owner", expr("\"carol\"")),
+            Op::set(job, "Args", expr(&format!("\"{p} again\""))),
+            Op::to_history(job, 90),
+        ]
+    };
+    for p in 0..4 {
+        stores[0].apply(&batch(p)).unwrap();
+    }
+    let all: Vec<Op> = (0..4).flat_map(batch).collect();
+    stores[1].apply(&all).unwrap();
+    let history = |s: &Store| {
+        let mut h: Vec<(JobId, Option<String>, i64, String)> = s
+            .history(&HistoryQuery::default())
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.id, r.owner, r.entered, r.ad.to_string()))
+            .collect();
+        h.sort();
+        h
+    };
+    let (one, bulk) = (history(&stores[0]), history(&stores[1]));
+    assert_eq!(one.len(), 4);
+    assert_eq!(one, bulk);
+    for (id, owner, _, text) in &bulk {
+        assert_eq!(owner.as_deref(), Some("carol"), "{id}");
+        let ad = ad(text);
+        assert_eq!(ad.get("JobStatus").unwrap().to_string(), "3");
+        // Proc 1's own JobStatus (5) was changed like the others'.
+        assert_eq!(ad.get("LastJobStatus").unwrap().to_string(), "1");
+    }
+    assert!(bulk[2].3.contains(r#"RemoveReason = "other""#));
+    assert!(bulk[1].3.contains(r#"RemoveReason = "via condor_rm""#));
+    drop(stores);
+    let texts = |sql: &str| -> Vec<String> {
+        let conn = rusqlite::Connection::open(dir.path().join("bulk.db")).unwrap();
+        let mut st = conn.prepare(sql).unwrap();
+        let rows = st.query_map([], |r| r.get(0)).unwrap();
+        rows.map(Result::unwrap).collect()
+    };
+    // The common changes are in the shared record, once; the rows hold
+    // what differs (ProcId, Args, RemoveReason, as proc 2's differs;
+    // proc 2 also deleted Ratio, so its row is whole).
+    let shared = texts("SELECT ad FROM history_shared");
+    assert_eq!(shared.len(), 1);
+    for attr in ["LastJobStatus = 1", "JobStatus = 3", r#"Owner = "carol""#] {
+        assert!(shared[0].contains(attr), "{attr} in {}", shared[0]);
+    }
+    assert!(!shared[0].contains("RemoveReason"));
+    let rows = texts("SELECT ad FROM history WHERE shared IS NOT NULL ORDER BY proc");
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for row in &rows {
+        assert!(!row.contains("JobStatus"), "{row}");
+        assert!(!row.contains("Owner"), "{row}");
+        assert!(row.contains("Args"), "{row}");
+        assert!(row.contains("RemoveReason"), "{row}");
+    }
+}
+
+#[test]
+fn jobs_leaving_with_their_final_ads_make_the_history_their_stored_rows_would() {
+    let dir = tempfile::tempdir().unwrap();
+    // The same queue twice: the batch's changes and moves given as ops
+    // (the store reads the jobs back), and as the jobs' final ads.
+    let mut stores: Vec<Store> = ["ops.db", "ads.db"]
+        .iter()
+        .map(|f| Store::open(dir.path().join(f)).unwrap())
+        .collect();
+    let jobs = chained();
+    let single = ad(r#"[ ClusterId = 2; ProcId = 0; Owner = "bob"; Cmd = "/bin/sleep" ]"#);
+    for s in &mut stores {
+        let c = s.reserve_cluster().unwrap();
+        s.submit_shared(c, &jobs).unwrap();
+        let c = s.reserve_cluster().unwrap();
+        s.submit_cluster(c, std::slice::from_ref(&single)).unwrap();
+    }
+    // A removal of 1.0, 1.1, 1.2 (which hides Ratio) and 2.0 (alone of
+    // its cluster); 1.3 stays.
+    let changes = |p: u32| -> Vec<(&'static str, String)> {
+        vec![
+            ("RemoveReason", "\"via condor_rm\"".to_string()),
+            ("LastJobStatus", if p == 1 { "5" } else { "1" }.to_string()),
+            ("JobStatus", "3".to_string()),
+            ("EnteredCurrentStatus", "1700000100".to_string()),
+        ]
+    };
+    let leaving = [
+        (JobId::new(1, 0), (*jobs[0]).clone()),
+        (JobId::new(1, 1), (*jobs[1]).clone()),
+        (JobId::new(1, 2), (*jobs[2]).clone()),
+        (JobId::new(2, 0), single.clone()),
+    ];
+    let mut ops = Vec::new();
+    let mut as_ads = Vec::new();
+    for (job, mut final_ad) in leaving {
+        for (name, text) in changes(job.proc) {
+            ops.push(Op::set(job, name, expr(&text)));
+            final_ad.insert(name, expr(&text));
+        }
+        ops.push(Op::to_history(job, 1700000100));
+        as_ads.push(Op::to_history_as(job, 1700000100, Arc::new(final_ad)));
+    }
+    stores[0].apply(&ops).unwrap();
+    stores[1].apply(&as_ads).unwrap();
+    let history = |s: &Store| {
+        let mut h: Vec<(JobId, Option<String>, i64, String)> = s
+            .history(&HistoryQuery::default())
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.id, r.owner, r.entered, r.ad.to_string()))
+            .collect();
+        h.sort();
+        h
+    };
+    let (by_ops, by_ads) = (history(&stores[0]), history(&stores[1]));
+    assert_eq!(by_ops.len(), 4);
+    assert_eq!(by_ops, by_ads);
+    assert_eq!(by_ads[3].1.as_deref(), Some("bob"));
+    // The stored text itself, not only what it parses to.
+    let rows = |s: &Store| {
+        let mut r: Vec<(JobId, String)> = s
+            .history_page(&HistoryQuery::default(), None, 100)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.id, r.text))
+            .collect();
+        r.sort();
+        r
+    };
+    assert_eq!(rows(&stores[0]), rows(&stores[1]));
+    for s in &stores {
+        let q = s.load_queue().unwrap();
+        assert_eq!(q.len(), 1);
+        assert_eq!(q[0].id, JobId::new(1, 3));
+        assert_eq!(q[0].ad.to_string(), jobs[3].to_string());
+    }
+    drop(stores);
+    let count = |file: &str, sql: &str| -> i64 {
+        rusqlite::Connection::open(dir.path().join(file))
+            .unwrap()
+            .query_row(sql, [], |r| r.get(0))
+            .unwrap()
+    };
+    for sql in [
+        "SELECT count(*) FROM history_shared",
+        "SELECT count(*) FROM history WHERE shared IS NOT NULL",
+        "SELECT count(*) FROM cluster_attrs WHERE cluster = 2",
+        "SELECT count(*) FROM job_attrs",
+    ] {
+        assert_eq!(count("ops.db", sql), count("ads.db", sql), "{sql}");
+    }
+    // 1.0 and 1.1 share a record (1.2 hides Ratio: whole), and it holds
+    // what both changed alike.
+    assert_eq!(
+        count(
+            "ads.db",
+            "SELECT count(*) FROM history WHERE shared IS NOT NULL"
+        ),
+        2
+    );
+    assert_eq!(
+        count(
+            "ads.db",
+            "SELECT count(*) FROM history WHERE ad LIKE '%RemoveReason%' AND shared IS NOT NULL"
+        ),
+        0
+    );
+}
+
+#[test]
+fn a_batch_of_final_ads_with_a_job_not_queued_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(dir.path().join("q.db")).unwrap();
+    let c = s.reserve_cluster().unwrap();
+    let jobs = chained();
+    s.submit_shared(c, &jobs).unwrap();
+    let was: Vec<String> = s
+        .load_queue()
+        .unwrap()
+        .iter()
+        .map(|j| j.ad.to_string())
+        .collect();
+    let leave = |p: u32| Op::to_history_as(JobId::new(c, p), 5, Arc::clone(&jobs[0]));
+    for ops in [
+        vec![leave(0), leave(1), leave(9)],
+        vec![leave(7)],
+        vec![leave(2), leave(2)],
+    ] {
+        let e = s.apply(&ops).unwrap_err();
+        assert!(matches!(e, store::Error::NoSuchJob { .. }), "{e}");
+        let now: Vec<String> = s
+            .load_queue()
+            .unwrap()
+            .iter()
+            .map(|j| j.ad.to_string())
+            .collect();
+        assert_eq!(now, was);
+        assert!(s.history(&HistoryQuery::default()).unwrap().is_empty());
+    }
+    // One alone, and the cluster's last ones: the cluster's ad goes
+    // with the last.
+    s.apply(&[leave(0)]).unwrap();
+    s.apply(&[leave(1), leave(2), leave(3)]).unwrap();
+    assert_eq!(s.history(&HistoryQuery::default()).unwrap().len(), 4);
+    assert!(s.load_queue().unwrap().is_empty());
+}

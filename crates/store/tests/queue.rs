@@ -450,3 +450,33 @@ fn a_stored_expression_that_no_longer_parses_is_reported_not_loaded() {
     let msg = err.to_string();
     assert!(msg.contains("Args") && msg.contains("1.1"), "{msg}");
 }
+
+#[test]
+fn a_big_commit_leaves_its_log_to_the_checkpoint() {
+    let (_dir, path) = fresh();
+    let mut s = Store::open(&path).unwrap();
+    // 20,000 procs with 300 bytes of their own each: past SQLite's own
+    // threshold of 1,000 pages of log.
+    let procs: Vec<ClassAd> = (0..20_000)
+        .map(|p| {
+            ad(&format!(
+                r#"[ ClusterId = 1; ProcId = {p}; Owner = "alice"; Args = "{p} {}" ]"#,
+                "x".repeat(300)
+            ))
+        })
+        .collect();
+    submit(&mut s, &procs);
+    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let wal = path.with_file_name("queue.db-wal");
+    assert!(size(&wal) > 4_096_000, "the log holds the commit");
+    assert!(
+        size(&path) < 1_000_000,
+        "the commit did not copy its log into the file ({} bytes)",
+        size(&path)
+    );
+    assert!(s.checkpoint().unwrap() > 1_000);
+    assert!(size(&path) > 4_096_000, "the checkpoint copied it");
+    drop(s);
+    let s = Store::open(&path).unwrap();
+    assert_eq!(s.queue_len().unwrap(), 20_000);
+}
