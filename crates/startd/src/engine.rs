@@ -394,6 +394,10 @@ pub struct Startd {
     /// What the VM-host peers' ads say (`vm_host`): the host's `HOST_`
     /// attributes and whether START is overridden False.
     pub(crate) vm_peers: crate::vm_host::PeerView,
+    /// Bumped whenever the slots' ads are built afresh or the set of slots
+    /// changes: copies of the ads a caller got from
+    /// [`Startd::republish`] under another epoch are not reused.
+    pub(crate) ads_epoch: u64,
 }
 
 /// Seconds after which a claim still Claimed/Idle is said to be idle to
@@ -455,6 +459,7 @@ impl Startd {
             partitionables: BTreeMap::new(),
             pending_claims: Vec::new(),
             vm_peers: crate::vm_host::PeerView::default(),
+            ads_epoch: 0,
         })
     }
 
@@ -2538,6 +2543,7 @@ impl Startd {
         d.entered_state = now;
         d.entered_activity = now;
         self.slots.push(d);
+        self.ads_epoch += 1;
         let j = self.slots.len() - 1;
         let dad = self.slot_ad(j, now);
         let claim = self.new_claim(j, r.clone(), &dad, now);
@@ -2732,6 +2738,7 @@ impl Startd {
                     }
                 }
                 self.slots.remove(i);
+                self.ads_epoch += 1;
                 continue;
             }
             i += 1;
