@@ -665,7 +665,6 @@ impl<'a, 'p> Cycle<'a, 'p> {
     /// Start and SlotWeight read.
     fn load_slots(&mut self, ads: &'a [ClassAd], refs: &mut SignificantAttrs) -> Vec<bool> {
         let env = self.env.clone();
-        let mut by_name: HashMap<String, usize> = HashMap::new();
         let mut trimmed = Vec::with_capacity(ads.len());
         for (i, ad) in ads.iter().enumerate() {
             let name = lit_string(ad, "Name", &env).unwrap_or_else(|| format!("slot#{i}"));
@@ -710,7 +709,6 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 || (claimed && retiring && !self.policy.consider_early_preemption)
                 || (claimed && dynamic && self.policy.allow_pslot_preemption);
             trimmed.push(trim);
-            by_name.insert(name.clone(), i);
             for e in ["Requirements", "Rank", "Start", "SlotWeight"] {
                 if let Some(x) = ad.get(e) {
                     refs.add_references(x);
@@ -733,6 +731,15 @@ impl<'a, 'p> Cycle<'a, 'p> {
         // time left (whatever NEGOTIATOR_CONSIDER_EARLY_PREEMPTION says), not
         // already being preempted.
         if self.policy.allow_pslot_preemption && self.policy.consider_preemption {
+            // Only here are slots looked up by name: not a map of ten
+            // thousand names every cycle for nothing.
+            let by_name: HashMap<&str, usize> = self
+                .slots
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.name.as_str(), i))
+                .collect();
+            let mut children = Vec::new();
             for i in 0..self.slots.len() {
                 let s = &self.slots[i];
                 if s.remote_user.is_none() {
@@ -747,11 +754,14 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 if retiring || preempting {
                     continue;
                 }
-                if let Some(&p) = by_name.get(&parent) {
+                if let Some(&p) = by_name.get(parent.as_str()) {
                     if self.slots[p].partitionable {
-                        self.slots[p].children.push(i);
+                        children.push((p, i));
                     }
                 }
+            }
+            for (p, i) in children {
+                self.slots[p].children.push(i);
             }
         }
         self.stats.slots = self.slots.len();
@@ -780,6 +790,39 @@ fn may_be_constant(e: Option<&Expr>) -> Option<&Expr> {
         references(e, &mut refs);
         !refs.is_empty() && target_free(e, None)
     })
+}
+
+/// The keys of the ads `of(i)` for each of `candidates` (indexed as the
+/// ads), over the names `attrs` has once it learnt what every one of
+/// them reads. Names only grow, so a key is stale only if the set grew
+/// after it was computed: those alone are computed again (the slots of a
+/// pool share their expressions, so the set grows at the first slots and
+/// a second pass over ten thousand ads would change nothing).
+fn slot_keys<'s>(
+    attrs: &mut SignificantAttrs,
+    candidates: &[usize],
+    of: impl Fn(usize) -> &'s ClassAd,
+) -> Vec<u64> {
+    let len = candidates.iter().max().map_or(0, |m| m + 1);
+    let mut keys = vec![0u64; len];
+    // The number of names each key was computed over.
+    let mut over = vec![0usize; len];
+    let mut stale: Vec<usize> = candidates.to_vec();
+    while !stale.is_empty() {
+        for &i in &stale {
+            let (k, grew) = attrs.key_of(of(i));
+            keys[i] = k;
+            // A key whose computation grew the set is incomplete.
+            over[i] = if grew { 0 } else { attrs.len() };
+        }
+        let now = attrs.len();
+        stale = candidates
+            .iter()
+            .copied()
+            .filter(|&i| over[i] != now)
+            .collect();
+    }
+    keys
 }
 
 /// See [`Cycle::rank_preemption_possible`].
@@ -928,18 +971,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
             .filter(|&i| self.slots[i].remote_user.is_none() || self.preemption_possible)
             .collect();
         self.stats.slots_trimmed = self.slots.len() - candidates.len();
-        let mut keys = vec![0u64; self.slots.len()];
-        loop {
-            let mut stale = false;
-            for &i in &candidates {
-                let (k, grew) = attrs.key_of(&self.slots[i].ad);
-                keys[i] = k;
-                stale |= grew;
-            }
-            if !stale {
-                break;
-            }
-        }
+        let keys = slot_keys(attrs, &candidates, |i| &self.slots[i].ad);
         let mut clusters = Clusters::default();
         let mut class_of: HashMap<usize, usize> = HashMap::new();
         for &i in &candidates {
@@ -1924,6 +1956,49 @@ mod tests {
         let plan = negotiate(slots, &subs, &prios(), &mut NoLimits, pol, NOW);
         let names = plan.matches.iter().map(|m| m.slot_name.clone()).collect();
         (names, groups)
+    }
+
+    #[test]
+    fn slot_keys_are_over_every_name_learnt_even_from_later_slots() {
+        // Only the last slot's Start reads Site, and only through Start:
+        // the first two differ in Site, so their keys must differ, though
+        // their own keys were first computed before Site was significant.
+        // The keys are those of computing every key again until nothing
+        // more is learnt.
+        let ads: Vec<ClassAd> = [
+            "[Site = \"a\"; Cpus = 1; Start = true]",
+            "[Site = \"b\"; Cpus = 1; Start = true]",
+            "[Site = \"a\"; Cpus = 1; Start = Site == \"a\"; Missing = Later]",
+            "[Site = \"a\"; Cpus = 1; Start = true]",
+        ]
+        .iter()
+        .map(|t| ClassAd::parse(t).unwrap())
+        .collect();
+        let roots = || {
+            let mut a = SignificantAttrs::new();
+            a.add("Start");
+            a
+        };
+        let candidates = [0, 1, 2, 3];
+        let mut attrs = roots();
+        let keys = slot_keys(&mut attrs, &candidates, |i| &ads[i]);
+        let mut again = roots();
+        let mut want = vec![0u64; ads.len()];
+        loop {
+            let mut grew = false;
+            for &i in &candidates {
+                let (k, g) = again.key_of(&ads[i]);
+                want[i] = k;
+                grew |= g;
+            }
+            if !grew {
+                break;
+            }
+        }
+        assert_eq!(keys, want);
+        assert!(attrs.contains("Site"));
+        assert_ne!(keys[0], keys[1]);
+        assert_eq!(keys[0], keys[3]);
     }
 
     #[test]
