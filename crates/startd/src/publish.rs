@@ -93,6 +93,13 @@ fn text(ad: &mut ClassAd, name: &str, v: &str) {
     ad.insert_value(name, v);
 }
 
+/// `START`, as a matchable slot's Requirements: made once (a clone shares
+/// its name), not a new name for every refresh of every slot.
+fn start_reference() -> &'static Expr {
+    static START: std::sync::OnceLock<Expr> = std::sync::OnceLock::new();
+    START.get_or_init(|| Expr::attr("START"))
+}
+
 /// Attributes a slot ad has only while there is a claim, a job or a drain;
 /// removed from the persistent ad when there is none.
 const CLAIM_ATTRS: &[&str] = &[
@@ -454,7 +461,7 @@ impl Startd {
             if not_matchable {
                 Expr::from_value(Value::Bool(false))
             } else {
-                Expr::attr("START")
+                start_reference().clone()
             },
         );
         w.value("CurrentRank", s.claim.as_ref().map_or(0.0, |c| c.rank));
