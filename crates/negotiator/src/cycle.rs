@@ -49,7 +49,8 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use classad::{ClassAd, Env, Expr, Value};
+use classad::same::same_expr;
+use classad::{AttrName, ClassAd, Env, Expr, Value};
 use config::{Config, ParamError};
 
 use crate::autocluster::{references, target_free, Clusters, SignificantAttrs};
@@ -792,6 +793,55 @@ fn may_be_constant(e: Option<&Expr>) -> Option<&Expr> {
     })
 }
 
+/// Slots grouped by what they bind to the significant names, compared
+/// exactly (as [`Clusters`] groups ads), each slot's bindings looked up
+/// once: a cluster keeps its first member's, where comparing through
+/// [`SignificantAttrs::alike`] would look both ads up again for every slot
+/// of a pool, every cycle.
+struct SlotClusters<'n, 's> {
+    names: &'n [AttrName],
+    by_key: HashMap<u64, Vec<usize>>,
+    /// For each cluster, its first member's bindings.
+    bound: Vec<Vec<Option<&'s Expr>>>,
+    scratch: Vec<Option<&'s Expr>>,
+}
+
+impl<'n, 's> SlotClusters<'n, 's> {
+    fn new(names: &'n [AttrName]) -> Self {
+        SlotClusters {
+            names,
+            by_key: HashMap::new(),
+            bound: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The cluster of `ad`, whose key is `key`, made if new.
+    fn assign(&mut self, key: u64, ad: &'s ClassAd) -> usize {
+        self.scratch.clear();
+        self.scratch
+            .extend(self.names.iter().map(|n| ad.lookup_name(n)));
+        let ids = self.by_key.entry(key).or_default();
+        for &id in ids.iter() {
+            let alike = self.bound[id]
+                .iter()
+                .zip(&self.scratch)
+                .all(|(a, b)| match (a, b) {
+                    (None, None) => true,
+                    (Some(x), Some(y)) => same_expr(x, y),
+                    _ => false,
+                });
+            if alike {
+                return id;
+            }
+        }
+        let id = self.bound.len();
+        self.bound.push(self.scratch.clone());
+        ids.push(id);
+        id
+    }
+}
+
 /// The keys of the ads `of(i)` for each of `candidates` (indexed as the
 /// ads), over the names `attrs` has once it learnt what every one of
 /// them reads. Names only grow, so a key is stale only if the set grew
@@ -972,9 +1022,20 @@ impl<'a, 'p> Cycle<'a, 'p> {
             .collect();
         self.stats.slots_trimmed = self.slots.len() - candidates.len();
         let keys = slot_keys(attrs, &candidates, |i| &self.slots[i].ad);
-        let mut clusters = Clusters::default();
+        // Each slot's cluster first (the slots' ads are borrowed while
+        // their bindings are compared), then the classes in slot order.
+        let cluster: Vec<Option<usize>> = {
+            let mut clusters = SlotClusters::new(attrs.names());
+            candidates
+                .iter()
+                .map(|&i| {
+                    let s = &self.slots[i];
+                    (!s.partitionable).then(|| clusters.assign(keys[i], &s.ad))
+                })
+                .collect()
+        };
         let mut class_of: HashMap<usize, usize> = HashMap::new();
-        for &i in &candidates {
+        for (&i, cluster) in candidates.iter().zip(cluster) {
             let s = &self.slots[i];
             if s.partitionable {
                 self.slots[i].class = Some(self.classes.len());
@@ -989,7 +1050,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 continue;
             }
             let slots = &self.slots;
-            let id = clusters.assign(attrs, keys[i], i, |j| &slots[j].ad);
+            let Some(id) = cluster else { continue };
             let class = *class_of.entry(id).or_insert_with(|| {
                 self.classes.push(Class {
                     members: Vec::new(),
@@ -1956,6 +2017,44 @@ mod tests {
         let plan = negotiate(slots, &subs, &prios(), &mut NoLimits, pol, NOW);
         let names = plan.matches.iter().map(|m| m.slot_name.clone()).collect();
         (names, groups)
+    }
+
+    #[test]
+    fn slot_clusters_group_as_clusters_do_even_when_keys_collide() {
+        let ads: Vec<ClassAd> = [
+            "[Cpus = 1; Memory = 10; Start = true]",
+            "[Cpus = 1; Memory = 20; Start = true]",
+            "[Cpus = 1; Memory = 10; Start = true; Other = 5]",
+            "[Cpus = 1; Start = true]",
+            "[Cpus = 1; Memory = 20; Start = true]",
+            "[Cpus = 1; Start = true]",
+            "[Cpus = 1; Memory = 10; Start = Cpus > 0]",
+        ]
+        .iter()
+        .map(|t| ClassAd::parse(t).unwrap())
+        .collect();
+        let mut attrs = SignificantAttrs::new();
+        for n in ["Cpus", "Memory", "Start"] {
+            attrs.add(n);
+        }
+        // The same key for every ad (a collision each time), and the real
+        // ones: the exact comparison decides either way.
+        for same_key in [true, false] {
+            let mut old = Clusters::default();
+            let mut keys = Vec::new();
+            for ad in &ads {
+                keys.push(if same_key { 7 } else { attrs.key_of(ad).0 });
+            }
+            let want: Vec<usize> = (0..ads.len())
+                .map(|i| old.assign(&attrs, keys[i], i, |j| &ads[j]))
+                .collect();
+            let mut new = SlotClusters::new(attrs.names());
+            let got: Vec<usize> = (0..ads.len())
+                .map(|i| new.assign(keys[i], &ads[i]))
+                .collect();
+            assert_eq!(got, want);
+            assert_eq!(got, [0, 1, 0, 2, 1, 2, 3]);
+        }
     }
 
     #[test]
