@@ -4,11 +4,11 @@
 //! seconds on one core (it was 60; 55.8 s measured on a quiet machine
 //! before `Startd::republish`).
 //!
-//! Measured on a shared 2-core machine (load 3.5-5.7), the two runs back
+//! Measured on a shared 2-core machine (load 3.4-4.8), the two runs back
 //! to back, `/usr/bin/time` over `target/release/deps/day-* --bench`:
-//! before `Startd::republish` 86.5 s of user time for both days (the
-//! large one 122 s of wall time), after it and the changes beside it
-//! 76.4 s (86 s), with identical reports. Time is spread thin over the
+//! before `Startd::republish` 99.2 s of user time for both days (the
+//! large one 104.7 s of wall time), after it and the slot-class changes
+//! in the negotiator 73.9 s (81.2 s), with identical reports. Time is spread thin over the
 //! slots: refreshing each slot's ad at every poll and every publication
 //! (about a third), the negotiator's pass over every slot ad per cycle
 //! (a sixth), the startd's events; the rest of the way to 20 s needs the
