@@ -50,7 +50,8 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use classad::{ClassAd, Env, Expr, Value};
+use classad::same::same_expr;
+use classad::{AttrName, ClassAd, Env, Expr, Value};
 use config::{Config, ParamError};
 
 use crate::autocluster::{references, target_free, Clusters, SignificantAttrs};
@@ -718,7 +719,6 @@ impl<'a, 'p> Cycle<'a, 'p> {
     /// Start and SlotWeight read.
     fn load_slots(&mut self, ads: &'a [ClassAd], refs: &mut SignificantAttrs) -> Vec<bool> {
         let env = self.env.clone();
-        let mut by_name: HashMap<String, usize> = HashMap::new();
         let mut trimmed = Vec::with_capacity(ads.len());
         for (i, ad) in ads.iter().enumerate() {
             let name = lit_string(ad, "Name", &env).unwrap_or_else(|| format!("slot#{i}"));
@@ -763,7 +763,6 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 || (claimed && retiring && !self.policy.consider_early_preemption)
                 || (claimed && dynamic && self.policy.allow_pslot_preemption);
             trimmed.push(trim);
-            by_name.insert(name.clone(), i);
             for e in ["Requirements", "Rank", "Start", "SlotWeight"] {
                 if let Some(x) = ad.get(e) {
                     refs.add_references(x);
@@ -786,6 +785,15 @@ impl<'a, 'p> Cycle<'a, 'p> {
         // time left (whatever NEGOTIATOR_CONSIDER_EARLY_PREEMPTION says), not
         // already being preempted.
         if self.policy.allow_pslot_preemption && self.policy.consider_preemption {
+            // Only here are slots looked up by name: not a map of ten
+            // thousand names every cycle for nothing.
+            let by_name: HashMap<&str, usize> = self
+                .slots
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.name.as_str(), i))
+                .collect();
+            let mut children = Vec::new();
             for i in 0..self.slots.len() {
                 let s = &self.slots[i];
                 if s.remote_user.is_none() {
@@ -800,11 +808,14 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 if retiring || preempting {
                     continue;
                 }
-                if let Some(&p) = by_name.get(&parent) {
+                if let Some(&p) = by_name.get(parent.as_str()) {
                     if self.slots[p].partitionable {
-                        self.slots[p].children.push(i);
+                        children.push((p, i));
                     }
                 }
+            }
+            for (p, i) in children {
+                self.slots[p].children.push(i);
             }
         }
         self.stats.slots = self.slots.len();
@@ -833,6 +844,88 @@ fn may_be_constant(e: Option<&Expr>) -> Option<&Expr> {
         references(e, &mut refs);
         !refs.is_empty() && target_free(e, None)
     })
+}
+
+/// Slots grouped by what they bind to the significant names, compared
+/// exactly (as [`Clusters`] groups ads), each slot's bindings looked up
+/// once: a cluster keeps its first member's, where comparing through
+/// [`SignificantAttrs::alike`] would look both ads up again for every slot
+/// of a pool, every cycle.
+struct SlotClusters<'n, 's> {
+    names: &'n [AttrName],
+    by_key: HashMap<u64, Vec<usize>>,
+    /// For each cluster, its first member's bindings.
+    bound: Vec<Vec<Option<&'s Expr>>>,
+    scratch: Vec<Option<&'s Expr>>,
+}
+
+impl<'n, 's> SlotClusters<'n, 's> {
+    fn new(names: &'n [AttrName]) -> Self {
+        SlotClusters {
+            names,
+            by_key: HashMap::new(),
+            bound: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The cluster of `ad`, whose key is `key`, made if new.
+    fn assign(&mut self, key: u64, ad: &'s ClassAd) -> usize {
+        self.scratch.clear();
+        self.scratch
+            .extend(self.names.iter().map(|n| ad.lookup_name(n)));
+        let ids = self.by_key.entry(key).or_default();
+        for &id in ids.iter() {
+            let alike = self.bound[id]
+                .iter()
+                .zip(&self.scratch)
+                .all(|(a, b)| match (a, b) {
+                    (None, None) => true,
+                    (Some(x), Some(y)) => same_expr(x, y),
+                    _ => false,
+                });
+            if alike {
+                return id;
+            }
+        }
+        let id = self.bound.len();
+        self.bound.push(self.scratch.clone());
+        ids.push(id);
+        id
+    }
+}
+
+/// The keys of the ads `of(i)` for each of `candidates` (indexed as the
+/// ads), over the names `attrs` has once it learnt what every one of
+/// them reads. Names only grow, so a key is stale only if the set grew
+/// after it was computed: those alone are computed again (the slots of a
+/// pool share their expressions, so the set grows at the first slots and
+/// a second pass over ten thousand ads would change nothing).
+fn slot_keys<'s>(
+    attrs: &mut SignificantAttrs,
+    candidates: &[usize],
+    of: impl Fn(usize) -> &'s ClassAd,
+) -> Vec<u64> {
+    let len = candidates.iter().max().map_or(0, |m| m + 1);
+    let mut keys = vec![0u64; len];
+    // The number of names each key was computed over.
+    let mut over = vec![0usize; len];
+    let mut stale: Vec<usize> = candidates.to_vec();
+    while !stale.is_empty() {
+        for &i in &stale {
+            let (k, grew) = attrs.key_of(of(i));
+            keys[i] = k;
+            // A key whose computation grew the set is incomplete.
+            over[i] = if grew { 0 } else { attrs.len() };
+        }
+        let now = attrs.len();
+        stale = candidates
+            .iter()
+            .copied()
+            .filter(|&i| over[i] != now)
+            .collect();
+    }
+    keys
 }
 
 /// See [`Cycle::rank_preemption_possible`].
@@ -1024,21 +1117,21 @@ impl<'a, 'p> Cycle<'a, 'p> {
             .filter(|&i| self.slots[i].remote_user.is_none() || self.preemption_possible)
             .collect();
         self.stats.slots_trimmed = self.slots.len() - candidates.len();
-        let mut keys = vec![0u64; self.slots.len()];
-        loop {
-            let mut stale = false;
-            for &i in &candidates {
-                let (k, grew) = attrs.key_of(&self.slots[i].ad);
-                keys[i] = k;
-                stale |= grew;
-            }
-            if !stale {
-                break;
-            }
-        }
-        let mut clusters = Clusters::default();
+        let keys = slot_keys(attrs, &candidates, |i| &self.slots[i].ad);
+        // Each slot's cluster first (the slots' ads are borrowed while
+        // their bindings are compared), then the classes in slot order.
+        let cluster: Vec<Option<usize>> = {
+            let mut clusters = SlotClusters::new(attrs.names());
+            candidates
+                .iter()
+                .map(|&i| {
+                    let s = &self.slots[i];
+                    (!s.partitionable).then(|| clusters.assign(keys[i], &s.ad))
+                })
+                .collect()
+        };
         let mut class_of: HashMap<usize, usize> = HashMap::new();
-        for &i in &candidates {
+        for (&i, cluster) in candidates.iter().zip(cluster) {
             let s = &self.slots[i];
             if s.partitionable {
                 self.slots[i].class = Some(self.classes.len());
@@ -1053,7 +1146,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 continue;
             }
             let slots = &self.slots;
-            let id = clusters.assign(attrs, keys[i], i, |j| &slots[j].ad);
+            let Some(id) = cluster else { continue };
             let class = *class_of.entry(id).or_insert_with(|| {
                 self.classes.push(Class {
                     members: Vec::new(),
@@ -2018,6 +2111,87 @@ mod tests {
         let plan = negotiate(slots, &subs, &prios(), &mut NoLimits, pol, NOW);
         let names = plan.matches.iter().map(|m| m.slot_name.clone()).collect();
         (names, groups)
+    }
+
+    #[test]
+    fn slot_clusters_group_as_clusters_do_even_when_keys_collide() {
+        let ads: Vec<ClassAd> = [
+            "[Cpus = 1; Memory = 10; Start = true]",
+            "[Cpus = 1; Memory = 20; Start = true]",
+            "[Cpus = 1; Memory = 10; Start = true; Other = 5]",
+            "[Cpus = 1; Start = true]",
+            "[Cpus = 1; Memory = 20; Start = true]",
+            "[Cpus = 1; Start = true]",
+            "[Cpus = 1; Memory = 10; Start = Cpus > 0]",
+        ]
+        .iter()
+        .map(|t| ClassAd::parse(t).unwrap())
+        .collect();
+        let mut attrs = SignificantAttrs::new();
+        for n in ["Cpus", "Memory", "Start"] {
+            attrs.add(n);
+        }
+        // The same key for every ad (a collision each time), and the real
+        // ones: the exact comparison decides either way.
+        for same_key in [true, false] {
+            let mut old = Clusters::default();
+            let mut keys = Vec::new();
+            for ad in &ads {
+                keys.push(if same_key { 7 } else { attrs.key_of(ad).0 });
+            }
+            let want: Vec<usize> = (0..ads.len())
+                .map(|i| old.assign(&attrs, keys[i], i, |j| &ads[j]))
+                .collect();
+            let mut new = SlotClusters::new(attrs.names());
+            let got: Vec<usize> = (0..ads.len())
+                .map(|i| new.assign(keys[i], &ads[i]))
+                .collect();
+            assert_eq!(got, want);
+            assert_eq!(got, [0, 1, 0, 2, 1, 2, 3]);
+        }
+    }
+
+    #[test]
+    fn slot_keys_are_over_every_name_learnt_even_from_later_slots() {
+        // Only the last slot's Start reads Site, and only through Start:
+        // the first two differ in Site, so their keys must differ, though
+        // their own keys were first computed before Site was significant.
+        // The keys are those of computing every key again until nothing
+        // more is learnt.
+        let ads: Vec<ClassAd> = [
+            "[Site = \"a\"; Cpus = 1; Start = true]",
+            "[Site = \"b\"; Cpus = 1; Start = true]",
+            "[Site = \"a\"; Cpus = 1; Start = Site == \"a\"; Missing = Later]",
+            "[Site = \"a\"; Cpus = 1; Start = true]",
+        ]
+        .iter()
+        .map(|t| ClassAd::parse(t).unwrap())
+        .collect();
+        let roots = || {
+            let mut a = SignificantAttrs::new();
+            a.add("Start");
+            a
+        };
+        let candidates = [0, 1, 2, 3];
+        let mut attrs = roots();
+        let keys = slot_keys(&mut attrs, &candidates, |i| &ads[i]);
+        let mut again = roots();
+        let mut want = vec![0u64; ads.len()];
+        loop {
+            let mut grew = false;
+            for &i in &candidates {
+                let (k, g) = again.key_of(&ads[i]);
+                want[i] = k;
+                grew |= g;
+            }
+            if !grew {
+                break;
+            }
+        }
+        assert_eq!(keys, want);
+        assert!(attrs.contains("Site"));
+        assert_ne!(keys[0], keys[1]);
+        assert_eq!(keys[0], keys[3]);
     }
 
     #[test]

@@ -1,7 +1,19 @@
 //! A simulated day of a large pool: 10,000 one-core machines on the
 //! default policy and 100,000 jobs (1,000 submissions of 100, spread over
-//! the day, from 20 users, run times 20 to 60 minutes). Target: under 60
-//! seconds on one core.
+//! the day, from 20 users, run times 20 to 60 minutes). Target: under 20
+//! seconds on one core (it was 60; 55.8 s measured on a quiet machine
+//! before `Startd::republish`).
+//!
+//! Measured on a shared 2-core machine (load 3.4-4.8), the two runs back
+//! to back, `/usr/bin/time` over `target/release/deps/day-* --bench`:
+//! before `Startd::republish` 99.2 s of user time for both days (the
+//! large one 104.7 s of wall time), after it and the slot-class changes
+//! in the negotiator 73.9 s (81.2 s), with identical reports. Time is spread thin over the
+//! slots: refreshing each slot's ad at every poll and every publication
+//! (about a third), the negotiator's pass over every slot ad per cycle
+//! (a sixth), the startd's events; the rest of the way to 20 s needs the
+//! per-slot work itself to shrink (a slot ad's time-dependent figures
+//! computed when read rather than written at every refresh, say).
 //!
 //! Run with `nice -n 10 cargo bench -p sim --bench day`; `-- small` runs
 //! only a tenth of it (1,000 machines, 10,000 jobs), which always

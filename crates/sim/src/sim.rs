@@ -35,7 +35,7 @@ use schedd::{
     Change, ExitHow, JobEvent, JobId, JobQueue, JobStatus, RunReport, SubmitPolicy, SystemPolicy,
 };
 use startd::resources::HostReadings;
-use startd::{Action, Activity, Cause, Event, Pair, Readings, Ready, Startd, State};
+use startd::{Action, Activity, AdsEpoch, Cause, Event, Pair, Readings, Ready, Startd, State};
 
 use crate::report::{JobRecord, Report, Sample, TransitionRecord};
 use crate::rng::SplitMix64;
@@ -204,6 +204,9 @@ struct Machine {
     ad_count: usize,
     ads_at: i64,
     dirty: bool,
+    /// What its ads in the collector were published from
+    /// (`Startd::republish` takes them back to reuse).
+    epoch: AdsEpoch,
     /// What the starter adds to the slot ads (see `starter_attrs`).
     starter_attrs: ClassAd,
 }
@@ -325,6 +328,9 @@ pub struct Simulation<'f> {
     preempt_cause: BTreeMap<(usize, String), String>,
     collector: Vec<ClassAd>,
     collector_owner: Vec<(usize, String)>,
+    /// One machine's ads on their way through its startd (kept, so that
+    /// publishing allocates nothing).
+    scratch_ads: Vec<ClassAd>,
     /// The central manager: accountant, concurrency limits, policy.
     negotiator: Negotiator,
     negotiator_interval: i64,
@@ -492,6 +498,7 @@ impl<'f> Simulation<'f> {
                     ad_count: 0,
                     ads_at: i64::MIN / 2,
                     dirty: true,
+                    epoch: AdsEpoch::default(),
                     starter_attrs: starter_attrs.clone(),
                 });
             }
@@ -593,6 +600,7 @@ impl<'f> Simulation<'f> {
             preempt_cause: BTreeMap::new(),
             collector: Vec::new(),
             collector_owner: Vec::new(),
+            scratch_ads: Vec::new(),
             negotiator: Negotiator::new(accountant, limits, policy),
             negotiator_interval,
             defrag,
@@ -1623,17 +1631,25 @@ impl<'f> Simulation<'f> {
             if !mach.dirty && now - mach.ads_at < mach.update {
                 continue;
             }
-            let mut ads = mach.startd.published_ads(now);
-            for ad in &mut ads {
-                ad.update(&mach.starter_attrs);
-            }
+            // The machine's ads in the collector go back to its startd,
+            // which brings them up to date without copying them.
+            let (first, old) = (mach.first_ad, mach.ad_count);
+            let mut ads = std::mem::take(&mut self.scratch_ads);
+            ads.extend(
+                self.collector[first..first + old]
+                    .iter_mut()
+                    .map(std::mem::take),
+            );
+            mach.startd
+                .republish(now, &mach.starter_attrs, &mut ads, &mut mach.epoch);
             mach.dirty = false;
             mach.ads_at = now;
-            let (first, old, new) = (mach.first_ad, mach.ad_count, ads.len());
+            let new = ads.len();
             if new == old {
-                for (k, ad) in ads.into_iter().enumerate() {
+                for (k, ad) in ads.drain(..).enumerate() {
                     self.collector[first + k] = ad;
                 }
+                self.scratch_ads = ads;
                 continue;
             }
             // The number of slots changed (dynamic slots came or went, or
@@ -1645,7 +1661,8 @@ impl<'f> Simulation<'f> {
                 .map(|s| (m, s.name.clone()))
                 .collect();
             mach.ad_count = new;
-            self.collector.splice(first..first + old, ads);
+            self.collector.splice(first..first + old, ads.drain(..));
+            self.scratch_ads = ads;
             self.collector_owner.splice(first..first + old, names);
             for later in &mut self.machines[m + 1..] {
                 later.first_ad = later.first_ad + new - old;

@@ -394,6 +394,10 @@ pub struct Startd {
     /// What the VM-host peers' ads say (`vm_host`): the host's `HOST_`
     /// attributes and whether START is overridden False.
     pub(crate) vm_peers: crate::vm_host::PeerView,
+    /// Bumped whenever the slots' ads are built afresh or the set of slots
+    /// changes: copies of the ads a caller got from
+    /// [`Startd::republish`] under another epoch are not reused.
+    pub(crate) ads_epoch: u64,
 }
 
 /// Seconds after which a claim still Claimed/Idle is said to be idle to
@@ -455,6 +459,7 @@ impl Startd {
             partitionables: BTreeMap::new(),
             pending_claims: Vec::new(),
             vm_peers: crate::vm_host::PeerView::default(),
+            ads_epoch: 0,
         })
     }
 
@@ -906,7 +911,7 @@ impl Startd {
             let ad = self.take_ad(i, now);
             let mut unchanged = true;
             let env = self.env(now);
-            let busy = self.cpu_busy(&ad, &env);
+            let busy = self.cpu_busy(i);
             let s = &mut self.slots[i];
             match (busy, s.cpu_busy_since) {
                 (true, None) => {
@@ -996,15 +1001,14 @@ impl Startd {
     /// Whether the CPU is busy with work not HTCondor's: the configuration's
     /// CPUBusy/CpuBusy expression if it has one, else HTCondor's default
     /// (non-HTCondor load of 0.5 or more).
-    fn cpu_busy(&self, ad: &ClassAd, env: &Env) -> bool {
-        let non_condor = match (
-            ad.eval_attr("LoadAvg", env),
-            ad.eval_attr("CondorLoadAvg", env),
-        ) {
-            (Value::Real(a), Value::Real(b)) => a - b,
-            _ => 0.0,
-        };
-        non_condor >= 0.5
+    ///
+    /// Read from the slot, not its ad: the ad's LoadAvg and CondorLoadAvg
+    /// are these very numbers (every refresh writes them over whatever the
+    /// configuration put there), and two lookups in a cold ad per slot and
+    /// poll showed in a large simulation.
+    fn cpu_busy(&self, i: usize) -> bool {
+        let s = &self.slots[i];
+        s.load_avg - s.condor_load_avg >= 0.5
     }
 
     fn settle(&mut self, i: usize, now: i64, ready: &mut Ready) {
@@ -2538,6 +2542,7 @@ impl Startd {
         d.entered_state = now;
         d.entered_activity = now;
         self.slots.push(d);
+        self.ads_epoch += 1;
         let j = self.slots.len() - 1;
         let dad = self.slot_ad(j, now);
         let claim = self.new_claim(j, r.clone(), &dad, now);
@@ -2732,6 +2737,7 @@ impl Startd {
                     }
                 }
                 self.slots.remove(i);
+                self.ads_epoch += 1;
                 continue;
             }
             i += 1;

@@ -31,6 +31,6 @@ pub use engine::{
     Action, ClaimRequest, DrainFigures, DrainHow, Event, Readings, Ready, Refusal, SetupError,
     ShutdownHow, Startd,
 };
-pub use publish::MachineInfo;
+pub use publish::{AdsEpoch, MachineInfo};
 pub use slot::SlotResources;
 pub use state::{Activity, Cause, Pair, State, Transition};

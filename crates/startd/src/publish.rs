@@ -76,6 +76,11 @@ impl MachineInfo {
     }
 }
 
+/// Which slots and ads a caller's copies were published from (see
+/// [`Startd::republish`]); the default names none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AdsEpoch(Option<u64>);
+
 fn int(ad: &mut ClassAd, name: &str, v: i64) {
     ad.insert_value(name, v);
 }
@@ -86,6 +91,13 @@ fn real(ad: &mut ClassAd, name: &str, v: f64) {
 
 fn text(ad: &mut ClassAd, name: &str, v: &str) {
     ad.insert_value(name, v);
+}
+
+/// `START`, as a matchable slot's Requirements: made once (a clone shares
+/// its name), not a new name for every refresh of every slot.
+fn start_reference() -> &'static Expr {
+    static START: std::sync::OnceLock<Expr> = std::sync::OnceLock::new();
+    START.get_or_init(|| Expr::attr("START"))
 }
 
 /// Attributes a slot ad has only while there is a claim, a job or a drain;
@@ -160,6 +172,72 @@ impl Startd {
             .collect()
     }
 
+    /// What [`Startd::published_ads`] gives, with `extra` written over
+    /// each ad, into the caller's copies (`ads`, as the last call left
+    /// them with `epoch`), without copying an ad.
+    ///
+    /// A startd keeps each slot's ad between polls; a caller that keeps
+    /// what it was sent (a collector) holds a second copy, which is stale
+    /// once the slot changes. Publishing swaps the two: the slot's ad,
+    /// brought up to date, goes to the caller, and the caller's old copy
+    /// becomes the slot's ad, stale until the next refresh writes every
+    /// attribute that changes over it (every refresh does, before the ad
+    /// is read). A copy is reused only under the epoch it was published
+    /// in: the same slots, the same unchanging part. Copying a hundred
+    /// attributes (the policy's expressions among them) per slot and
+    /// update was most of what publishing cost a large simulated pool.
+    ///
+    /// `extra` is what the caller adds that the startd does not publish
+    /// itself (the simulator's starter attributes): taken out of a reused
+    /// copy again (or given back the startd's own value) before it serves
+    /// as the slot's ad, so the policy never sees it.
+    ///
+    /// `ads` must be what this startd's last `republish` left (or empty,
+    /// with `epoch` at its default); any other ads are not reused, only
+    /// replaced.
+    pub fn republish(
+        &mut self,
+        now: i64,
+        extra: &ClassAd,
+        ads: &mut Vec<ClassAd>,
+        epoch: &mut AdsEpoch,
+    ) {
+        for i in 0..self.slots.len() {
+            let ad = self.take_ad(i, now);
+            self.put_ad(i, ad);
+        }
+        self.estimate_draining(now);
+        let reuse = *epoch == AdsEpoch(Some(self.ads_epoch)) && ads.len() == self.slots.len();
+        if !reuse {
+            ads.clear();
+        }
+        for i in 0..self.slots.len() {
+            let mut ad = std::mem::take(&mut self.slots[i].ad);
+            self.publish_draining(i, now, &mut ad.refresher());
+            let own = if reuse {
+                let mut old = std::mem::take(&mut ads[i]);
+                for (name, _) in extra.iter_inserted() {
+                    match ad.get(name.as_str()) {
+                        Some(e) => old.insert(name.clone(), e.clone()),
+                        None => {
+                            old.remove(name.as_str());
+                        }
+                    }
+                }
+                ad.update(extra);
+                ads[i] = ad;
+                old
+            } else {
+                let mut out = ad.clone();
+                out.update(extra);
+                ads.push(out);
+                ad
+            };
+            self.slots[i].ad = own;
+        }
+        *epoch = AdsEpoch(Some(self.ads_epoch));
+    }
+
     /// Slot `i`'s own ad, brought up to date and lent out (the engine's
     /// hot path: no copy of the policy's expressions). Give it back with
     /// [`Startd::put_ad`].
@@ -188,6 +266,7 @@ impl Startd {
         for s in &mut self.slots {
             s.ad = ClassAd::new();
         }
+        self.ads_epoch += 1;
     }
 
     /// What does not change from poll to poll: names, the machine, the
@@ -382,7 +461,7 @@ impl Startd {
             if not_matchable {
                 Expr::from_value(Value::Bool(false))
             } else {
-                Expr::attr("START")
+                start_reference().clone()
             },
         );
         w.value("CurrentRank", s.claim.as_ref().map_or(0.0, |c| c.rank));
