@@ -484,8 +484,19 @@ impl<'f> Simulation<'f> {
                 .map_err(|e| SimError(format!("machine class {}: {e}", class.name)))?;
             for (k, host) in names.iter().enumerate() {
                 let mut startd = template.clone();
+                let mut starter_attrs = starter_attrs.clone();
                 if k > 0 {
-                    startd.machine.hostname = host.clone();
+                    // The copy is another host: its slots are named for
+                    // it (pslot preemption finds a slot's dynamic slots by
+                    // name), and domains that defaulted to the first
+                    // host's name are its own.
+                    startd.machine.move_to_host(first, host);
+                    for name in ["FileSystemDomain", "UidDomain"] {
+                        let value = starter_attrs.eval_attr(name, &Env::at(0));
+                        if value.as_str() == Some(first) {
+                            starter_attrs.insert_value(name, host.as_str());
+                        }
+                    }
                 }
                 total_cpus += startd.machine.total_cpus;
                 machines.push(Machine {
@@ -499,7 +510,7 @@ impl<'f> Simulation<'f> {
                     ads_at: i64::MIN / 2,
                     dirty: true,
                     epoch: AdsEpoch::default(),
-                    starter_attrs: starter_attrs.clone(),
+                    starter_attrs,
                 });
             }
         }

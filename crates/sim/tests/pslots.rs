@@ -487,3 +487,29 @@ fn dynamic_slots_are_taken_lowest_current_rank_first() {
     );
     assert_eq!(starts(&r, "alice").len(), 1, "{d}");
 }
+
+#[test]
+fn machines_of_one_class_are_each_their_own_host() {
+    // Three machines of one class: copies of one startd, each named for
+    // its host (pslot preemption finds a partitionable slot's dynamic
+    // slots by name; two hosts' slots of one name would be confused).
+    let mut v = scenario_of(4, 8192, "", "", "", Vec::new(), 600);
+    v["machines"][0]["count"] = json!(3);
+    v["machines"][0]["hostname"] = json!("node{n}.example.org");
+    let s = scenario(v);
+    let sim = Simulation::new(&s, &Disk).unwrap_or_else(|e| panic!("{e}"));
+    let env = classad::Env::at(sim.now());
+    for n in 1..=3 {
+        let host = format!("node{n}.example.org");
+        let mut startd = sim
+            .startd(&host)
+            .unwrap_or_else(|| panic!("{host}"))
+            .clone();
+        for ad in startd.published_ads(sim.now()) {
+            let name = ad.eval_attr("Name", &env);
+            assert_eq!(name.as_str(), Some(format!("slot1@{host}").as_str()));
+            let machine = ad.eval_attr("Machine", &env);
+            assert_eq!(machine.as_str(), Some(host.as_str()));
+        }
+    }
+}

@@ -56,6 +56,23 @@ pub fn daemon_name(configured: &str, hostname: &str) -> String {
 }
 
 impl MachineInfo {
+    /// The same machine on host `to` instead of `from` (a simulator's
+    /// machines of one class are copies of one): its name, its startd's
+    /// name, and the domains that defaulted to the host's name.
+    pub fn move_to_host(&mut self, from: &str, to: &str) {
+        self.hostname = to.to_string();
+        if self.startd_name == from {
+            self.startd_name = to.to_string();
+        } else if let Some(name) = self.startd_name.strip_suffix(&format!("@{from}")) {
+            self.startd_name = format!("{name}@{to}");
+        }
+        for domain in [&mut self.filesystem_domain, &mut self.uid_domain] {
+            if domain.as_deref() == Some(from) {
+                *domain = Some(to.to_string());
+            }
+        }
+    }
+
     /// A machine with the given name and sizes (Linux on x86_64, UTC).
     pub fn new(hostname: &str, cpus: f64, memory: i64, disk: i64) -> MachineInfo {
         MachineInfo {
