@@ -123,33 +123,13 @@ fn a_batch_of_leaving_jobs_writes_the_history_ads_one_by_one_would() {
     all.insert(3, Op::set(JobId::new(1, 2), "Kept", expr("true")));
     stores[1].apply(&all).unwrap();
 
-    let history = |s: &Store| {
-        let mut h: Vec<(JobId, Option<String>, i64, String)> = s
-            .history(&HistoryQuery::default())
-            .unwrap()
-            .into_iter()
-            .map(|r| (r.id, r.owner, r.entered, r.ad.to_string()))
-            .collect();
-        h.sort();
-        h
-    };
-    let (one, bulk) = (history(&stores[0]), history(&stores[1]));
+    let (one, bulk) = (history_of(&stores[0]), history_of(&stores[1]));
     assert_eq!(one.len(), 4);
     assert_eq!(one, bulk);
     assert_eq!(bulk[0].1.as_deref(), Some("alice"));
     assert_eq!(bulk[3].1.as_deref(), Some("bob"));
     // The stored text itself, not only what it parses to.
-    let rows = |s: &Store| {
-        let mut r: Vec<(JobId, String)> = s
-            .history_page(&HistoryQuery::default(), None, 100)
-            .unwrap()
-            .into_iter()
-            .map(|r| (r.id, r.text))
-            .collect();
-        r.sort();
-        r
-    };
-    assert_eq!(rows(&stores[0]), rows(&stores[1]));
+    assert_eq!(stored_rows(&stores[0]), stored_rows(&stores[1]));
     for s in &stores {
         let q = s.load_queue().unwrap();
         assert_eq!(q.len(), 1);
@@ -252,17 +232,7 @@ fn what_every_leaving_job_changes_alike_is_stored_once_and_read_back_whole() {
     }
     let all: Vec<Op> = (0..4).flat_map(batch).collect();
     stores[1].apply(&all).unwrap();
-    let history = |s: &Store| {
-        let mut h: Vec<(JobId, Option<String>, i64, String)> = s
-            .history(&HistoryQuery::default())
-            .unwrap()
-            .into_iter()
-            .map(|r| (r.id, r.owner, r.entered, r.ad.to_string()))
-            .collect();
-        h.sort();
-        h
-    };
-    let (one, bulk) = (history(&stores[0]), history(&stores[1]));
+    let (one, bulk) = (history_of(&stores[0]), history_of(&stores[1]));
     assert_eq!(one.len(), 4);
     assert_eq!(one, bulk);
     for (id, owner, _, text) in &bulk {
@@ -345,32 +315,12 @@ fn jobs_leaving_with_their_final_ads_make_the_history_their_stored_rows_would() 
     }
     stores[0].apply(&ops).unwrap();
     stores[1].apply(&as_ads).unwrap();
-    let history = |s: &Store| {
-        let mut h: Vec<(JobId, Option<String>, i64, String)> = s
-            .history(&HistoryQuery::default())
-            .unwrap()
-            .into_iter()
-            .map(|r| (r.id, r.owner, r.entered, r.ad.to_string()))
-            .collect();
-        h.sort();
-        h
-    };
-    let (by_ops, by_ads) = (history(&stores[0]), history(&stores[1]));
+    let (by_ops, by_ads) = (history_of(&stores[0]), history_of(&stores[1]));
     assert_eq!(by_ops.len(), 4);
     assert_eq!(by_ops, by_ads);
     assert_eq!(by_ads[3].1.as_deref(), Some("bob"));
     // The stored text itself, not only what it parses to.
-    let rows = |s: &Store| {
-        let mut r: Vec<(JobId, String)> = s
-            .history_page(&HistoryQuery::default(), None, 100)
-            .unwrap()
-            .into_iter()
-            .map(|r| (r.id, r.text))
-            .collect();
-        r.sort();
-        r
-    };
-    assert_eq!(rows(&stores[0]), rows(&stores[1]));
+    assert_eq!(stored_rows(&stores[0]), stored_rows(&stores[1]));
     for s in &stores {
         let q = s.load_queue().unwrap();
         assert_eq!(q.len(), 1);
@@ -446,4 +396,28 @@ fn a_batch_of_final_ads_with_a_job_not_queued_changes_nothing() {
     s.apply(&[leave(1), leave(2), leave(3)]).unwrap();
     assert_eq!(s.history(&HistoryQuery::default()).unwrap().len(), 4);
     assert!(s.load_queue().unwrap().is_empty());
+}
+
+/// Every history record: (job, owner, entered, the ad), sorted.
+fn history_of(s: &Store) -> Vec<(JobId, Option<String>, i64, String)> {
+    let mut h: Vec<(JobId, Option<String>, i64, String)> = s
+        .history(&HistoryQuery::default())
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.id, r.owner, r.entered, r.ad.to_string()))
+        .collect();
+    h.sort();
+    h
+}
+
+/// The history's stored text itself, not only what it parses to.
+fn stored_rows(s: &Store) -> Vec<(JobId, String)> {
+    let mut r: Vec<(JobId, String)> = s
+        .history_page(&HistoryQuery::default(), None, 100)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.id, r.text))
+        .collect();
+    r.sort();
+    r
 }
