@@ -78,12 +78,20 @@ impl Macros for Table {
 
     fn random(&self, salt: &str) -> u64 {
         self.per_job.set(true);
-        // splitmix64 over the seed and an FNV-1a hash of the salt: the
-        // same description and seed give the same jobs.
+        // splitmix64 over the seed, an FNV-1a hash of the salt and the
+        // job's ProcId: the same description and seed give the same
+        // jobs, and each job of a queue statement draws its own (HTCondor
+        // expands the macro anew for every job).
         let h = salt.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
         });
-        let mut z = (self.seed ^ h).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let proc_id = self
+            .defaults
+            .get("PROCESS")
+            .and_then(|p| p.parse::<u64>().ok())
+            .unwrap_or(0);
+        let mut z = (self.seed ^ h ^ proc_id.wrapping_mul(0xd6e8_feb8_6659_fd93))
+            .wrapping_add(0x9e37_79b9_7f4a_7c15);
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)

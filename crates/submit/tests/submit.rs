@@ -281,4 +281,14 @@ fn jobs_that_differ_only_by_proc_id_and_jobs_that_differ_more() {
     assert_eq!(attr(&looped, 1, "Args"), "\"q\"");
     let step = run("executable = job.sh\narguments = s$(Step)\nqueue 2\n");
     assert_eq!(attr(&step, 1, "Args"), "\"s1\"");
+    // A random value is drawn for each job, as HTCondor expands the macro
+    // anew for every job; the same seed draws the same values again.
+    let random = "executable = job.sh\narguments = $RANDOM_INTEGER(1,1000000000)\nqueue 4\n";
+    let drawn: Vec<String> = (0..4).map(|i| attr(&run(random), i, "Args")).collect();
+    let mut distinct = drawn.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 4, "{drawn:?}");
+    let again: Vec<String> = (0..4).map(|i| attr(&run(random), i, "Args")).collect();
+    assert_eq!(drawn, again);
 }
