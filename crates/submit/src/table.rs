@@ -85,9 +85,12 @@ impl Macros for Table {
         let h = salt.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
         });
+        // The built-in macro's key (a submit macro, not a configuration
+        // parameter).
+        const PROCESS: &str = "PROCESS";
         let proc_id = self
             .defaults
-            .get("PROCESS")
+            .get(PROCESS)
             .and_then(|p| p.parse::<u64>().ok())
             .unwrap_or(0);
         let mut z = (self.seed ^ h ^ proc_id.wrapping_mul(0xd6e8_feb8_6659_fd93))
