@@ -93,6 +93,48 @@ impl MachineInfo {
     }
 }
 
+/// A generation no slot ad of this process has had: a process-wide
+/// counter, so equal generations always mean the same slot's ad.
+pub(crate) fn new_generation() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether a slot ad's attribute `name` may change while the ad keeps its
+/// generation ([`Startd::ad_generation`]): the figures that move with the
+/// clock alone (idle times, the time of day, time spent in the state and on
+/// the claim and job, the draining estimates) and the other slots' figures
+/// that STARTD_SLOT_ATTRS copies in.
+pub fn changes_with_time(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "KeyboardIdle",
+        "ConsoleIdle",
+        "ClockMin",
+        "ClockDay",
+        "CpuBusyTime",
+        "TotalClaimRunTime",
+        "TotalClaimSuspendTime",
+        "TotalJobRunTime",
+        "TotalJobSuspendTime",
+        "RetirementTimeRemaining",
+        "ExpectedMachineGracefulDrainingCompletion",
+        "ExpectedMachineQuickDrainingCompletion",
+        "ExpectedMachineGracefulDrainingBadput",
+        "ExpectedMachineQuickDrainingBadput",
+    ];
+    let after = |prefix: &str| {
+        (name.len() > prefix.len()
+            && name.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes()))
+        .then(|| &name.as_bytes()[prefix.len()..])
+    };
+    // slot<N>_<name> and vm<N>_<name> (STARTD_SLOT_ATTRS), not SlotID.
+    let cross_slot = |prefix: &str| after(prefix).is_some_and(|r| r[0].is_ascii_digit());
+    NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
+        || after("TotalTime").is_some()
+        || cross_slot("slot")
+        || cross_slot("vm")
+}
+
 /// Which slots and ads a caller's copies were published from (see
 /// [`Startd::republish`]); the default names none.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -255,10 +297,23 @@ impl Startd {
         *epoch = AdsEpoch(Some(self.ads_epoch));
     }
 
+    /// Slot `i`'s ad's generation: two ads of slot `i` published with the
+    /// same generation (by [`Startd::republish`] or
+    /// [`Startd::published_ads`]) are the same in every attribute except
+    /// those for which [`changes_with_time`] is true. Generations are
+    /// unique in the process: no two slots share one. A caller that keeps
+    /// what it derived from a slot ad (the negotiator's slot classes) may
+    /// keep it while the generation stays, if it read no such attribute.
+    pub fn ad_generation(&self, i: usize) -> u64 {
+        self.slots[i].ad_generation
+    }
+
     /// Slot `i`'s own ad, brought up to date and lent out (the engine's
     /// hot path: no copy of the policy's expressions). Give it back with
     /// [`Startd::put_ad`].
     pub(crate) fn take_ad(&mut self, i: usize, now: i64) -> ClassAd {
+        // For now every refresh may change anything.
+        self.slots[i].ad_generation = new_generation();
         let mut ad = std::mem::take(&mut self.slots[i].ad);
         if ad.is_empty() {
             ad = self.static_ad(i);
@@ -592,6 +647,36 @@ impl Startd {
                     w.value(&format!("vm{}_{name}", other.id), v);
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::changes_with_time;
+
+    #[test]
+    fn the_figures_that_move_with_the_clock_are_named() {
+        for n in [
+            "KeyboardIdle",
+            "consoleidle",
+            "TotalTimeClaimedBusy",
+            "slot2_State",
+            "vm1_Activity",
+            "ExpectedMachineQuickDrainingBadput",
+        ] {
+            assert!(changes_with_time(n), "{n}");
+        }
+        for n in [
+            "SlotID",
+            "SlotType",
+            "State",
+            "Memory",
+            "TotalTime",
+            "LoadAvg",
+            "vm",
+        ] {
+            assert!(!changes_with_time(n), "{n}");
         }
     }
 }

@@ -150,6 +150,8 @@ pub struct Slot {
     /// The slot's ad, kept between polls and brought up to date in place
     /// (`publish`); empty until first built.
     pub ad: ClassAd,
+    /// The ad's generation (see [`crate::engine::Startd::ad_generation`]).
+    pub ad_generation: u64,
 }
 
 /// Where a slot goes once its backfill client has been killed.
@@ -212,6 +214,7 @@ impl Slot {
             retirement_remaining: None,
             time_in: Vec::new(),
             ad: ClassAd::new(),
+            ad_generation: crate::publish::new_generation(),
         }
     }
 
