@@ -232,6 +232,20 @@ impl ClassAd {
         }
     }
 
+    /// Deletes every attribute of this ad's own whose name `doomed` picks,
+    /// in one pass (one rebuild of the index, where [`ClassAd::remove`]
+    /// rebuilds it for each name). What a chained ad inherits stays.
+    /// Returns how many were deleted.
+    pub fn remove_own_where(&mut self, mut doomed: impl FnMut(&str) -> bool) -> usize {
+        let before = self.entries.len();
+        self.entries.retain(|(n, _)| !doomed(n.as_str()));
+        let gone = before - self.entries.len();
+        if gone > 0 {
+            self.reindex();
+        }
+        gone
+    }
+
     fn reindex(&mut self) {
         let size = (self.entries.len() * 2).next_power_of_two().max(8);
         self.slots.clear();
@@ -502,6 +516,24 @@ impl Refresher<'_> {
 mod refresher_tests {
     use super::*;
     use crate::Value;
+
+    #[test]
+    fn removing_own_attributes_by_name_keeps_the_rest_in_order_and_found() {
+        let mut ad = ClassAd::parse("[ A = 1; Bx = 2; C = 3; By = 4; D = 5 ]").unwrap();
+        assert_eq!(ad.remove_own_where(|n| n.starts_with('B')), 2);
+        let names: Vec<&str> = ad.iter_inserted().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["A", "C", "D"]);
+        let env = crate::Env::default();
+        assert!(matches!(ad.eval_attr("d", &env), Value::Int(5)));
+        assert!(ad.get("Bx").is_none());
+        assert_eq!(ad.remove_own_where(|_| false), 0);
+        // A chained ad keeps what its parent has.
+        let parent = std::sync::Arc::new(ClassAd::parse("[ Bz = 9 ]").unwrap());
+        let mut child = ClassAd::chained_to(parent);
+        child.insert_value("By", 1i64);
+        assert_eq!(child.remove_own_where(|n| n.starts_with('B')), 1);
+        assert!(matches!(child.eval_attr("Bz", &env), Value::Int(9)));
+    }
 
     #[test]
     fn a_refresher_writes_in_place_adds_new_names_and_ignores_case() {

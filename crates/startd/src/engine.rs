@@ -398,6 +398,9 @@ pub struct Startd {
     /// changes: copies of the ads a caller got from
     /// [`Startd::republish`] under another epoch are not reused.
     pub(crate) ads_epoch: u64,
+    /// The generations the ads last handed out by [`Startd::republish`]
+    /// were written under (that caller's copies, by slot).
+    pub(crate) published_stamps: Vec<Option<u64>>,
 }
 
 /// Seconds after which a claim still Claimed/Idle is said to be idle to
@@ -460,6 +463,7 @@ impl Startd {
             pending_claims: Vec::new(),
             vm_peers: crate::vm_host::PeerView::default(),
             ads_epoch: 0,
+            published_stamps: Vec::new(),
         })
     }
 

@@ -7,8 +7,9 @@ use classad::ad::Refresher;
 use classad::{ClassAd, Expr, Value};
 
 use crate::engine::Startd;
+use crate::layout::SlotResources;
 use crate::slot::SlotKind;
-use crate::state::State;
+use crate::state::{Pair, State};
 
 /// The machine-wide facts every slot ad carries.
 #[derive(Clone, Debug, PartialEq)]
@@ -103,12 +104,17 @@ pub(crate) fn new_generation() -> u64 {
 /// Whether a slot ad's attribute `name` may change while the ad keeps its
 /// generation ([`Startd::ad_generation`]): the figures that move with the
 /// clock alone (idle times, the time of day, time spent in the state and on
-/// the claim and job, the draining estimates) and the other slots' figures
-/// that STARTD_SLOT_ATTRS copies in.
+/// the claim and job, the draining estimates), the load averages (they
+/// move at every poll while a job runs) and the other slots' figures that
+/// STARTD_SLOT_ATTRS copies in.
 pub fn changes_with_time(name: &str) -> bool {
     const NAMES: &[&str] = &[
         "KeyboardIdle",
         "ConsoleIdle",
+        "LoadAvg",
+        "CondorLoadAvg",
+        "TotalLoadAvg",
+        "TotalCondorLoadAvg",
         "ClockMin",
         "ClockDay",
         "CpuBusyTime",
@@ -133,6 +139,28 @@ pub fn changes_with_time(name: &str) -> bool {
         || after("TotalTime").is_some()
         || cross_slot("slot")
         || cross_slot("vm")
+}
+
+/// Whether `name` is one the clock's part of a refresh writes
+/// (`Startd::write_clock`): what [`changes_with_time`] names, but for other
+/// slots' figures only those of STARTD_SLOT_ATTRS (`slot_attrs`), so that
+/// nothing the configuration published under a like name is touched.
+fn clock_attr(name: &str, slot_attrs: &[String]) -> bool {
+    if !changes_with_time(name) {
+        return false;
+    }
+    let lower = name.as_bytes();
+    let cross = |prefix: &str| {
+        lower.len() > prefix.len()
+            && lower[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+            && lower[prefix.len()].is_ascii_digit()
+    };
+    if !(cross("slot") || cross("vm")) {
+        return true;
+    }
+    // slot<N>_<attr> / vm<N>_<attr>: the attr after the first '_'.
+    name.split_once('_')
+        .is_some_and(|(_, attr)| slot_attrs.iter().any(|a| a.eq_ignore_ascii_case(attr)))
 }
 
 /// Which slots and ads a caller's copies were published from (see
@@ -194,17 +222,228 @@ fn remove_all(ad: &mut ClassAd, names: &[&str]) {
     }
 }
 
+/// Everything [`Startd::write_facts`] writes into a slot ad, as it was
+/// when written: a refresh that finds the slot's facts equal to those the
+/// ad was written under writes only what moves with the clock. Numbers
+/// compare by their bits (what prints); values that cannot be compared
+/// exactly (lists, nested ads) never compare equal, so an ad holding them
+/// is rewritten every time.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Facts {
+    pair: Pair,
+    entered: (i64, i64),
+    resources: SlotResources,
+    provisioned: SlotResources,
+    slots: usize,
+    cpu_busy: bool,
+    time_in: Vec<(Pair, i64)>,
+    benchmark: (i64, Option<i64>, Option<i64>),
+    rank: Option<u64>,
+    latches: Vec<(String, Same, i64)>,
+    claim: Option<[String; 3]>,
+    job: Option<JobShown>,
+    drain: (Option<i64>, Option<i64>, Option<(u64, String)>),
+}
+
+/// What the slot ad shows of the running job: JobStart, JobId,
+/// JobUniverse, ConcurrencyLimits.
+type JobShown = (i64, Option<String>, Option<i64>, Option<Same>);
+
+/// A value compared exactly, for the literal kinds; any other kind never
+/// equals anything.
+#[derive(Clone, Debug)]
+pub(crate) struct Same(Value);
+
+impl PartialEq for Same {
+    fn eq(&self, other: &Same) -> bool {
+        self.same(&other.0)
+    }
+}
+
+impl Same {
+    fn same(&self, other: &Value) -> bool {
+        match (&self.0, other) {
+            (Value::Int(x), Value::Int(y)) => x == y,
+            (Value::Real(x), Value::Real(y)) => x.to_bits() == y.to_bits(),
+            (Value::Str(x), Value::Str(y)) => x == y,
+            (Value::Bool(x), Value::Bool(y)) => x == y,
+            (Value::Undefined, Value::Undefined) | (Value::Error, Value::Error) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Facts {
+    fn of(startd: &Startd, i: usize) -> Facts {
+        let s = &startd.slots[i];
+        Facts {
+            pair: s.pair(),
+            entered: (s.entered_state, s.entered_activity),
+            resources: s.resources.clone(),
+            provisioned: s.provisioned.clone(),
+            slots: startd.slots.len(),
+            cpu_busy: s.cpu_busy_since.is_some(),
+            time_in: s.time_in.clone(),
+            benchmark: (s.last_benchmark, s.mips, s.kflops),
+            rank: s.claim.as_ref().map(|c| c.rank.to_bits()),
+            latches: s
+                .latches
+                .iter()
+                .map(|(n, v, t)| (n.clone(), Same(v.clone()), *t))
+                .collect(),
+            claim: s
+                .claim
+                .as_ref()
+                .map(|c| [c.user.clone(), c.owner.clone(), c.schedd.clone()]),
+            job: match (&s.job, s.job_start) {
+                (Some(_), Some(start)) => Some((
+                    start,
+                    s.job_facts.id.clone(),
+                    s.job_facts.universe,
+                    s.job_facts.concurrency_limits.clone().map(Same),
+                )),
+                _ => None,
+            },
+            drain: (
+                startd.last_drain_start,
+                startd.last_drain_stop,
+                startd.drain.as_ref().map(|d| (d.id, d.reason.clone())),
+            ),
+        }
+    }
+}
+
+impl Facts {
+    /// Whether slot `i`'s facts are still these: [`Facts::of`] compared
+    /// field by field without building (no copy of a string or a list on
+    /// every refresh).
+    fn hold(&self, startd: &Startd, i: usize) -> bool {
+        let s = &startd.slots[i];
+        let job = match (&s.job, s.job_start) {
+            (Some(_), Some(start)) => Some(start),
+            _ => None,
+        };
+        self.pair == s.pair()
+            && self.entered == (s.entered_state, s.entered_activity)
+            && self.resources == s.resources
+            && self.provisioned == s.provisioned
+            && self.slots == startd.slots.len()
+            && self.cpu_busy == s.cpu_busy_since.is_some()
+            && self.time_in == s.time_in
+            && self.benchmark == (s.last_benchmark, s.mips, s.kflops)
+            && self.rank == s.claim.as_ref().map(|c| c.rank.to_bits())
+            && self.latches.len() == s.latches.len()
+            && self
+                .latches
+                .iter()
+                .zip(&s.latches)
+                .all(|((n, v, t), (n2, v2, t2))| n == n2 && v.same(v2) && t == t2)
+            && match (&self.claim, &s.claim) {
+                (Some([user, owner, schedd]), Some(c)) => {
+                    *user == c.user && *owner == c.owner && *schedd == c.schedd
+                }
+                (None, None) => true,
+                _ => false,
+            }
+            && match (&self.job, job) {
+                (Some((start, id, universe, limits)), Some(now_start)) => {
+                    let f = &s.job_facts;
+                    *start == now_start
+                        && *id == f.id
+                        && *universe == f.universe
+                        && match (limits, &f.concurrency_limits) {
+                            (Some(a), Some(b)) => a.same(b),
+                            (None, None) => true,
+                            _ => false,
+                        }
+                }
+                (None, None) => true,
+                _ => false,
+            }
+            && self.drain.0 == startd.last_drain_start
+            && self.drain.1 == startd.last_drain_stop
+            && match (&self.drain.2, &startd.drain) {
+                (Some((id, reason)), Some(d)) => *id == d.id && *reason == d.reason,
+                (None, None) => true,
+                _ => false,
+            }
+    }
+}
+
+/// A slot's facts and the generation they were given.
+#[derive(Clone, Debug)]
+pub(crate) struct Generation {
+    facts: Facts,
+    generation: u64,
+}
+
+/// Whether a debug build checks this refresh that kept the facts against
+/// a whole one: one in `REFRESH_CHECK_EVERY` (checking every one made the
+/// simulator's tests five times slower), so a long test still has its
+/// refreshes checked by the hundred.
+#[cfg(debug_assertions)]
+fn check_this_refresh() -> bool {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(256);
+    let every = REFRESH_CHECK_EVERY.load(std::sync::atomic::Ordering::Relaxed);
+    every > 0
+        && COUNT
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .is_multiple_of(every)
+}
+
+/// How often a debug build checks a refresh that kept the facts (see
+/// `check_this_refresh`); a test may set 1 to check every one.
+#[cfg(debug_assertions)]
+pub static REFRESH_CHECK_EVERY: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(256);
+
+/// Two ads with the same attributes and values (debug builds' check of
+/// [`Startd::refresh`]).
+#[cfg(debug_assertions)]
+fn assert_same_ads(full: &ClassAd, ad: &ClassAd) {
+    let print = |ad: &ClassAd| {
+        let mut v: Vec<String> = ad
+            .iter_inserted()
+            .map(|(n, e)| format!("{} = {e}", n.as_str().to_ascii_lowercase()))
+            .collect();
+        v.sort();
+        v
+    };
+    let (a, b) = (print(full), print(ad));
+    if a != b {
+        let missing: Vec<_> = a.iter().filter(|x| !b.contains(x)).collect();
+        let extra: Vec<_> = b.iter().filter(|x| !a.contains(x)).collect();
+        panic!("a refresh that kept the facts left the ad stale: should have {missing:?}, has {extra:?}");
+    }
+}
+
 impl Startd {
     /// The ad of slot `i` at `now`: what it publishes, and where its policy
     /// is evaluated.
     pub fn slot_ad(&self, i: usize, now: i64) -> ClassAd {
-        let mut ad = if self.slots[i].ad.is_empty() {
-            self.static_ad(i)
+        let s = &self.slots[i];
+        let (mut ad, stamp) = if s.ad.is_empty() {
+            (self.static_ad(i), None)
         } else {
-            self.slots[i].ad.clone()
+            (s.ad.clone(), s.ad_stamp)
         };
-        self.refresh(i, now, &mut ad, true);
+        let kept = self.kept(i, stamp);
+        self.refresh(i, now, &mut ad, kept, true);
         ad
+    }
+
+    /// Whether an ad of slot `i` written under `stamp` holds the slot's
+    /// facts as they are now.
+    fn kept(&self, i: usize, stamp: Option<u64>) -> bool {
+        let s = &self.slots[i];
+        s.facts
+            .as_ref()
+            .is_some_and(|f| stamp == Some(f.generation) && f.facts.hold(self, i))
+    }
+
+    /// The machine's load from HTCondor's jobs: every slot's share.
+    pub(crate) fn total_condor_load(&self) -> f64 {
+        self.slots.iter().map(|s| s.condor_load_avg).sum()
     }
 
     /// Every slot's ad as the startd sends them to the collector, with the
@@ -225,7 +464,9 @@ impl Startd {
                 let mut ad = std::mem::take(&mut self.slots[i].ad);
                 self.publish_draining(i, now, &mut ad.refresher());
                 let out = ad.clone();
-                self.slots[i].ad = ad;
+                let s = &mut self.slots[i];
+                s.ad = ad;
+                s.ad_generation = s.ad_stamp.unwrap_or_default();
                 out
             })
             .collect()
@@ -266,14 +507,22 @@ impl Startd {
             self.put_ad(i, ad);
         }
         self.estimate_draining(now);
-        let reuse = *epoch == AdsEpoch(Some(self.ads_epoch)) && ads.len() == self.slots.len();
+        let reuse = *epoch == AdsEpoch(Some(self.ads_epoch))
+            && ads.len() == self.slots.len()
+            && self.published_stamps.len() == self.slots.len();
         if !reuse {
             ads.clear();
+            self.published_stamps.clear();
         }
         for i in 0..self.slots.len() {
             let mut ad = std::mem::take(&mut self.slots[i].ad);
             self.publish_draining(i, now, &mut ad.refresher());
+            let stamp = self.slots[i].ad_stamp;
+            self.slots[i].ad_generation = stamp.unwrap_or_default();
             let own = if reuse {
+                // The caller's old copy becomes the slot's ad, with the
+                // generation it was written under.
+                self.slots[i].ad_stamp = std::mem::replace(&mut self.published_stamps[i], stamp);
                 let mut old = std::mem::take(&mut ads[i]);
                 for (name, _) in extra.iter_inserted() {
                     match ad.get(name.as_str()) {
@@ -290,6 +539,7 @@ impl Startd {
                 let mut out = ad.clone();
                 out.update(extra);
                 ads.push(out);
+                self.published_stamps.push(stamp);
                 ad
             };
             self.slots[i].ad = own;
@@ -312,14 +562,31 @@ impl Startd {
     /// hot path: no copy of the policy's expressions). Give it back with
     /// [`Startd::put_ad`].
     pub(crate) fn take_ad(&mut self, i: usize, now: i64) -> ClassAd {
-        // For now every refresh may change anything.
-        self.slots[i].ad_generation = new_generation();
-        let mut ad = std::mem::take(&mut self.slots[i].ad);
+        let generation = self.current_generation(i);
+        let s = &mut self.slots[i];
+        let mut ad = std::mem::take(&mut s.ad);
+        let mut stamp = s.ad_stamp;
         if ad.is_empty() {
             ad = self.static_ad(i);
+            stamp = None;
         }
-        self.refresh(i, now, &mut ad, true);
+        self.refresh(i, now, &mut ad, stamp == Some(generation), true);
+        self.slots[i].ad_stamp = Some(generation);
         ad
+    }
+
+    /// The generation of slot `i`'s facts as they are now: the one they
+    /// had if nothing changed, else a new one.
+    fn current_generation(&mut self, i: usize) -> u64 {
+        if let Some(f) = &self.slots[i].facts {
+            if f.facts.hold(self, i) {
+                return f.generation;
+            }
+        }
+        let facts = Facts::of(self, i);
+        let generation = new_generation();
+        self.slots[i].facts = Some(Box::new(Generation { facts, generation }));
+        generation
     }
 
     pub(crate) fn put_ad(&mut self, i: usize, ad: ClassAd) {
@@ -337,7 +604,9 @@ impl Startd {
     pub(crate) fn invalidate_ads(&mut self) {
         for s in &mut self.slots {
             s.ad = ClassAd::new();
+            s.ad_stamp = None;
         }
+        self.published_stamps.clear();
         self.ads_epoch += 1;
     }
 
@@ -464,15 +733,46 @@ impl Startd {
         w.value("ExpectedMachineQuickDrainingBadput", f.quick_badput);
     }
 
-    /// What changes: the state, the host's readings, the claim and its
-    /// job, resources (a partitionable slot shrinks and grows), drain
-    /// figures, other slots' attributes.
-    fn refresh(&self, i: usize, now: i64, ad: &mut ClassAd, cross_slot: bool) {
+    /// Brings slot `i`'s ad up to date at `now`. What moves only when the
+    /// startd's state does (the state, the readings, the claim and its job,
+    /// resources, drain) is written unless `written` says the ad already
+    /// holds the slot's current facts (see [`Facts`]); the
+    /// figures that move with the clock are written every time, after it.
+    /// A pool of thousands of slots polls and publishes each every few
+    /// minutes, and most of those refreshes find nothing but the clock
+    /// changed.
+    fn refresh(&self, i: usize, now: i64, ad: &mut ClassAd, written: bool, cross_slot: bool) {
+        #[cfg(debug_assertions)]
+        let before = (written && check_this_refresh()).then(|| ad.clone());
+        if !written {
+            // The clock's figures go (back) to the end, in the order they
+            // are written, so that the refreshes that write only them find
+            // each in place: which of them an ad has changes only with the
+            // facts (a claim, a job, a new state).
+            let s = &self.slots[i];
+            ad.remove_own_where(|n| clock_attr(n, &s.policy.slot_attrs));
+        }
+        let mut w = ad.refresher();
+        if !written {
+            self.write_facts(i, &mut w);
+        }
+        self.write_clock(i, now, &mut w, cross_slot);
+        // Tests (debug builds) check that skipping the facts changed
+        // nothing: a fact the comparison misses would leave a stale value.
+        #[cfg(debug_assertions)]
+        if let Some(mut full) = before {
+            let mut w = full.refresher();
+            self.write_facts(i, &mut w);
+            self.write_clock(i, now, &mut w, cross_slot);
+            assert_same_ads(&full, ad);
+        }
+    }
+
+    /// What slot `i`'s ad says that moves only when the startd's state
+    /// does (see [`Facts`]; a change here must show there).
+    fn write_facts(&self, i: usize, w: &mut Refresher<'_>) {
         let s = &self.slots[i];
         // Written in the same order every time, so each lands in place.
-        let mut w = ad.refresher();
-        let w = &mut w;
-        let m = &self.machine;
         w.text("State", s.state.name());
         w.text("Activity", s.activity.name());
         w.value("EnteredCurrentState", s.entered_state);
@@ -486,36 +786,14 @@ impl Startd {
             }
         }
         w.value("TotalSlots", self.slots.len() as i64);
-
-        // What the host says, as this slot sees it.
-        let (keyboard, console) = self.idle_times(i, now);
-        w.value("KeyboardIdle", keyboard);
-        w.value("ConsoleIdle", console);
-        w.value("LoadAvg", s.load_avg);
-        w.value("CondorLoadAvg", s.condor_load_avg);
-        w.value("TotalLoadAvg", self.readings.load_avg);
-        w.value(
-            "TotalCondorLoadAvg",
-            self.slots.iter().map(|s| s.condor_load_avg).sum::<f64>(),
-        );
         w.value("CpuIsBusy", s.cpu_busy_since.is_some());
-        let local = now + m.utc_offset as i64;
-        w.value("ClockMin", local.rem_euclid(86_400) / 60);
-        // 1970-01-01 was a Thursday (day 4, Sunday being 0).
-        w.value("ClockDay", (local.div_euclid(86_400) + 4).rem_euclid(7));
-        // TotalTime<State><Activity>: all time in each pair, this one's
-        // included so far.
+        // TotalTime<State><Activity> of the pairs before the current one
+        // (the current one moves with the clock).
         let current = s.pair();
         for (pair, secs) in &s.time_in {
-            let extra = if *pair == current {
-                now - s.entered_activity
-            } else {
-                0
-            };
-            w.value(pair.total_time_attr(), secs + extra);
-        }
-        if !s.time_in.iter().any(|(p, _)| *p == current) {
-            w.value(current.total_time_attr(), now - s.entered_activity);
+            if *pair != current {
+                w.value(pair.total_time_attr(), *secs);
+            }
         }
         w.value("LastBenchmark", s.last_benchmark);
         if let Some(v) = s.mips {
@@ -541,16 +819,6 @@ impl Startd {
             w.value(&format!("{name}Value"), value.clone());
             w.value(&format!("{name}Time"), *changed);
         }
-        // Without a CpuBusy latch, CpuBusyTime is how long the CPU has been
-        // busy (the 6.8 meaning the Bologna policy reads); with one, the
-        // latch publishes the time it last changed instead.
-        if !s
-            .latches
-            .iter()
-            .any(|(n, _, _)| n.eq_ignore_ascii_case("CpuBusy"))
-        {
-            w.value("CpuBusyTime", s.cpu_busy_since.map_or(0, |t| now - t));
-        }
 
         // The claim and its job.
         match &s.claim {
@@ -559,24 +827,12 @@ impl Startd {
                 w.text("RemoteOwner", c.owner.as_str());
                 w.text("ClientMachine", c.schedd.as_str());
                 w.text("RemoteScheddName", c.schedd.as_str());
-                w.value("TotalClaimRunTime", c.run_time + s.job_run_time(now));
-                w.value(
-                    "TotalClaimSuspendTime",
-                    c.suspend_time
-                        + s.job_suspended_total
-                        + s.suspended_since.map_or(0, |t| now - t),
-                );
             }
             None => remove_all(w.ad(), CLAIM_ATTRS),
         }
         match (&s.job, s.job_start) {
-            (Some(job), Some(start)) => {
+            (Some(_), Some(start)) => {
                 w.value("JobStart", start);
-                w.value("TotalJobRunTime", s.job_run_time(now));
-                w.value(
-                    "TotalJobSuspendTime",
-                    s.job_suspended_total + s.suspended_since.map_or(0, |t| now - t),
-                );
                 let facts = &s.job_facts;
                 if let Some(id) = &facts.id {
                     w.text("JobId", id);
@@ -591,15 +847,6 @@ impl Startd {
                 } else if w.ad().contains("ConcurrencyLimits") {
                     w.ad().remove("ConcurrencyLimits");
                 }
-                for name in &s.policy.job_attrs {
-                    match job.get(name) {
-                        Some(e) => w.expr(name.as_str(), e.clone()),
-                        None if w.ad().contains(name) => {
-                            w.ad().remove(name);
-                        }
-                        None => {}
-                    }
-                }
             }
             _ => {
                 remove_all(w.ad(), JOB_ATTRS);
@@ -610,7 +857,6 @@ impl Startd {
                 }
             }
         }
-        self.publish_draining(i, now, w);
         if let Some(t) = self.last_drain_start {
             w.value("LastDrainStartTime", t);
         }
@@ -626,6 +872,70 @@ impl Startd {
             }
             None => remove_all(w.ad(), DRAIN_ATTRS),
         }
+    }
+
+    /// The figures of slot `i`'s ad that move with the clock alone (what
+    /// [`changes_with_time`] names), written at every refresh.
+    fn write_clock(&self, i: usize, now: i64, w: &mut Refresher<'_>, cross_slot: bool) {
+        let s = &self.slots[i];
+        let m = &self.machine;
+        // What the host says, as this slot sees it.
+        let (keyboard, console) = self.idle_times(i, now);
+        w.value("KeyboardIdle", keyboard);
+        w.value("ConsoleIdle", console);
+        // The load averages move at every poll while a job runs.
+        w.value("LoadAvg", s.load_avg);
+        w.value("CondorLoadAvg", s.condor_load_avg);
+        w.value("TotalLoadAvg", self.readings.load_avg);
+        w.value("TotalCondorLoadAvg", self.total_condor_load());
+        let local = now + m.utc_offset as i64;
+        w.value("ClockMin", local.rem_euclid(86_400) / 60);
+        // 1970-01-01 was a Thursday (day 4, Sunday being 0).
+        w.value("ClockDay", (local.div_euclid(86_400) + 4).rem_euclid(7));
+        // TotalTime<State><Activity> of the current pair: all time in it,
+        // this stay included so far.
+        let current = s.pair();
+        let before = s
+            .time_in
+            .iter()
+            .find(|(p, _)| *p == current)
+            .map_or(0, |(_, secs)| *secs);
+        w.value(current.total_time_attr(), before + now - s.entered_activity);
+        // Without a CpuBusy latch, CpuBusyTime is how long the CPU has been
+        // busy (the 6.8 meaning the Bologna policy reads); with one, the
+        // latch publishes the time it last changed instead.
+        if !s
+            .latches
+            .iter()
+            .any(|(n, _, _)| n.eq_ignore_ascii_case("CpuBusy"))
+        {
+            w.value("CpuBusyTime", s.cpu_busy_since.map_or(0, |t| now - t));
+        }
+        if let Some(c) = &s.claim {
+            w.value("TotalClaimRunTime", c.run_time + s.job_run_time(now));
+            w.value(
+                "TotalClaimSuspendTime",
+                c.suspend_time + s.job_suspended_total + s.suspended_since.map_or(0, |t| now - t),
+            );
+        }
+        if let (Some(job), Some(_)) = (&s.job, s.job_start) {
+            w.value("TotalJobRunTime", s.job_run_time(now));
+            w.value(
+                "TotalJobSuspendTime",
+                s.job_suspended_total + s.suspended_since.map_or(0, |t| now - t),
+            );
+            // STARTD_JOB_ATTRS: the job's own expressions, as they are now.
+            for name in &s.policy.job_attrs {
+                match job.get(name) {
+                    Some(e) => w.expr(name.as_str(), e.clone()),
+                    None if w.ad().contains(name) => {
+                        w.ad().remove(name);
+                    }
+                    None => {}
+                }
+            }
+        }
+        self.publish_draining(i, now, w);
         // Other slots' attributes, as STARTD_SLOT_ATTRS asks (also under
         // the 6.8 `vm<N>_` names).
         if cross_slot && !s.policy.slot_attrs.is_empty() {
@@ -640,7 +950,8 @@ impl Startd {
                         } else {
                             other.ad.clone()
                         };
-                        self.refresh(j, now, &mut other_ad, false);
+                        let kept = self.kept(j, other.ad_stamp);
+                        self.refresh(j, now, &mut other_ad, kept, false);
                         other_ad.eval_attr(name, &env)
                     };
                     w.value(&format!("slot{}_{name}", other.id), v.clone());
@@ -663,6 +974,7 @@ mod tests {
             "TotalTimeClaimedBusy",
             "slot2_State",
             "vm1_Activity",
+            "TotalCondorLoadAvg",
             "ExpectedMachineQuickDrainingBadput",
         ] {
             assert!(changes_with_time(n), "{n}");
@@ -673,7 +985,7 @@ mod tests {
             "State",
             "Memory",
             "TotalTime",
-            "LoadAvg",
+            "CpuIsBusy",
             "vm",
         ] {
             assert!(!changes_with_time(n), "{n}");

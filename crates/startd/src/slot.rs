@@ -150,8 +150,13 @@ pub struct Slot {
     /// The slot's ad, kept between polls and brought up to date in place
     /// (`publish`); empty until first built.
     pub ad: ClassAd,
-    /// The ad's generation (see [`crate::engine::Startd::ad_generation`]).
+    /// The generation of the ad last published (see
+    /// [`crate::engine::Startd::ad_generation`]).
     pub ad_generation: u64,
+    /// The generation `ad` was last written under (`None`: being built).
+    pub(crate) ad_stamp: Option<u64>,
+    /// The facts the slot's ads were last written from, and their generation.
+    pub(crate) facts: Option<Box<crate::publish::Generation>>,
 }
 
 /// Where a slot goes once its backfill client has been killed.
@@ -214,7 +219,9 @@ impl Slot {
             retirement_remaining: None,
             time_in: Vec::new(),
             ad: ClassAd::new(),
-            ad_generation: crate::publish::new_generation(),
+            ad_generation: 0,
+            ad_stamp: None,
+            facts: None,
         }
     }
 

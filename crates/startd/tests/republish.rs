@@ -2,13 +2,18 @@
 //! date by swapping them with the startd's own must say exactly what
 //! `published_ads` says (with the caller's extra attributes), at every
 //! step, and the extra attributes must never reach the ads the policy is
-//! evaluated in.
+//! evaluated in. Every refresh that keeps a slot's facts is checked
+//! against a whole one (debug builds), and two ads published under one
+//! generation must differ only in what moves with the clock.
 
 mod common;
 
 use common::*;
+use startd::publish::changes_with_time;
 use startd::resources::HostReadings;
 use startd::{AdsEpoch, Event, Startd};
+
+use std::collections::HashMap;
 
 /// The ad as sorted `name = expression` lines (order of insertion may
 /// differ between copies; what an ad says does not).
@@ -30,6 +35,34 @@ fn extra() -> classad::ClassAd {
 /// after each step (and a publication) that both published the same and
 /// that their slots' own ads are alike.
 fn check(s: Startd, steps: &[(i64, Event)]) {
+    startd::publish::REFRESH_CHECK_EVERY.store(1, std::sync::atomic::Ordering::Relaxed);
+    // What each generation's ads said, but for the clock's figures.
+    let mut generations: HashMap<u64, Vec<String>> = HashMap::new();
+    let mut kept = 0;
+    let mut by_generation = |w: &Startd, ads: &[classad::ClassAd], what: &str| {
+        for (i, ad) in ads.iter().enumerate() {
+            let unclocked: Vec<String> = ad
+                .iter()
+                .filter(|(n, _)| !changes_with_time(n.as_str()))
+                .map(|(n, e)| format!("{} = {e}", n.as_str().to_ascii_lowercase()))
+                .collect();
+            let mut unclocked = unclocked;
+            unclocked.sort();
+            match generations.get(&w.ad_generation(i)) {
+                Some(before) => {
+                    kept += 1;
+                    assert_eq!(before, &unclocked, "{what}: ad {i} kept its generation");
+                    assert!(
+                        ad.iter().any(|(n, _)| changes_with_time(n.as_str())),
+                        "{what}: ad {i} has the clock's figures"
+                    );
+                }
+                None => {
+                    generations.insert(w.ad_generation(i), unclocked);
+                }
+            }
+        }
+    };
     let mut reference = s.clone();
     let mut swapping = s;
     let mut copies = Vec::new();
@@ -41,6 +74,7 @@ fn check(s: Startd, steps: &[(i64, Event)]) {
             a.update(&extra);
         }
         w.republish(now, &extra, &mut copies, &mut epoch);
+        by_generation(w, &copies, what);
         assert_eq!(copies.len(), want.len(), "{what}: number of ads");
         for (k, (got, want)) in copies.iter().zip(&want).enumerate() {
             assert_eq!(lines(got), lines(want), "{what}: ad {k}");
@@ -77,6 +111,12 @@ fn check(s: Startd, steps: &[(i64, Event)]) {
             &format!("step {k}, later"),
         );
     }
+    // Most publications found only the clock moved.
+    assert!(
+        kept > generations.len(),
+        "{kept} ads kept a generation, {} generations",
+        generations.len()
+    );
 }
 
 #[test]
