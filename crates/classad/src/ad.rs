@@ -236,9 +236,9 @@ impl ClassAd {
     /// in one pass (one rebuild of the index, where [`ClassAd::remove`]
     /// rebuilds it for each name). What a chained ad inherits stays.
     /// Returns how many were deleted.
-    pub fn remove_own_where(&mut self, mut doomed: impl FnMut(&str) -> bool) -> usize {
+    pub fn remove_own_where(&mut self, mut doomed: impl FnMut(&AttrName) -> bool) -> usize {
         let before = self.entries.len();
-        self.entries.retain(|(n, _)| !doomed(n.as_str()));
+        self.entries.retain(|(n, _)| !doomed(n));
         let gone = before - self.entries.len();
         if gone > 0 {
             self.reindex();
@@ -520,7 +520,7 @@ mod refresher_tests {
     #[test]
     fn removing_own_attributes_by_name_keeps_the_rest_in_order_and_found() {
         let mut ad = ClassAd::parse("[ A = 1; Bx = 2; C = 3; By = 4; D = 5 ]").unwrap();
-        assert_eq!(ad.remove_own_where(|n| n.starts_with('B')), 2);
+        assert_eq!(ad.remove_own_where(|n| n.as_str().starts_with('B')), 2);
         let names: Vec<&str> = ad.iter_inserted().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["A", "C", "D"]);
         let env = crate::Env::default();
@@ -531,7 +531,7 @@ mod refresher_tests {
         let parent = std::sync::Arc::new(ClassAd::parse("[ Bz = 9 ]").unwrap());
         let mut child = ClassAd::chained_to(parent);
         child.insert_value("By", 1i64);
-        assert_eq!(child.remove_own_where(|n| n.starts_with('B')), 1);
+        assert_eq!(child.remove_own_where(|n| n.as_str().starts_with('B')), 1);
         assert!(matches!(child.eval_attr("Bz", &env), Value::Int(9)));
     }
 

@@ -2053,7 +2053,10 @@ impl Startd {
                         reason: format!("no claim {claim_id}"),
                     });
                 }
-                found
+                // A keep-alive renews the lease and nothing else: as in
+                // HTCondor's startd, the policy is not evaluated for it
+                // (polls do that), so no slot is settled here.
+                Vec::new()
             }
             Event::Vacate { slot, fast } => {
                 let which: Vec<usize> = match &slot {

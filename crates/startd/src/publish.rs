@@ -4,6 +4,7 @@
 //! State, KeyboardIdle, LoadAvg and the rest).
 
 use classad::ad::Refresher;
+use classad::name::{fold_hash, AttrName};
 use classad::{ClassAd, Expr, Value};
 
 use crate::engine::Startd;
@@ -108,26 +109,33 @@ pub(crate) fn new_generation() -> u64 {
 /// move at every poll while a job runs) and the other slots' figures that
 /// STARTD_SLOT_ATTRS copies in.
 pub fn changes_with_time(name: &str) -> bool {
-    const NAMES: &[&str] = &[
-        "KeyboardIdle",
-        "ConsoleIdle",
-        "LoadAvg",
-        "CondorLoadAvg",
-        "TotalLoadAvg",
-        "TotalCondorLoadAvg",
-        "ClockMin",
-        "ClockDay",
-        "CpuBusyTime",
-        "TotalClaimRunTime",
-        "TotalClaimSuspendTime",
-        "TotalJobRunTime",
-        "TotalJobSuspendTime",
-        "RetirementTimeRemaining",
-        "ExpectedMachineGracefulDrainingCompletion",
-        "ExpectedMachineQuickDrainingCompletion",
-        "ExpectedMachineGracefulDrainingBadput",
-        "ExpectedMachineQuickDrainingBadput",
-    ];
+    CLOCK_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name)) || clock_prefixed(name)
+}
+
+/// The names [`changes_with_time`] lists one by one.
+const CLOCK_NAMES: &[&str] = &[
+    "KeyboardIdle",
+    "ConsoleIdle",
+    "LoadAvg",
+    "CondorLoadAvg",
+    "TotalLoadAvg",
+    "TotalCondorLoadAvg",
+    "ClockMin",
+    "ClockDay",
+    "CpuBusyTime",
+    "TotalClaimRunTime",
+    "TotalClaimSuspendTime",
+    "TotalJobRunTime",
+    "TotalJobSuspendTime",
+    "RetirementTimeRemaining",
+    "ExpectedMachineGracefulDrainingCompletion",
+    "ExpectedMachineQuickDrainingCompletion",
+    "ExpectedMachineGracefulDrainingBadput",
+    "ExpectedMachineQuickDrainingBadput",
+];
+
+/// TotalTime<State><Activity>, slot<N>_<name> and vm<N>_<name>.
+fn clock_prefixed(name: &str) -> bool {
     let after = |prefix: &str| {
         (name.len() > prefix.len()
             && name.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes()))
@@ -135,18 +143,25 @@ pub fn changes_with_time(name: &str) -> bool {
     };
     // slot<N>_<name> and vm<N>_<name> (STARTD_SLOT_ATTRS), not SlotID.
     let cross_slot = |prefix: &str| after(prefix).is_some_and(|r| r[0].is_ascii_digit());
-    NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
-        || after("TotalTime").is_some()
-        || cross_slot("slot")
-        || cross_slot("vm")
+    after("TotalTime").is_some() || cross_slot("slot") || cross_slot("vm")
 }
 
 /// Whether `name` is one the clock's part of a refresh writes
 /// (`Startd::write_clock`): what [`changes_with_time`] names, but for other
 /// slots' figures only those of STARTD_SLOT_ATTRS (`slot_attrs`), so that
 /// nothing the configuration published under a like name is touched.
-fn clock_attr(name: &str, slot_attrs: &[String]) -> bool {
-    if !changes_with_time(name) {
+fn clock_attr(attr: &AttrName, slot_attrs: &[String]) -> bool {
+    // Every slot ad is scanned when its facts change: the listed names by
+    // their case-blind hashes first (no text compared for most names).
+    static HASHES: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+    let hashes = HASHES.get_or_init(|| CLOCK_NAMES.iter().map(|n| fold_hash(n)).collect());
+    let name = attr.as_str();
+    let listed = hashes.contains(&attr.fold_hash())
+        && CLOCK_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name));
+    if listed {
+        return true;
+    }
+    if !clock_prefixed(name) {
         return false;
     }
     let lower = name.as_bytes();
