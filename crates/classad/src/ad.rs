@@ -506,6 +506,27 @@ impl Refresher<'_> {
         self.next = pos + 1;
     }
 
+    /// Sets `name` to a literal value, `name` being a name made once (the
+    /// hot refreshes of a pool's slot ads): found in place by pointer,
+    /// since names are interned, with neither its text compared nor its
+    /// hash computed.
+    pub fn value_named(&mut self, name: &AttrName, v: impl Into<crate::Value>) {
+        let e = Expr::from_value(v.into());
+        let pos = match self.ad.entries.get(self.next) {
+            Some((n, _)) if n.matches(name) => self.next,
+            _ => match self.ad.position_hashed(name.fold_hash(), name.as_str()) {
+                Some(p) => p,
+                None => {
+                    self.ad.insert(name.clone(), e);
+                    self.next = self.ad.entries.len();
+                    return;
+                }
+            },
+        };
+        self.ad.entries[pos].1 = e;
+        self.next = pos + 1;
+    }
+
     /// The ad itself, for reads and removals between writes.
     pub fn ad(&mut self) -> &mut ClassAd {
         self.ad
@@ -566,5 +587,21 @@ mod refresher_tests {
         // The first spelling is kept.
         let names: Vec<&str> = ad.iter_inserted().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["A", "C", "D"]);
+        {
+            // A name made once: in place, by lookup, or added; any spelling.
+            let mut w = ad.refresher();
+            w.value_named(&AttrName::new("a"), 1i64);
+            w.value_named(&AttrName::new("D"), 5i64);
+            w.value_named(&AttrName::new("C"), 3i64);
+            w.value_named(&AttrName::new("E"), 6i64);
+        }
+        for (name, want) in [("A", 1), ("C", 3), ("D", 5), ("e", 6)] {
+            assert!(
+                matches!(ad.eval_attr(name, &env), Value::Int(v) if v == want),
+                "{name}"
+            );
+        }
+        let names: Vec<&str> = ad.iter_inserted().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["A", "C", "D", "E"]);
     }
 }

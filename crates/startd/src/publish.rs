@@ -146,6 +146,78 @@ fn clock_prefixed(name: &str) -> bool {
     after("TotalTime").is_some() || cross_slot("slot") || cross_slot("vm")
 }
 
+/// The names of the clock's figures, made once: a refresh that writes
+/// only those finds each in place by pointer (`Refresher::value_named`).
+struct ClockNames {
+    keyboard_idle: AttrName,
+    console_idle: AttrName,
+    load_avg: AttrName,
+    condor_load_avg: AttrName,
+    total_load_avg: AttrName,
+    total_condor_load_avg: AttrName,
+    clock_min: AttrName,
+    clock_day: AttrName,
+    cpu_busy_time: AttrName,
+    total_claim_run_time: AttrName,
+    total_claim_suspend_time: AttrName,
+    total_job_run_time: AttrName,
+    total_job_suspend_time: AttrName,
+    graceful_completion: AttrName,
+    graceful_badput: AttrName,
+    quick_completion: AttrName,
+    quick_badput: AttrName,
+}
+
+fn clock_names() -> &'static ClockNames {
+    static NAMES: std::sync::OnceLock<ClockNames> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let n = AttrName::new;
+        ClockNames {
+            keyboard_idle: n("KeyboardIdle"),
+            console_idle: n("ConsoleIdle"),
+            load_avg: n("LoadAvg"),
+            condor_load_avg: n("CondorLoadAvg"),
+            total_load_avg: n("TotalLoadAvg"),
+            total_condor_load_avg: n("TotalCondorLoadAvg"),
+            clock_min: n("ClockMin"),
+            clock_day: n("ClockDay"),
+            cpu_busy_time: n("CpuBusyTime"),
+            total_claim_run_time: n("TotalClaimRunTime"),
+            total_claim_suspend_time: n("TotalClaimSuspendTime"),
+            total_job_run_time: n("TotalJobRunTime"),
+            total_job_suspend_time: n("TotalJobSuspendTime"),
+            graceful_completion: n("ExpectedMachineGracefulDrainingCompletion"),
+            graceful_badput: n("ExpectedMachineGracefulDrainingBadput"),
+            quick_completion: n("ExpectedMachineQuickDrainingCompletion"),
+            quick_badput: n("ExpectedMachineQuickDrainingBadput"),
+        }
+    })
+}
+
+/// Which of the clock's figures a refresh writes besides the slot's own.
+#[derive(Clone, Copy, Debug)]
+struct Clock {
+    /// The draining estimates (and RetirementTimeRemaining).
+    draining: bool,
+    /// Other slots' figures (STARTD_SLOT_ATTRS).
+    cross_slot: bool,
+}
+
+impl Clock {
+    const ALL: Clock = Clock {
+        draining: true,
+        cross_slot: true,
+    };
+    /// Publishing refreshes every ad, estimates the draining figures from
+    /// them and then writes those: written before as well, they would be
+    /// written twice (the estimate reads the ad as the last publication
+    /// left those figures).
+    const BEFORE_ESTIMATE: Clock = Clock {
+        draining: false,
+        cross_slot: true,
+    };
+}
+
 /// Whether `name` is one the clock's part of a refresh writes
 /// (`Startd::write_clock`): what [`changes_with_time`] names, but for other
 /// slots' figures only those of STARTD_SLOT_ATTRS (`slot_attrs`), so that
@@ -443,7 +515,7 @@ impl Startd {
             (s.ad.clone(), s.ad_stamp)
         };
         let kept = self.kept(i, stamp);
-        self.refresh(i, now, &mut ad, kept, true);
+        self.refresh(i, now, &mut ad, kept, Clock::ALL);
         ad
     }
 
@@ -470,7 +542,7 @@ impl Startd {
         // estimates read those ads, and then only their figures are written
         // into them.
         for i in 0..self.slots.len() {
-            let ad = self.take_ad(i, now);
+            let ad = self.take_ad_with(i, now, Clock::BEFORE_ESTIMATE);
             self.put_ad(i, ad);
         }
         self.estimate_draining(now);
@@ -518,7 +590,7 @@ impl Startd {
         epoch: &mut AdsEpoch,
     ) {
         for i in 0..self.slots.len() {
-            let ad = self.take_ad(i, now);
+            let ad = self.take_ad_with(i, now, Clock::BEFORE_ESTIMATE);
             self.put_ad(i, ad);
         }
         self.estimate_draining(now);
@@ -577,6 +649,11 @@ impl Startd {
     /// hot path: no copy of the policy's expressions). Give it back with
     /// [`Startd::put_ad`].
     pub(crate) fn take_ad(&mut self, i: usize, now: i64) -> ClassAd {
+        self.take_ad_with(i, now, Clock::ALL)
+    }
+
+    /// [`Startd::take_ad`], with only `parts` of the clock's figures.
+    fn take_ad_with(&mut self, i: usize, now: i64, parts: Clock) -> ClassAd {
         let generation = self.current_generation(i);
         let s = &mut self.slots[i];
         let mut ad = std::mem::take(&mut s.ad);
@@ -585,7 +662,7 @@ impl Startd {
             ad = self.static_ad(i);
             stamp = None;
         }
-        self.refresh(i, now, &mut ad, stamp == Some(generation), true);
+        self.refresh(i, now, &mut ad, stamp == Some(generation), parts);
         self.slots[i].ad_stamp = Some(generation);
         ad
     }
@@ -727,6 +804,7 @@ impl Startd {
     /// The draining figures (machine-wide, from the last estimate) and the
     /// running job's retirement time remaining.
     fn publish_draining(&self, i: usize, now: i64, w: &mut Refresher<'_>) {
+        let n = clock_names();
         let s = &self.slots[i];
         match (s.job.is_some(), s.retirement_remaining) {
             (true, Some(r)) => w.value("RetirementTimeRemaining", r),
@@ -736,16 +814,10 @@ impl Startd {
             _ => {}
         }
         let f = &self.drain_figures;
-        w.value(
-            "ExpectedMachineGracefulDrainingCompletion",
-            f.graceful_completion.max(now),
-        );
-        w.value("ExpectedMachineGracefulDrainingBadput", f.graceful_badput);
-        w.value(
-            "ExpectedMachineQuickDrainingCompletion",
-            f.quick_completion.max(now),
-        );
-        w.value("ExpectedMachineQuickDrainingBadput", f.quick_badput);
+        w.value_named(&n.graceful_completion, f.graceful_completion.max(now));
+        w.value_named(&n.graceful_badput, f.graceful_badput);
+        w.value_named(&n.quick_completion, f.quick_completion.max(now));
+        w.value_named(&n.quick_badput, f.quick_badput);
     }
 
     /// Brings slot `i`'s ad up to date at `now`. What moves only when the
@@ -756,7 +828,7 @@ impl Startd {
     /// A pool of thousands of slots polls and publishes each every few
     /// minutes, and most of those refreshes find nothing but the clock
     /// changed.
-    fn refresh(&self, i: usize, now: i64, ad: &mut ClassAd, written: bool, cross_slot: bool) {
+    fn refresh(&self, i: usize, now: i64, ad: &mut ClassAd, written: bool, parts: Clock) {
         #[cfg(debug_assertions)]
         let before = (written && check_this_refresh()).then(|| ad.clone());
         if !written {
@@ -771,14 +843,14 @@ impl Startd {
         if !written {
             self.write_facts(i, &mut w);
         }
-        self.write_clock(i, now, &mut w, cross_slot);
+        self.write_clock(i, now, &mut w, parts);
         // Tests (debug builds) check that skipping the facts changed
         // nothing: a fact the comparison misses would leave a stale value.
         #[cfg(debug_assertions)]
         if let Some(mut full) = before {
             let mut w = full.refresher();
             self.write_facts(i, &mut w);
-            self.write_clock(i, now, &mut w, cross_slot);
+            self.write_clock(i, now, &mut w, parts);
             assert_same_ads(&full, ad);
         }
     }
@@ -891,22 +963,23 @@ impl Startd {
 
     /// The figures of slot `i`'s ad that move with the clock alone (what
     /// [`changes_with_time`] names), written at every refresh.
-    fn write_clock(&self, i: usize, now: i64, w: &mut Refresher<'_>, cross_slot: bool) {
+    fn write_clock(&self, i: usize, now: i64, w: &mut Refresher<'_>, parts: Clock) {
+        let n = clock_names();
         let s = &self.slots[i];
         let m = &self.machine;
         // What the host says, as this slot sees it.
         let (keyboard, console) = self.idle_times(i, now);
-        w.value("KeyboardIdle", keyboard);
-        w.value("ConsoleIdle", console);
+        w.value_named(&n.keyboard_idle, keyboard);
+        w.value_named(&n.console_idle, console);
         // The load averages move at every poll while a job runs.
-        w.value("LoadAvg", s.load_avg);
-        w.value("CondorLoadAvg", s.condor_load_avg);
-        w.value("TotalLoadAvg", self.readings.load_avg);
-        w.value("TotalCondorLoadAvg", self.total_condor_load());
+        w.value_named(&n.load_avg, s.load_avg);
+        w.value_named(&n.condor_load_avg, s.condor_load_avg);
+        w.value_named(&n.total_load_avg, self.readings.load_avg);
+        w.value_named(&n.total_condor_load_avg, self.total_condor_load());
         let local = now + m.utc_offset as i64;
-        w.value("ClockMin", local.rem_euclid(86_400) / 60);
+        w.value_named(&n.clock_min, local.rem_euclid(86_400) / 60);
         // 1970-01-01 was a Thursday (day 4, Sunday being 0).
-        w.value("ClockDay", (local.div_euclid(86_400) + 4).rem_euclid(7));
+        w.value_named(&n.clock_day, (local.div_euclid(86_400) + 4).rem_euclid(7));
         // TotalTime<State><Activity> of the current pair: all time in it,
         // this stay included so far.
         let current = s.pair();
@@ -915,7 +988,7 @@ impl Startd {
             .iter()
             .find(|(p, _)| *p == current)
             .map_or(0, |(_, secs)| *secs);
-        w.value(current.total_time_attr(), before + now - s.entered_activity);
+        w.value_named(current.total_time_name(), before + now - s.entered_activity);
         // Without a CpuBusy latch, CpuBusyTime is how long the CPU has been
         // busy (the 6.8 meaning the Bologna policy reads); with one, the
         // latch publishes the time it last changed instead.
@@ -924,19 +997,19 @@ impl Startd {
             .iter()
             .any(|(n, _, _)| n.eq_ignore_ascii_case("CpuBusy"))
         {
-            w.value("CpuBusyTime", s.cpu_busy_since.map_or(0, |t| now - t));
+            w.value_named(&n.cpu_busy_time, s.cpu_busy_since.map_or(0, |t| now - t));
         }
         if let Some(c) = &s.claim {
-            w.value("TotalClaimRunTime", c.run_time + s.job_run_time(now));
-            w.value(
-                "TotalClaimSuspendTime",
+            w.value_named(&n.total_claim_run_time, c.run_time + s.job_run_time(now));
+            w.value_named(
+                &n.total_claim_suspend_time,
                 c.suspend_time + s.job_suspended_total + s.suspended_since.map_or(0, |t| now - t),
             );
         }
         if let (Some(job), Some(_)) = (&s.job, s.job_start) {
-            w.value("TotalJobRunTime", s.job_run_time(now));
-            w.value(
-                "TotalJobSuspendTime",
+            w.value_named(&n.total_job_run_time, s.job_run_time(now));
+            w.value_named(
+                &n.total_job_suspend_time,
                 s.job_suspended_total + s.suspended_since.map_or(0, |t| now - t),
             );
             // STARTD_JOB_ATTRS: the job's own expressions, as they are now.
@@ -950,10 +1023,12 @@ impl Startd {
                 }
             }
         }
-        self.publish_draining(i, now, w);
+        if parts.draining {
+            self.publish_draining(i, now, w);
+        }
         // Other slots' attributes, as STARTD_SLOT_ATTRS asks (also under
         // the 6.8 `vm<N>_` names).
-        if cross_slot && !s.policy.slot_attrs.is_empty() {
+        if parts.cross_slot && !s.policy.slot_attrs.is_empty() {
             let env = self.env(now);
             for (j, other) in self.slots.iter().enumerate() {
                 for name in &s.policy.slot_attrs {
@@ -966,7 +1041,11 @@ impl Startd {
                             other.ad.clone()
                         };
                         let kept = self.kept(j, other.ad_stamp);
-                        self.refresh(j, now, &mut other_ad, kept, false);
+                        let parts = Clock {
+                            cross_slot: false,
+                            ..Clock::ALL
+                        };
+                        self.refresh(j, now, &mut other_ad, kept, parts);
                         other_ad.eval_attr(name, &env)
                     };
                     w.value(&format!("slot{}_{name}", other.id), v.clone());

@@ -152,6 +152,19 @@ impl Pair {
     pub fn total_time_attr(self) -> &'static str {
         TOTAL_TIME[self.0 as usize][self.1 as usize]
     }
+
+    /// [`Pair::total_time_attr`] as a name made once (each refresh of a
+    /// slot ad writes it; see `Refresher::value_named`).
+    pub fn total_time_name(self) -> &'static classad::AttrName {
+        static NAMES: std::sync::OnceLock<Vec<Vec<classad::AttrName>>> = std::sync::OnceLock::new();
+        let names = NAMES.get_or_init(|| {
+            TOTAL_TIME
+                .iter()
+                .map(|row| row.iter().map(|n| classad::AttrName::new(n)).collect())
+                .collect()
+        });
+        &names[self.0 as usize][self.1 as usize]
+    }
 }
 
 impl fmt::Display for Pair {
