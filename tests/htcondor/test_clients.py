@@ -62,6 +62,10 @@ class Pool:
     """A personal pool in a process of its own, run as root."""
 
     def __init__(self, config_text=""):
+        # Set when a test of the pool's class failed: its directory (the
+        # pool's log and state) is kept to look at.
+        self.keep = False
+        self.stopped = False
         self.dir = tempfile.mkdtemp(prefix="fc-htc-")
         os.chmod(self.dir, 0o755)
         self.state = os.path.join(self.dir, "state")
@@ -90,7 +94,10 @@ class Pool:
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
-        raise RuntimeError("the pool did not start:\n" + self.output())
+        said = self.output()
+        self.keep = True
+        self.stop()
+        raise RuntimeError(f"the pool did not start (its directory is kept: {self.dir}):\n" + said)
 
     def host_port(self):
         return self.address.strip("<>").split("?")[0]
@@ -104,6 +111,10 @@ class Pool:
         return self.proc.poll() is None
 
     def stop(self):
+        """Stops the pool, then removes its directory unless `keep`. Once."""
+        if self.stopped:
+            return
+        self.stopped = True
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -112,7 +123,32 @@ class Pool:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.keep:
+            print(f"tests/htcondor: the pool's directory is kept: {self.dir}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class PoolTestCase(unittest.TestCase):
+    """Tests that share their class's pool (`cls.pool`, started in
+    `setUpClass`, which calls `uses(pool)`): the pool stops after the
+    class's last test, or when `setUpClass` fails after starting it, and
+    its directory goes unless one of the class's tests failed."""
+
+    @classmethod
+    def uses(cls, pool):
+        cls.pool = pool
+        cls.addClassCleanup(pool.stop)
+        return pool
+
+    def run(self, result=None):
+        failed = (lambda r: len(r.failures) + len(r.errors)) if result is not None else None
+        before = failed(result) if failed else 0
+        outcome = super().run(result)
+        pool = getattr(type(self), "pool", None)
+        if failed and pool is not None and failed(result) > before:
+            pool.keep = True
+        return outcome
 
 
 class Client:
@@ -210,18 +246,14 @@ def wait_for_jobs_to_leave(client, cluster, timeout=60):
     )
 
 
-class ClientsWithoutConfig(unittest.TestCase):
+class ClientsWithoutConfig(PoolTestCase):
     """Clients configured with nothing but the pool's address."""
 
     @classmethod
     def setUpClass(cls):
-        cls.pool = Pool()
+        cls.uses(Pool())
         cls.alice = Client(cls.pool, ALICE)
         cls.bob = Client(cls.pool, BOB)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.pool.stop()
 
     def test_collector_query_with_constraint_and_projection(self):
         got = self.alice.run(
@@ -682,7 +714,7 @@ class ClientsWithoutConfig(unittest.TestCase):
             self.assertEqual(f.read(), "from the tool\n")
 
 
-class ClientsWithRecommendedSecurity(unittest.TestCase):
+class ClientsWithRecommendedSecurity(PoolTestCase):
     """`use SECURITY : recommended` on both sides (authentication,
     encryption and integrity required), IDTOKENS tokens signed by the
     pool's key, over TCP on loopback."""
@@ -700,7 +732,7 @@ class ClientsWithRecommendedSecurity(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.pool = Pool(cls.POOL_CONFIG)
+        cls.uses(Pool(cls.POOL_CONFIG))
         env = dict(os.environ, CONDOR_CONFIG=cls.pool.config)
         subprocess.run([BINARY, "token", "create-key", "--state", cls.pool.state], check=True, env=env,
                        capture_output=True)
@@ -723,10 +755,6 @@ class ClientsWithRecommendedSecurity(unittest.TestCase):
             raise AssertionError(f"token create: {made.stdout}{made.stderr}")
         give_to(tokens, client)
         return client
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.pool.stop()
 
     def test_the_session_is_authenticated_by_the_token_and_encrypted(self):
         got = self.alice.run(
@@ -822,7 +850,7 @@ class ClientsWithRecommendedSecurity(unittest.TestCase):
         self.assertTrue(self.pool.alive())
 
 
-class LateMaterialization(unittest.TestCase):
+class LateMaterialization(PoolTestCase):
     """A factory (`max_materialize`) submitted by the real client: it sends
     the item rows (SendMaterializeData), the submit digest
     (SetJobFactory) and the cluster ad, no proc; the schedd makes the jobs
@@ -830,12 +858,8 @@ class LateMaterialization(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.pool = Pool()
+        cls.uses(Pool())
         cls.alice = Client(cls.pool, ALICE)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.pool.stop()
 
     def test_max_materialize_keeps_two_present_and_all_six_complete(self):
         got = self.alice.run(
@@ -880,22 +904,18 @@ class LateMaterialization(unittest.TestCase):
                 self.assertEqual(f.read(), f"{letter} {proc}\n")
 
 
-class ThePoolKeepsItsBounds(unittest.TestCase):
+class ThePoolKeepsItsBounds(PoolTestCase):
     """What a client may not make the pool do: write as the anonymous,
     submit past MAX_JOBS_PER_SUBMISSION, send a huge first message, take
     every connection."""
 
     @classmethod
     def setUpClass(cls):
-        cls.pool = Pool("""
+        cls.uses(Pool("""
             SEC_DEFAULT_AUTHENTICATION_METHODS = FS, ANONYMOUS
             MAX_JOBS_PER_SUBMISSION = 20
-            """)
+            """))
         cls.alice = Client(cls.pool, ALICE)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.pool.stop()
 
     def test_the_anonymous_may_read_but_not_write(self):
         anon = Client(self.pool, BOB, env={"_CONDOR_SEC_CLIENT_AUTHENTICATION_METHODS": "ANONYMOUS"})
@@ -1028,7 +1048,7 @@ while True:
         self.proc.stdout.close()
 
 
-class FactoryClusterEdits(unittest.TestCase):
+class FactoryClusterEdits(PoolTestCase):
     """condor_qedit of a factory's cluster (SetAttributeByConstraint with
     PostSubmitClusterChange, 0x80, as condor_qedit sends it for cluster
     ids and owners) changes its cluster ad too, as in HTCondor's schedd:
@@ -1038,12 +1058,8 @@ class FactoryClusterEdits(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.pool = Pool()
+        cls.uses(Pool())
         cls.alice = Client(cls.pool, ALICE)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.pool.stop()
 
     def restart(self):
         pool = self.pool

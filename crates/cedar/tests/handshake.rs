@@ -88,6 +88,18 @@ struct Server {
     dir: PathBuf,
 }
 
+/// The server's state directory goes with it when the test passed; a
+/// failed test keeps it to look at.
+impl Drop for Server {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("scratch directory kept: {}", self.dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("cedar-handshake-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);

@@ -220,7 +220,12 @@ fn history_from_file(
         .map(classad::Expr::parse)
         .transpose()
         .map_err(|e| Error::parse("<constraint>", e))?;
-    let query = store::HistoryQuery::default();
+    // A constraint's `Owner == "x"` narrows the read (the store's index
+    // by owner); the constraint is still evaluated on each record.
+    let query = match &constraint {
+        Some(c) => store::HistoryQuery::default().narrowed_by(c),
+        None => store::HistoryQuery::default(),
+    };
     let mut ads = Vec::new();
     let mut before = None;
     loop {

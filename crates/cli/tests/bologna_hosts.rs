@@ -806,9 +806,12 @@ fn scaled_pool(name: &str, scale: impl Fn(&str, String) -> String) -> Option<Poo
         write(&copies.join(file), &scale(file, text));
     }
     let example = |n: &str| copies.join(n).display().to_string();
-    Pool::with_hosts(name, 3, &[], "", |i, dir| {
+    let mut pool = Pool::with_hosts(name, 3, &[], "", |i, dir| {
         host_config_from(i, dir, &example)
-    })
+    })?;
+    // The hosts' configuration includes the copies: they go with the pool.
+    pool.also.push(copies);
+    Some(pool)
 }
 
 /// The one-server pool of the tests below as a [`Bologna`]: its job

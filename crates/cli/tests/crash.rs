@@ -296,7 +296,12 @@ fn sigkill_during_submissions_and_runs_loses_and_duplicates_nothing() {
         begun: AtomicU32::new(0),
     });
     let submitting = {
-        let (dir, state, mark, client) = (dir.clone(), state.clone(), mark.clone(), client.clone());
+        let (dir, state, mark, client) = (
+            dir.to_path_buf(),
+            state.clone(),
+            mark.clone(),
+            client.clone(),
+        );
         std::thread::spawn(move || submitter(dir, state, mark, client))
     };
 

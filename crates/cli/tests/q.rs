@@ -2,13 +2,13 @@
 //! does not run, from ad files as condor_q -l and condor_status -l print
 //! them.
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::{Command, Output};
 
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ferrocondor-q-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A test's own scratch directory, removed when it passes.
+fn dir(name: &str) -> common::Scratch {
+    common::scratch(&format!("q-{name}"))
 }
 
 fn q(args: &[&str]) -> Output {
@@ -46,7 +46,7 @@ fn job(cluster: i64, memory: i64) -> String {
 
 #[test]
 fn better_analyze_says_which_clause_rules_out_the_slots_and_what_would_help() {
-    let d = dir();
+    let d = dir("better-analyze");
     let jobs = d.join("jobs.ads");
     let slotads = d.join("slots.ads");
     std::fs::write(
@@ -108,7 +108,7 @@ fn better_analyze_says_which_clause_rules_out_the_slots_and_what_would_help() {
 
 #[test]
 fn a_broken_ad_file_is_refused_with_its_line() {
-    let d = dir();
+    let d = dir("broken");
     let jobs = d.join("broken.ads");
     let slotads = d.join("slots2.ads");
     std::fs::write(&jobs, "ClusterId = 1\nProcId = 0\nMemroy 4096\n").unwrap();
@@ -129,7 +129,7 @@ fn a_broken_ad_file_is_refused_with_its_line() {
 fn without_a_pool_q_says_how_to_start_one() {
     let o = Command::new(env!("CARGO_BIN_EXE_ferrocondor"))
         .arg("q")
-        .env("FERROCONDOR_STATE", dir().join("no-pool"))
+        .env("FERROCONDOR_STATE", dir("no-pool").join("no-pool"))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -144,7 +144,7 @@ fn without_a_pool_q_says_how_to_start_one() {
 fn better_analyze_without_slot_ads_asks_the_pool_for_them() {
     // No -slotads: the slots come from the pool, and with no pool running
     // the error says how to start one.
-    let d = dir();
+    let d = dir("slotads-from-pool");
     let jobs = d.join("one.ads");
     std::fs::write(&jobs, job(3, 1024)).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_ferrocondor"))

@@ -31,7 +31,7 @@ fn with<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
 
 /// A test's scratch directory, its pool's state directory inside it.
 struct Setup {
-    dir: PathBuf,
+    dir: common::Scratch,
     state: PathBuf,
 }
 

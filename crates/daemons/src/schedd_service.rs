@@ -1728,6 +1728,12 @@ impl Schedd {
         if let [owner] = req.selection.owners.as_slice() {
             query.owner = Some(owner.clone());
         }
+        // So does a constraint's `Owner == "x"` (by the store's index by
+        // owner): a rare owner's records are found without parsing every
+        // record. The constraint is still evaluated on each.
+        if let Ok(Some(c)) = parse_constraint(req.selection.constraint.as_deref()) {
+            query = query.narrowed_by(&c);
+        }
         let plain = req.selection.constraint.is_none()
             && req.selection.ids.len() <= 1
             && req.selection.owners.len() <= 1

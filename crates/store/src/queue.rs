@@ -117,12 +117,67 @@ pub struct HistoryQuery {
     pub proc: Option<u32>,
     /// The job's `Owner` (exact, case-sensitive as user names are).
     pub owner: Option<String>,
+    /// The job's `Owner` in any ASCII case, as ClassAd's `==` compares
+    /// strings: what a constraint `Owner == "x"` narrows to (see
+    /// [`HistoryQuery::narrowed_by`]).
+    pub owner_any_case: Option<String>,
     /// Entered the history at or after this time (epoch seconds).
     pub since: Option<i64>,
     /// Entered the history before this time (epoch seconds).
     pub until: Option<i64>,
     /// At most this many records, newest first.
     pub limit: Option<usize>,
+}
+
+impl HistoryQuery {
+    /// The query narrowed by what a job constraint says of the owner, so
+    /// that the store reads only the part of the history that holds the
+    /// owner's records (`history_owners`) rather than the caller parsing
+    /// every record: a top-level
+    /// conjunct `Owner == "x"` (or `"x" == Owner`, `MY.Owner`) keeps the
+    /// records whose Owner is `x` in any ASCII case, `Owner =?= "x"`
+    /// those whose Owner is exactly `x`. It only narrows: the caller
+    /// still evaluates `constraint` on every record it gets. A record
+    /// whose Owner is not a string literal (the schedd writes it as one
+    /// for every job) has no stored owner, so a narrowed query skips it.
+    pub fn narrowed_by(mut self, constraint: &Expr) -> HistoryQuery {
+        if self.owner.is_none() && self.owner_any_case.is_none() {
+            match owner_in(constraint) {
+                Some((owner, true)) => self.owner = Some(owner),
+                Some((owner, false)) => self.owner_any_case = Some(owner),
+                None => {}
+            }
+        }
+        self
+    }
+}
+
+/// The owner a constraint requires of every job it selects, and whether
+/// exactly (`=?=`) or in any case (`==`): the first top-level conjunct
+/// that compares `Owner` with a string literal.
+fn owner_in(e: &Expr) -> Option<(String, bool)> {
+    use classad::expr::BinOp;
+    let is_owner = |e: &Expr| match e {
+        Expr::Attr(n) => n.is("Owner"),
+        Expr::Select(base, n) => {
+            n.is("Owner")
+                && matches!(&**base, Expr::Attr(b) if b.special() == classad::name::Special::My)
+        }
+        _ => false,
+    };
+    match e {
+        Expr::Paren(inner) => owner_in(inner),
+        Expr::Binary(BinOp::And, both) => owner_in(&both.0).or_else(|| owner_in(&both.1)),
+        Expr::Binary(op @ (BinOp::Eq | BinOp::MetaEq), both) => {
+            let (a, b) = (&both.0, &both.1);
+            let literal = match (a, b) {
+                (Expr::Lit(Value::Str(s)), o) | (o, Expr::Lit(Value::Str(s))) if is_owner(o) => s,
+                _ => return None,
+            };
+            Some((literal.to_string(), *op == BinOp::MetaEq))
+        }
+        _ => None,
+    }
 }
 
 /// A job in the history.
@@ -943,6 +998,13 @@ impl Store {
                      (SELECT shared FROM history WHERE shared IS NOT NULL)",
                     [],
                 )?;
+                // So do the owners with no row left (the others' bounds
+                // stay: wider than their rows, never narrower).
+                tx.execute(
+                    "DELETE FROM history_owners WHERE last < \
+                     (SELECT coalesce(min(seq), 9223372036854775807) FROM history)",
+                    [],
+                )?;
                 Ok(n)
             })
             .and_then(|n| tx.commit().map(|_| n));
@@ -1162,6 +1224,61 @@ fn read_job(conn: &Connection, path: &Path, job: JobId) -> Result<Option<ClassAd
 /// the rows of consecutive procs leave in one statement. Any other job's
 /// ops are applied one by one.
 fn apply_all(conn: &Connection, path: &Path, ops: &[Op]) -> Result<()> {
+    let op = "noting where the history's owners are";
+    let last = if ops.iter().any(Op::leaves) {
+        Some(last_history_seq(conn).map_err(sql_err(path, op))?)
+    } else {
+        None
+    };
+    apply_each(conn, path, ops)?;
+    match last {
+        Some(last) => note_history_owners(conn, last).map_err(sql_err(path, op)),
+        None => Ok(()),
+    }
+}
+
+/// The `seq` of the newest history row, 0 with none.
+fn last_history_seq(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.prepare_cached("SELECT coalesce(max(seq), 0) FROM history")?
+        .query_row([], |r| r.get(0))
+}
+
+/// Notes in `history_owners` the owners of the history rows after
+/// `last`: a new owner's first row, every owner's last. Once per batch,
+/// in its transaction: a read of the batch's rows (just written, so in
+/// the page cache) and a row per owner.
+fn note_history_owners(conn: &Connection, last: i64) -> rusqlite::Result<()> {
+    let mut seen: std::collections::HashMap<String, (i64, i64)> = Default::default();
+    {
+        let mut st = conn.prepare_cached(
+            "SELECT seq, owner FROM history WHERE seq > ?1 AND owner IS NOT NULL ORDER BY seq",
+        )?;
+        let mut rows = st.query(params![last])?;
+        while let Some(row) = rows.next()? {
+            let seq: i64 = row.get(0)?;
+            let owner = row.get_ref(1)?.as_str().map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, e.into())
+            })?;
+            match seen.get_mut(owner) {
+                Some(bounds) => bounds.1 = seq,
+                None => {
+                    seen.insert(owner.to_string(), (seq, seq));
+                }
+            }
+        }
+    }
+    let mut upsert = conn.prepare_cached(
+        "INSERT INTO history_owners (owner, first, last) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (owner) DO UPDATE SET last = max(last, excluded.last)",
+    )?;
+    for (owner, (first, last)) in &seen {
+        upsert.execute(params![owner, first, last])?;
+    }
+    Ok(())
+}
+
+/// [`apply_all`] but for the owners' bounds.
+fn apply_each(conn: &Connection, path: &Path, ops: &[Op]) -> Result<()> {
     if ops.len() < 2 {
         return ops.iter().try_for_each(|op| apply_one(conn, path, op));
     }
@@ -2007,6 +2124,22 @@ fn history_rows(
     if let Some(o) = &q.owner {
         clause("owner =", o.clone().into());
     }
+    if let Some(o) = &q.owner_any_case {
+        clause("owner COLLATE NOCASE =", o.clone().into());
+    }
+    // Where the owner's rows are: the walk is only that part of the
+    // history, and none at all for an owner with no record.
+    if q.owner.is_some() || q.owner_any_case.is_some() {
+        match owner_bounds(conn, q).map_err(sql_err(path, op))? {
+            Some((first, last)) => {
+                if let Some(first) = first {
+                    clause("seq >=", first.into());
+                    clause("seq <=", last.into());
+                }
+            }
+            None => return Ok(Vec::new()),
+        }
+    }
     if let Some(t) = q.since {
         clause("entered >=", t.into());
     }
@@ -2069,6 +2202,37 @@ fn history_rows(
         });
     }
     Ok(out)
+}
+
+/// The first and last `seq` of the rows of the owner `q` asks for, from
+/// `history_owners`: `Some((None, _))` where the store has no such table
+/// (a read-only file of an older schema: every row may be the owner's),
+/// `None` where the owner has no row.
+fn owner_bounds(
+    conn: &Connection,
+    q: &HistoryQuery,
+) -> rusqlite::Result<Option<(Option<i64>, i64)>> {
+    if schema_of(conn)? < 5 {
+        return Ok(Some((None, 0)));
+    }
+    let (sql, owner) = match (&q.owner, &q.owner_any_case) {
+        (Some(o), _) => (
+            "SELECT min(first), max(last) FROM history_owners WHERE owner = ?1",
+            o,
+        ),
+        (None, Some(o)) => (
+            "SELECT min(first), max(last) FROM history_owners WHERE owner = ?1 COLLATE NOCASE",
+            o,
+        ),
+        (None, None) => return Ok(Some((None, 0))),
+    };
+    let (first, last): (Option<i64>, Option<i64>) = conn
+        .prepare_cached(sql)?
+        .query_row(params![owner], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(match (first, last) {
+        (Some(first), Some(last)) => Some((Some(first), last)),
+        _ => None,
+    })
 }
 
 /// The schema version of the file `conn` reads.

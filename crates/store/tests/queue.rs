@@ -334,6 +334,123 @@ fn jobs_move_into_the_history_and_are_found_by_cluster_owner_and_time() {
     assert_eq!(s.history(&HistoryQuery::default()).unwrap().len(), 3);
 }
 
+/// A constraint's `Owner == "x"` narrows the store's read to x's records
+/// in any case (ClassAd's `==`), `=?=` to exactly x's; anything else in
+/// the constraint is left to the caller. A read by owner walks only the
+/// part of the history between the owner's first and last rows.
+#[test]
+fn a_constraint_on_the_owner_narrows_the_history_read_to_the_owner_s_rows() {
+    let (_dir, path) = fresh();
+    let mut s = Store::open(&path).unwrap();
+    let a = submit(&mut s, &cluster_ads(1, 2, "alice"));
+    let b = submit(&mut s, &cluster_ads(2, 1, "bob"));
+    let c = submit(&mut s, &cluster_ads(3, 1, "Alice"));
+    s.move_to_history(&[JobId::new(a, 0), JobId::new(a, 1)], 10)
+        .unwrap();
+    s.move_to_history(&[JobId::new(b, 0)], 20).unwrap();
+    s.move_to_history(&[JobId::new(c, 0)], 30).unwrap();
+    let ids = |s: &Store, constraint: &str| -> Vec<String> {
+        let q = HistoryQuery::default().narrowed_by(&expr(constraint));
+        s.history(&q)
+            .unwrap()
+            .iter()
+            .map(|r| r.id.to_string())
+            .collect()
+    };
+    assert_eq!(ids(&s, r#"Owner == "alice""#), ["3.0", "1.1", "1.0"]);
+    assert_eq!(
+        ids(&s, r#"(JobStatus == 4) && ("ALICE" == MY.Owner)"#),
+        ["3.0", "1.1", "1.0"]
+    );
+    assert_eq!(ids(&s, r#"Owner =?= "alice""#), ["1.1", "1.0"]);
+    assert_eq!(ids(&s, r#"Owner == "carol""#), Vec::<String>::new());
+    // Not a narrowing: every record.
+    assert_eq!(ids(&s, r#"Owner == "alice" || Owner == "bob""#).len(), 4);
+    assert_eq!(ids(&s, r#"Owner != "alice""#).len(), 4);
+    assert_eq!(ids(&s, "JobStatus == 4").len(), 4);
+    assert_eq!(
+        HistoryQuery::default().narrowed_by(&expr(r#"Owner == "alice""#)),
+        HistoryQuery {
+            owner_any_case: Some("alice".into()),
+            ..HistoryQuery::default()
+        }
+    );
+    // The exact owner still reads one spelling.
+    let exact = HistoryQuery {
+        owner: Some("Alice".into()),
+        ..HistoryQuery::default()
+    };
+    let got: Vec<String> = s
+        .history(&exact)
+        .unwrap()
+        .iter()
+        .map(|r| r.id.to_string())
+        .collect();
+    assert_eq!(got, ["3.0"]);
+    drop(s);
+    // Where each owner's rows are: what a read by owner walks.
+    let bounds = |path: &std::path::Path| -> Vec<(String, i64, i64)> {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        let mut st = conn
+            .prepare("SELECT owner, first, last FROM history_owners ORDER BY owner")
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(
+        bounds(&path),
+        [
+            ("Alice".into(), 4, 4),
+            ("alice".into(), 1, 2),
+            ("bob".into(), 3, 3)
+        ]
+    );
+    // Pruning forgets the owners with no row left.
+    let mut s = Store::open(&path).unwrap();
+    assert_eq!(s.prune_history(25).unwrap(), 3);
+    assert_eq!(ids(&s, r#"Owner == "alice""#), ["3.0"]);
+    assert_eq!(ids(&s, r#"Owner == "bob""#), Vec::<String>::new());
+    drop(s);
+    assert_eq!(bounds(&path), [("Alice".into(), 4, 4)]);
+}
+
+/// A store of schema 4 gets its owners' bounds from the history it has
+/// when migrated, so that a read by owner finds every record.
+#[test]
+fn the_owners_bounds_are_made_from_an_older_store_s_history() {
+    let (_dir, path) = fresh();
+    let mut s = Store::open(&path).unwrap();
+    let a = submit(&mut s, &cluster_ads(1, 2, "alice"));
+    let b = submit(&mut s, &cluster_ads(2, 1, "bob"));
+    s.move_to_history(&[JobId::new(a, 0), JobId::new(b, 0), JobId::new(a, 1)], 10)
+        .unwrap();
+    drop(s);
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("DROP TABLE history_owners; PRAGMA user_version = 4;")
+            .unwrap();
+    }
+    let s = Store::open(&path).unwrap();
+    let q = HistoryQuery {
+        owner: Some("alice".into()),
+        ..HistoryQuery::default()
+    };
+    let got: Vec<String> = s
+        .history(&q)
+        .unwrap()
+        .iter()
+        .map(|r| r.id.to_string())
+        .collect();
+    assert_eq!(got, ["1.1", "1.0"]);
+    drop(s);
+    assert_eq!(
+        rusqlite_count(&path, "SELECT count(*) FROM history_owners"),
+        2
+    );
+}
+
 #[test]
 fn the_last_proc_leaving_takes_the_cluster_ad_with_it() {
     let (_dir, path) = fresh();

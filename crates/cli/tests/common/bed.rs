@@ -90,7 +90,12 @@ pub struct Pool {
     pub hosts: Hosts,
     pub all: Vec<Host>,
     pub masters: Vec<Option<PoolProcess>>,
-    pub base: PathBuf,
+    /// The pool's scratch tree, removed (after the masters stopped: the
+    /// fields drop in this order) when the test passed.
+    pub base: super::common::Scratch,
+    /// Other scratch trees the hosts' configuration reads (copies of
+    /// example files, say), removed with `base`.
+    pub also: Vec<super::common::Scratch>,
 }
 
 impl Pool {
@@ -234,6 +239,7 @@ impl Pool {
             all,
             masters: (0..n).map(|_| None).collect(),
             base,
+            also: Vec::new(),
         };
         // The central manager's key signs the daemons' token, which every
         // other host gets (as condor_token_create's output is copied to an

@@ -34,15 +34,65 @@ pub fn at_normal_priority() {
     }
 }
 
-/// A fresh scratch directory that the pool's user may write.
-pub fn scratch(name: &str) -> PathBuf {
+/// A fresh scratch directory that the pool's user may write, removed when
+/// dropped (see [`Scratch`]).
+pub fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("ferrocondor-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     if let Some((uid, gid)) = run_as() {
         std::os::unix::fs::chown(&d, Some(uid), Some(gid)).unwrap();
     }
-    d
+    Scratch(d)
+}
+
+/// A test's scratch directory: when dropped after the test passed, the
+/// tree is removed (whoever owns what the pool made in it: the tests run
+/// as root or as its owner), with the pool's log beside it
+/// ([`PoolProcess::spawn_by`]); a test that panics keeps it, its path
+/// printed, to look at. Declare it before the pool that runs on it, so
+/// the pool is stopped first. Removal errors are ignored.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// Takes charge of `dir` (made by the caller).
+    pub fn adopt(dir: PathBuf) -> Scratch {
+        Scratch(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("scratch directory kept: {}", self.0.display());
+            return;
+        }
+        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = std::fs::remove_file(self.0.with_extension("daemon.log"));
+    }
 }
 
 /// Writes a file the pool's user owns.

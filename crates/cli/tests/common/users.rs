@@ -148,7 +148,7 @@ pub fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
-/// A test's scratch tree, removed when dropped:
+/// A test's scratch tree, removed when dropped after the test passed:
 ///
 /// - `base`: root's, 0755, under the temporary directory;
 /// - `alice`, `bob`: each user's working directory (theirs, 0755);
@@ -294,6 +294,11 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
+        // A failed test keeps its tree to look at (as `common::Scratch`).
+        if std::thread::panicking() {
+            eprintln!("scratch directory kept: {}", self.base.display());
+            return;
+        }
         let _ = std::fs::remove_dir_all(&self.base);
     }
 }
