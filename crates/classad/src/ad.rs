@@ -211,8 +211,8 @@ impl ClassAd {
     pub fn remove(&mut self, name: &str) -> Option<Expr> {
         let key = AttrName::new(name);
         let own = self.position(&key).map(|pos| {
+            self.unindex(pos);
             let (_, e) = self.entries.remove(pos);
-            self.reindex();
             e
         });
         if self.chain.is_none() || self.is_hidden(&key) {
@@ -232,18 +232,61 @@ impl ClassAd {
         }
     }
 
-    /// Deletes every attribute of this ad's own whose name `doomed` picks,
-    /// in one pass (one rebuild of the index, where [`ClassAd::remove`]
-    /// rebuilds it for each name). What a chained ad inherits stays.
-    /// Returns how many were deleted.
-    pub fn remove_own_where(&mut self, mut doomed: impl FnMut(&AttrName) -> bool) -> usize {
+    /// Deletes every attribute of this ad's own, from the `from`th on (in
+    /// the order they were inserted), whose name `doomed` picks, in one
+    /// pass (one rebuild of the index, where [`ClassAd::remove`] rebuilds
+    /// it for each name). What a chained ad inherits stays. Returns how
+    /// many were deleted.
+    pub fn remove_own_where(
+        &mut self,
+        from: usize,
+        mut doomed: impl FnMut(&AttrName) -> bool,
+    ) -> usize {
         let before = self.entries.len();
-        self.entries.retain(|(n, _)| !doomed(n));
+        let mut k = 0;
+        self.entries.retain(|(n, _)| {
+            k += 1;
+            k <= from || !doomed(n)
+        });
         let gone = before - self.entries.len();
         if gone > 0 {
             self.reindex();
         }
         gone
+    }
+
+    /// Takes entry `pos` out of the index, before it leaves `entries`
+    /// (linear probing's deletion by shifting back the entries after it,
+    /// then every later position one down): a removal costs a pass over the
+    /// index's numbers, not a rehash of every name.
+    fn unindex(&mut self, pos: usize) {
+        let mask = self.slots.len() - 1;
+        let mut j = self.first_slot(self.entries[pos].0.fold_hash());
+        while self.slots[j] != pos as u32 + 1 {
+            j = (j + 1) & mask;
+        }
+        let mut k = (j + 1) & mask;
+        loop {
+            let v = self.slots[k];
+            if v == 0 {
+                break;
+            }
+            let ideal = self.first_slot(self.entries[v as usize - 1].0.fold_hash());
+            // Move it back into the hole unless its home lies after the hole
+            // (cyclically, in (j, k]).
+            if (k.wrapping_sub(ideal) & mask) >= (k.wrapping_sub(j) & mask) {
+                self.slots[j] = v;
+                j = k;
+            }
+            k = (k + 1) & mask;
+        }
+        self.slots[j] = 0;
+        let gone = pos as u32 + 1;
+        for v in &mut self.slots {
+            if *v > gone {
+                *v -= 1;
+            }
+        }
     }
 
     fn reindex(&mut self) {
@@ -539,20 +582,61 @@ mod refresher_tests {
     use crate::Value;
 
     #[test]
+    fn removals_in_any_order_leave_every_other_name_found() {
+        let names: Vec<String> = (0..40).map(|k| format!("Attr{k}")).collect();
+        let env = crate::Env::default();
+        for step in [1usize, 3, 7, 11, 13] {
+            let mut ad = ClassAd::new();
+            for (k, n) in names.iter().enumerate() {
+                ad.insert_value(n, k as i64);
+            }
+            let mut left: Vec<usize> = (0..names.len()).collect();
+            let mut at = 0;
+            while !left.is_empty() {
+                at = (at + step) % left.len();
+                let k = left.remove(at);
+                assert!(ad.remove(&names[k]).is_some());
+                assert!(ad.get(&names[k]).is_none());
+                for &other in &left {
+                    assert!(
+                        matches!(ad.eval_attr(&names[other], &env), Value::Int(v) if v == other as i64),
+                        "{} after removing {}",
+                        names[other],
+                        names[k]
+                    );
+                }
+                let order: Vec<&str> = ad.iter_inserted().map(|(n, _)| n.as_str()).collect();
+                let want: Vec<&str> = left.iter().map(|&o| names[o].as_str()).collect();
+                let mut sorted = want.clone();
+                sorted.sort_by_key(|n| n[4..].parse::<usize>().unwrap());
+                assert_eq!(order, sorted);
+            }
+            ad.insert_value("Again", 1i64);
+            assert!(matches!(ad.eval_attr("again", &env), Value::Int(1)));
+        }
+    }
+
+    #[test]
     fn removing_own_attributes_by_name_keeps_the_rest_in_order_and_found() {
         let mut ad = ClassAd::parse("[ A = 1; Bx = 2; C = 3; By = 4; D = 5 ]").unwrap();
-        assert_eq!(ad.remove_own_where(|n| n.as_str().starts_with('B')), 2);
+        assert_eq!(ad.remove_own_where(0, |n| n.as_str().starts_with('B')), 2);
         let names: Vec<&str> = ad.iter_inserted().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["A", "C", "D"]);
         let env = crate::Env::default();
         assert!(matches!(ad.eval_attr("d", &env), Value::Int(5)));
         assert!(ad.get("Bx").is_none());
-        assert_eq!(ad.remove_own_where(|_| false), 0);
+        assert_eq!(ad.remove_own_where(0, |_| false), 0);
+        // Only from the `from`th on.
+        assert_eq!(ad.remove_own_where(1, |_| true), 2);
+        assert!(ad.get("A").is_some() && ad.len() == 1);
         // A chained ad keeps what its parent has.
         let parent = std::sync::Arc::new(ClassAd::parse("[ Bz = 9 ]").unwrap());
         let mut child = ClassAd::chained_to(parent);
         child.insert_value("By", 1i64);
-        assert_eq!(child.remove_own_where(|n| n.as_str().starts_with('B')), 1);
+        assert_eq!(
+            child.remove_own_where(0, |n| n.as_str().starts_with('B')),
+            1
+        );
         assert!(matches!(child.eval_attr("Bz", &env), Value::Int(9)));
     }
 

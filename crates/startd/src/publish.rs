@@ -661,6 +661,7 @@ impl Startd {
         if ad.is_empty() {
             ad = self.static_ad(i);
             stamp = None;
+            self.slots[i].static_len = ad.own_len();
         }
         self.refresh(i, now, &mut ad, stamp == Some(generation), parts);
         self.slots[i].ad_stamp = Some(generation);
@@ -836,8 +837,10 @@ impl Startd {
             // are written, so that the refreshes that write only them find
             // each in place: which of them an ad has changes only with the
             // facts (a claim, a job, a new state).
+            // The unchanging part the ad starts with has none of them (were
+            // one there, it would be written in place all the same).
             let s = &self.slots[i];
-            ad.remove_own_where(|n| clock_attr(n, &s.policy.slot_attrs));
+            ad.remove_own_where(s.static_len, |n| clock_attr(n, &s.policy.slot_attrs));
         }
         let mut w = ad.refresher();
         if !written {

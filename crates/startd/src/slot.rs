@@ -155,6 +155,8 @@ pub struct Slot {
     pub ad_generation: u64,
     /// The generation `ad` was last written under (`None`: being built).
     pub(crate) ad_stamp: Option<u64>,
+    /// How many attributes the ad's unchanging part (built first) has.
+    pub(crate) static_len: usize,
     /// The facts the slot's ads were last written from, and their generation.
     pub(crate) facts: Option<Box<crate::publish::Generation>>,
 }
@@ -221,6 +223,7 @@ impl Slot {
             ad: ClassAd::new(),
             ad_generation: 0,
             ad_stamp: None,
+            static_len: 0,
             facts: None,
         }
     }
