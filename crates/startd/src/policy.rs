@@ -360,11 +360,10 @@ impl Policy {
         name: &'static str,
         job: Option<&ClassAd>,
     ) -> (&'static str, Option<&Expr>) {
-        let vanilla = job
-            .is_some_and(|j| matches!(j.eval_attr("JobUniverse", &Env::default()), Value::Int(5)));
-        if vanilla {
+        if let Some(job) = job {
             // `<name>_VANILLA`, found among the published names (no string
-            // is made: the slot's policy is evaluated on every poll).
+            // is made: the slot's policy is evaluated on every poll), and
+            // only then the job's universe read (most policies have none).
             let variant = self.exprs.iter().find(|(n, e)| {
                 e.is_some()
                     && n.len() == name.len() + "_VANILLA".len()
@@ -372,7 +371,9 @@ impl Policy {
                     && n[..name.len()].eq_ignore_ascii_case(name)
             });
             if let Some((n, e)) = variant {
-                return (n, e.as_ref());
+                if matches!(job.eval_attr("JobUniverse", &Env::default()), Value::Int(5)) {
+                    return (n, e.as_ref());
+                }
             }
         }
         (name, self.expr(name))

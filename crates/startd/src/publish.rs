@@ -809,10 +809,13 @@ impl Startd {
         let s = &self.slots[i];
         match (s.job.is_some(), s.retirement_remaining) {
             (true, Some(r)) => w.value("RetirementTimeRemaining", r),
-            _ if w.ad().contains("RetirementTimeRemaining") => {
+            // Without a job the facts' part has taken it out with the
+            // job's other attributes (no lookup on every refresh).
+            (false, _) => {}
+            (true, None) if w.ad().contains("RetirementTimeRemaining") => {
                 w.ad().remove("RetirementTimeRemaining");
             }
-            _ => {}
+            (true, None) => {}
         }
         let f = &self.drain_figures;
         w.value_named(&n.graceful_completion, f.graceful_completion.max(now));
