@@ -449,6 +449,25 @@ impl<R: Role> RoleHandle<R> {
         rx.recv().map_err(|_| RoleGone::Stopped(R::NAME))
     }
 
+    /// As [`RoleHandle::call_blocking`], with `then` run on the role's
+    /// thread after the answer has gone back (and before the role takes
+    /// anything else from its inbox): work the caller need not wait for.
+    pub fn call_blocking_then<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut R, i64, &mut Outbox) -> T + Send + 'static,
+        then: impl FnOnce(&mut R, i64, &mut Outbox) + Send + 'static,
+    ) -> Result<T, RoleGone> {
+        let (tx, rx) = mpsc::channel();
+        self.post(
+            move |r, now, out| {
+                let _ = tx.send(f(r, now, out));
+                then(r, now, out);
+            },
+            |()| {},
+        )?;
+        rx.recv().map_err(|_| RoleGone::Stopped(R::NAME))
+    }
+
     /// Puts a message in the role's inbox.
     pub fn deliver(&self, from: RoleName, msg: Message) {
         let _ = self.tx.send(Envelope::Message(from, msg));
