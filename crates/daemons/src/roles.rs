@@ -892,6 +892,50 @@ fn carry_out(from: RoleName, out: Outbox, router: &Router, dispatch: &Dispatch) 
 mod tests {
     use super::*;
 
+    /// A role that records what ran on its thread.
+    struct Recorder(Vec<&'static str>);
+
+    impl Role for Recorder {
+        const NAME: RoleName = RoleName::Schedd;
+        fn receive(&mut self, _: RoleName, _: Message, _: i64, _: &mut Outbox) {}
+        fn timers(&self) -> Vec<(u64, bool)> {
+            Vec::new()
+        }
+        fn timer(&mut self, _: usize, _: i64, _: &mut Outbox) {}
+    }
+
+    #[test]
+    fn a_call_is_answered_before_the_work_that_follows_it_runs() {
+        let (tx, rx) = mpsc::channel();
+        let handle = RoleHandle::<Recorder> { tx };
+        let role = std::thread::spawn(move || {
+            let mut role = Recorder(Vec::new());
+            while let Ok(Envelope::Call(call)) = rx.recv() {
+                let mut out = Outbox::default();
+                call(&mut role, 0, &mut out)();
+            }
+            role.0
+        });
+        let (answered, heard) = mpsc::channel::<()>();
+        let answer = handle.call_blocking_then(
+            |r, _, _| {
+                r.0.push("call");
+                7
+            },
+            move |r, _, _| {
+                // The caller says when it has its answer.
+                r.0.push(match heard.recv_timeout(Duration::from_secs(10)) {
+                    Ok(()) => "then, after the answer",
+                    Err(_) => "then, the caller still waiting",
+                });
+            },
+        );
+        assert_eq!(answer.unwrap(), 7);
+        answered.send(()).unwrap();
+        drop(handle);
+        assert_eq!(role.join().unwrap(), ["call", "then, after the answer"]);
+    }
+
     #[test]
     fn the_messages_are_htcondor_s_commands_by_number() {
         let ev = |e: startd::Event| Message::Startd(e).htcondor_command();
