@@ -651,10 +651,14 @@ impl Drop for ClusterSender<'_> {
     }
 }
 
-/// How many NewProc answers [`submit_cluster`] may leave unread: far
-/// below what the socket buffers hold (each answer is under 64 bytes), so
-/// neither side ever waits on the other's full buffer.
-const WINDOW: usize = 256;
+/// How many NewProc answers [`submit_cluster`] may leave unread: below
+/// what the socket buffers hold (each answer is under 64 bytes: at most
+/// 64 KiB, and a loopback socket takes 128 KiB before its reader reads),
+/// so neither side ever waits on the other's full buffer; and several of
+/// the 64 KiB writes the client gathers, so that it does not wait for the
+/// schedd's answers to its last write before it makes the next (256 made
+/// a 100,000-job submission wait on the schedd 400 times).
+const WINDOW: usize = 1024;
 
 /// Reads the oldest awaited NewProc answer and checks it is that proc.
 fn check_proc(sock: &mut Sock, awaited: &mut VecDeque<usize>) -> Result<(), QmgmtError> {

@@ -359,10 +359,12 @@ impl Sock {
     }
 
     /// From now on, messages are gathered and written together (when 64
-    /// KiB have gathered, before any read, at [`Sock::flush`] or
-    /// [`Sock::uncork`]): a client that sends many small messages without
-    /// waiting for answers (QMGMT's SetAttribute with NoAck) makes one
-    /// write of many instead of one each. The bytes are the same.
+    /// KiB have gathered, before a read that waits on the stream, at
+    /// [`Sock::flush`] or [`Sock::uncork`]): a client that sends many
+    /// small messages without waiting for answers (QMGMT's SetAttribute
+    /// with NoAck) makes one write of many instead of one each, and a
+    /// server answering calls that came in one read (QMGMT's NewProc)
+    /// answers them in one write. The bytes are the same.
     pub fn cork(&mut self) {
         self.corked.get_or_insert_with(Vec::new);
     }
@@ -455,8 +457,6 @@ impl Sock {
 
     /// Receives one message's payload.
     pub fn recv(&mut self) -> Result<Vec<u8>, SockError> {
-        // An answer is awaited: what was gathered goes first.
-        self.flush()?;
         let mut payload = Vec::new();
         let mut first = true;
         let deadline = self.message_deadline();
@@ -506,6 +506,11 @@ impl Sock {
         if got == out.len() {
             return Ok(());
         }
+        // The stream is read, so we may wait for the peer: what was
+        // gathered goes first (the peer may be waiting for it). Messages
+        // read ahead are taken without it, so a corked server answers all
+        // the calls of one read in one write.
+        self.flush()?;
         let rest = &mut out[got..];
         if rest.len() >= READ_CHUNK {
             return read_exact(
@@ -736,6 +741,75 @@ mod tests {
                 assert!(n < 20, "{n} reads");
             }
         }
+    }
+
+    /// Reads from a buffer, records the size of each write.
+    struct Recorder {
+        bytes: io::Cursor<Vec<u8>>,
+        writes: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+    }
+
+    impl Read for Recorder {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.bytes.read(buf)
+        }
+    }
+
+    impl Write for Recorder {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.writes.lock().unwrap().push(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_corked_sock_answers_the_calls_of_one_read_in_one_write() {
+        let mut bytes = Vec::new();
+        for i in 0..200 {
+            bytes.extend(frame::packets(format!("call {i}").as_bytes()));
+        }
+        let writes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stream = Recorder {
+            bytes: io::Cursor::new(bytes),
+            writes: writes.clone(),
+        };
+        let any: SocketAddr = "10.0.0.1:9618".parse().unwrap();
+        let mut s = Sock::over(stream, any, any);
+        s.cork();
+        let mut answered = 0;
+        while let Some(call) = s.recv_next().unwrap() {
+            assert!(call.starts_with(b"call "));
+            s.send_bytes(b"answer").unwrap();
+            answered += frame::packets(b"answer").len();
+        }
+        // Written before the read that found the end, all at once.
+        assert_eq!(*writes.lock().unwrap(), [answered]);
+    }
+
+    #[test]
+    fn a_corked_sock_writes_its_answer_before_it_waits_for_the_next_call() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut s = Sock::new(stream).unwrap();
+            s.cork();
+            while let Some(call) = s.recv_next().unwrap() {
+                s.send_bytes(&call).unwrap();
+            }
+        });
+        let mut client = Sock::connect(addr, Duration::from_secs(5)).unwrap();
+        client.set_timeout(Duration::from_secs(5)).unwrap();
+        for i in 0..20 {
+            let call = format!("call {i}");
+            client.send_bytes(call.as_bytes()).unwrap();
+            assert_eq!(client.recv().unwrap(), call.as_bytes());
+        }
+        client.close();
+        server.join().unwrap();
     }
 
     #[test]

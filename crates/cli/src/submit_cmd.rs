@@ -58,7 +58,7 @@ pub fn run(
     // The jobs of cluster `cluster`, their first proc `first_proc`, each
     // handed to `sink` as it is made.
     let build =
-        |cluster: i64, first_proc: i64, sink: &mut submit::Sink<'_>, diag: &mut dyn Write| {
+        |cluster: i64, first_proc: i64, sink: &mut submit::JobSink<'_>, diag: &mut dyn Write| {
             let mut opts =
                 submit::SubmitOptions::new(cluster, &owner, a.qdate.unwrap_or(now), &cwd);
             opts.first_proc = first_proc;
@@ -83,15 +83,17 @@ pub fn run(
             // (max_materialize, max_idle) makes a factory, not jobs, when
             // it is queued for real (a dry run shows every job).
             let (warnings, factory) = if factory_wanted {
-                match submit::submit_or_factory(&text, &opts, &config, &SubmitFiles, sink)
+                match submit::submit_or_factory_jobs(&text, &opts, &config, &SubmitFiles, sink)
                     .map_err(Error::Submit)?
                 {
                     submit::Made::Jobs(w) => (w, None),
                     submit::Made::Factory(f, w) => (w, Some(f)),
                 }
             } else {
-                let w = submit::submit_each(&text, &opts, &config, &SubmitFiles, sink)
-                    .map_err(Error::Submit)?;
+                let w = submit::submit_each(&text, &opts, &config, &SubmitFiles, &mut |ad| {
+                    sink(submit::MadeJob::Whole(ad))
+                })
+                .map_err(Error::Submit)?;
                 (w, None)
             };
             for w in &warnings {
@@ -108,8 +110,8 @@ pub fn run(
     build(
         a.cluster,
         a.proc,
-        &mut |ad| {
-            jobs.push(ad);
+        &mut |job: submit::MadeJob<'_>| {
+            jobs.push(job.into_ad());
             Ok(())
         },
         diag,
@@ -251,7 +253,7 @@ fn check_executable(
 type Build<'a> = dyn Fn(
         i64,
         i64,
-        &mut submit::Sink<'_>,
+        &mut submit::JobSink<'_>,
         &mut dyn Write,
     ) -> Result<Option<Box<submit::FactorySubmission>>, Error>
     + 'a;
@@ -339,19 +341,26 @@ fn send(
     let mut sender = cedar::qmgmt::ClusterSender::new(sock, cluster);
     let (mut local, mut refused) = (None, None);
     let stopped = || submit::SubmitError::new("stopped");
+    // The last whole job's difference from the cluster ad, which is each
+    // copy's too (a copy differs from it only by ProcId, which the
+    // sender gives every proc).
+    let mut proc_ad = classad::ClassAd::new();
     let made = build(
         i64::from(cluster),
         0,
-        &mut |mut job| {
-            if let Err(e) = check_executable(&job, cwd, &mut seen) {
-                local = Some(e);
-                return Err(stopped());
+        &mut |made: submit::MadeJob<'_>| {
+            let mut cluster_ad = None;
+            if let submit::MadeJob::Whole(mut job) = made {
+                if let Err(e) = check_executable(&job, cwd, &mut seen) {
+                    local = Some(e);
+                    return Err(stopped());
+                }
+                // Whose the jobs are is the schedd's to say, from the
+                // authentication (`Owner = undefined` goes instead); User
+                // and the like it sets too.
+                job.remove("Owner");
+                (cluster_ad, proc_ad) = splitter.split(&job);
             }
-            // Whose the jobs are is the schedd's to say, from the
-            // authentication (`Owner = undefined` goes instead); User and
-            // the like it sets too.
-            job.remove("Owner");
-            let (cluster_ad, proc_ad) = splitter.split(&job);
             if cluster_ad.is_some() {
                 if let Err(e) = writeln!(out, "Submitting job(s)...") {
                     local = Some(e.into());

@@ -870,12 +870,11 @@ impl PortDaemon {
             status: 503,
             message: e.to_string(),
         })?;
+        // The caller has its answer once `f` has run (a submission once
+        // it is on disk); the claims' account of the jobs it changed
+        // follows on the schedd's thread, before anything else reaches it.
         schedd
-            .call_blocking(move |s, now, out| {
-                let t = f(s, now, out);
-                s.queue_changed(out, now);
-                t
-            })
+            .call_blocking_then(f, |s, now, out| s.queue_changed(out, now))
             .map_err(|e| ApiError {
                 status: 503,
                 message: e.to_string(),

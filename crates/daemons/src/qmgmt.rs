@@ -124,6 +124,16 @@ fn reply_rval(sock: &mut Sock, rval: i64, errno: i64) -> Result<(), SockError> {
 
 /// Serves one QMGMT connection until the client closes it.
 pub(crate) fn serve(port: &PortDaemon, sock: &mut Sock, peer: &Peer) -> Result<(), SockError> {
+    // A submission's NewProc calls come many to a read, each answered:
+    // the answers to one read's calls go in one write (the socket writes
+    // what it gathered before it waits for more calls), not one each.
+    sock.cork();
+    let served = serve_calls(port, sock, peer);
+    let flushed = sock.uncork();
+    served.and(flushed)
+}
+
+fn serve_calls(port: &PortDaemon, sock: &mut Sock, peer: &Peer) -> Result<(), SockError> {
     // The handshake authenticated (the command forces it); a peer without a
     // user may still read, never change.
     let user = port.local_user(peer).map(str::to_string);

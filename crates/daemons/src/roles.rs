@@ -449,6 +449,25 @@ impl<R: Role> RoleHandle<R> {
         rx.recv().map_err(|_| RoleGone::Stopped(R::NAME))
     }
 
+    /// As [`RoleHandle::call_blocking`], with `then` run on the role's
+    /// thread after the answer has gone back (and before the role takes
+    /// anything else from its inbox): work the caller need not wait for.
+    pub fn call_blocking_then<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut R, i64, &mut Outbox) -> T + Send + 'static,
+        then: impl FnOnce(&mut R, i64, &mut Outbox) + Send + 'static,
+    ) -> Result<T, RoleGone> {
+        let (tx, rx) = mpsc::channel();
+        self.post(
+            move |r, now, out| {
+                let _ = tx.send(f(r, now, out));
+                then(r, now, out);
+            },
+            |()| {},
+        )?;
+        rx.recv().map_err(|_| RoleGone::Stopped(R::NAME))
+    }
+
     /// Puts a message in the role's inbox.
     pub fn deliver(&self, from: RoleName, msg: Message) {
         let _ = self.tx.send(Envelope::Message(from, msg));
@@ -872,6 +891,50 @@ fn carry_out(from: RoleName, out: Outbox, router: &Router, dispatch: &Dispatch) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A role that records what ran on its thread.
+    struct Recorder(Vec<&'static str>);
+
+    impl Role for Recorder {
+        const NAME: RoleName = RoleName::Schedd;
+        fn receive(&mut self, _: RoleName, _: Message, _: i64, _: &mut Outbox) {}
+        fn timers(&self) -> Vec<(u64, bool)> {
+            Vec::new()
+        }
+        fn timer(&mut self, _: usize, _: i64, _: &mut Outbox) {}
+    }
+
+    #[test]
+    fn a_call_is_answered_before_the_work_that_follows_it_runs() {
+        let (tx, rx) = mpsc::channel();
+        let handle = RoleHandle::<Recorder> { tx };
+        let role = std::thread::spawn(move || {
+            let mut role = Recorder(Vec::new());
+            while let Ok(Envelope::Call(call)) = rx.recv() {
+                let mut out = Outbox::default();
+                call(&mut role, 0, &mut out)();
+            }
+            role.0
+        });
+        let (answered, heard) = mpsc::channel::<()>();
+        let answer = handle.call_blocking_then(
+            |r, _, _| {
+                r.0.push("call");
+                7
+            },
+            move |r, _, _| {
+                // The caller says when it has its answer.
+                r.0.push(match heard.recv_timeout(Duration::from_secs(10)) {
+                    Ok(()) => "then, after the answer",
+                    Err(_) => "then, the caller still waiting",
+                });
+            },
+        );
+        assert_eq!(answer.unwrap(), 7);
+        answered.send(()).unwrap();
+        drop(handle);
+        assert_eq!(role.join().unwrap(), ["call", "then, after the answer"]);
+    }
 
     #[test]
     fn the_messages_are_htcondor_s_commands_by_number() {

@@ -67,6 +67,39 @@ fn chained_jobs_are_stored_as_they_are_and_read_back_chained() {
     assert_eq!(back[2].ad.hidden().len(), 1);
 }
 
+/// A cluster of many procs (their rows written many to a statement, the
+/// last statement short), each with its own attributes, a deletion
+/// among them: every job reads back as it was submitted.
+#[test]
+fn a_large_chained_cluster_reads_back_job_by_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("queue.db");
+    let cluster = Arc::new(ad(CLUSTER));
+    let jobs: Vec<Arc<ClassAd>> = (0..1_001)
+        .map(|p| {
+            let mut a = ClassAd::chained_to(Arc::clone(&cluster));
+            a.insert_value("ProcId", p as i64);
+            a.insert_value("GlobalJobId", format!("ap#3.{p}#1").as_str());
+            if p % 7 == 0 {
+                a.remove("Ratio");
+            }
+            Arc::new(a)
+        })
+        .collect();
+    {
+        let mut s = Store::open(&path).unwrap();
+        let c = s.reserve_cluster().unwrap();
+        s.submit_shared(c, &jobs).unwrap();
+    }
+    let s = Store::open(&path).unwrap();
+    let back = s.load_queue().unwrap();
+    assert_eq!(back.len(), jobs.len());
+    for (job, sent) in back.iter().zip(&jobs) {
+        assert_eq!(job.ad.to_string(), sent.to_string(), "job {}", job.id);
+    }
+    assert_eq!(back[1_000].id, JobId::new(1, 1_000));
+}
+
 #[test]
 fn a_batch_of_leaving_jobs_writes_the_history_ads_one_by_one_would() {
     let dir = tempfile::tempdir().unwrap();

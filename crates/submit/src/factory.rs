@@ -94,6 +94,22 @@ pub fn submit_or_factory(
     files: &dyn Files,
     sink: &mut crate::Sink<'_>,
 ) -> Result<Made, SubmitError> {
+    submit_or_factory_jobs(text, options, config, files, &mut |job: crate::MadeJob<
+        '_,
+    >| {
+        sink(job.into_ad())
+    })
+}
+
+/// As [`submit_or_factory`], each job handed out as made: whole, or as a
+/// copy of the job before it but for its ProcId.
+pub fn submit_or_factory_jobs(
+    text: &str,
+    options: &SubmitOptions,
+    config: &Config,
+    files: &dyn Files,
+    sink: &mut crate::JobSink<'_>,
+) -> Result<Made, SubmitError> {
     let (warnings, mode) = read_description(text, options, config, files, sink, Mode::Auto(None))?;
     Ok(match mode {
         Mode::Auto(Some(f)) => Made::Factory(f, warnings),
@@ -120,8 +136,8 @@ pub fn materialize(
         &options,
         config,
         files,
-        &mut |ad| {
-            job = Some(ad);
+        &mut |made: crate::MadeJob<'_>| {
+            job = Some(made.into_ad());
             Ok(())
         },
         Mode::Materialize { proc, items },
@@ -267,7 +283,8 @@ impl Run<'_, '_, '_> {
                 self.set_row(&q.vars, row, *kind == ListKind::From);
             }
         }
-        let mut first_job = self.job(selected[0], 0, self.next_proc, &mut None)?;
+        self.job_defaults(selected[0], 0, self.next_proc)?;
+        let mut first_job = self.job(self.next_proc, &mut None)?;
         if let Some(n) = limits.max_idle {
             first_job.insert_value("JobMaterializeMaxIdle", n);
         }
@@ -381,7 +398,8 @@ impl Run<'_, '_, '_> {
                 index
             }
         };
-        let ad = self.job(index, step, proc, &mut None)?;
-        (self.sink)(ad)
+        self.job_defaults(index, step, proc)?;
+        let ad = self.job(proc, &mut None)?;
+        (self.sink)(crate::MadeJob::Whole(ad))
     }
 }

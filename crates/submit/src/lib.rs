@@ -34,7 +34,9 @@ use config::macros::Conditional;
 use config::Config;
 
 pub use error::{SubmitError, Warning};
-pub use factory::{factory_total, materialize, submit_or_factory, FactorySubmission, Made};
+pub use factory::{
+    factory_total, materialize, submit_or_factory, submit_or_factory_jobs, FactorySubmission, Made,
+};
 pub use files::{DirEntry, FileError, Files, MemFiles};
 
 use reader::{item_block, parse_statement, Reader, Statement};
@@ -125,6 +127,36 @@ pub fn submit(
 /// stops the submission there.
 pub type Sink<'a> = dyn FnMut(ClassAd) -> Result<(), SubmitError> + 'a;
 
+/// A job as [`submit_or_factory_jobs`] hands it out.
+#[derive(Debug)]
+pub enum MadeJob<'j> {
+    /// A job made from the submit commands.
+    Whole(ClassAd),
+    /// Job `proc`, the same as `of` (a job of the same queue statement
+    /// handed out whole just before) but for its `ProcId`: its making
+    /// read nothing that changes from job to job. A `queue 100000` is one
+    /// whole job and copies, so a caller that sends each job's difference
+    /// from the first need not build nor compare the copies.
+    Copy { of: &'j ClassAd, proc: i64 },
+}
+
+impl MadeJob<'_> {
+    /// The job's whole ad.
+    pub fn into_ad(self) -> ClassAd {
+        match self {
+            MadeJob::Whole(ad) => ad,
+            MadeJob::Copy { of, proc } => {
+                let mut ad = of.clone();
+                ad.insert_value("ProcId", proc);
+                ad
+            }
+        }
+    }
+}
+
+/// What receives each job as it is made ([`submit_or_factory_jobs`]).
+pub type JobSink<'a> = dyn for<'j> FnMut(MadeJob<'j>) -> Result<(), SubmitError> + 'a;
+
 /// As [`submit`], handing each job ad to `sink` as soon as it is made
 /// instead of keeping them all: a large cluster is never held whole (the
 /// submitting tool streams each job to the schedd). The jobs handed out
@@ -137,7 +169,15 @@ pub fn submit_each(
     files: &dyn Files,
     sink: &mut Sink<'_>,
 ) -> Result<Vec<Warning>, SubmitError> {
-    read_description(text, options, config, files, sink, Mode::Jobs).map(|(w, _)| w)
+    read_description(
+        text,
+        options,
+        config,
+        files,
+        &mut |job: MadeJob<'_>| sink(job.into_ad()),
+        Mode::Jobs,
+    )
+    .map(|(w, _)| w)
 }
 
 /// Reads a description for what `mode` asks (jobs, a factory, one job
@@ -147,7 +187,7 @@ pub(crate) fn read_description<'m>(
     options: &SubmitOptions,
     config: &Config,
     files: &dyn Files,
-    sink: &mut Sink<'_>,
+    sink: &mut JobSink<'_>,
     mode: Mode<'m>,
 ) -> Result<(Vec<Warning>, Mode<'m>), SubmitError> {
     let settings = settings::Settings::read(config)?;
@@ -219,7 +259,7 @@ struct Run<'a, 's, 'm> {
     table: Table,
     cx: job::Context<'a>,
     next_proc: i64,
-    sink: &'a mut Sink<'s>,
+    sink: &'a mut JobSink<'s>,
     queued: bool,
     appended: bool,
     /// Whether an `-a` command (condor_submit's -queue) was a queue statement.
@@ -515,6 +555,9 @@ impl Run<'_, '_, '_> {
         // variable or $RANDOM_*) is the same as the next but for its
         // ProcId: the rest of the statement's jobs are copies of it.
         let mut same_for_all: Option<ClassAd> = None;
+        // A copy's macros ($(Process), ...) are set for no one to read:
+        // only the last copy's are, for what comes after the statement.
+        let mut last_copy = None;
         for (index, row) in rows {
             if let Some(row) = row.filter(|r| !r.is_empty()) {
                 // An empty row leaves the variables as the row before set
@@ -524,9 +567,21 @@ impl Run<'_, '_, '_> {
             for step in 0..count {
                 let proc = self.next_proc;
                 self.next_proc += 1;
-                let ad = self.job(index, step, proc, &mut same_for_all)?;
-                (self.sink)(ad)?;
+                match &same_for_all {
+                    Some(first) => {
+                        last_copy = Some((index, step, proc));
+                        (self.sink)(MadeJob::Copy { of: first, proc })?;
+                    }
+                    None => {
+                        self.job_defaults(index, step, proc)?;
+                        let ad = self.job(proc, &mut same_for_all)?;
+                        (self.sink)(MadeJob::Whole(ad))?;
+                    }
+                }
             }
+        }
+        if let Some((index, step, proc)) = last_copy {
+            self.job_defaults(index, step, proc)?;
         }
         Ok(())
     }
@@ -545,14 +600,8 @@ impl Run<'_, '_, '_> {
         }
     }
 
-    /// Builds job `proc`, step `step` of item `index` (the variables set).
-    fn job(
-        &mut self,
-        index: usize,
-        step: i64,
-        proc: i64,
-        same_for_all: &mut Option<ClassAd>,
-    ) -> Result<ClassAd, SubmitError> {
+    /// Sets the macros of job `proc`, step `step` of item `index`.
+    fn job_defaults(&mut self, index: usize, step: i64, proc: i64) -> Result<(), SubmitError> {
         let t = &mut self.table;
         t.set_default("Cluster", self.cx.options.cluster.to_string());
         t.set_default("ClusterId", self.cx.options.cluster.to_string());
@@ -569,21 +618,22 @@ impl Run<'_, '_, '_> {
             _ => "",
         };
         t.set_default("Node", node);
-        Ok(match same_for_all {
-            Some(first) => {
-                let mut ad = first.clone();
-                ad.insert_value("ProcId", proc);
-                ad
-            }
-            None => {
-                self.table.forget_per_job_reads();
-                let ad = job::build(&self.table, &self.cx, proc)?;
-                if !self.table.read_per_job() {
-                    *same_for_all = Some(ad.clone());
-                }
-                ad
-            }
-        })
+        Ok(())
+    }
+
+    /// Builds job `proc` (its macros set), keeping it in `same_for_all`
+    /// when its making read nothing that changes from job to job.
+    fn job(
+        &mut self,
+        proc: i64,
+        same_for_all: &mut Option<ClassAd>,
+    ) -> Result<ClassAd, SubmitError> {
+        self.table.forget_per_job_reads();
+        let ad = job::build(&self.table, &self.cx, proc)?;
+        if !self.table.read_per_job() {
+            *same_for_all = Some(ad.clone());
+        }
+        Ok(ad)
     }
 
     /// condor_submit's warning for lines no job used: likely typos.

@@ -292,3 +292,52 @@ fn jobs_that_differ_only_by_proc_id_and_jobs_that_differ_more() {
     let again: Vec<String> = (0..4).map(|i| attr(&run(random), i, "Args")).collect();
     assert_eq!(drawn, again);
 }
+
+/// A job whose making reads nothing that changes from job to job comes
+/// as a copy of the statement's first job (what a tool streaming a large
+/// cluster needs not build again), and is the job `submit` makes.
+#[test]
+fn jobs_that_differ_only_by_proc_id_come_as_copies_of_the_first() {
+    let text = "executable = job.sh\narguments = a\nqueue 2\n\
+                arguments = $(Process)\nqueue 2\narguments = b\nqueue 3\n";
+    let whole = run(text).jobs;
+    let mut seen = Vec::new();
+    let mut rebuilt = Vec::new();
+    submit::submit_or_factory_jobs(
+        text,
+        &options(),
+        &configuration(""),
+        &files(),
+        &mut |job: submit::MadeJob<'_>| {
+            seen.push(match &job {
+                submit::MadeJob::Whole(ad) => format!("whole {}", attr_of(ad, "ProcId")),
+                submit::MadeJob::Copy { of, proc } => {
+                    format!("{proc} copy of {}", attr_of(of, "ProcId"))
+                }
+            });
+            rebuilt.push(job.into_ad());
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        seen,
+        [
+            "whole 0",
+            "1 copy of 0",
+            "whole 2",
+            "whole 3",
+            "whole 4",
+            "5 copy of 4",
+            "6 copy of 4"
+        ]
+    );
+    let text_of = |ads: &[classad::ClassAd]| -> Vec<String> {
+        ads.iter().map(classad::unparse::ad_to_old_syntax).collect()
+    };
+    assert_eq!(text_of(&rebuilt), text_of(&whole));
+}
+
+fn attr_of(ad: &classad::ClassAd, name: &str) -> String {
+    expr_to_string(ad.get(name).unwrap())
+}
