@@ -160,6 +160,53 @@ impl SignificantAttrs {
         (h.finish(), grew)
     }
 
+    /// The key of `ad` itself over the significant names that move with
+    /// the clock (`moving`) or over the others, learning names as
+    /// [`SignificantAttrs::key_of`] does: a slot's key in two parts, one
+    /// that may be kept from cycle to cycle and one that may not. Name
+    /// `i` moves if `moves[i]`, or, for a name learnt past those,
+    /// `changes_with_time` says so.
+    pub fn key_over(
+        &mut self,
+        ad: &ClassAd,
+        moving: bool,
+        moves: &[bool],
+        changes_with_time: &dyn Fn(&str) -> bool,
+    ) -> (u64, bool) {
+        let mut h = Fnv::default();
+        let mut grew = false;
+        let mut i = 0;
+        while i < self.names.len() {
+            let moves = match moves.get(i) {
+                Some(m) => *m,
+                None => changes_with_time(self.names[i].as_str()),
+            };
+            if moves != moving {
+                i += 1;
+                continue;
+            }
+            match ad.lookup_name(&self.names[i]) {
+                None => 0u8.hash(&mut h),
+                Some(e) => {
+                    1u8.hash(&mut h);
+                    if is_literal(e) {
+                        hash_expr(e, &mut h);
+                    } else {
+                        let mut eh = Fnv::default();
+                        hash_expr(e, &mut eh);
+                        let eh = eh.finish();
+                        eh.hash(&mut h);
+                        if self.walked.insert(eh) {
+                            grew |= self.add_references(e);
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
+        (h.finish(), grew)
+    }
+
     /// Whether `a` and `b` bind every significant name to the same
     /// expression (the exact test behind a key match).
     pub fn alike(&self, a: &ClassAd, b: &ClassAd) -> bool {
