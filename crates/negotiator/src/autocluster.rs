@@ -59,7 +59,7 @@ impl SignificantAttrs {
     }
 
     /// Adds `name`; true if it was new.
-    fn add_name(&mut self, name: &AttrName) -> bool {
+    pub fn add_name(&mut self, name: &AttrName) -> bool {
         let h = name.fold_hash();
         if let Some(at) = self.index.get(&h) {
             if at.iter().any(|&i| self.names[i].matches(name)) {

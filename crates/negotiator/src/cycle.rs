@@ -217,7 +217,9 @@ pub struct SlotGenerations<'g> {
     pub changes_with_time: &'g dyn Fn(&str) -> bool,
 }
 
-/// Slot class keys kept from one cycle to the next ([`SlotGenerations`]).
+/// Slot class keys kept from one cycle to the next ([`SlotGenerations`]),
+/// and what the cycle reads of each slot ad before anything else
+/// ([`LoadedSlot`]).
 ///
 /// What is kept of a slot is the part of its key over the significant
 /// names that do not change with time (those that do are looked up every
@@ -240,6 +242,100 @@ pub struct KeptSlotKeys {
     /// Cluster tokens are never reused: a slot keeps its cluster's token
     /// while other cycles make other clusters.
     next_cluster: u64,
+    /// What the cycle reads of each slot ad whatever the policy and the
+    /// priorities (see [`LoadedSlot`]), by slot index.
+    loaded: Vec<Option<LoadedSlot>>,
+}
+
+/// What a cycle reads of a slot ad before anything else, kept while its
+/// generation stays: only where every attribute it comes from is a literal
+/// (or missing), so that it reads neither the clock nor anything else.
+#[derive(Clone, Debug)]
+struct LoadedSlot {
+    generation: u64,
+    name: Option<String>,
+    remote_user: Option<String>,
+    partitionable: bool,
+    dynamic: bool,
+    current_rank: f64,
+    /// [`rank_preemption_possible`] at that CurrentRank.
+    rank_preemption: bool,
+    has_parent: bool,
+    /// What its Requirements, Rank, Start and SlotWeight read.
+    refs: Vec<AttrName>,
+}
+
+/// Where [`LoadedSlot`] comes from.
+const LOADED_NAMES: [&str; 13] = [
+    "Name",
+    "PreemptingAccountingGroup",
+    "PreemptingUser",
+    "AccountingGroup",
+    "RemoteUser",
+    "PartitionableSlot",
+    "DynamicSlot",
+    "CurrentRank",
+    "Rank",
+    "ParentSlotName",
+    "Requirements",
+    "Start",
+    "SlotWeight",
+];
+
+/// The expressions whose references the cycle learns from every slot.
+const SLOT_EXPRESSIONS: [&str; 4] = ["Requirements", "Rank", "Start", "SlotWeight"];
+
+impl LoadedSlot {
+    /// What the cycle reads of `ad` first, with whether it may be kept
+    /// (every attribute it came from a literal or missing).
+    fn read(ad: &ClassAd, generation: u64, env: &Env) -> (LoadedSlot, bool) {
+        // Each attribute looked up once, as lit_string and lit_number
+        // would read it, noting whether it was a literal or missing.
+        let mut keepable = true;
+        let mut read = |name: &str| -> Value {
+            match ad.get(name) {
+                None => Value::Undefined,
+                Some(Expr::Lit(v)) => v.clone(),
+                Some(_) => {
+                    keepable = false;
+                    ad.eval_attr(name, env)
+                }
+            }
+        };
+        let text = |v: Value| v.as_str().map(str::to_string);
+        let name = text(read("Name"));
+        // The user a claim belongs to, as HTCondor picks it: a preempting
+        // claim's first, then the accounting group, then the remote user.
+        let remote_user = [
+            "PreemptingAccountingGroup",
+            "PreemptingUser",
+            "AccountingGroup",
+            "RemoteUser",
+        ]
+        .iter()
+        .find_map(|a| text(read(a)));
+        let partitionable = read("PartitionableSlot").is_true();
+        let dynamic = read("DynamicSlot").is_true();
+        let current_rank = read("CurrentRank").as_number().unwrap_or(0.0);
+        let mut refs = Vec::new();
+        for e in SLOT_EXPRESSIONS {
+            if let Some(x) = ad.get(e) {
+                crate::autocluster::references(x, &mut refs);
+            }
+        }
+        let loaded = LoadedSlot {
+            generation,
+            name,
+            remote_user,
+            partitionable,
+            dynamic,
+            current_rank,
+            rank_preemption: rank_preemption_possible(ad, current_rank),
+            has_parent: ad.contains("ParentSlotName"),
+            refs,
+        };
+        (loaded, keepable)
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -676,19 +772,6 @@ fn lit_string(ad: &ClassAd, name: &str, env: &Env) -> Option<String> {
     }
 }
 
-/// The user a claim belongs to, as HTCondor picks it: a preempting
-/// claim's first, then the accounting group, then the remote user.
-fn remote_user(ad: &ClassAd, env: &Env) -> Option<String> {
-    [
-        "PreemptingAccountingGroup",
-        "PreemptingUser",
-        "AccountingGroup",
-        "RemoteUser",
-    ]
-    .iter()
-    .find_map(|a| lit_string(ad, a, env))
-}
-
 fn is_true(v: &Value) -> bool {
     v.as_bool() == Some(true)
 }
@@ -744,7 +827,8 @@ impl<'a, 'p> Cycle<'a, 'p> {
         }
         let mut attrs = cycle.significant_roots(&[]);
         let mut slot_refs = SignificantAttrs::new();
-        let trimmed = cycle.load_slots(slot_ads, &mut slot_refs);
+        let mut keeping = keeping;
+        let trimmed = cycle.load_slots(slot_ads, &mut slot_refs, keeping.as_mut());
         for n in slot_refs.names() {
             attrs.add(n.as_str());
         }
@@ -804,22 +888,63 @@ impl<'a, 'p> Cycle<'a, 'p> {
     /// PreemptingRank) and decides which are offered at all. Returns the
     /// trimmed flags; `refs` learns what the slots' Requirements, Rank,
     /// Start and SlotWeight read.
-    fn load_slots(&mut self, ads: &'a [ClassAd], refs: &mut SignificantAttrs) -> Vec<bool> {
+    fn load_slots(
+        &mut self,
+        ads: &'a [ClassAd],
+        refs: &mut SignificantAttrs,
+        mut keeping: Option<&mut Keeping<'_>>,
+    ) -> Vec<bool> {
         let env = self.env.clone();
         let mut trimmed = Vec::with_capacity(ads.len());
+        // What is read of a slot first is kept while its generation stays,
+        // unless the startd may change one of those attributes under it.
+        let generations = keeping
+            .as_ref()
+            .map(|k| k.generations)
+            .filter(|g| g.generations.len() == ads.len())
+            .filter(|g| !LOADED_NAMES.iter().any(|n| (g.changes_with_time)(n)));
+        if let (Some(k), true) = (keeping.as_mut(), generations.is_some()) {
+            k.kept.loaded.resize(ads.len(), None);
+        }
         for (i, ad) in ads.iter().enumerate() {
-            let name = lit_string(ad, "Name", &env).unwrap_or_else(|| format!("slot#{i}"));
-            let remote = remote_user(ad, &env);
-            let partitionable = ad.eval_attr("PartitionableSlot", &env).is_true();
-            let mut ad = Cow::Borrowed(ad);
-            let mut current_rank = lit_number(&ad, "CurrentRank", &env).unwrap_or(0.0);
+            let kept = match (&generations, keeping.as_ref()) {
+                (Some(g), Some(k)) => k.kept.loaded[i]
+                    .as_ref()
+                    .filter(|l| l.generation == g.generations[i]),
+                _ => None,
+            };
+            let fresh = match kept {
+                Some(_) => None,
+                None => {
+                    let generation = generations.as_ref().map_or(0, |g| g.generations[i]);
+                    let (l, keepable) = LoadedSlot::read(ad, generation, &env);
+                    Some((l, keepable && generations.is_some()))
+                }
+            };
+            let loaded = match (&fresh, kept) {
+                (Some((l, _)), _) => l,
+                (None, Some(l)) => l,
+                (None, None) => unreachable!("read when not kept"),
+            };
+            let name = loaded.name.clone().unwrap_or_else(|| format!("slot#{i}"));
+            let remote = loaded.remote_user.clone();
+            let partitionable = loaded.partitionable;
+            let dynamic = loaded.dynamic;
+            let mut current_rank = loaded.current_rank;
             // A claim nobody can preempt (no priority preemption configured,
             // a constant Rank no better than its CurrentRank, not a dynamic
             // slot pslot preemption might take) needs no preemption
             // attributes: no copy of its ad, every cycle.
             let preemptible = self.priority_preemption_configured()
-                || rank_preemption_possible(&ad, current_rank)
-                || ad.contains("ParentSlotName");
+                || loaded.rank_preemption
+                || loaded.has_parent;
+            for n in &loaded.refs {
+                refs.add_name(n);
+            }
+            if let (Some((l, true)), Some(k)) = (fresh, keeping.as_mut()) {
+                k.kept.loaded[i] = Some(l);
+            }
+            let mut ad = Cow::Borrowed(ad);
             if let Some(user) = &remote {
                 if self.policy.consider_preemption && preemptible {
                     let owned = ad.to_mut();
@@ -844,17 +969,11 @@ impl<'a, 'p> Cycle<'a, 'p> {
             };
             let claimed = remote.is_some();
             let retiring = lit_number(&ad, "RetirementTimeRemaining", &env).unwrap_or(0.0) > 0.0;
-            let dynamic = ad.eval_attr("DynamicSlot", &env).is_true();
             let trim = !constraint_ok
                 || (claimed && !self.policy.consider_preemption)
                 || (claimed && retiring && !self.policy.consider_early_preemption)
                 || (claimed && dynamic && self.policy.allow_pslot_preemption);
             trimmed.push(trim);
-            for e in ["Requirements", "Rank", "Start", "SlotWeight"] {
-                if let Some(x) = ad.get(e) {
-                    refs.add_references(x);
-                }
-            }
             self.slots.push(Slot {
                 ad,
                 name,

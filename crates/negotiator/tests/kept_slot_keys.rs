@@ -1,4 +1,6 @@
-//! Slot class keys kept from one cycle to the next (issue 16): a cycle
+//! Slot class keys, and what a cycle reads of a slot ad first (its name,
+//! claim, CurrentRank, what its expressions read), kept from one cycle to
+//! the next (issue 16): a cycle
 //! given the slot ads' generations makes the plan a cycle that looks
 //! every ad up again makes, whatever changed between the cycles: a slot's
 //! ad (a new generation), a figure that moves with the clock under one
@@ -308,13 +310,34 @@ fn a_claim_the_cycle_writes_priorities_into_is_keyed_every_cycle() {
         ]
     };
     let want = || vec![("good", jobs("good", 4, "TARGET.Memory >= 1024"))];
+    // a is claimed too, under a new generation, and freed again.
+    let busier = || {
+        vec![
+            claimed(1, "x"),
+            claimed(20, "a"),
+            claimed(3, "y"),
+            unclaimed(4, "b", "Memory = 1024"),
+        ]
+    };
+    let freed = || {
+        vec![
+            claimed(1, "x"),
+            unclaimed(30, "a", "Memory = 1024"),
+            claimed(3, "y"),
+            unclaimed(4, "b", "Memory = 1024"),
+        ]
+    };
     let mut steps = vec![
         step(pool(), want(), 4),
         step(pool(), want(), 2),
         step(pool(), want(), 2),
+        step(busier(), want(), 3),
+        step(freed(), want(), 3),
     ];
     steps[1].bad_prio = 100.0;
     steps[2].bad_prio = 0.6;
+    steps[3].bad_prio = 100.0;
+    steps[4].bad_prio = 100.0;
     check(
         &policy("PREEMPTION_REQUIREMENTS = RemoteUserPrio > SubmitterUserPrio * 1.2"),
         &steps,
