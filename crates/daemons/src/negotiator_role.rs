@@ -278,6 +278,7 @@ impl NegotiatorRole {
             got.iter()
                 .flat_map(|r| r.on_claims.iter().map(|a| a.as_ref())),
             &slot_ads,
+            None,
             now,
         );
         // A schedd on another host sent its jobs abridged (a job past the

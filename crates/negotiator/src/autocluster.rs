@@ -28,7 +28,10 @@ use classad::{AttrName, ClassAd, Expr, Value};
 #[derive(Clone, Debug, Default)]
 pub struct SignificantAttrs {
     names: Vec<AttrName>,
-    index: HashSet<String>,
+    /// Indexes into `names` by case-insensitive hash: asking for a name
+    /// already there (every reference of every slot's expressions, every
+    /// cycle) folds nothing and allocates nothing.
+    index: HashMap<u64, Vec<usize>>,
     /// Structural hashes of expressions already searched for references.
     walked: HashSet<u64>,
     /// The names' case-insensitive hashes: whether a proc ad's own
@@ -49,14 +52,23 @@ impl SignificantAttrs {
 
     /// Adds `name`; true if it was new.
     pub fn add(&mut self, name: &str) -> bool {
-        let key = name.to_ascii_lowercase();
-        if self.index.contains(&key) {
+        if self.contains(name) {
             return false;
         }
-        self.index.insert(key);
-        let name = AttrName::new(name);
-        self.folded.insert(name.fold_hash());
-        self.names.push(name);
+        self.add_name(&AttrName::new(name))
+    }
+
+    /// Adds `name`; true if it was new.
+    pub fn add_name(&mut self, name: &AttrName) -> bool {
+        let h = name.fold_hash();
+        if let Some(at) = self.index.get(&h) {
+            if at.iter().any(|&i| self.names[i].matches(name)) {
+                return false;
+            }
+        }
+        self.index.entry(h).or_default().push(self.names.len());
+        self.folded.insert(h);
+        self.names.push(name.clone());
         true
     }
 
@@ -65,8 +77,8 @@ impl SignificantAttrs {
         let mut refs = Vec::new();
         references(e, &mut refs);
         let mut grew = false;
-        for r in refs {
-            grew |= self.add(r.as_str());
+        for r in &refs {
+            grew |= self.add_name(r);
         }
         grew
     }
@@ -84,7 +96,12 @@ impl SignificantAttrs {
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.index.contains(&name.to_ascii_lowercase())
+        self.index
+            .get(&classad::name::fold_hash(name))
+            .is_some_and(|at| {
+                at.iter()
+                    .any(|&i| self.names[i].as_str().eq_ignore_ascii_case(name))
+            })
     }
 
     /// The structural key of `ad` over the significant names, learning the
@@ -138,6 +155,53 @@ impl SignificantAttrs {
         let mut i = 0;
         while i < self.names.len() {
             // Borrowed, not cloned: this runs for every job of every cycle.
+            match ad.lookup_name(&self.names[i]) {
+                None => 0u8.hash(&mut h),
+                Some(e) => {
+                    1u8.hash(&mut h);
+                    if is_literal(e) {
+                        hash_expr(e, &mut h);
+                    } else {
+                        let mut eh = Fnv::default();
+                        hash_expr(e, &mut eh);
+                        let eh = eh.finish();
+                        eh.hash(&mut h);
+                        if self.walked.insert(eh) {
+                            grew |= self.add_references(e);
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
+        (h.finish(), grew)
+    }
+
+    /// The key of `ad` itself over the significant names that move with
+    /// the clock (`moving`) or over the others, learning names as
+    /// [`SignificantAttrs::key_of`] does: a slot's key in two parts, one
+    /// that may be kept from cycle to cycle and one that may not. Name
+    /// `i` moves if `moves[i]`, or, for a name learnt past those,
+    /// `changes_with_time` says so.
+    pub fn key_over(
+        &mut self,
+        ad: &ClassAd,
+        moving: bool,
+        moves: &[bool],
+        changes_with_time: &dyn Fn(&str) -> bool,
+    ) -> (u64, bool) {
+        let mut h = Fnv::default();
+        let mut grew = false;
+        let mut i = 0;
+        while i < self.names.len() {
+            let moves = match moves.get(i) {
+                Some(m) => *m,
+                None => changes_with_time(self.names[i].as_str()),
+            };
+            if moves != moving {
+                i += 1;
+                continue;
+            }
             match ad.lookup_name(&self.names[i]) {
                 None => 0u8.hash(&mut h),
                 Some(e) => {

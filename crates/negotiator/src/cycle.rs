@@ -203,6 +203,157 @@ impl KeptIds {
     }
 }
 
+/// What a caller that keeps the slot ads between cycles (the simulator's
+/// collector) knows of them, so that a cycle need not look every ad up
+/// again to find its slot class: each ad's generation, as the startd
+/// gives it (`startd::Startd::ad_generation`: two ads of a slot published
+/// under one generation differ only in attributes `changes_with_time`
+/// names; no two slots share a generation).
+#[derive(Clone, Copy)]
+pub struct SlotGenerations<'g> {
+    /// One per slot ad, in the order of the cycle's slot ads.
+    pub generations: &'g [u64],
+    /// Whether an attribute may change while its ad keeps its generation.
+    pub changes_with_time: &'g dyn Fn(&str) -> bool,
+}
+
+/// Slot class keys kept from one cycle to the next ([`SlotGenerations`]),
+/// and what the cycle reads of each slot ad before anything else
+/// ([`LoadedSlot`]).
+///
+/// What is kept of a slot is the part of its key over the significant
+/// names that do not change with time (those that do are looked up every
+/// cycle), and the token of the slot cluster it fell in. It is kept only
+/// from a cycle in which no slot taught the cycle another significant
+/// name (every name its expressions read was significant already), and
+/// used only while the cycle starts its slot keys from those very names
+/// and the slot's ad is the one published under the same generation:
+/// then looking the ad up again would give the same part, and no name
+/// beyond them. Slots kept in one cluster are alike over those names for
+/// as long as their generations stay, so the first of them a cycle meets
+/// is compared, and the others only over the names that move with time.
+#[derive(Clone, Debug, Default)]
+pub struct KeptSlotKeys {
+    /// The significant names the kept keys are over, in the cycle's order.
+    names: Vec<AttrName>,
+    /// By slot index (validated by the generation, so a slot that moved
+    /// is merely keyed again).
+    slots: Vec<Option<KeptSlotKey>>,
+    /// Cluster tokens are never reused: a slot keeps its cluster's token
+    /// while other cycles make other clusters.
+    next_cluster: u64,
+    /// What the cycle reads of each slot ad whatever the policy and the
+    /// priorities (see [`LoadedSlot`]), by slot index.
+    loaded: Vec<Option<LoadedSlot>>,
+}
+
+/// What a cycle reads of a slot ad before anything else, kept while its
+/// generation stays: only where every attribute it comes from is a literal
+/// (or missing), so that it reads neither the clock nor anything else.
+#[derive(Clone, Debug)]
+struct LoadedSlot {
+    generation: u64,
+    name: Option<String>,
+    remote_user: Option<String>,
+    partitionable: bool,
+    dynamic: bool,
+    current_rank: f64,
+    /// [`rank_preemption_possible`] at that CurrentRank.
+    rank_preemption: bool,
+    has_parent: bool,
+    /// What its Requirements, Rank, Start and SlotWeight read.
+    refs: Vec<AttrName>,
+}
+
+/// Where [`LoadedSlot`] comes from.
+const LOADED_NAMES: [&str; 13] = [
+    "Name",
+    "PreemptingAccountingGroup",
+    "PreemptingUser",
+    "AccountingGroup",
+    "RemoteUser",
+    "PartitionableSlot",
+    "DynamicSlot",
+    "CurrentRank",
+    "Rank",
+    "ParentSlotName",
+    "Requirements",
+    "Start",
+    "SlotWeight",
+];
+
+/// The expressions whose references the cycle learns from every slot.
+const SLOT_EXPRESSIONS: [&str; 4] = ["Requirements", "Rank", "Start", "SlotWeight"];
+
+impl LoadedSlot {
+    /// What the cycle reads of `ad` first, with whether it may be kept
+    /// (every attribute it came from a literal or missing).
+    fn read(ad: &ClassAd, generation: u64, env: &Env) -> (LoadedSlot, bool) {
+        // Each attribute looked up once, as lit_string and lit_number
+        // would read it, noting whether it was a literal or missing.
+        let mut keepable = true;
+        let mut read = |name: &str| -> Value {
+            match ad.get(name) {
+                None => Value::Undefined,
+                Some(Expr::Lit(v)) => v.clone(),
+                Some(_) => {
+                    keepable = false;
+                    ad.eval_attr(name, env)
+                }
+            }
+        };
+        let text = |v: Value| v.as_str().map(str::to_string);
+        let name = text(read("Name"));
+        // The user a claim belongs to, as HTCondor picks it: a preempting
+        // claim's first, then the accounting group, then the remote user.
+        let remote_user = [
+            "PreemptingAccountingGroup",
+            "PreemptingUser",
+            "AccountingGroup",
+            "RemoteUser",
+        ]
+        .iter()
+        .find_map(|a| text(read(a)));
+        let partitionable = read("PartitionableSlot").is_true();
+        let dynamic = read("DynamicSlot").is_true();
+        let current_rank = read("CurrentRank").as_number().unwrap_or(0.0);
+        let mut refs = Vec::new();
+        for e in SLOT_EXPRESSIONS {
+            if let Some(x) = ad.get(e) {
+                crate::autocluster::references(x, &mut refs);
+            }
+        }
+        let loaded = LoadedSlot {
+            generation,
+            name,
+            remote_user,
+            partitionable,
+            dynamic,
+            current_rank,
+            rank_preemption: rank_preemption_possible(ad, current_rank),
+            has_parent: ad.contains("ParentSlotName"),
+            refs,
+        };
+        (loaded, keepable)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct KeptSlotKey {
+    generation: u64,
+    /// The part of its key over the names that do not change with time.
+    key: u64,
+    /// Its cluster's token (none for a partitionable slot, a class of
+    /// its own).
+    cluster: Option<u64>,
+}
+
+/// The slot generations of a cycle with what was kept from the last.
+struct Keeping<'k> {
+    generations: SlotGenerations<'k>,
+    kept: &'k mut KeptSlotKeys,
+}
+
 /// How a match gets its slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MatchKind {
@@ -333,6 +484,9 @@ pub struct CycleStats {
     /// over fewer names than the cycle reads (a slot or a policy reads
     /// something new), so the cycle keyed their jobs itself.
     pub kept_ids_dropped: usize,
+    /// Slot ads looked up for their class keys: every slot offered, less
+    /// those whose keys were kept from the last cycle ([`KeptSlotKeys`]).
+    pub slots_keyed: usize,
     /// Total slot weight of the pool (the pie).
     pub pool_size: f64,
 }
@@ -537,6 +691,34 @@ pub fn negotiate_capped(
 ) -> Plan {
     Cycle::new(
         slot_ads,
+        None,
+        submitters,
+        priorities,
+        policy,
+        per_autocluster,
+        now,
+    )
+    .run(limits)
+}
+
+/// [`negotiate_capped`] over slot ads whose generations the caller knows:
+/// slot class keys are kept in `kept` from one call to the next
+/// ([`KeptSlotKeys`]), and the plan is the one [`negotiate_capped`] makes.
+#[allow(clippy::too_many_arguments)]
+pub fn negotiate_keeping(
+    slot_ads: &[ClassAd],
+    generations: SlotGenerations<'_>,
+    kept: &mut KeptSlotKeys,
+    submitters: &[SubmitterJobs<'_>],
+    priorities: &dyn Priorities,
+    limits: &mut dyn Limits,
+    policy: &Policy,
+    per_autocluster: usize,
+    now: i64,
+) -> Plan {
+    Cycle::new(
+        slot_ads,
+        Some(Keeping { generations, kept }),
         submitters,
         priorities,
         policy,
@@ -590,19 +772,6 @@ fn lit_string(ad: &ClassAd, name: &str, env: &Env) -> Option<String> {
     }
 }
 
-/// The user a claim belongs to, as HTCondor picks it: a preempting
-/// claim's first, then the accounting group, then the remote user.
-fn remote_user(ad: &ClassAd, env: &Env) -> Option<String> {
-    [
-        "PreemptingAccountingGroup",
-        "PreemptingUser",
-        "AccountingGroup",
-        "RemoteUser",
-    ]
-    .iter()
-    .find_map(|a| lit_string(ad, a, env))
-}
-
 fn is_true(v: &Value) -> bool {
     v.as_bool() == Some(true)
 }
@@ -619,6 +788,7 @@ fn rank_value(e: Option<&Expr>, slot: &ClassAd, job: &ClassAd, env: &Env) -> f64
 impl<'a, 'p> Cycle<'a, 'p> {
     fn new(
         slot_ads: &'a [ClassAd],
+        keeping: Option<Keeping<'_>>,
         submitters: &'p [SubmitterJobs<'a>],
         priorities: &'p dyn Priorities,
         policy: &'p Policy,
@@ -657,12 +827,13 @@ impl<'a, 'p> Cycle<'a, 'p> {
         }
         let mut attrs = cycle.significant_roots(&[]);
         let mut slot_refs = SignificantAttrs::new();
-        let trimmed = cycle.load_slots(slot_ads, &mut slot_refs);
+        let mut keeping = keeping;
+        let trimmed = cycle.load_slots(slot_ads, &mut slot_refs, keeping.as_mut());
         for n in slot_refs.names() {
             attrs.add(n.as_str());
         }
         cycle.build_autoclusters(&mut attrs);
-        cycle.build_classes(&mut attrs, &trimmed);
+        cycle.build_classes(&mut attrs, &trimmed, keeping);
         cycle.build_groups(&slot_refs);
         cycle
     }
@@ -717,22 +888,63 @@ impl<'a, 'p> Cycle<'a, 'p> {
     /// PreemptingRank) and decides which are offered at all. Returns the
     /// trimmed flags; `refs` learns what the slots' Requirements, Rank,
     /// Start and SlotWeight read.
-    fn load_slots(&mut self, ads: &'a [ClassAd], refs: &mut SignificantAttrs) -> Vec<bool> {
+    fn load_slots(
+        &mut self,
+        ads: &'a [ClassAd],
+        refs: &mut SignificantAttrs,
+        mut keeping: Option<&mut Keeping<'_>>,
+    ) -> Vec<bool> {
         let env = self.env.clone();
         let mut trimmed = Vec::with_capacity(ads.len());
+        // What is read of a slot first is kept while its generation stays,
+        // unless the startd may change one of those attributes under it.
+        let generations = keeping
+            .as_ref()
+            .map(|k| k.generations)
+            .filter(|g| g.generations.len() == ads.len())
+            .filter(|g| !LOADED_NAMES.iter().any(|n| (g.changes_with_time)(n)));
+        if let (Some(k), true) = (keeping.as_mut(), generations.is_some()) {
+            k.kept.loaded.resize(ads.len(), None);
+        }
         for (i, ad) in ads.iter().enumerate() {
-            let name = lit_string(ad, "Name", &env).unwrap_or_else(|| format!("slot#{i}"));
-            let remote = remote_user(ad, &env);
-            let partitionable = ad.eval_attr("PartitionableSlot", &env).is_true();
-            let mut ad = Cow::Borrowed(ad);
-            let mut current_rank = lit_number(&ad, "CurrentRank", &env).unwrap_or(0.0);
+            let kept = match (&generations, keeping.as_ref()) {
+                (Some(g), Some(k)) => k.kept.loaded[i]
+                    .as_ref()
+                    .filter(|l| l.generation == g.generations[i]),
+                _ => None,
+            };
+            let fresh = match kept {
+                Some(_) => None,
+                None => {
+                    let generation = generations.as_ref().map_or(0, |g| g.generations[i]);
+                    let (l, keepable) = LoadedSlot::read(ad, generation, &env);
+                    Some((l, keepable && generations.is_some()))
+                }
+            };
+            let loaded = match (&fresh, kept) {
+                (Some((l, _)), _) => l,
+                (None, Some(l)) => l,
+                (None, None) => unreachable!("read when not kept"),
+            };
+            let name = loaded.name.clone().unwrap_or_else(|| format!("slot#{i}"));
+            let remote = loaded.remote_user.clone();
+            let partitionable = loaded.partitionable;
+            let dynamic = loaded.dynamic;
+            let mut current_rank = loaded.current_rank;
             // A claim nobody can preempt (no priority preemption configured,
             // a constant Rank no better than its CurrentRank, not a dynamic
             // slot pslot preemption might take) needs no preemption
             // attributes: no copy of its ad, every cycle.
             let preemptible = self.priority_preemption_configured()
-                || rank_preemption_possible(&ad, current_rank)
-                || ad.contains("ParentSlotName");
+                || loaded.rank_preemption
+                || loaded.has_parent;
+            for n in &loaded.refs {
+                refs.add_name(n);
+            }
+            if let (Some((l, true)), Some(k)) = (fresh, keeping.as_mut()) {
+                k.kept.loaded[i] = Some(l);
+            }
+            let mut ad = Cow::Borrowed(ad);
             if let Some(user) = &remote {
                 if self.policy.consider_preemption && preemptible {
                     let owned = ad.to_mut();
@@ -757,17 +969,11 @@ impl<'a, 'p> Cycle<'a, 'p> {
             };
             let claimed = remote.is_some();
             let retiring = lit_number(&ad, "RetirementTimeRemaining", &env).unwrap_or(0.0) > 0.0;
-            let dynamic = ad.eval_attr("DynamicSlot", &env).is_true();
             let trim = !constraint_ok
                 || (claimed && !self.policy.consider_preemption)
                 || (claimed && retiring && !self.policy.consider_early_preemption)
                 || (claimed && dynamic && self.policy.allow_pslot_preemption);
             trimmed.push(trim);
-            for e in ["Requirements", "Rank", "Start", "SlotWeight"] {
-                if let Some(x) = ad.get(e) {
-                    refs.add_references(x);
-                }
-            }
             self.slots.push(Slot {
                 ad,
                 name,
@@ -857,6 +1063,9 @@ struct SlotClusters<'n, 's> {
     /// For each cluster, its first member's bindings.
     bound: Vec<Vec<Option<&'s Expr>>>,
     scratch: Vec<Option<&'s Expr>>,
+    /// For each kept cluster token and part of the key over the names
+    /// that move with time, the clusters its slots fell in this cycle.
+    of_token: HashMap<(u64, u64), Vec<usize>>,
 }
 
 impl<'n, 's> SlotClusters<'n, 's> {
@@ -866,7 +1075,44 @@ impl<'n, 's> SlotClusters<'n, 's> {
             by_key: HashMap::new(),
             bound: Vec::new(),
             scratch: Vec::new(),
+            of_token: HashMap::new(),
         }
+    }
+
+    /// The cluster of `ad` (key `key`), kept in the cluster `token` by
+    /// the last cycle, alike over every name that does not change with
+    /// time with the slots kept there: the first of them met is compared
+    /// as [`SlotClusters::assign`] does, and each other joins a cluster of
+    /// one of them that binds the names that move with time
+    /// (`moving_names`, their part of its key `moving`) as it does.
+    fn assign_kept(
+        &mut self,
+        token: u64,
+        moving: u64,
+        key: u64,
+        ad: &'s ClassAd,
+        moving_names: &[usize],
+    ) -> usize {
+        if let Some(ids) = self.of_token.get(&(token, moving)) {
+            for &id in ids {
+                let alike = moving_names.iter().all(|&j| {
+                    match (self.bound[id][j], ad.lookup_name(&self.names[j])) {
+                        (None, None) => true,
+                        (Some(x), Some(y)) => same_expr(x, y),
+                        _ => false,
+                    }
+                });
+                if alike {
+                    return id;
+                }
+            }
+        }
+        let id = self.assign(key, ad);
+        let ids = self.of_token.entry((token, moving)).or_default();
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+        id
     }
 
     /// The cluster of `ad`, whose key is `key`, made if new.
@@ -905,7 +1151,7 @@ fn slot_keys<'s>(
     attrs: &mut SignificantAttrs,
     candidates: &[usize],
     of: impl Fn(usize) -> &'s ClassAd,
-) -> Vec<u64> {
+) -> SlotKeys {
     let len = candidates.iter().max().map_or(0, |m| m + 1);
     let mut keys = vec![0u64; len];
     // The number of names each key was computed over.
@@ -925,6 +1171,94 @@ fn slot_keys<'s>(
             .filter(|&i| over[i] != now)
             .collect();
     }
+    SlotKeys {
+        lasting: Vec::new(),
+        moving: vec![0; len],
+        moving_names: Vec::new(),
+        full: keys,
+        keyed: candidates.len(),
+    }
+}
+
+/// The slots' keys ([`slot_keys`]), indexed as the slot ads.
+struct SlotKeys {
+    /// What a slot is classed by: the mix of the two parts below.
+    full: Vec<u64>,
+    /// Over the names that do not change with time (what may be kept).
+    lasting: Vec<u64>,
+    /// Over the names that do.
+    moving: Vec<u64>,
+    /// The indexes of those names among the significant ones.
+    moving_names: Vec<usize>,
+    /// Slot ads looked up for their lasting part.
+    keyed: usize,
+}
+
+/// [`slot_keys`] for a cycle that keeps keys ([`KeptSlotKeys`]): each key
+/// in two parts, one over the names that do not change with time, taken
+/// from `known(i)` when it was kept over the names `attrs` starts with
+/// (as long as the set does not grow), and one over the names that do,
+/// `changes_with_time`, looked up every cycle (an ad may change them
+/// under one generation).
+fn kept_slot_keys<'s>(
+    attrs: &mut SignificantAttrs,
+    candidates: &[usize],
+    of: impl Fn(usize) -> &'s ClassAd,
+    known: impl Fn(usize) -> Option<u64>,
+    changes_with_time: &dyn Fn(&str) -> bool,
+) -> SlotKeys {
+    let len = candidates.iter().max().map_or(0, |m| m + 1);
+    let mut keys = SlotKeys {
+        full: vec![0; len],
+        lasting: vec![0; len],
+        moving: vec![0; len],
+        moving_names: Vec::new(),
+        keyed: 0,
+    };
+    // Whether each significant name changes with time, asked once per
+    // name and round (a name learnt on the way is asked as it is met).
+    let moves_of = |attrs: &SignificantAttrs| -> Vec<bool> {
+        attrs
+            .names()
+            .iter()
+            .map(|n| changes_with_time(n.as_str()))
+            .collect()
+    };
+    let mut moves = moves_of(attrs);
+    let mut over = vec![0usize; len];
+    let mut first = true;
+    let mut stale: Vec<usize> = candidates.to_vec();
+    while !stale.is_empty() {
+        for &i in &stale {
+            let kept = if first { known(i) } else { None };
+            let (lasting, grew_l) = match kept {
+                Some(k) => (k, false),
+                None => {
+                    keys.keyed += usize::from(first);
+                    attrs.key_over(of(i), false, &moves, changes_with_time)
+                }
+            };
+            // Nothing moves: no second pass over the names.
+            let (moving, grew_m) = if moves.len() == attrs.len() && !moves.contains(&true) {
+                (0, false)
+            } else {
+                attrs.key_over(of(i), true, &moves, changes_with_time)
+            };
+            keys.lasting[i] = lasting;
+            keys.moving[i] = moving;
+            keys.full[i] = lasting ^ moving.rotate_left(32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            over[i] = if grew_l || grew_m { 0 } else { attrs.len() };
+        }
+        first = false;
+        moves = moves_of(attrs);
+        let now = attrs.len();
+        stale = candidates
+            .iter()
+            .copied()
+            .filter(|&i| over[i] != now)
+            .collect();
+    }
+    keys.moving_names = (0..attrs.len()).filter(|&j| moves[j]).collect();
     keys
 }
 
@@ -1099,7 +1433,12 @@ impl<'a, 'p> Cycle<'a, 'p> {
         }
     }
 
-    fn build_classes(&mut self, attrs: &mut SignificantAttrs, trimmed: &[bool]) {
+    fn build_classes(
+        &mut self,
+        attrs: &mut SignificantAttrs,
+        trimmed: &[bool],
+        keeping: Option<Keeping<'_>>,
+    ) {
         for name in CLAIM_NAMES {
             attrs.add(name);
         }
@@ -1117,19 +1456,84 @@ impl<'a, 'p> Cycle<'a, 'p> {
             .filter(|&i| self.slots[i].remote_user.is_none() || self.preemption_possible)
             .collect();
         self.stats.slots_trimmed = self.slots.len() - candidates.len();
-        let keys = slot_keys(attrs, &candidates, |i| &self.slots[i].ad);
+        let keeping = keeping.filter(|k| k.generations.generations.len() == self.slots.len());
+        // What is kept of each slot, if still true of it: kept over these
+        // very names, and its ad is the one published under the same
+        // generation (not one the cycle wrote preemption figures into).
+        let kept: Vec<Option<KeptSlotKey>> = match &keeping {
+            Some(k) if k.kept.names == attrs.names() => self
+                .slots
+                .iter()
+                .zip(k.generations.generations)
+                .enumerate()
+                .map(|(i, (s, &g))| {
+                    let e = k.kept.slots.get(i).copied().flatten()?;
+                    (e.generation == g && matches!(s.ad, Cow::Borrowed(_))).then_some(e)
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let kept_at = |i: usize| kept.get(i).copied().flatten();
+        let names_before = attrs.len();
+        let keys = match &keeping {
+            Some(k) => kept_slot_keys(
+                attrs,
+                &candidates,
+                |i| &self.slots[i].ad,
+                |i| kept_at(i).map(|e| e.key),
+                k.generations.changes_with_time,
+            ),
+            None => slot_keys(attrs, &candidates, |i| &self.slots[i].ad),
+        };
+        self.stats.slots_keyed = keys.keyed;
+        // A slot taught the cycle a name: what was kept over fewer names
+        // says nothing of likeness over these, and nothing is kept.
+        let grew = attrs.len() != names_before;
         // Each slot's cluster first (the slots' ads are borrowed while
         // their bindings are compared), then the classes in slot order.
-        let cluster: Vec<Option<usize>> = {
+        let (cluster, clusters_made): (Vec<Option<usize>>, usize) = {
             let mut clusters = SlotClusters::new(attrs.names());
-            candidates
+            let cluster = candidates
                 .iter()
                 .map(|&i| {
                     let s = &self.slots[i];
-                    (!s.partitionable).then(|| clusters.assign(keys[i], &s.ad))
+                    if s.partitionable {
+                        return None;
+                    }
+                    let token = kept_at(i).and_then(|e| e.cluster).filter(|_| !grew);
+                    Some(match token {
+                        Some(t) => clusters.assign_kept(
+                            t,
+                            keys.moving[i],
+                            keys.full[i],
+                            &s.ad,
+                            &keys.moving_names,
+                        ),
+                        None => clusters.assign(keys.full[i], &s.ad),
+                    })
                 })
-                .collect()
+                .collect();
+            (cluster, clusters.bound.len())
         };
+        if let Some(k) = keeping.filter(|_| !grew) {
+            let store = k.kept;
+            if store.names != attrs.names() {
+                store.names = attrs.names().to_vec();
+                store.slots.clear();
+            }
+            store.slots.resize(self.slots.len(), None);
+            let base = store.next_cluster;
+            store.next_cluster += clusters_made as u64;
+            for (&i, c) in candidates.iter().zip(&cluster) {
+                if matches!(self.slots[i].ad, Cow::Borrowed(_)) {
+                    store.slots[i] = Some(KeptSlotKey {
+                        generation: k.generations.generations[i],
+                        key: keys.lasting[i],
+                        cluster: c.map(|c| base + c as u64),
+                    });
+                }
+            }
+        }
         let mut class_of: HashMap<usize, usize> = HashMap::new();
         for (&i, cluster) in candidates.iter().zip(cluster) {
             let s = &self.slots[i];
@@ -2105,7 +2509,7 @@ mod tests {
     fn order(slots: &[ClassAd], n: usize, pol: &Policy) -> (Vec<String>, usize) {
         let jobs = jobs(n);
         let subs = vec![SubmitterJobs::new("good@pool", jobs.iter().collect())];
-        let groups = Cycle::new(slots, &subs, &prios(), pol, usize::MAX, NOW)
+        let groups = Cycle::new(slots, None, &subs, &prios(), pol, usize::MAX, NOW)
             .groups
             .len();
         let plan = negotiate(slots, &subs, &prios(), &mut NoLimits, pol, NOW);
@@ -2174,7 +2578,7 @@ mod tests {
         };
         let candidates = [0, 1, 2, 3];
         let mut attrs = roots();
-        let keys = slot_keys(&mut attrs, &candidates, |i| &ads[i]);
+        let keys = slot_keys(&mut attrs, &candidates, |i| &ads[i]).full;
         let mut again = roots();
         let mut want = vec![0u64; ads.len()];
         loop {

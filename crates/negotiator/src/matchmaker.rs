@@ -22,7 +22,10 @@ use crate::accountant::Accountant;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::cycle::{negotiate_capped, KeptIds, Plan, Policy, SubmitterJobs};
+use crate::cycle::{
+    negotiate_capped, negotiate_keeping, KeptIds, KeptSlotKeys, Plan, Policy, SlotGenerations,
+    SubmitterJobs,
+};
 use crate::groups::negotiate_by_group;
 use crate::limits::{ConcurrencyLimits, CycleLimits};
 
@@ -54,6 +57,22 @@ pub fn negotiation_cycle(
     policy: &Policy,
     now: i64,
 ) -> Plan {
+    negotiation_cycle_keeping(slot_ads, None, submitters, accountant, limits, policy, now)
+}
+
+/// [`negotiation_cycle`] over slot ads whose generations the caller
+/// knows, keeping their class keys in `keeping` from one cycle to the
+/// next ([`KeptSlotKeys`]); the plan is the same. A cycle by accounting
+/// group keeps nothing (each group's cycle starts from other names).
+pub fn negotiation_cycle_keeping(
+    slot_ads: &[ClassAd],
+    keeping: Option<(SlotGenerations<'_>, &mut KeptSlotKeys)>,
+    submitters: &[SubmitterJobs<'_>],
+    accountant: &mut Accountant,
+    limits: &mut ConcurrencyLimits,
+    policy: &Policy,
+    now: i64,
+) -> Plan {
     let env = Env::at(now);
     let cap = offer_cap(slot_ads, &env);
     if accountant.groups.groups.len() > 1 {
@@ -77,6 +96,18 @@ pub fn negotiation_cycle(
         let pool_size = pool_cores(slot_ads, &env);
         negotiate_by_group(
             slot_ads, submitters, &demand, accountant, limits, policy, pool_size, cap, now,
+        )
+    } else if let Some((generations, kept)) = keeping {
+        negotiate_keeping(
+            slot_ads,
+            generations,
+            kept,
+            submitters,
+            &*accountant,
+            &mut CycleLimits::new(limits, now),
+            policy,
+            cap,
+            now,
         )
     } else {
         negotiate_capped(
@@ -207,6 +238,9 @@ pub struct Negotiator {
     /// told with the next NEGOTIATE, to file their jobs' autoclusters
     /// against (empty before the first cycle).
     pub significant: Vec<String>,
+    /// The slot class keys kept from the last cycle, for a caller that
+    /// gives the slot ads' generations.
+    slot_keys: KeptSlotKeys,
 }
 
 impl Negotiator {
@@ -216,18 +250,22 @@ impl Negotiator {
             limits,
             policy,
             significant: Vec::new(),
+            slot_keys: KeptSlotKeys::default(),
         }
     }
 
     /// One cycle over the schedds' `requests` and the collector's
     /// `slot_ads`; `on_claims` are the jobs the schedds' claims hold (the
-    /// concurrency limits in use). Returns the matches and the plan (with
-    /// the reasons for the jobs left idle).
+    /// concurrency limits in use). `generations`, from a collector that
+    /// knows them, lets the cycle keep slot class keys from the last one
+    /// (none: every slot is keyed, as always). Returns the matches and the
+    /// plan (with the reasons for the jobs left idle).
     pub fn cycle<'a, K: Clone>(
         &mut self,
         requests: &[Request<'a, K>],
         on_claims: impl IntoIterator<Item = &'a ClassAd>,
         slot_ads: &[ClassAd],
+        generations: Option<SlotGenerations<'_>>,
         now: i64,
     ) -> (Vec<Granted<K>>, Plan) {
         self.accountant.update_priorities(now);
@@ -240,8 +278,14 @@ impl Negotiator {
                 kept: r.kept.clone(),
             })
             .collect();
-        let plan = negotiation_cycle(
+        if generations.is_none() {
+            // Keys kept from ads this caller cannot vouch for are not kept.
+            self.slot_keys = KeptSlotKeys::default();
+        }
+        let keeping = generations.map(|g| (g, &mut self.slot_keys));
+        let plan = negotiation_cycle_keeping(
             slot_ads,
+            keeping,
             &subs,
             &mut self.accountant,
             &mut limits,

@@ -26,7 +26,7 @@ use classad::{ClassAd, Env, Value};
 use config::{Config, FileError, FixedHost, LoadOptions, Root};
 use negotiator::accountant::Accountant;
 use negotiator::autocluster_ids::AutoclusterIds;
-use negotiator::cycle::{MatchKind, Policy};
+use negotiator::cycle::{MatchKind, Policy, SlotGenerations};
 use negotiator::defrag::{Defrag, DefragPolicy, Schedule};
 use negotiator::limits::ConcurrencyLimits;
 use negotiator::matchmaker::{Negotiator, Offer, Request};
@@ -328,6 +328,12 @@ pub struct Simulation<'f> {
     preempt_cause: BTreeMap<(usize, String), String>,
     collector: Vec<ClassAd>,
     collector_owner: Vec<(usize, String)>,
+    /// Each collector ad's generation as its startd published it
+    /// (`Startd::ad_generation`): the negotiator keeps a slot's class from
+    /// one cycle to the next while it stays. The starter attributes the
+    /// simulator writes over the ads are fixed when the machine is made,
+    /// so the startd's generation covers all of the ad.
+    collector_generation: Vec<u64>,
     /// One machine's ads on their way through its startd (kept, so that
     /// publishing allocates nothing).
     scratch_ads: Vec<ClassAd>,
@@ -611,6 +617,7 @@ impl<'f> Simulation<'f> {
             preempt_cause: BTreeMap::new(),
             collector: Vec::new(),
             collector_owner: Vec::new(),
+            collector_generation: Vec::new(),
             scratch_ads: Vec::new(),
             negotiator: Negotiator::new(accountant, limits, policy),
             negotiator_interval,
@@ -1659,6 +1666,7 @@ impl<'f> Simulation<'f> {
             if new == old {
                 for (k, ad) in ads.drain(..).enumerate() {
                     self.collector[first + k] = ad;
+                    self.collector_generation[first + k] = mach.startd.ad_generation(k);
                 }
                 self.scratch_ads = ads;
                 continue;
@@ -1671,10 +1679,13 @@ impl<'f> Simulation<'f> {
                 .iter()
                 .map(|s| (m, s.name.clone()))
                 .collect();
+            let generations: Vec<u64> = (0..new).map(|k| mach.startd.ad_generation(k)).collect();
             mach.ad_count = new;
             self.collector.splice(first..first + old, ads.drain(..));
             self.scratch_ads = ads;
             self.collector_owner.splice(first..first + old, names);
+            self.collector_generation
+                .splice(first..first + old, generations);
             for later in &mut self.machines[m + 1..] {
                 later.first_ad = later.first_ad + new - old;
             }
@@ -1785,8 +1796,18 @@ impl<'f> Simulation<'f> {
             let on_claims = schedds
                 .iter()
                 .flat_map(|sd| sd.claims.jobs_on_claims().filter_map(|id| sd.queue.job(id)));
+            let generations = SlotGenerations {
+                generations: &self.collector_generation,
+                changes_with_time: &startd::publish::changes_with_time,
+            };
             self.negotiator
-                .cycle(&requests, on_claims, &self.collector, now)
+                .cycle(
+                    &requests,
+                    on_claims,
+                    &self.collector,
+                    Some(generations),
+                    now,
+                )
                 .0
         };
         for g in granted {
