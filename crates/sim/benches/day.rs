@@ -15,6 +15,11 @@
 //! per-slot work itself to shrink (a slot ad's time-dependent figures
 //! computed when read rather than written at every refresh, say).
 //! On a quiet machine (load about 1) the big day now takes 51.3 s.
+//! Since a refresh writes the slot's facts only when they changed (the
+//! clock's figures every time), keep-alives do not settle slots and the
+//! negotiator keeps slot class keys across cycles under the slot ads'
+//! generations: 41.7 s against 54.7 s for the build before, back to back
+//! at load about 1, reports identical.
 //!
 //! The pool sets FILESYSTEM_DOMAIN as well as UID_DOMAIN, as a site of
 //! this size does: left to its default (the host's name), every machine
