@@ -149,29 +149,37 @@ impl SignificantAttrs {
         self.parent_keys.clear();
     }
 
+    /// Feeds `ad`'s binding of significant name `i` into `h` (borrowed,
+    /// not cloned: this runs for every job and slot of every cycle),
+    /// learning the names an expression reads the first time it is seen;
+    /// whether names were learnt.
+    fn hash_binding(&mut self, ad: &ClassAd, i: usize, h: &mut Fnv) -> bool {
+        match ad.lookup_name(&self.names[i]) {
+            None => {
+                0u8.hash(h);
+                false
+            }
+            Some(e) => {
+                1u8.hash(h);
+                if is_literal(e) {
+                    hash_expr(e, h);
+                    return false;
+                }
+                let mut eh = Fnv::default();
+                hash_expr(e, &mut eh);
+                let eh = eh.finish();
+                eh.hash(h);
+                self.walked.insert(eh) && self.add_references(e)
+            }
+        }
+    }
+
     fn own_key_of(&mut self, ad: &ClassAd) -> (u64, bool) {
         let mut h = Fnv::default();
         let mut grew = false;
         let mut i = 0;
         while i < self.names.len() {
-            // Borrowed, not cloned: this runs for every job of every cycle.
-            match ad.lookup_name(&self.names[i]) {
-                None => 0u8.hash(&mut h),
-                Some(e) => {
-                    1u8.hash(&mut h);
-                    if is_literal(e) {
-                        hash_expr(e, &mut h);
-                    } else {
-                        let mut eh = Fnv::default();
-                        hash_expr(e, &mut eh);
-                        let eh = eh.finish();
-                        eh.hash(&mut h);
-                        if self.walked.insert(eh) {
-                            grew |= self.add_references(e);
-                        }
-                    }
-                }
-            }
+            grew |= self.hash_binding(ad, i, &mut h);
             i += 1;
         }
         (h.finish(), grew)
@@ -202,23 +210,7 @@ impl SignificantAttrs {
                 i += 1;
                 continue;
             }
-            match ad.lookup_name(&self.names[i]) {
-                None => 0u8.hash(&mut h),
-                Some(e) => {
-                    1u8.hash(&mut h);
-                    if is_literal(e) {
-                        hash_expr(e, &mut h);
-                    } else {
-                        let mut eh = Fnv::default();
-                        hash_expr(e, &mut eh);
-                        let eh = eh.finish();
-                        eh.hash(&mut h);
-                        if self.walked.insert(eh) {
-                            grew |= self.add_references(e);
-                        }
-                    }
-                }
-            }
+            grew |= self.hash_binding(ad, i, &mut h);
             i += 1;
         }
         (h.finish(), grew)

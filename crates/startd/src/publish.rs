@@ -315,7 +315,7 @@ fn remove_all(ad: &mut ClassAd, names: &[&str]) {
 /// compare by their bits (what prints); values that cannot be compared
 /// exactly (lists, nested ads) never compare equal, so an ad holding them
 /// is rewritten every time.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub(crate) struct Facts {
     pair: Pair,
     entered: (i64, i64),
@@ -340,12 +340,6 @@ type JobShown = (i64, Option<String>, Option<i64>, Option<Same>);
 /// equals anything.
 #[derive(Clone, Debug)]
 pub(crate) struct Same(Value);
-
-impl PartialEq for Same {
-    fn eq(&self, other: &Same) -> bool {
-        self.same(&other.0)
-    }
-}
 
 impl Same {
     fn same(&self, other: &Value) -> bool {

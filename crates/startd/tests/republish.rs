@@ -41,12 +41,11 @@ fn check(s: Startd, steps: &[(i64, Event)]) {
     let mut kept = 0;
     let mut by_generation = |w: &Startd, ads: &[classad::ClassAd], what: &str| {
         for (i, ad) in ads.iter().enumerate() {
-            let unclocked: Vec<String> = ad
+            let mut unclocked: Vec<String> = ad
                 .iter()
                 .filter(|(n, _)| !changes_with_time(n.as_str()))
                 .map(|(n, e)| format!("{} = {e}", n.as_str().to_ascii_lowercase()))
                 .collect();
-            let mut unclocked = unclocked;
             unclocked.sort();
             match generations.get(&w.ad_generation(i)) {
                 Some(before) => {
