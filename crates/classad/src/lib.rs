@@ -59,6 +59,7 @@ pub mod matching;
 pub mod name;
 pub mod parser;
 pub mod reader;
+pub mod reads;
 pub mod same;
 pub mod time;
 pub mod unparse;

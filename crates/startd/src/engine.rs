@@ -401,6 +401,17 @@ pub struct Startd {
     /// The generations the ads last handed out by [`Startd::republish`]
     /// were written under (that caller's copies, by slot).
     pub(crate) published_stamps: Vec<Option<u64>>,
+    /// Bumped by whatever may change what a quiet slot's policy reads
+    /// (`quiet`): events but keep-alives, transitions, reconfiguration.
+    pub(crate) quiet_epoch: u64,
+}
+
+/// What a poll's latches left of a slot (`Startd::update_latches`).
+struct Latched {
+    /// Nothing the slot publishes of them changed.
+    unchanged: bool,
+    /// Its ad was brought up to date at the poll.
+    refreshed: bool,
 }
 
 /// Seconds after which a claim still Claimed/Idle is said to be idle to
@@ -464,6 +475,7 @@ impl Startd {
             vm_peers: crate::vm_host::PeerView::default(),
             ads_epoch: 0,
             published_stamps: Vec::new(),
+            quiet_epoch: 0,
         })
     }
 
@@ -688,7 +700,7 @@ impl Startd {
     /// The ad a slot's policy sees as TARGET: the running job, else the job
     /// its claim was made for (as HTCondor evaluates a claimed slot's
     /// policy against the claim's request), else none.
-    fn target(&self, i: usize) -> Option<&ClassAd> {
+    pub(crate) fn target(&self, i: usize) -> Option<&ClassAd> {
         let s = &self.slots[i];
         s.job.as_ref().or(s.claim.as_ref().map(|c| &c.request))
     }
@@ -716,18 +728,31 @@ impl Startd {
     pub fn tick(&mut self, now: i64, readings: Readings) -> Ready {
         self.readings = readings;
         self.share_load();
-        let fresh = self.update_latches(now);
+        let latched = self.update_latches(now);
         let mut ready = Ready::default();
-        for (i, fresh) in fresh.into_iter().enumerate() {
-            // A slot whose ad the latches left current (nothing they
-            // publish changed) is judged on it as is, unless a slot before
-            // it moved (its state shows in the others' ads): one refresh
-            // per slot and poll instead of two.
-            let as_is = fresh && ready.transitions.is_empty() && ready.actions.is_empty();
+        for (i, l) in latched.into_iter().enumerate() {
+            let calm = ready.transitions.is_empty() && ready.actions.is_empty();
+            if calm && self.is_quiet(i, now, l.unchanged) {
+                self.check_quiet(i, now);
+                continue;
+            }
+            // A slot whose ad the latches brought up to date and left
+            // current (nothing they publish changed) is judged on it as
+            // is, unless a slot before it moved (its state shows in the
+            // others' ads): one refresh per slot and poll instead of two.
+            let as_is = l.refreshed && l.unchanged && calm;
             self.settle_from(i, now, &mut ready, as_is);
+            if ready.transitions.is_empty() && ready.actions.is_empty() {
+                self.settle_quietly(i, now);
+            }
         }
         self.after_settling(now, &mut ready);
         self.fetch_work(now, &mut ready);
+        if !ready.transitions.is_empty() || !ready.actions.is_empty() {
+            // A slot that moved shows in the others' ads (and took its
+            // own quiet with it).
+            self.quiet_epoch += 1;
+        }
         ready
     }
 
@@ -907,14 +932,15 @@ impl Startd {
 
     /// STARTD_LATCH_EXPRS and the built-in CPU-busy clock.
     /// Brings CpuBusy and STARTD_LATCH_EXPRS up to date. For each slot,
-    /// whether its ad (refreshed here) is still current: nothing it
-    /// publishes of them changed.
-    fn update_latches(&mut self, now: i64) -> Vec<bool> {
+    /// whether nothing it publishes of them changed, and whether its ad
+    /// was brought up to date here (only to evaluate latches).
+    fn update_latches(&mut self, now: i64) -> Vec<Latched> {
         let mut fresh = Vec::with_capacity(self.slots.len());
         for i in 0..self.slots.len() {
-            let ad = self.take_ad(i, now);
+            // Latches read the ad as it stands before this poll's CPU
+            // busy-ness is recorded; a slot without latches needs no ad.
+            let ad = (!self.slots[i].policy.latch_exprs.is_empty()).then(|| self.take_ad(i, now));
             let mut unchanged = true;
-            let env = self.env(now);
             let busy = self.cpu_busy(i);
             let s = &mut self.slots[i];
             match (busy, s.cpu_busy_since) {
@@ -928,6 +954,15 @@ impl Startd {
                 }
                 _ => {}
             }
+            let Some(ad) = ad else {
+                fresh.push(Latched {
+                    unchanged,
+                    refreshed: false,
+                });
+                continue;
+            };
+            let env = self.env(now);
+            let s = &mut self.slots[i];
             let values: Vec<Value> = s
                 .policy
                 .latch_exprs
@@ -957,7 +992,10 @@ impl Startd {
                 }
             }
             self.put_ad(i, ad);
-            fresh.push(unchanged);
+            fresh.push(Latched {
+                unchanged,
+                refreshed: true,
+            });
         }
         fresh
     }
@@ -1907,6 +1945,11 @@ impl Startd {
 
     /// Acts on an event. A refused event changes nothing.
     pub fn handle(&mut self, event: Event, now: i64) -> Result<Ready, Refusal> {
+        if !matches!(event, Event::KeepAlive { .. }) {
+            // Anything but a renewed lease may change what a quiet slot's
+            // policy reads (a keep-alive only moves the lease's end later).
+            self.quiet_epoch += 1;
+        }
         let mut ready = Ready::default();
         let touched: Vec<usize> = match event {
             Event::Matched { slot } => {

@@ -22,6 +22,7 @@ pub mod layout;
 pub mod loadavg;
 pub mod policy;
 pub mod publish;
+mod quiet;
 pub mod resources;
 pub mod slot;
 pub mod state;

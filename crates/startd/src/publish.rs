@@ -4,7 +4,7 @@
 //! State, KeyboardIdle, LoadAvg and the rest).
 
 use classad::ad::Refresher;
-use classad::name::{fold_hash, AttrName};
+use classad::name::AttrName;
 use classad::{ClassAd, Expr, Value};
 
 use crate::engine::Startd;
@@ -218,38 +218,6 @@ impl Clock {
     };
 }
 
-/// Whether `name` is one the clock's part of a refresh writes
-/// (`Startd::write_clock`): what [`changes_with_time`] names, but for other
-/// slots' figures only those of STARTD_SLOT_ATTRS (`slot_attrs`), so that
-/// nothing the configuration published under a like name is touched.
-fn clock_attr(attr: &AttrName, slot_attrs: &[String]) -> bool {
-    // Every slot ad is scanned when its facts change: the listed names by
-    // their case-blind hashes first (no text compared for most names).
-    static HASHES: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
-    let hashes = HASHES.get_or_init(|| CLOCK_NAMES.iter().map(|n| fold_hash(n)).collect());
-    let name = attr.as_str();
-    let listed = hashes.contains(&attr.fold_hash())
-        && CLOCK_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name));
-    if listed {
-        return true;
-    }
-    if !clock_prefixed(name) {
-        return false;
-    }
-    let lower = name.as_bytes();
-    let cross = |prefix: &str| {
-        lower.len() > prefix.len()
-            && lower[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-            && lower[prefix.len()].is_ascii_digit()
-    };
-    if !(cross("slot") || cross("vm")) {
-        return true;
-    }
-    // slot<N>_<attr> / vm<N>_<attr>: the attr after the first '_'.
-    name.split_once('_')
-        .is_some_and(|(_, attr)| slot_attrs.iter().any(|a| a.eq_ignore_ascii_case(attr)))
-}
-
 /// Which slots and ads a caller's copies were published from (see
 /// [`Startd::republish`]); the default names none.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -458,6 +426,13 @@ pub(crate) struct Generation {
     generation: u64,
 }
 
+impl Generation {
+    /// The generation these facts were given.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+}
+
 /// Whether a debug build checks this refresh that kept the facts against
 /// a whole one: one in `REFRESH_CHECK_EVERY` (checking every one made the
 /// simulator's tests five times slower), so a long test still has its
@@ -655,7 +630,6 @@ impl Startd {
         if ad.is_empty() {
             ad = self.static_ad(i);
             stamp = None;
-            self.slots[i].static_len = ad.own_len();
         }
         self.refresh(i, now, &mut ad, stamp == Some(generation), parts);
         self.slots[i].ad_stamp = Some(generation);
@@ -689,6 +663,8 @@ impl Startd {
     /// Forgets every slot's ad, so the next use builds it again (after a
     /// reconfiguration, or when draining changes START).
     pub(crate) fn invalidate_ads(&mut self) {
+        // What a quiet slot's policy was judged on may have changed.
+        self.quiet_epoch += 1;
         for s in &mut self.slots {
             s.ad = ClassAd::new();
             s.ad_stamp = None;
@@ -829,16 +805,6 @@ impl Startd {
     fn refresh(&self, i: usize, now: i64, ad: &mut ClassAd, written: bool, parts: Clock) {
         #[cfg(debug_assertions)]
         let before = (written && check_this_refresh()).then(|| ad.clone());
-        if !written {
-            // The clock's figures go (back) to the end, in the order they
-            // are written, so that the refreshes that write only them find
-            // each in place: which of them an ad has changes only with the
-            // facts (a claim, a job, a new state).
-            // The unchanging part the ad starts with has none of them (were
-            // one there, it would be written in place all the same).
-            let s = &self.slots[i];
-            ad.remove_own_where(s.static_len, |n| clock_attr(n, &s.policy.slot_attrs));
-        }
         let mut w = ad.refresher();
         if !written {
             self.write_facts(i, &mut w);

@@ -155,10 +155,12 @@ pub struct Slot {
     pub ad_generation: u64,
     /// The generation `ad` was last written under (`None`: being built).
     pub(crate) ad_stamp: Option<u64>,
-    /// How many attributes the ad's unchanging part (built first) has.
-    pub(crate) static_len: usize,
     /// The facts the slot's ads were last written from, and their generation.
     pub(crate) facts: Option<Box<crate::publish::Generation>>,
+    /// Whether polls can change nothing for now (`quiet`), and what its
+    /// state's policy was last judged to read.
+    pub(crate) quiet: Option<crate::quiet::Quiet>,
+    pub(crate) steady: Option<crate::quiet::Steady>,
 }
 
 /// Where a slot goes once its backfill client has been killed.
@@ -223,7 +225,8 @@ impl Slot {
             ad: ClassAd::new(),
             ad_generation: 0,
             ad_stamp: None,
-            static_len: 0,
+            quiet: None,
+            steady: None,
             facts: None,
         }
     }
