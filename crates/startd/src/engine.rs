@@ -406,6 +406,25 @@ pub struct Startd {
     pub(crate) quiet_epoch: u64,
 }
 
+/// MachineMaxVacateTime and the job's JobMaxVacateTime, as evaluated.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct VacateTerms {
+    machine: i64,
+    job: Option<i64>,
+}
+
+impl VacateTerms {
+    /// Seconds of vacating granted with `remaining` seconds of retirement
+    /// left (see `Startd::vacate_grant`).
+    pub(crate) fn grant(&self, remaining: i64) -> i64 {
+        match self.job {
+            None => self.machine,
+            Some(j) if j <= self.machine => j.max(0),
+            Some(j) => self.machine.max(remaining.min(j)),
+        }
+    }
+}
+
 /// What a poll's latches left of a slot (`Startd::update_latches`).
 struct Latched {
     /// Nothing the slot publishes of them changed.
@@ -1015,27 +1034,37 @@ impl Startd {
                 self.slots[i].retirement_remaining = None;
                 continue;
             }
-            // The ad as last refreshed (publishing refreshes every ad just
-            // before estimating).
-            let ad = if self.slots[i].ad.is_empty() {
-                self.take_ad(i, now)
-            } else {
-                std::mem::take(&mut self.slots[i].ad)
+            let grants = match self.kept_grants(i) {
+                Some(g) => {
+                    #[cfg(debug_assertions)]
+                    self.check_grants(i, &g, now);
+                    g
+                }
+                None => {
+                    // The ad as last refreshed (publishing refreshes every
+                    // ad just before estimating, unless every slot's
+                    // grants were kept).
+                    let ad = if self.slots[i].ad.is_empty() {
+                        self.take_ad(i, now)
+                    } else {
+                        std::mem::take(&mut self.slots[i].ad)
+                    };
+                    let g = self.grants(i, &ad, now);
+                    self.put_ad(i, ad);
+                    g
+                }
             };
             let s = &self.slots[i];
             let ran = s.job_run_time(now);
             let cpus = s.resources.cpus.max(1.0);
-            let remaining = self
-                .retirement_limit(i, &ad, now)
-                .map_or(0, |l| (l - ran).max(0));
-            let graceful_vacate = self.vacate_grant(i, &ad, remaining, now);
-            let quick_vacate = self.vacate_grant(i, &ad, 0, now);
+            let remaining = grants.retirement.map_or(0, |l| (l - ran).max(0));
+            let graceful_vacate = grants.vacate.grant(remaining);
+            let quick_vacate = grants.vacate.grant(0);
             f.graceful_completion = f.graceful_completion.max(now + remaining + graceful_vacate);
             f.quick_completion = f.quick_completion.max(now + quick_vacate);
             f.graceful_badput += ((ran + remaining) as f64 * cpus) as i64;
             f.quick_badput += (ran as f64 * cpus) as i64;
             self.slots[i].retirement_remaining = Some(remaining);
-            self.put_ad(i, ad);
         }
         self.drain_figures = f;
     }
@@ -1628,7 +1657,7 @@ impl Startd {
 
     /// The retirement time a job gets: the machine's MaxJobRetirementTime
     /// (evaluated against the job) and the job's own, the smaller wins.
-    fn retirement_limit(&self, i: usize, ad: &ClassAd, now: i64) -> Option<i64> {
+    pub(crate) fn retirement_limit(&self, i: usize, ad: &ClassAd, now: i64) -> Option<i64> {
         let s = &self.slots[i];
         if self.shutdown == Some(ShutdownHow::Peaceful) {
             return None;
@@ -1656,7 +1685,13 @@ impl Startd {
     /// retirement are left: MachineMaxVacateTime, or the job's smaller
     /// JobMaxVacateTime; a larger JobMaxVacateTime is met from retirement
     /// time left over, up to its amount.
-    fn vacate_grant(&self, i: usize, ad: &ClassAd, remaining: i64, now: i64) -> i64 {
+    pub(crate) fn vacate_grant(&self, i: usize, ad: &ClassAd, remaining: i64, now: i64) -> i64 {
+        self.vacate_terms(i, ad, now).grant(remaining)
+    }
+
+    /// What vacating is granted from: MachineMaxVacateTime and the job's
+    /// JobMaxVacateTime, evaluated now.
+    pub(crate) fn vacate_terms(&self, i: usize, ad: &ClassAd, now: i64) -> VacateTerms {
         let s = &self.slots[i];
         let env = self.env(now);
         let machine = number(&evaluate(
@@ -1671,11 +1706,7 @@ impl Startd {
                 .map(|e| classad::eval_expr(e, Some(j), Some(ad), &env))
                 .and_then(|v| number(&v))
         });
-        match job {
-            None => machine,
-            Some(j) if j <= machine => j.max(0),
-            Some(j) => machine.max(remaining.min(j)),
-        }
+        VacateTerms { machine, job }
     }
 
     /// In retirement: whether the job has used its retirement time (less

@@ -18,6 +18,7 @@
 
 pub mod carve;
 pub mod engine;
+mod grants;
 pub mod layout;
 pub mod loadavg;
 pub mod policy;

@@ -558,11 +558,25 @@ impl Startd {
         ads: &mut Vec<ClassAd>,
         epoch: &mut AdsEpoch,
     ) {
+        // With every running job's grants kept, the estimate needs no ad:
+        // it is made first, and each ad is brought up to date once, the
+        // draining figures with the rest of the clock's.
+        let estimated = self.all_grants_kept();
+        if estimated {
+            self.estimate_draining(now);
+        }
         for i in 0..self.slots.len() {
-            let ad = self.take_ad_with(i, now, Clock::BEFORE_ESTIMATE);
+            let parts = if estimated {
+                Clock::ALL
+            } else {
+                Clock::BEFORE_ESTIMATE
+            };
+            let ad = self.take_ad_with(i, now, parts);
             self.put_ad(i, ad);
         }
-        self.estimate_draining(now);
+        if !estimated {
+            self.estimate_draining(now);
+        }
         let reuse = *epoch == AdsEpoch(Some(self.ads_epoch))
             && ads.len() == self.slots.len()
             && self.published_stamps.len() == self.slots.len();
@@ -572,7 +586,9 @@ impl Startd {
         }
         for i in 0..self.slots.len() {
             let mut ad = std::mem::take(&mut self.slots[i].ad);
-            self.publish_draining(i, now, &mut ad.refresher());
+            if !estimated {
+                self.publish_draining(i, now, &mut ad.refresher());
+            }
             let stamp = self.slots[i].ad_stamp;
             self.slots[i].ad_generation = stamp.unwrap_or_default();
             let own = if reuse {
@@ -624,6 +640,11 @@ impl Startd {
     /// [`Startd::take_ad`], with only `parts` of the clock's figures.
     fn take_ad_with(&mut self, i: usize, now: i64, parts: Clock) -> ClassAd {
         let generation = self.current_generation(i);
+        self.take_ad_under(i, now, parts, generation)
+    }
+
+    /// [`Startd::take_ad_with`], the facts' current generation known.
+    fn take_ad_under(&mut self, i: usize, now: i64, parts: Clock, generation: u64) -> ClassAd {
         let s = &mut self.slots[i];
         let mut ad = std::mem::take(&mut s.ad);
         let mut stamp = s.ad_stamp;
@@ -638,7 +659,7 @@ impl Startd {
 
     /// The generation of slot `i`'s facts as they are now: the one they
     /// had if nothing changed, else a new one.
-    fn current_generation(&mut self, i: usize) -> u64 {
+    pub(crate) fn current_generation(&mut self, i: usize) -> u64 {
         if let Some(f) = &self.slots[i].facts {
             if f.facts.hold(self, i) {
                 return f.generation;

@@ -161,6 +161,8 @@ pub struct Slot {
     /// state's policy was last judged to read.
     pub(crate) quiet: Option<crate::quiet::Quiet>,
     pub(crate) steady: Option<crate::quiet::Steady>,
+    /// The running job's retirement and vacate grants, while they hold.
+    pub(crate) grants: Option<crate::grants::KeptGrants>,
 }
 
 /// Where a slot goes once its backfill client has been killed.
@@ -227,6 +229,7 @@ impl Slot {
             ad_stamp: None,
             quiet: None,
             steady: None,
+            grants: None,
             facts: None,
         }
     }
