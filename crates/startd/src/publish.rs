@@ -571,7 +571,12 @@ impl Startd {
             } else {
                 Clock::BEFORE_ESTIMATE
             };
-            let ad = self.take_ad_with(i, now, parts);
+            // The facts of the slots running a job were just found current.
+            let generation = match (&self.slots[i].facts, self.slots[i].job.is_some()) {
+                (Some(f), true) if estimated => f.generation(),
+                _ => self.current_generation(i),
+            };
+            let ad = self.take_ad_under(i, now, parts, generation);
             self.put_ad(i, ad);
         }
         if !estimated {
