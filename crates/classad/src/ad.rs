@@ -570,6 +570,18 @@ impl Refresher<'_> {
         self.next = pos + 1;
     }
 
+    /// Expects the next write at `pos` (where the same attribute was found
+    /// last time): a run that starts in the middle of the ad then starts
+    /// in place too. A wrong guess costs a lookup, as any.
+    pub fn seek(&mut self, pos: usize) {
+        self.next = pos;
+    }
+
+    /// Where the last write landed (0 before any).
+    pub fn last(&self) -> usize {
+        self.next.saturating_sub(1)
+    }
+
     /// The ad itself, for reads and removals between writes.
     pub fn ad(&mut self) -> &mut ClassAd {
         self.ad

@@ -419,6 +419,13 @@ impl Facts {
     }
 }
 
+/// Where the two parts of a refresh started in a slot's ad last time.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Places {
+    facts: usize,
+    clock: usize,
+}
+
 /// A slot's facts and the generation they were given.
 #[derive(Clone, Debug)]
 pub(crate) struct Generation {
@@ -657,7 +664,8 @@ impl Startd {
             ad = self.static_ad(i);
             stamp = None;
         }
-        self.refresh(i, now, &mut ad, stamp == Some(generation), parts);
+        let places = self.refresh(i, now, &mut ad, stamp == Some(generation), parts);
+        self.slots[i].places = places;
         self.slots[i].ad_stamp = Some(generation);
         ad
     }
@@ -828,14 +836,22 @@ impl Startd {
     /// A pool of thousands of slots polls and publishes each every few
     /// minutes, and most of those refreshes find nothing but the clock
     /// changed.
-    fn refresh(&self, i: usize, now: i64, ad: &mut ClassAd, written: bool, parts: Clock) {
+    ///
+    /// Each part starts where it was found last time (`Slot::places`),
+    /// and where each was found now is returned: a lookup by name costs
+    /// more than all the writes after it that land in place.
+    fn refresh(&self, i: usize, now: i64, ad: &mut ClassAd, written: bool, parts: Clock) -> Places {
         #[cfg(debug_assertions)]
         let before = (written && check_this_refresh()).then(|| ad.clone());
+        let mut places = self.slots[i].places;
         let mut w = ad.refresher();
         if !written {
-            self.write_facts(i, &mut w);
+            w.seek(places.facts);
+            places.facts = self.write_facts(i, &mut w);
+        } else {
+            w.seek(places.clock);
         }
-        self.write_clock(i, now, &mut w, parts);
+        places.clock = self.write_clock(i, now, &mut w, parts);
         // Tests (debug builds) check that skipping the facts changed
         // nothing: a fact the comparison misses would leave a stale value.
         #[cfg(debug_assertions)]
@@ -845,14 +861,17 @@ impl Startd {
             self.write_clock(i, now, &mut w, parts);
             assert_same_ads(&full, ad);
         }
+        places
     }
 
     /// What slot `i`'s ad says that moves only when the startd's state
     /// does (see [`Facts`]; a change here must show there).
-    fn write_facts(&self, i: usize, w: &mut Refresher<'_>) {
+    /// Returns where the first (State) landed.
+    fn write_facts(&self, i: usize, w: &mut Refresher<'_>) -> usize {
         let s = &self.slots[i];
         // Written in the same order every time, so each lands in place.
         w.text("State", s.state.name());
+        let at = w.last();
         w.text("Activity", s.activity.name());
         w.value("EnteredCurrentState", s.entered_state);
         w.value("EnteredCurrentActivity", s.entered_activity);
@@ -951,17 +970,20 @@ impl Startd {
             }
             None => remove_all(w.ad(), DRAIN_ATTRS),
         }
+        at
     }
 
     /// The figures of slot `i`'s ad that move with the clock alone (what
     /// [`changes_with_time`] names), written at every refresh.
-    fn write_clock(&self, i: usize, now: i64, w: &mut Refresher<'_>, parts: Clock) {
+    /// Returns where the first (KeyboardIdle) landed.
+    fn write_clock(&self, i: usize, now: i64, w: &mut Refresher<'_>, parts: Clock) -> usize {
         let n = clock_names();
         let s = &self.slots[i];
         let m = &self.machine;
         // What the host says, as this slot sees it.
         let (keyboard, console) = self.idle_times(i, now);
         w.value_named(&n.keyboard_idle, keyboard);
+        let at = w.last();
         w.value_named(&n.console_idle, console);
         // The load averages move at every poll while a job runs.
         w.value_named(&n.load_avg, s.load_avg);
@@ -1045,6 +1067,7 @@ impl Startd {
                 }
             }
         }
+        at
     }
 }
 

@@ -163,6 +163,8 @@ pub struct Slot {
     pub(crate) steady: Option<crate::quiet::Steady>,
     /// The running job's retirement and vacate grants, while they hold.
     pub(crate) grants: Option<crate::grants::KeptGrants>,
+    /// Where the refreshes of `ad` found its parts last time.
+    pub(crate) places: crate::publish::Places,
 }
 
 /// Where a slot goes once its backfill client has been killed.
@@ -230,6 +232,7 @@ impl Slot {
             quiet: None,
             steady: None,
             grants: None,
+            places: Default::default(),
             facts: None,
         }
     }
