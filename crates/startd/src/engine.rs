@@ -2494,7 +2494,11 @@ impl Startd {
         if self.slots[i].kind == SlotKind::Partitionable {
             return self.claim_partitionable(i, r, now, ready);
         }
-        let claim = self.new_claim(i, r.clone(), ad, now);
+        // What the decision below reads of the request; the rest (its job
+        // ad above all) moves into the claim uncopied.
+        let (schedd, user, by_user_priority) =
+            (r.schedd.clone(), r.user.clone(), r.by_user_priority);
+        let claim = self.new_claim(i, r, ad, now);
         let pair = self.slots[i].pair();
         match pair {
             Pair(State::Unclaimed, Activity::Idle) | Pair(State::Matched, Activity::Idle) => {
@@ -2504,7 +2508,7 @@ impl Startd {
                     i,
                     Pair(State::Claimed, Activity::Idle),
                     number,
-                    Cause::Event(format!("claimed by {}", r.schedd)),
+                    Cause::Event(format!("claimed by {schedd}")),
                     now,
                     ready,
                 );
@@ -2529,14 +2533,14 @@ impl Startd {
                     return Err(refuse("its claim is already being evicted".into()));
                 }
                 let current = s.claim.as_ref().map_or(0.0, |c| c.rank);
-                if !r.by_user_priority && claim.rank <= current {
+                if !by_user_priority && claim.rank <= current {
                     return Err(refuse(format!(
                         "RANK for this job ({}) is not better than for the current claim ({current})",
                         claim.rank
                     )));
                 }
-                let cause = Cause::Event(if r.by_user_priority {
-                    format!("preempted by a job of {} (user priority)", r.user)
+                let cause = Cause::Event(if by_user_priority {
+                    format!("preempted by a job of {user} (user priority)")
                 } else {
                     format!(
                         "preempted by a job the machine ranks higher ({} > {current})",
