@@ -45,7 +45,7 @@ use startd::{Action, ClaimRequest, Event};
 
 use crate::dedicated::{self, ShutdownPolicy};
 use crate::job::{attr, HoldCode, JobId, JobStatus};
-use crate::queue::{JobEvent, JobQueue, RunReport};
+use crate::queue::{status_of, JobEvent, JobQueue, RunReport};
 use crate::userlog::ExitHow;
 
 /// The accounting name of a job's submitter, as HTCondor's schedd
@@ -589,10 +589,13 @@ impl Claims {
                 }
             }
         }
-        if self.on_claim.contains(&id) || queue.status(id) != Some(JobStatus::Idle) {
+        if self.on_claim.contains(&id) {
             return false;
         }
-        let Some(ad) = queue.job(id) else {
+        let Some(ad) = queue
+            .job(id)
+            .filter(|ad| status_of(ad) == Some(JobStatus::Idle))
+        else {
             return false;
         };
         let who = self.submitter(ad);
@@ -1172,15 +1175,23 @@ impl Claims {
     fn check_leases(&mut self, queue: &JobQueue, now: i64, ready: &mut Ready) {
         let round = self.alive_interval.max(1);
         let mut lost = Vec::new();
+        // Every run is looked at every round, and nearly all are fine: the
+        // runs and the claims are walked side by side (both are in claim
+        // id order) rather than each run's claim looked up, and the queue
+        // is asked of the job's status only for a run that is late.
+        let mut claims = self.claims.iter_mut().peekable();
         for (claim_id, &j) in &self.runs.by_claim {
-            let Some(c) = self.claims.get_mut(claim_id) else {
+            while claims.next_if(|(id, _)| *id < claim_id).is_some() {}
+            let Some((_, c)) = claims.next_if(|(id, _)| *id == claim_id) else {
                 continue;
             };
-            if !queue.status(j).is_some_and(JobStatus::is_active) {
+            let silent = now - c.last_heard;
+            let late = c.gone_since.is_some_and(|t| now - t >= round)
+                || silent > c.lease + round
+                || (!c.disconnected && !c.reconnecting && silent > 2 * round);
+            if !late || !queue.status(j).is_some_and(JobStatus::is_active) {
                 continue;
             }
-            let silent = now - c.last_heard;
-            let startd = format!("{}@{}", c.slot, c.startd);
             if c.gone_since.is_some_and(|t| now - t >= round) {
                 lost.push((
                     claim_id.clone(),
@@ -1200,6 +1211,8 @@ impl Claims {
                 && !secondary_node(&self.gangs, claim_id, j)
             {
                 c.disconnected = true;
+                // Named only here: every claim is checked every round.
+                let startd = format!("{}@{}", c.slot, c.startd);
                 ready.job_events.push((
                     j,
                     JobEvent::Disconnected {

@@ -135,6 +135,7 @@
 //!   `ConcurrencyLimits` evaluated without the machine), since slot ads
 //!   publish the running job's limits only through STARTD_JOB_ATTRS.
 
+mod calendar;
 pub mod report;
 pub mod rng;
 pub mod scenario;
