@@ -172,9 +172,10 @@ fn interval(scenario: &Scenario, config: &Config, name: &str, default: i64) -> i
 }
 
 /// What a real startd learns from its starter and publishes in every slot
-/// ad, and the `startd` core does not (a core gap, see the crate docs):
-/// `HasFileTransfer`, `FileSystemDomain` and `UidDomain`. Without them no
-/// job condor_submit makes can match (its Requirements read them).
+/// ad: `HasFileTransfer`, `FileSystemDomain` and `UidDomain`. Without them
+/// no job condor_submit makes can match (its Requirements read them). The
+/// `startd` core publishes them itself now, from FILESYSTEM_DOMAIN and
+/// UID_DOMAIN; what it says alike is dropped from these (`not_published`).
 fn starter_attrs(config: &Config, hostname: &str) -> ClassAd {
     let get = |name: &str| {
         config
@@ -188,6 +189,33 @@ fn starter_attrs(config: &Config, hostname: &str) -> ClassAd {
     ad.insert_value("FileSystemDomain", get("FILESYSTEM_DOMAIN").as_str());
     ad.insert_value("UidDomain", get("UID_DOMAIN").as_str());
     ad
+}
+
+/// What of `extra` the startd's slot ads do not already say alike: the
+/// rest need not be written over every ad at every update (they were
+/// most of an update's cost in a large pool). Copies of `startd` on other
+/// hosts agree too: both sides give a domain that was the host's name the
+/// new host's.
+fn not_published(mut extra: ClassAd, startd: &Startd, now: i64) -> ClassAd {
+    let Some(own) = startd
+        .slots()
+        .first()
+        .and_then(|s| startd.ad_of(&s.name, now))
+    else {
+        return extra;
+    };
+    let alike: Vec<String> = extra
+        .iter_inserted()
+        .filter(|(name, e)| {
+            own.get(name.as_str())
+                .is_some_and(|mine| mine.to_string() == e.to_string())
+        })
+        .map(|(name, _)| name.as_str().to_string())
+        .collect();
+    for name in alike {
+        extra.remove(&name);
+    }
+    extra
 }
 
 /// The owner's use of one machine: (from, to, keyboard, load), absolute.
@@ -489,9 +517,9 @@ impl<'f> Simulation<'f> {
             let poll = interval(s, &c, "POLLING_INTERVAL", 5);
             let update = interval(s, &c, "UPDATE_INTERVAL", 300);
             let readings = HostReadings::simple(class.cpus, class.memory, class.disk, 0);
-            let starter_attrs = starter_attrs(&c, first);
             let template = Startd::from_config(&c, first, &readings, start)
                 .map_err(|e| SimError(format!("machine class {}: {e}", class.name)))?;
+            let starter_attrs = not_published(starter_attrs(&c, first), &template, start);
             for (k, host) in names.iter().enumerate() {
                 let mut startd = template.clone();
                 let mut starter_attrs = starter_attrs.clone();
