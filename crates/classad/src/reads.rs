@@ -20,21 +20,8 @@ use crate::ad::ClassAd;
 use crate::expr::Expr;
 use crate::name::{AttrName, Special};
 
-/// One of the two top-level ads of an evaluation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
-    My,
-    Target,
-}
-
-impl Side {
-    fn other(self) -> Side {
-        match self {
-            Side::My => Side::Target,
-            Side::Target => Side::My,
-        }
-    }
-}
+/// One of the two top-level ads of an evaluation (the evaluator's own).
+pub use crate::eval::Side;
 
 /// What an evaluation may read (see the module's introduction).
 #[derive(Clone, Debug, Default)]

@@ -206,7 +206,7 @@ pub enum Side {
 }
 
 impl Side {
-    fn other(self) -> Side {
+    pub(crate) fn other(self) -> Side {
         match self {
             Side::My => Side::Target,
             Side::Target => Side::My,
