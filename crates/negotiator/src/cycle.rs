@@ -219,8 +219,9 @@ pub struct SlotGenerations<'g> {
 }
 
 /// Slot class keys kept from one cycle to the next ([`SlotGenerations`]),
-/// and what the cycle reads of each slot ad before anything else
-/// ([`LoadedSlot`]).
+/// what the cycle reads of each slot ad before anything else
+/// ([`LoadedSlot`], with its own SlotWeight where that lasts), and each
+/// slot's cores for the offer cap ([`KeptSlotKeys::pool_cores`]).
 ///
 /// What is kept of a slot is the part of its key over the significant
 /// names that do not change with time (those that do are looked up every
