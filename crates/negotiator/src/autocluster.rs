@@ -152,9 +152,15 @@ impl SignificantAttrs {
     /// Feeds `ad`'s binding of significant name `i` into `h` (borrowed,
     /// not cloned: this runs for every job and slot of every cycle),
     /// learning the names an expression reads the first time it is seen;
-    /// whether names were learnt.
-    fn hash_binding(&mut self, ad: &ClassAd, i: usize, h: &mut Fnv) -> bool {
-        match ad.lookup_name(&self.names[i]) {
+    /// whether names were learnt, and the binding.
+    fn hash_binding<'a>(
+        &mut self,
+        ad: &'a ClassAd,
+        i: usize,
+        h: &mut Fnv,
+    ) -> (bool, Option<&'a Expr>) {
+        let bound = ad.lookup_name(&self.names[i]);
+        let grew = match bound {
             None => {
                 0u8.hash(h);
                 false
@@ -163,15 +169,17 @@ impl SignificantAttrs {
                 1u8.hash(h);
                 if is_literal(e) {
                     hash_expr(e, h);
-                    return false;
+                    false
+                } else {
+                    let mut eh = Fnv::default();
+                    hash_expr(e, &mut eh);
+                    let eh = eh.finish();
+                    eh.hash(h);
+                    self.walked.insert(eh) && self.add_references(e)
                 }
-                let mut eh = Fnv::default();
-                hash_expr(e, &mut eh);
-                let eh = eh.finish();
-                eh.hash(h);
-                self.walked.insert(eh) && self.add_references(e)
             }
-        }
+        };
+        (grew, bound)
     }
 
     fn own_key_of(&mut self, ad: &ClassAd) -> (u64, bool) {
@@ -179,7 +187,7 @@ impl SignificantAttrs {
         let mut grew = false;
         let mut i = 0;
         while i < self.names.len() {
-            grew |= self.hash_binding(ad, i, &mut h);
+            grew |= self.hash_binding(ad, i, &mut h).0;
             i += 1;
         }
         (h.finish(), grew)
@@ -190,13 +198,16 @@ impl SignificantAttrs {
     /// [`SignificantAttrs::key_of`] does: a slot's key in two parts, one
     /// that may be kept from cycle to cycle and one that may not. Name
     /// `i` moves if `moves[i]`, or, for a name learnt past those,
-    /// `changes_with_time` says so.
-    pub fn key_over(
+    /// `changes_with_time` says so. `bound`, if given, gets `ad`'s
+    /// binding of each name hashed, in order (so that the caller need
+    /// not look them up again).
+    pub fn key_over<'a>(
         &mut self,
-        ad: &ClassAd,
+        ad: &'a ClassAd,
         moving: bool,
         moves: &[bool],
         changes_with_time: &dyn Fn(&str) -> bool,
+        mut bound: Option<&mut Vec<Option<&'a Expr>>>,
     ) -> (u64, bool) {
         let mut h = Fnv::default();
         let mut grew = false;
@@ -210,7 +221,11 @@ impl SignificantAttrs {
                 i += 1;
                 continue;
             }
-            grew |= self.hash_binding(ad, i, &mut h);
+            let (g, b) = self.hash_binding(ad, i, &mut h);
+            grew |= g;
+            if let Some(out) = bound.as_mut() {
+                out.push(b);
+            }
             i += 1;
         }
         (h.finish(), grew)

@@ -53,6 +53,7 @@ use std::sync::Arc;
 use classad::same::same_expr;
 use classad::{AttrName, ClassAd, Env, Expr, Value};
 use config::{Config, ParamError};
+use rustc_hash::FxHashMap;
 
 use crate::autocluster::{references, target_free, Clusters, SignificantAttrs};
 use crate::pslot;
@@ -218,8 +219,9 @@ pub struct SlotGenerations<'g> {
 }
 
 /// Slot class keys kept from one cycle to the next ([`SlotGenerations`]),
-/// and what the cycle reads of each slot ad before anything else
-/// ([`LoadedSlot`]).
+/// what the cycle reads of each slot ad before anything else
+/// ([`LoadedSlot`], with its own SlotWeight where that lasts), and each
+/// slot's cores for the offer cap ([`KeptSlotKeys::pool_cores`]).
 ///
 /// What is kept of a slot is the part of its key over the significant
 /// names that do not change with time (those that do are looked up every
@@ -245,6 +247,48 @@ pub struct KeptSlotKeys {
     /// What the cycle reads of each slot ad whatever the policy and the
     /// priorities (see [`LoadedSlot`]), by slot index.
     loaded: Vec<Option<LoadedSlot>>,
+    /// Each slot's cores for the offer cap, with the generation they
+    /// were read under, by slot index (see [`KeptSlotKeys::pool_cores`]).
+    cores: Vec<Option<(u64, f64)>>,
+}
+
+impl KeptSlotKeys {
+    /// [`crate::matchmaker::pool_cores`] of `ads`, each slot's figure
+    /// kept while its generation stays where its Cpus lasts
+    /// ([`crate::lasting`]): the offer cap is worked out before every
+    /// cycle, from every slot ad.
+    pub(crate) fn pool_cores(
+        &mut self,
+        ads: &[ClassAd],
+        generations: SlotGenerations<'_>,
+        env: &Env,
+    ) -> f64 {
+        let g = generations;
+        if g.generations.len() != ads.len() || (g.changes_with_time)("Cpus") {
+            return crate::matchmaker::pool_cores(ads, env);
+        }
+        self.cores.resize(ads.len(), None);
+        let cores = &mut self.cores;
+        // Summed in the same order as pool_cores sums them.
+        ads.iter()
+            .enumerate()
+            .map(|(i, ad)| {
+                let generation = g.generations[i];
+                match cores[i] {
+                    Some((at, c)) if at == generation => c,
+                    _ => {
+                        let c = crate::matchmaker::slot_cores(ad, env);
+                        let lasts = match ad.get("Cpus") {
+                            None => true,
+                            Some(e) => crate::lasting::lasting(e, ad, g.changes_with_time),
+                        };
+                        cores[i] = lasts.then_some((generation, c));
+                        c
+                    }
+                }
+            })
+            .sum()
+    }
 }
 
 /// What a cycle reads of a slot ad before anything else, kept while its
@@ -261,8 +305,22 @@ struct LoadedSlot {
     /// [`rank_preemption_possible`] at that CurrentRank.
     rank_preemption: bool,
     has_parent: bool,
-    /// What its Requirements, Rank, Start and SlotWeight read.
-    refs: Vec<AttrName>,
+    /// What its Requirements, Rank, Start and SlotWeight read (shared
+    /// with the slot before it where alike, so that the cycle learns
+    /// them once per run of alike slots, not once per slot).
+    refs: Arc<[AttrName]>,
+    /// Its own SlotWeight.
+    weight: OwnWeight,
+}
+
+/// A slot ad's own `SlotWeight`, as [`lit_number`] reads it.
+#[derive(Clone, Copy, Debug)]
+enum OwnWeight {
+    /// The same in every ad of its generation and whatever the cycle
+    /// writes into the ad ([`crate::lasting`]): read once.
+    Lasting(Option<f64>),
+    /// Read from the ad every cycle.
+    Read,
 }
 
 /// Where [`LoadedSlot`] comes from.
@@ -287,8 +345,16 @@ const SLOT_EXPRESSIONS: [&str; 4] = ["Requirements", "Rank", "Start", "SlotWeigh
 
 impl LoadedSlot {
     /// What the cycle reads of `ad` first, with whether it may be kept
-    /// (every attribute it came from a literal or missing).
-    fn read(ad: &ClassAd, generation: u64, env: &Env) -> (LoadedSlot, bool) {
+    /// (every attribute it came from a literal or missing). `last_refs`
+    /// are the references read of the slot before it; `changes_with_time`
+    /// is given where it may be kept at all.
+    fn read(
+        ad: &ClassAd,
+        generation: u64,
+        env: &Env,
+        last_refs: Option<&Arc<[AttrName]>>,
+        changes_with_time: Option<&dyn Fn(&str) -> bool>,
+    ) -> (LoadedSlot, bool) {
         // Each attribute looked up once, as lit_string and lit_number
         // would read it, noting whether it was a literal or missing.
         let mut keepable = true;
@@ -323,6 +389,24 @@ impl LoadedSlot {
                 crate::autocluster::references(x, &mut refs);
             }
         }
+        // Spelled alike too: the cycle learns a name as first spelled.
+        let alike = |l: &[AttrName]| {
+            l.len() == refs.len() && l.iter().zip(&refs).all(|(a, b)| a.as_str() == b.as_str())
+        };
+        let refs: Arc<[AttrName]> = match last_refs {
+            Some(l) if alike(l) => Arc::clone(l),
+            _ => refs.into(),
+        };
+        let weight = match changes_with_time.filter(|c| !c("SlotWeight")) {
+            Some(c) => match ad.get("SlotWeight") {
+                None => OwnWeight::Lasting(None),
+                Some(e) if crate::lasting::lasting(e, ad, c) => {
+                    OwnWeight::Lasting(lit_number(ad, "SlotWeight", env))
+                }
+                Some(_) => OwnWeight::Read,
+            },
+            None => OwnWeight::Read,
+        };
         let loaded = LoadedSlot {
             generation,
             name,
@@ -333,6 +417,7 @@ impl LoadedSlot {
             rank_preemption: rank_preemption_possible(ad, current_rank),
             has_parent: ad.contains("ParentSlotName"),
             refs,
+            weight,
         };
         (loaded, keepable)
     }
@@ -512,6 +597,16 @@ enum State {
     None = 2,
 }
 
+/// Whether the cycle offers a slot at all (before it knows whether any
+/// claim may be preempted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Offered {
+    Yes,
+    No,
+    /// A claim, unless it has retirement time left.
+    UnlessRetiring,
+}
+
 /// One slot as the cycle sees it.
 struct Slot<'a> {
     ad: Cow<'a, ClassAd>,
@@ -522,6 +617,8 @@ struct Slot<'a> {
     children: Vec<usize>,
     weight: f64,
     current_rank: f64,
+    /// [`rank_preemption_possible`] as the slot was loaded.
+    rank_preemption: bool,
     taken: bool,
     /// Bumped whenever a partitionable slot's ad changes.
     version: u32,
@@ -871,10 +968,19 @@ impl<'a, 'p> Cycle<'a, 'p> {
     }
 
     fn weight_of(&self, ad: &ClassAd) -> f64 {
+        self.own_weight_of(ad, OwnWeight::Read)
+    }
+
+    /// [`Cycle::weight_of`] where the slot's own SlotWeight may be kept.
+    fn own_weight_of(&self, ad: &ClassAd, own: OwnWeight) -> f64 {
         if !self.policy.use_slot_weights {
             return 1.0;
         }
-        if let Some(w) = lit_number(ad, "SlotWeight", &self.env) {
+        let own = match own {
+            OwnWeight::Lasting(w) => w,
+            OwnWeight::Read => lit_number(ad, "SlotWeight", &self.env),
+        };
+        if let Some(w) = own {
             return w;
         }
         match &self.policy.slot_weight {
@@ -885,15 +991,15 @@ impl<'a, 'p> Cycle<'a, 'p> {
 
     /// Reads the slots, adds what preemption policy reads to claimed ones
     /// (RemoteUserPrio, RemoteUserResourcesInUse; CurrentRank from
-    /// PreemptingRank) and decides which are offered at all. Returns the
-    /// trimmed flags; `refs` learns what the slots' Requirements, Rank,
+    /// PreemptingRank) and decides which are offered at all. Returns
+    /// that, for each slot; `refs` learns what the slots' Requirements, Rank,
     /// Start and SlotWeight read.
     fn load_slots(
         &mut self,
         ads: &'a [ClassAd],
         refs: &mut SignificantAttrs,
         mut keeping: Option<&mut Keeping<'_>>,
-    ) -> Vec<bool> {
+    ) -> Vec<Offered> {
         let env = self.env.clone();
         let mut trimmed = Vec::with_capacity(ads.len());
         // What is read of a slot first is kept while its generation stays,
@@ -906,6 +1012,10 @@ impl<'a, 'p> Cycle<'a, 'p> {
         if let (Some(k), true) = (keeping.as_mut(), generations.is_some()) {
             k.kept.loaded.resize(ads.len(), None);
         }
+        self.slots.reserve(ads.len());
+        // The references the slot before learnt the cycle (alike slots
+        // share them: see LoadedSlot::read).
+        let mut last_refs: Option<Arc<[AttrName]>> = None;
         for (i, ad) in ads.iter().enumerate() {
             let kept = match (&generations, keeping.as_ref()) {
                 (Some(g), Some(k)) => k.kept.loaded[i]
@@ -917,7 +1027,13 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 Some(_) => None,
                 None => {
                     let generation = generations.as_ref().map_or(0, |g| g.generations[i]);
-                    let (l, keepable) = LoadedSlot::read(ad, generation, &env);
+                    let (l, keepable) = LoadedSlot::read(
+                        ad,
+                        generation,
+                        &env,
+                        last_refs.as_ref(),
+                        generations.as_ref().map(|g| g.changes_with_time),
+                    );
                     Some((l, keepable && generations.is_some()))
                 }
             };
@@ -931,6 +1047,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
             let partitionable = loaded.partitionable;
             let dynamic = loaded.dynamic;
             let mut current_rank = loaded.current_rank;
+            let loaded_rank = (loaded.current_rank, loaded.rank_preemption);
             // A claim nobody can preempt (no priority preemption configured,
             // a constant Rank no better than its CurrentRank, not a dynamic
             // slot pslot preemption might take) needs no preemption
@@ -938,8 +1055,15 @@ impl<'a, 'p> Cycle<'a, 'p> {
             let preemptible = self.priority_preemption_configured()
                 || loaded.rank_preemption
                 || loaded.has_parent;
-            for n in &loaded.refs {
-                refs.add_name(n);
+            let own_weight = loaded.weight;
+            if !last_refs
+                .as_ref()
+                .is_some_and(|l| Arc::ptr_eq(l, &loaded.refs))
+            {
+                for n in loaded.refs.iter() {
+                    refs.add_name(n);
+                }
+                last_refs = Some(Arc::clone(&loaded.refs));
             }
             if let (Some((l, true)), Some(k)) = (fresh, keeping.as_mut()) {
                 k.kept.loaded[i] = Some(l);
@@ -961,19 +1085,33 @@ impl<'a, 'p> Cycle<'a, 'p> {
                     }
                 }
             }
-            let weight = self.weight_of(&ad);
+            // Read of the slot's Rank at its CurrentRank with what was
+            // loaded, unless a waiting claim's rank took its place.
+            let rank_preemption = if current_rank.to_bits() == loaded_rank.0.to_bits() {
+                loaded_rank.1
+            } else {
+                rank_preemption_possible(&ad, current_rank)
+            };
+            let weight = self.own_weight_of(&ad, own_weight);
             self.stats.pool_size += weight;
             let constraint_ok = match &self.policy.slot_constraint {
                 Some(c) => is_true(&ad.eval(c, &env)),
                 None => true,
             };
             let claimed = remote.is_some();
-            let retiring = lit_number(&ad, "RetirementTimeRemaining", &env).unwrap_or(0.0) > 0.0;
             let trim = !constraint_ok
                 || (claimed && !self.policy.consider_preemption)
-                || (claimed && retiring && !self.policy.consider_early_preemption)
                 || (claimed && dynamic && self.policy.allow_pslot_preemption);
-            trimmed.push(trim);
+            trimmed.push(if trim {
+                Offered::No
+            } else if claimed && !self.policy.consider_early_preemption {
+                // A claim with retirement time left is not offered; its
+                // RetirementTimeRemaining (a clock figure, read from the
+                // ad) is read only if the claim could be preempted at all.
+                Offered::UnlessRetiring
+            } else {
+                Offered::Yes
+            });
             self.slots.push(Slot {
                 ad,
                 name,
@@ -982,6 +1120,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 children: Vec::new(),
                 weight,
                 current_rank,
+                rank_preemption,
                 taken: false,
                 version: 0,
                 class: None,
@@ -1025,8 +1164,12 @@ impl<'a, 'p> Cycle<'a, 'p> {
             }
         }
         self.stats.slots = self.slots.len();
-        self.stats.slots_trimmed = trimmed.iter().filter(|t| **t).count();
         trimmed
+    }
+
+    /// Whether a claimed slot has retirement time left.
+    fn retiring(&self, s: &Slot<'_>) -> bool {
+        lit_number(&s.ad, "RetirementTimeRemaining", &self.env).unwrap_or(0.0) > 0.0
     }
 
     /// Can any submitter ever preempt this claimed slot? Only by RANK when
@@ -1059,23 +1202,25 @@ fn may_be_constant(e: Option<&Expr>) -> Option<&Expr> {
 /// of a pool, every cycle.
 struct SlotClusters<'n, 's> {
     names: &'n [AttrName],
-    by_key: HashMap<u64, Vec<usize>>,
+    /// (A fast hash: looked up for every slot of every cycle; never
+    /// iterated, so the order of nothing depends on it.)
+    by_key: FxHashMap<u64, Vec<usize>>,
     /// For each cluster, its first member's bindings.
     bound: Vec<Vec<Option<&'s Expr>>>,
     scratch: Vec<Option<&'s Expr>>,
     /// For each kept cluster token and part of the key over the names
     /// that move with time, the clusters its slots fell in this cycle.
-    of_token: HashMap<(u64, u64), Vec<usize>>,
+    of_token: FxHashMap<(u64, u64), Vec<usize>>,
 }
 
 impl<'n, 's> SlotClusters<'n, 's> {
     fn new(names: &'n [AttrName]) -> Self {
         SlotClusters {
             names,
-            by_key: HashMap::new(),
+            by_key: FxHashMap::default(),
             bound: Vec::new(),
             scratch: Vec::new(),
-            of_token: HashMap::new(),
+            of_token: FxHashMap::default(),
         }
     }
 
@@ -1085,6 +1230,8 @@ impl<'n, 's> SlotClusters<'n, 's> {
     /// as [`SlotClusters::assign`] does, and each other joins a cluster of
     /// one of them that binds the names that move with time
     /// (`moving_names`, their part of its key `moving`) as it does.
+    /// `moving_bound`, if known, is what `ad` binds to each of those
+    /// names (looked up as its key was made).
     fn assign_kept(
         &mut self,
         token: u64,
@@ -1092,11 +1239,16 @@ impl<'n, 's> SlotClusters<'n, 's> {
         key: u64,
         ad: &'s ClassAd,
         moving_names: &[usize],
+        moving_bound: Option<&[Option<&'s Expr>]>,
     ) -> usize {
         if let Some(ids) = self.of_token.get(&(token, moving)) {
             for &id in ids {
-                let alike = moving_names.iter().all(|&j| {
-                    match (self.bound[id][j], ad.lookup_name(&self.names[j])) {
+                let alike = moving_names.iter().enumerate().all(|(m, &j)| {
+                    let here = match moving_bound {
+                        Some(b) => b[m],
+                        None => ad.lookup_name(&self.names[j]),
+                    };
+                    match (self.bound[id][j], here) {
                         (None, None) => true,
                         (Some(x), Some(y)) => same_expr(x, y),
                         _ => false,
@@ -1151,7 +1303,7 @@ fn slot_keys<'s>(
     attrs: &mut SignificantAttrs,
     candidates: &[usize],
     of: impl Fn(usize) -> &'s ClassAd,
-) -> SlotKeys {
+) -> SlotKeys<'s> {
     let len = candidates.iter().max().map_or(0, |m| m + 1);
     let mut keys = vec![0u64; len];
     // The number of names each key was computed over.
@@ -1175,13 +1327,14 @@ fn slot_keys<'s>(
         lasting: Vec::new(),
         moving: vec![0; len],
         moving_names: Vec::new(),
+        moving_bound: Vec::new(),
         full: keys,
         keyed: candidates.len(),
     }
 }
 
 /// The slots' keys ([`slot_keys`]), indexed as the slot ads.
-struct SlotKeys {
+struct SlotKeys<'s> {
     /// What a slot is classed by: the mix of the two parts below.
     full: Vec<u64>,
     /// Over the names that do not change with time (what may be kept).
@@ -1190,8 +1343,23 @@ struct SlotKeys {
     moving: Vec<u64>,
     /// The indexes of those names among the significant ones.
     moving_names: Vec<usize>,
+    /// What each slot binds to those names, `moving_names.len()` a slot
+    /// (empty where the names grew while the keys were made: then they
+    /// are looked up again).
+    moving_bound: Vec<Option<&'s Expr>>,
     /// Slot ads looked up for their lasting part.
     keyed: usize,
+}
+
+impl<'s> SlotKeys<'s> {
+    /// What slot `i` binds to the names that move with time, if known.
+    fn moving_bound(&self, i: usize) -> Option<&[Option<&'s Expr>]> {
+        let n = self.moving_names.len();
+        if n == 0 {
+            return Some(&[]);
+        }
+        self.moving_bound.get(i * n..(i + 1) * n)
+    }
 }
 
 /// [`slot_keys`] for a cycle that keeps keys ([`KeptSlotKeys`]): each key
@@ -1206,13 +1374,14 @@ fn kept_slot_keys<'s>(
     of: impl Fn(usize) -> &'s ClassAd,
     known: impl Fn(usize) -> Option<u64>,
     changes_with_time: &dyn Fn(&str) -> bool,
-) -> SlotKeys {
+) -> SlotKeys<'s> {
     let len = candidates.iter().max().map_or(0, |m| m + 1);
     let mut keys = SlotKeys {
         full: vec![0; len],
         lasting: vec![0; len],
         moving: vec![0; len],
         moving_names: Vec::new(),
+        moving_bound: Vec::new(),
         keyed: 0,
     };
     // Whether each significant name changes with time, asked once per
@@ -1225,24 +1394,36 @@ fn kept_slot_keys<'s>(
             .collect()
     };
     let mut moves = moves_of(attrs);
+    // The bindings of the names that move, as the first round finds them:
+    // kept only if no name was learnt (then they are over the final names).
+    let stride = moves.iter().filter(|m| **m).count();
+    let mut bound: Vec<Option<&'s Expr>> = vec![None; len * stride];
+    let mut scratch = Vec::with_capacity(stride);
     let mut over = vec![0usize; len];
     let mut first = true;
+    let mut rounds = 0;
     let mut stale: Vec<usize> = candidates.to_vec();
     while !stale.is_empty() {
+        rounds += 1;
         for &i in &stale {
             let kept = if first { known(i) } else { None };
             let (lasting, grew_l) = match kept {
                 Some(k) => (k, false),
                 None => {
                     keys.keyed += usize::from(first);
-                    attrs.key_over(of(i), false, &moves, changes_with_time)
+                    attrs.key_over(of(i), false, &moves, changes_with_time, None)
                 }
             };
             // Nothing moves: no second pass over the names.
             let (moving, grew_m) = if moves.len() == attrs.len() && !moves.contains(&true) {
                 (0, false)
             } else {
-                attrs.key_over(of(i), true, &moves, changes_with_time)
+                scratch.clear();
+                let k = attrs.key_over(of(i), true, &moves, changes_with_time, Some(&mut scratch));
+                if first && scratch.len() == stride {
+                    bound[i * stride..(i + 1) * stride].copy_from_slice(&scratch);
+                }
+                k
             };
             keys.lasting[i] = lasting;
             keys.moving[i] = moving;
@@ -1259,6 +1440,9 @@ fn kept_slot_keys<'s>(
             .collect();
     }
     keys.moving_names = (0..attrs.len()).filter(|&j| moves[j]).collect();
+    if rounds == 1 && keys.moving_names.len() == stride {
+        keys.moving_bound = bound;
+    }
     keys
 }
 
@@ -1436,24 +1620,23 @@ impl<'a, 'p> Cycle<'a, 'p> {
     fn build_classes(
         &mut self,
         attrs: &mut SignificantAttrs,
-        trimmed: &[bool],
+        trimmed: &[Offered],
         keeping: Option<Keeping<'_>>,
     ) {
         for name in CLAIM_NAMES {
             attrs.add(name);
         }
-        let rank_possible: Vec<bool> = self
-            .slots
-            .iter()
-            .map(|s| s.remote_user.is_some() && self.rank_preemption_possible(s))
-            .collect();
         self.preemption_possible = self.policy.consider_preemption
             && (self.priority_preemption_configured()
-                || rank_possible.iter().any(|r| *r)
+                || self
+                    .slots
+                    .iter()
+                    .any(|s| s.remote_user.is_some() && s.rank_preemption)
                 || self.slots.iter().any(|s| !s.children.is_empty()));
         let candidates: Vec<usize> = (0..self.slots.len())
-            .filter(|&i| !trimmed[i])
+            .filter(|&i| trimmed[i] != Offered::No)
             .filter(|&i| self.slots[i].remote_user.is_none() || self.preemption_possible)
+            .filter(|&i| trimmed[i] != Offered::UnlessRetiring || !self.retiring(&self.slots[i]))
             .collect();
         self.stats.slots_trimmed = self.slots.len() - candidates.len();
         let keeping = keeping.filter(|k| k.generations.generations.len() == self.slots.len());
@@ -1508,6 +1691,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
                             keys.full[i],
                             &s.ad,
                             &keys.moving_names,
+                            keys.moving_bound(i),
                         ),
                         None => clusters.assign(keys.full[i], &s.ad),
                     })
@@ -1534,7 +1718,8 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 }
             }
         }
-        let mut class_of: HashMap<usize, usize> = HashMap::new();
+        // Each cluster's class, by cluster (numbered from 0).
+        let mut class_of: Vec<Option<usize>> = vec![None; clusters_made];
         for (&i, cluster) in candidates.iter().zip(cluster) {
             let s = &self.slots[i];
             if s.partitionable {
@@ -1551,7 +1736,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
             }
             let slots = &self.slots;
             let Some(id) = cluster else { continue };
-            let class = *class_of.entry(id).or_insert_with(|| {
+            let class = *class_of[id].get_or_insert_with(|| {
                 self.classes.push(Class {
                     members: Vec::new(),
                     cursor: 0,

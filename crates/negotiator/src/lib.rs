@@ -13,6 +13,7 @@ pub mod collector;
 pub mod cycle;
 pub mod defrag;
 pub mod groups;
+mod lasting;
 pub mod limits;
 pub mod matchmaker;
 pub mod pool_history;

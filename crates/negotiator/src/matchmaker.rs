@@ -32,17 +32,27 @@ use crate::limits::{ConcurrencyLimits, CycleLimits};
 /// The pool's size in cores, from the slot ads (a partitionable slot
 /// counts what it has left, its dynamic slots the rest).
 pub fn pool_cores(slot_ads: &[ClassAd], env: &Env) -> f64 {
-    slot_ads
-        .iter()
-        .map(|a| a.eval_attr("Cpus", env).as_number().unwrap_or(1.0).max(0.0))
-        .sum()
+    slot_ads.iter().map(|a| slot_cores(a, env)).sum()
+}
+
+/// One slot's part of [`pool_cores`].
+pub(crate) fn slot_cores(ad: &ClassAd, env: &Env) -> f64 {
+    ad.eval_attr("Cpus", env)
+        .as_number()
+        .unwrap_or(1.0)
+        .max(0.0)
 }
 
 /// How many jobs of one autocluster a cycle over these slots could match
 /// at most: one per slot, or one per core for partitionable slots.
 pub fn offer_cap(slot_ads: &[ClassAd], env: &Env) -> usize {
-    let cores = pool_cores(slot_ads, env).ceil().max(0.0) as usize;
-    cores.max(slot_ads.len()).max(1)
+    cap_of(pool_cores(slot_ads, env), slot_ads.len())
+}
+
+/// [`offer_cap`] of a pool of `slots` slot ads and `cores` cores.
+fn cap_of(cores: f64, slots: usize) -> usize {
+    let cores = cores.ceil().max(0.0) as usize;
+    cores.max(slots).max(1)
 }
 
 /// One negotiation cycle. `submitters` hold each submitter's idle jobs (in
@@ -74,7 +84,12 @@ pub fn negotiation_cycle_keeping(
     now: i64,
 ) -> Plan {
     let env = Env::at(now);
-    let cap = offer_cap(slot_ads, &env);
+    let mut keeping = keeping;
+    let cores = match &mut keeping {
+        Some((generations, kept)) => kept.pool_cores(slot_ads, *generations, &env),
+        None => pool_cores(slot_ads, &env),
+    };
+    let cap = cap_of(cores, slot_ads.len());
     if accountant.groups.groups.len() > 1 {
         // Each submitter's demand, in cores, over what it offers: an
         // autocluster's jobs past the cap could not run this cycle anyway.
@@ -93,7 +108,7 @@ pub fn negotiation_cycle_keeping(
                     .sum()
             })
             .collect();
-        let pool_size = pool_cores(slot_ads, &env);
+        let pool_size = cores;
         negotiate_by_group(
             slot_ads, submitters, &demand, accountant, limits, policy, pool_size, cap, now,
         )
