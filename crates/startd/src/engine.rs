@@ -760,6 +760,9 @@ impl Startd {
             // is, unless a slot before it moved (its state shows in the
             // others' ads): one refresh per slot and poll instead of two.
             let as_is = l.refreshed && l.unchanged && calm;
+            // Not quiet now: its facts may have moved (see
+            // `Startd::quiet_generation`).
+            self.slots[i].quiet = None;
             self.settle_from(i, now, &mut ready, as_is);
             if ready.transitions.is_empty() && ready.actions.is_empty() {
                 self.settle_quietly(i, now);
@@ -2628,6 +2631,7 @@ impl Startd {
         d.entered_activity = now;
         self.slots.push(d);
         self.ads_epoch += 1;
+        self.quiet_epoch += 1;
         let j = self.slots.len() - 1;
         let dad = self.slot_ad(j, now);
         let claim = self.new_claim(j, r.clone(), &dad, now);
@@ -2823,6 +2827,7 @@ impl Startd {
                 }
                 self.slots.remove(i);
                 self.ads_epoch += 1;
+                self.quiet_epoch += 1;
                 continue;
             }
             i += 1;

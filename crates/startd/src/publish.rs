@@ -578,10 +578,14 @@ impl Startd {
             } else {
                 Clock::BEFORE_ESTIMATE
             };
-            // The facts of the slots running a job were just found current.
+            // The facts of the slots running a job were just found current;
+            // those of quiet slots cannot have moved.
             let generation = match (&self.slots[i].facts, self.slots[i].job.is_some()) {
                 (Some(f), true) if estimated => f.generation(),
-                _ => self.current_generation(i),
+                _ => match self.quiet_generation(i) {
+                    Some(g) => g,
+                    None => self.current_generation(i),
+                },
             };
             let ad = self.take_ad_under(i, now, parts, generation);
             self.put_ad(i, ad);
@@ -670,11 +674,19 @@ impl Startd {
         ad
     }
 
+    /// Whether slot `i`'s facts are those of its last generation.
+    pub(crate) fn facts_hold(&self, i: usize) -> bool {
+        self.slots[i]
+            .facts
+            .as_ref()
+            .is_some_and(|f| f.facts.hold(self, i))
+    }
+
     /// The generation of slot `i`'s facts as they are now: the one they
     /// had if nothing changed, else a new one.
     pub(crate) fn current_generation(&mut self, i: usize) -> u64 {
-        if let Some(f) = &self.slots[i].facts {
-            if f.facts.hold(self, i) {
+        if self.facts_hold(i) {
+            if let Some(f) = &self.slots[i].facts {
                 return f.generation;
             }
         }

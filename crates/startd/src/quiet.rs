@@ -86,6 +86,27 @@ impl Startd {
                 .is_some_and(|q| q.epoch == self.quiet_epoch && now < q.until)
     }
 
+    /// The generation of slot `i`'s facts if it is quiet: nothing that
+    /// changes a slot's facts leaves a slot quiet (events but keep-alives,
+    /// transitions and changes to the set of slots bump the epoch; a poll
+    /// that finds its CPU busy-ness or latches changed ends it), so they
+    /// are those it went quiet with, current without comparing them again
+    /// (an update of a large pool compares every slot's otherwise).
+    pub(crate) fn quiet_generation(&self, i: usize) -> Option<u64> {
+        let s = &self.slots[i];
+        let quiet = s
+            .quiet
+            .as_ref()
+            .is_some_and(|q| q.epoch == self.quiet_epoch);
+        let generation = s.facts.as_ref().filter(|_| quiet)?.generation();
+        debug_assert!(
+            self.facts_hold(i),
+            "{}: the facts of a quiet slot changed",
+            s.name
+        );
+        Some(generation)
+    }
+
     /// After a poll that left slot `i` where it was (its ad brought up to
     /// date at `now`, in `slots[i].ad`): makes it quiet if its state allows.
     pub(crate) fn settle_quietly(&mut self, i: usize, now: i64) {
