@@ -8,9 +8,13 @@
 //! schedd's side of a cycle asks it for the ids of its idle jobs, and only
 //! jobs new or changed since the last cycle are keyed.
 //!
-//! A job's ad is the queue's shared `Arc`: the queue copies an ad it edits
-//! while anyone else holds it (`Arc::make_mut`), and this table holds it,
-//! so a changed job is a different `Arc` and is keyed again. A proc ad
+//! A job's ad is the queue's shared `Arc`, and this table keeps a weak
+//! reference to it: the queue edits an ad with `Arc::make_mut`, which,
+//! with no other strong reference, moves it to a new allocation without
+//! copying it, so a changed job is at another address and is keyed again
+//! (the weak reference keeps the old address from being reused). A strong
+//! one here made every edit of an idle job (its match, its start) copy
+//! the whole ad. A proc ad
 //! that binds no significant name itself has its cluster ad's autocluster:
 //! it is filed by cluster, not one by one (a cluster of a million procs
 //! costs one entry, not a million). The ids mean
@@ -21,7 +25,7 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use classad::ClassAd;
 use rustc_hash::FxHashMap;
@@ -30,7 +34,7 @@ use crate::autocluster::SignificantAttrs;
 
 /// One job as last keyed.
 struct Filed {
-    ad: Arc<ClassAd>,
+    ad: Weak<ClassAd>,
     id: u32,
     /// The pass that last asked for it (jobs not asked for have left the
     /// idle set and are forgotten).
@@ -154,7 +158,7 @@ impl<K: Hash + Eq + Clone> AutoclusterIds<K> {
             self.clusters.insert(
                 at,
                 Filed {
-                    ad: parent,
+                    ad: Arc::downgrade(&parent),
                     id,
                     pass,
                 },
@@ -162,7 +166,7 @@ impl<K: Hash + Eq + Clone> AutoclusterIds<K> {
             return id;
         }
         if let Some(f) = self.jobs.get_mut(job) {
-            if Arc::ptr_eq(&f.ad, ad) {
+            if std::ptr::eq(f.ad.as_ptr(), Arc::as_ptr(ad)) {
                 f.pass = pass;
                 return f.id;
             }
@@ -173,7 +177,7 @@ impl<K: Hash + Eq + Clone> AutoclusterIds<K> {
         self.jobs.insert(
             job.clone(),
             Filed {
-                ad: Arc::clone(ad),
+                ad: Arc::downgrade(ad),
                 id,
                 pass,
             },
