@@ -112,27 +112,48 @@ pub fn changes_with_time(name: &str) -> bool {
     CLOCK_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name)) || clock_prefixed(name)
 }
 
-/// The names [`changes_with_time`] lists one by one.
-const CLOCK_NAMES: &[&str] = &[
-    "KeyboardIdle",
-    "ConsoleIdle",
-    "LoadAvg",
-    "CondorLoadAvg",
-    "TotalLoadAvg",
-    "TotalCondorLoadAvg",
-    "ClockMin",
-    "ClockDay",
-    "CpuBusyTime",
-    "TotalClaimRunTime",
-    "TotalClaimSuspendTime",
-    "TotalJobRunTime",
-    "TotalJobSuspendTime",
-    "RetirementTimeRemaining",
-    "ExpectedMachineGracefulDrainingCompletion",
-    "ExpectedMachineQuickDrainingCompletion",
-    "ExpectedMachineGracefulDrainingBadput",
-    "ExpectedMachineQuickDrainingBadput",
-];
+/// The figures of the clock's part of a refresh, listed once for both of
+/// their uses: `CLOCK_NAMES`, what [`changes_with_time`] lists one by
+/// one, and `ClockNames`, the same names made once, which a refresh
+/// writes through (`clock_names`; found in place by pointer,
+/// `Refresher::value_named`).
+macro_rules! clock_figures {
+    ($($field:ident: $name:literal,)*) => {
+        const CLOCK_NAMES: &[&str] = &[$($name),*];
+
+        struct ClockNames {
+            $($field: AttrName,)*
+        }
+
+        fn clock_names() -> &'static ClockNames {
+            static NAMES: std::sync::OnceLock<ClockNames> = std::sync::OnceLock::new();
+            NAMES.get_or_init(|| ClockNames {
+                $($field: AttrName::new($name),)*
+            })
+        }
+    };
+}
+
+clock_figures! {
+    keyboard_idle: "KeyboardIdle",
+    console_idle: "ConsoleIdle",
+    load_avg: "LoadAvg",
+    condor_load_avg: "CondorLoadAvg",
+    total_load_avg: "TotalLoadAvg",
+    total_condor_load_avg: "TotalCondorLoadAvg",
+    clock_min: "ClockMin",
+    clock_day: "ClockDay",
+    cpu_busy_time: "CpuBusyTime",
+    total_claim_run_time: "TotalClaimRunTime",
+    total_claim_suspend_time: "TotalClaimSuspendTime",
+    total_job_run_time: "TotalJobRunTime",
+    total_job_suspend_time: "TotalJobSuspendTime",
+    retirement_remaining: "RetirementTimeRemaining",
+    graceful_completion: "ExpectedMachineGracefulDrainingCompletion",
+    quick_completion: "ExpectedMachineQuickDrainingCompletion",
+    graceful_badput: "ExpectedMachineGracefulDrainingBadput",
+    quick_badput: "ExpectedMachineQuickDrainingBadput",
+}
 
 /// TotalTime<State><Activity>, slot<N>_<name> and vm<N>_<name>.
 fn clock_prefixed(name: &str) -> bool {
@@ -144,54 +165,6 @@ fn clock_prefixed(name: &str) -> bool {
     // slot<N>_<name> and vm<N>_<name> (STARTD_SLOT_ATTRS), not SlotID.
     let cross_slot = |prefix: &str| after(prefix).is_some_and(|r| r[0].is_ascii_digit());
     after("TotalTime").is_some() || cross_slot("slot") || cross_slot("vm")
-}
-
-/// The names of the clock's figures, made once: a refresh that writes
-/// only those finds each in place by pointer (`Refresher::value_named`).
-struct ClockNames {
-    keyboard_idle: AttrName,
-    console_idle: AttrName,
-    load_avg: AttrName,
-    condor_load_avg: AttrName,
-    total_load_avg: AttrName,
-    total_condor_load_avg: AttrName,
-    clock_min: AttrName,
-    clock_day: AttrName,
-    cpu_busy_time: AttrName,
-    total_claim_run_time: AttrName,
-    total_claim_suspend_time: AttrName,
-    total_job_run_time: AttrName,
-    total_job_suspend_time: AttrName,
-    graceful_completion: AttrName,
-    graceful_badput: AttrName,
-    quick_completion: AttrName,
-    quick_badput: AttrName,
-}
-
-fn clock_names() -> &'static ClockNames {
-    static NAMES: std::sync::OnceLock<ClockNames> = std::sync::OnceLock::new();
-    NAMES.get_or_init(|| {
-        let n = AttrName::new;
-        ClockNames {
-            keyboard_idle: n("KeyboardIdle"),
-            console_idle: n("ConsoleIdle"),
-            load_avg: n("LoadAvg"),
-            condor_load_avg: n("CondorLoadAvg"),
-            total_load_avg: n("TotalLoadAvg"),
-            total_condor_load_avg: n("TotalCondorLoadAvg"),
-            clock_min: n("ClockMin"),
-            clock_day: n("ClockDay"),
-            cpu_busy_time: n("CpuBusyTime"),
-            total_claim_run_time: n("TotalClaimRunTime"),
-            total_claim_suspend_time: n("TotalClaimSuspendTime"),
-            total_job_run_time: n("TotalJobRunTime"),
-            total_job_suspend_time: n("TotalJobSuspendTime"),
-            graceful_completion: n("ExpectedMachineGracefulDrainingCompletion"),
-            graceful_badput: n("ExpectedMachineGracefulDrainingBadput"),
-            quick_completion: n("ExpectedMachineQuickDrainingCompletion"),
-            quick_badput: n("ExpectedMachineQuickDrainingBadput"),
-        }
-    })
 }
 
 /// Which of the clock's figures a refresh writes besides the slot's own.
@@ -824,7 +797,7 @@ impl Startd {
         let n = clock_names();
         let s = &self.slots[i];
         match (s.job.is_some(), s.retirement_remaining) {
-            (true, Some(r)) => w.value("RetirementTimeRemaining", r),
+            (true, Some(r)) => w.value_named(&n.retirement_remaining, r),
             // Without a job the facts' part has taken it out with the
             // job's other attributes (no lookup on every refresh).
             (false, _) => {}
