@@ -232,29 +232,6 @@ impl ClassAd {
         }
     }
 
-    /// Deletes every attribute of this ad's own, from the `from`th on (in
-    /// the order they were inserted), whose name `doomed` picks, in one
-    /// pass (one rebuild of the index, where [`ClassAd::remove`] rebuilds
-    /// it for each name). What a chained ad inherits stays. Returns how
-    /// many were deleted.
-    pub fn remove_own_where(
-        &mut self,
-        from: usize,
-        mut doomed: impl FnMut(&AttrName) -> bool,
-    ) -> usize {
-        let before = self.entries.len();
-        let mut k = 0;
-        self.entries.retain(|(n, _)| {
-            k += 1;
-            k <= from || !doomed(n)
-        });
-        let gone = before - self.entries.len();
-        if gone > 0 {
-            self.reindex();
-        }
-        gone
-    }
-
     /// Takes entry `pos` out of the index, before it leaves `entries`
     /// (linear probing's deletion by shifting back the entries after it,
     /// then every later position one down): a removal costs a pass over the
@@ -626,30 +603,6 @@ mod refresher_tests {
             ad.insert_value("Again", 1i64);
             assert!(matches!(ad.eval_attr("again", &env), Value::Int(1)));
         }
-    }
-
-    #[test]
-    fn removing_own_attributes_by_name_keeps_the_rest_in_order_and_found() {
-        let mut ad = ClassAd::parse("[ A = 1; Bx = 2; C = 3; By = 4; D = 5 ]").unwrap();
-        assert_eq!(ad.remove_own_where(0, |n| n.as_str().starts_with('B')), 2);
-        let names: Vec<&str> = ad.iter_inserted().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["A", "C", "D"]);
-        let env = crate::Env::default();
-        assert!(matches!(ad.eval_attr("d", &env), Value::Int(5)));
-        assert!(ad.get("Bx").is_none());
-        assert_eq!(ad.remove_own_where(0, |_| false), 0);
-        // Only from the `from`th on.
-        assert_eq!(ad.remove_own_where(1, |_| true), 2);
-        assert!(ad.get("A").is_some() && ad.len() == 1);
-        // A chained ad keeps what its parent has.
-        let parent = std::sync::Arc::new(ClassAd::parse("[ Bz = 9 ]").unwrap());
-        let mut child = ClassAd::chained_to(parent);
-        child.insert_value("By", 1i64);
-        assert_eq!(
-            child.remove_own_where(0, |n| n.as_str().starts_with('B')),
-            1
-        );
-        assert!(matches!(child.eval_attr("Bz", &env), Value::Int(9)));
     }
 
     #[test]

@@ -402,7 +402,8 @@ pub struct Startd {
     /// were written under (that caller's copies, by slot).
     pub(crate) published_stamps: Vec<Option<u64>>,
     /// Bumped by whatever may change what a quiet slot's policy reads
-    /// (`quiet`): events but keep-alives, transitions, reconfiguration.
+    /// (`quiet`): events but keep-alives, transitions, reconfiguration,
+    /// a change to the set of slots.
     pub(crate) quiet_epoch: u64,
 }
 
@@ -2630,8 +2631,7 @@ impl Startd {
         d.entered_state = now;
         d.entered_activity = now;
         self.slots.push(d);
-        self.ads_epoch += 1;
-        self.quiet_epoch += 1;
+        self.slots_changed();
         let j = self.slots.len() - 1;
         let dad = self.slot_ad(j, now);
         let claim = self.new_claim(j, r.clone(), &dad, now);
@@ -2826,8 +2826,7 @@ impl Startd {
                     }
                 }
                 self.slots.remove(i);
-                self.ads_epoch += 1;
-                self.quiet_epoch += 1;
+                self.slots_changed();
                 continue;
             }
             i += 1;

@@ -658,8 +658,8 @@ impl Startd {
     /// The generation of slot `i`'s facts as they are now: the one they
     /// had if nothing changed, else a new one.
     pub(crate) fn current_generation(&mut self, i: usize) -> u64 {
-        if self.facts_hold(i) {
-            if let Some(f) = &self.slots[i].facts {
+        if let Some(f) = &self.slots[i].facts {
+            if f.facts.hold(self, i) {
                 return f.generation;
             }
         }
@@ -682,14 +682,20 @@ impl Startd {
     /// Forgets every slot's ad, so the next use builds it again (after a
     /// reconfiguration, or when draining changes START).
     pub(crate) fn invalidate_ads(&mut self) {
-        // What a quiet slot's policy was judged on may have changed.
-        self.quiet_epoch += 1;
         for s in &mut self.slots {
             s.ad = ClassAd::new();
             s.ad_stamp = None;
         }
         self.published_stamps.clear();
+        self.slots_changed();
+    }
+
+    /// The slots or what their ads are built from changed: callers' copies
+    /// of the ads are not reused (`ads_epoch`), and no slot stays quiet
+    /// (what its policy was judged on may have changed).
+    pub(crate) fn slots_changed(&mut self) {
         self.ads_epoch += 1;
+        self.quiet_epoch += 1;
     }
 
     /// What does not change from poll to poll: names, the machine, the
