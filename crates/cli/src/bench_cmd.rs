@@ -170,14 +170,14 @@ pub fn run(
             // not first build a million ads here.
             let (cluster_ad, procs) = match build_ads(0, count.min(2))? {
                 two if count > 2 && two.len() == 2 => {
-                    let (cluster_ad, procs) = cedar::qmgmt::split_jobs(&two);
+                    let (cluster_ad, procs) = submit::split_jobs(&two);
                     if procs.iter().all(|p| p.is_empty()) {
                         (cluster_ad, vec![classad::ClassAd::new(); count as usize])
                     } else {
-                        cedar::qmgmt::split_jobs(&build_ads(0, count)?)
+                        submit::split_jobs(&build_ads(0, count)?)
                     }
                 }
-                jobs => cedar::qmgmt::split_jobs(&jobs),
+                jobs => submit::split_jobs(&jobs),
             };
             let (mut sock, _) = cedar::client::connect(
                 addr,

@@ -337,7 +337,7 @@ fn send(
     // our own in `local`, of the schedd's in `refused`), and nothing is
     // committed.
     let mut seen = std::collections::BTreeSet::new();
-    let mut splitter = cedar::qmgmt::Splitter::default();
+    let mut splitter = submit::Splitter::default();
     let mut sender = cedar::qmgmt::ClusterSender::new(sock, cluster);
     let (mut local, mut refused) = (None, None);
     let stopped = || submit::SubmitError::new("stopped");

@@ -726,13 +726,17 @@ impl<'f> Simulation<'f> {
     }
 
     /// The ads `condor_submit` makes of job spec `spec` for cluster `cluster`.
+    /// The jobs of `spec`'s submission as the schedd keeps them: a cluster
+    /// ad and one proc ad per job of what differs from it, split as
+    /// HTCondor's client splits them (a copy of the job before it, but
+    /// for its ProcId, is split without being built).
     fn submit_ads(
         &self,
         spec: usize,
         schedd: usize,
         cluster: i64,
         now: i64,
-    ) -> Result<Vec<ClassAd>, String> {
+    ) -> Result<(ClassAd, Vec<ClassAd>), String> {
         let j = &self.scenario.jobs[spec];
         let text = match &j.submit {
             None => "universe = vanilla\nexecutable = /bin/sleep\nqueue\n".to_string(),
@@ -745,14 +749,43 @@ impl<'f> Simulation<'f> {
         let mut opts = submit::SubmitOptions::new(cluster, &j.user, now, "/home/sim");
         opts.append = j.append.clone();
         opts.random_seed = self.scenario.seed;
-        let sub = submit::submit(
+        // The account the jobs are charged to, where the description
+        // does not say.
+        let account = format!("{}@{}", j.user, self.schedds[schedd].uid_domain);
+        let mut splitter = submit::Splitter::default();
+        let mut cluster_ad = ClassAd::new();
+        let mut procs = Vec::new();
+        // The last whole job's proc ad, which each copy's is too.
+        let mut last = ClassAd::new();
+        submit::submit_made(
             &text,
             &opts,
             &self.schedds[schedd].submit_config,
             &SubmitFiles(self.files),
+            &mut |made: submit::MadeJob<'_>| {
+                let proc = match made {
+                    submit::MadeJob::Whole(mut job) => {
+                        if !job.contains("User") {
+                            job.insert_value("User", account.as_str());
+                        }
+                        let proc = job.eval_attr("ProcId", &Env::default()).as_int();
+                        let (c, p) = splitter.split(&job);
+                        if let Some(c) = c {
+                            cluster_ad = c;
+                        }
+                        last = p;
+                        proc.unwrap_or(0)
+                    }
+                    submit::MadeJob::Copy { proc, .. } => proc,
+                };
+                let mut p = last.clone();
+                p.insert_value("ProcId", proc);
+                procs.push(p);
+                Ok(())
+            },
         )
         .map_err(|e| e.to_string())?;
-        Ok(sub.jobs)
+        Ok((cluster_ad, procs))
     }
 
     fn schedule(&mut self, at: i64, ev: Ev) {
@@ -1545,7 +1578,7 @@ impl<'f> Simulation<'f> {
             return;
         };
         let cluster = self.schedds[schedd].queue.next_cluster();
-        let ads = match self.submit_ads(spec, schedd, cluster, now) {
+        let (cluster_ad, procs) = match self.submit_ads(spec, schedd, cluster, now) {
             Ok(a) => a,
             Err(e) => {
                 self.report
@@ -1556,21 +1589,17 @@ impl<'f> Simulation<'f> {
         };
         let user = self.scenario.jobs[spec].user.clone();
         let domain = self.schedds[schedd].uid_domain.clone();
-        let ads: Vec<ClassAd> = ads
-            .into_iter()
-            .map(|mut a| {
-                if !a.contains("User") {
-                    a.insert_value("User", format!("{user}@{domain}").as_str());
-                }
-                a
-            })
-            .collect();
         let sd = &mut self.schedds[schedd];
         let host = sd.name.clone();
-        let submitted = match sd
-            .queue
-            .submit(ads, &user, &sd.submit_policy, &sd.ad, &host, now)
-        {
+        let submitted = match sd.queue.submit_cluster(
+            cluster_ad,
+            procs,
+            &user,
+            &sd.submit_policy,
+            &sd.ad,
+            &host,
+            now,
+        ) {
             Ok(s) => s,
             Err(e) => {
                 self.report.job_events.push(JobRecord {
@@ -1587,31 +1616,30 @@ impl<'f> Simulation<'f> {
         let ids: Vec<JobId> = submitted.changes.iter().map(|c| c.job).collect();
         for change in submitted.changes {
             let id = change.job;
-            let ad = self.schedds[schedd]
-                .queue
-                .job(id)
-                .cloned()
-                .unwrap_or_default();
+            // Read in place: the job's ad is the queue's (a proc ad over
+            // its cluster ad), not copied.
+            let empty = ClassAd::new();
+            let ad = self.schedds[schedd].queue.job(id).unwrap_or(&empty);
             let group_user = match ad.eval_attr("AccountingGroup", &env) {
                 Value::Str(g) => g.to_string(),
                 _ => user.clone(),
             };
-            let submitter = format!("{group_user}@{domain}");
-            let group = self.negotiator.accountant.group_of(&submitter).to_string();
-            if ["PeriodicHold", "PeriodicRemove", "PeriodicRelease"]
+            let periodic = ["PeriodicHold", "PeriodicRemove", "PeriodicRelease"]
                 .iter()
                 .any(|a| {
                     ad.get(a)
                         .is_some_and(|e| !matches!(e, classad::Expr::Lit(Value::Bool(false))))
-                })
-            {
-                self.schedds[schedd].periodic_jobs.insert(id);
-            }
+                });
             let cpus = ad
                 .eval_attr("RequestCpus", &env)
                 .as_number()
                 .unwrap_or(1.0)
                 .max(1.0);
+            let submitter = format!("{group_user}@{domain}");
+            let group = self.negotiator.accountant.group_of(&submitter).to_string();
+            if periodic {
+                self.schedds[schedd].periodic_jobs.insert(id);
+            }
             let runtime = self.scenario.jobs[spec].runtime.draw(&mut self.job_rng);
             let j = self.jobs.len();
             self.jobs.push(SimJob {

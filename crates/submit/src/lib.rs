@@ -26,6 +26,7 @@ pub mod quoting;
 mod reader;
 mod requirements;
 mod settings;
+mod split;
 mod table;
 mod units;
 
@@ -38,6 +39,7 @@ pub use factory::{
     factory_total, materialize, submit_or_factory, submit_or_factory_jobs, FactorySubmission, Made,
 };
 pub use files::{DirEntry, FileError, Files, MemFiles};
+pub use split::{split_jobs, Splitter};
 
 use reader::{item_block, parse_statement, Reader, Statement};
 use table::{Definition, Table};
@@ -169,15 +171,23 @@ pub fn submit_each(
     files: &dyn Files,
     sink: &mut Sink<'_>,
 ) -> Result<Vec<Warning>, SubmitError> {
-    read_description(
-        text,
-        options,
-        config,
-        files,
-        &mut |job: MadeJob<'_>| sink(job.into_ad()),
-        Mode::Jobs,
-    )
-    .map(|(w, _)| w)
+    submit_made(text, options, config, files, &mut |job: MadeJob<'_>| {
+        sink(job.into_ad())
+    })
+}
+
+/// As [`submit_each`], each job handed out as made: whole, or as a copy
+/// of the whole job before it but for its ProcId ([`MadeJob::Copy`]), so
+/// a caller that keeps each job's difference from the first (a cluster
+/// ad and proc ads, as the schedd keeps them) builds no copy.
+pub fn submit_made(
+    text: &str,
+    options: &SubmitOptions,
+    config: &Config,
+    files: &dyn Files,
+    sink: &mut JobSink<'_>,
+) -> Result<Vec<Warning>, SubmitError> {
+    read_description(text, options, config, files, sink, Mode::Jobs).map(|(w, _)| w)
 }
 
 /// Reads a description for what `mode` asks (jobs, a factory, one job
