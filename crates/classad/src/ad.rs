@@ -202,7 +202,11 @@ impl ClassAd {
     /// A writer for refreshing many attributes of this ad in the order
     /// they were written the time before (see [`Refresher`]).
     pub fn refresher(&mut self) -> Refresher<'_> {
-        Refresher { ad: self, next: 0 }
+        Refresher {
+            ad: self,
+            next: 0,
+            first: None,
+        }
     }
 
     /// Deletes `name`, returning the expression it had. In a chained ad a
@@ -488,6 +492,8 @@ impl fmt::Display for ClassAd {
 pub struct Refresher<'a> {
     ad: &'a mut ClassAd,
     next: usize,
+    /// Where the first write since the last `seek` landed.
+    first: Option<usize>,
 }
 
 impl Refresher<'_> {
@@ -502,7 +508,7 @@ impl Refresher<'_> {
     pub fn text(&mut self, name: &str, v: &str) {
         if let Some((n, Expr::Lit(crate::Value::Str(old)))) = self.ad.entries.get(self.next) {
             if same_name(n.as_str(), name) && old.as_str() == v {
-                self.next += 1;
+                self.landed(self.next);
                 return;
             }
         }
@@ -517,13 +523,13 @@ impl Refresher<'_> {
                 Some(p) => p,
                 None => {
                     self.ad.insert(AttrName::new(name), e);
-                    self.next = self.ad.entries.len();
+                    self.landed(self.ad.entries.len() - 1);
                     return;
                 }
             },
         };
         self.ad.entries[pos].1 = e;
-        self.next = pos + 1;
+        self.landed(pos);
     }
 
     /// Sets `name` to a literal value, `name` being a name made once (the
@@ -538,13 +544,13 @@ impl Refresher<'_> {
                 Some(p) => p,
                 None => {
                     self.ad.insert(name.clone(), e);
-                    self.next = self.ad.entries.len();
+                    self.landed(self.ad.entries.len() - 1);
                     return;
                 }
             },
         };
         self.ad.entries[pos].1 = e;
-        self.next = pos + 1;
+        self.landed(pos);
     }
 
     /// Expects the next write at `pos` (where the same attribute was found
@@ -552,6 +558,18 @@ impl Refresher<'_> {
     /// in place too. A wrong guess costs a lookup, as any.
     pub fn seek(&mut self, pos: usize) {
         self.next = pos;
+        self.first = None;
+    }
+
+    /// Where the first write since the last [`Refresher::seek`] landed,
+    /// if there was one: where the run starts, to seek next time.
+    pub fn first(&self) -> Option<usize> {
+        self.first
+    }
+
+    fn landed(&mut self, pos: usize) {
+        self.first.get_or_insert(pos);
+        self.next = pos + 1;
     }
 
     /// Where the last write landed (0 before any).
@@ -569,6 +587,26 @@ impl Refresher<'_> {
 mod refresher_tests {
     use super::*;
     use crate::Value;
+
+    #[test]
+    fn first_says_where_a_run_began() {
+        let mut ad = ClassAd::new();
+        for n in ["A", "B", "C", "D"] {
+            ad.insert_value(n, 0);
+        }
+        let mut w = ad.refresher();
+        assert_eq!(w.first(), None);
+        w.seek(1);
+        w.value("C", 1); // not where expected: found by name
+        w.value("D", 1);
+        assert_eq!(w.first(), Some(2));
+        w.seek(0);
+        assert_eq!(w.first(), None);
+        w.value("E", 1); // new: appended
+        w.text("A", "x");
+        assert_eq!(w.first(), Some(4));
+        assert_eq!(w.last(), 0);
+    }
 
     #[test]
     fn removals_in_any_order_leave_every_other_name_found() {

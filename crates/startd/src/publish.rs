@@ -393,10 +393,35 @@ impl Facts {
 }
 
 /// Where the two parts of a refresh started in a slot's ad last time.
+///
+/// The clock's figures are written in runs that sit apart in the ad: the
+/// host's and the calendar's figures (from KeyboardIdle), TotalTime of
+/// the current state and activity (first written where that pair was
+/// current, or among the facts while it was a past one), CpuBusyTime, the
+/// claim's and the job's times (written after them when a claim or a job
+/// came), the draining figures. Each run has its own place, so each
+/// starts without a lookup; a run that started at the wrong place would
+/// cost two (there and back) for every refresh.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Places {
-    facts: usize,
-    clock: usize,
+    facts: u32,
+    clock: u32,
+    pair_time: u32,
+    cpu_busy: u32,
+    claim: u32,
+    job: u32,
+    draining: u32,
+}
+
+impl Places {
+    /// Writes a run with `w` from `place` on, and keeps where it began.
+    fn run(place: &mut u32, w: &mut Refresher<'_>, write: impl FnOnce(&mut Refresher<'_>)) {
+        w.seek(*place as usize);
+        write(w);
+        if let Some(first) = w.first() {
+            *place = first as u32;
+        }
+    }
 }
 
 /// A slot's facts and the generation they were given.
@@ -498,7 +523,9 @@ impl Startd {
         (0..self.slots.len())
             .map(|i| {
                 let mut ad = std::mem::take(&mut self.slots[i].ad);
-                self.publish_draining(i, now, &mut ad.refresher());
+                let mut places = self.slots[i].places;
+                self.publish_draining(i, now, &mut ad.refresher(), &mut places);
+                self.slots[i].places = places;
                 let out = ad.clone();
                 let s = &mut self.slots[i];
                 s.ad = ad;
@@ -576,7 +603,9 @@ impl Startd {
         for i in 0..self.slots.len() {
             let mut ad = std::mem::take(&mut self.slots[i].ad);
             if !estimated {
-                self.publish_draining(i, now, &mut ad.refresher());
+                let mut places = self.slots[i].places;
+                self.publish_draining(i, now, &mut ad.refresher(), &mut places);
+                self.slots[i].places = places;
             }
             let stamp = self.slots[i].ad_stamp;
             self.slots[i].ad_generation = stamp.unwrap_or_default();
@@ -799,11 +828,14 @@ impl Startd {
 
     /// The draining figures (machine-wide, from the last estimate) and the
     /// running job's retirement time remaining.
-    fn publish_draining(&self, i: usize, now: i64, w: &mut Refresher<'_>) {
+    fn publish_draining(&self, i: usize, now: i64, w: &mut Refresher<'_>, places: &mut Places) {
         let n = clock_names();
         let s = &self.slots[i];
         match (s.job.is_some(), s.retirement_remaining) {
-            (true, Some(r)) => w.value_named(&n.retirement_remaining, r),
+            (true, Some(r)) => {
+                // Written when the job came, after the job's times.
+                w.value_named(&n.retirement_remaining, r)
+            }
             // Without a job the facts' part has taken it out with the
             // job's other attributes (no lookup on every refresh).
             (false, _) => {}
@@ -813,10 +845,12 @@ impl Startd {
             (true, None) => {}
         }
         let f = &self.drain_figures;
-        w.value_named(&n.graceful_completion, f.graceful_completion.max(now));
-        w.value_named(&n.graceful_badput, f.graceful_badput);
-        w.value_named(&n.quick_completion, f.quick_completion.max(now));
-        w.value_named(&n.quick_badput, f.quick_badput);
+        Places::run(&mut places.draining, w, |w| {
+            w.value_named(&n.graceful_completion, f.graceful_completion.max(now));
+            w.value_named(&n.graceful_badput, f.graceful_badput);
+            w.value_named(&n.quick_completion, f.quick_completion.max(now));
+            w.value_named(&n.quick_badput, f.quick_badput);
+        });
     }
 
     /// Brings slot `i`'s ad up to date at `now`. What moves only when the
@@ -837,19 +871,16 @@ impl Startd {
         let mut places = self.slots[i].places;
         let mut w = ad.refresher();
         if !written {
-            w.seek(places.facts);
-            places.facts = self.write_facts(i, &mut w);
-        } else {
-            w.seek(places.clock);
+            Places::run(&mut places.facts, &mut w, |w| self.write_facts(i, w));
         }
-        places.clock = self.write_clock(i, now, &mut w, parts);
+        self.write_clock(i, now, &mut w, parts, &mut places);
         // Tests (debug builds) check that skipping the facts changed
         // nothing: a fact the comparison misses would leave a stale value.
         #[cfg(debug_assertions)]
         if let Some(mut full) = before {
             let mut w = full.refresher();
             self.write_facts(i, &mut w);
-            self.write_clock(i, now, &mut w, parts);
+            self.write_clock(i, now, &mut w, parts, &mut Places::default());
             assert_same_ads(&full, ad);
         }
         places
@@ -857,12 +888,10 @@ impl Startd {
 
     /// What slot `i`'s ad says that moves only when the startd's state
     /// does (see [`Facts`]; a change here must show there).
-    /// Returns where the first (State) landed.
-    fn write_facts(&self, i: usize, w: &mut Refresher<'_>) -> usize {
+    fn write_facts(&self, i: usize, w: &mut Refresher<'_>) {
         let s = &self.slots[i];
         // Written in the same order every time, so each lands in place.
         w.text("State", s.state.name());
-        let at = w.last();
         w.text("Activity", s.activity.name());
         w.value("EnteredCurrentState", s.entered_state);
         w.value("EnteredCurrentActivity", s.entered_activity);
@@ -961,30 +990,37 @@ impl Startd {
             }
             None => remove_all(w.ad(), DRAIN_ATTRS),
         }
-        at
     }
 
     /// The figures of slot `i`'s ad that move with the clock alone (what
     /// [`changes_with_time`] names), written at every refresh.
-    /// Returns where the first (KeyboardIdle) landed.
-    fn write_clock(&self, i: usize, now: i64, w: &mut Refresher<'_>, parts: Clock) -> usize {
+    /// Each run of them starts at its place in `places`.
+    fn write_clock(
+        &self,
+        i: usize,
+        now: i64,
+        w: &mut Refresher<'_>,
+        parts: Clock,
+        places: &mut Places,
+    ) {
         let n = clock_names();
         let s = &self.slots[i];
         let m = &self.machine;
-        // What the host says, as this slot sees it.
-        let (keyboard, console) = self.idle_times(i, now);
-        w.value_named(&n.keyboard_idle, keyboard);
-        let at = w.last();
-        w.value_named(&n.console_idle, console);
-        // The load averages move at every poll while a job runs.
-        w.value_named(&n.load_avg, s.load_avg);
-        w.value_named(&n.condor_load_avg, s.condor_load_avg);
-        w.value_named(&n.total_load_avg, self.readings.load_avg);
-        w.value_named(&n.total_condor_load_avg, self.total_condor_load());
-        let local = now + m.utc_offset as i64;
-        w.value_named(&n.clock_min, local.rem_euclid(86_400) / 60);
-        // 1970-01-01 was a Thursday (day 4, Sunday being 0).
-        w.value_named(&n.clock_day, (local.div_euclid(86_400) + 4).rem_euclid(7));
+        Places::run(&mut places.clock, w, |w| {
+            // What the host says, as this slot sees it.
+            let (keyboard, console) = self.idle_times(i, now);
+            w.value_named(&n.keyboard_idle, keyboard);
+            w.value_named(&n.console_idle, console);
+            // The load averages move at every poll while a job runs.
+            w.value_named(&n.load_avg, s.load_avg);
+            w.value_named(&n.condor_load_avg, s.condor_load_avg);
+            w.value_named(&n.total_load_avg, self.readings.load_avg);
+            w.value_named(&n.total_condor_load_avg, self.total_condor_load());
+            let local = now + m.utc_offset as i64;
+            w.value_named(&n.clock_min, local.rem_euclid(86_400) / 60);
+            // 1970-01-01 was a Thursday (day 4, Sunday being 0).
+            w.value_named(&n.clock_day, (local.div_euclid(86_400) + 4).rem_euclid(7));
+        });
         // TotalTime<State><Activity> of the current pair: all time in it,
         // this stay included so far.
         let current = s.pair();
@@ -993,7 +1029,9 @@ impl Startd {
             .iter()
             .find(|(p, _)| *p == current)
             .map_or(0, |(_, secs)| *secs);
-        w.value_named(current.total_time_name(), before + now - s.entered_activity);
+        Places::run(&mut places.pair_time, w, |w| {
+            w.value_named(current.total_time_name(), before + now - s.entered_activity)
+        });
         // Without a CpuBusy latch, CpuBusyTime is how long the CPU has been
         // busy (the 6.8 meaning the Bologna policy reads); with one, the
         // latch publishes the time it last changed instead.
@@ -1002,34 +1040,42 @@ impl Startd {
             .iter()
             .any(|(n, _, _)| n.eq_ignore_ascii_case("CpuBusy"))
         {
-            w.value_named(&n.cpu_busy_time, s.cpu_busy_since.map_or(0, |t| now - t));
+            Places::run(&mut places.cpu_busy, w, |w| {
+                w.value_named(&n.cpu_busy_time, s.cpu_busy_since.map_or(0, |t| now - t))
+            });
         }
         if let Some(c) = &s.claim {
-            w.value_named(&n.total_claim_run_time, c.run_time + s.job_run_time(now));
-            w.value_named(
-                &n.total_claim_suspend_time,
-                c.suspend_time + s.job_suspended_total + s.suspended_since.map_or(0, |t| now - t),
-            );
+            Places::run(&mut places.claim, w, |w| {
+                w.value_named(&n.total_claim_run_time, c.run_time + s.job_run_time(now));
+                w.value_named(
+                    &n.total_claim_suspend_time,
+                    c.suspend_time
+                        + s.job_suspended_total
+                        + s.suspended_since.map_or(0, |t| now - t),
+                );
+            });
         }
         if let (Some(job), Some(_)) = (&s.job, s.job_start) {
-            w.value_named(&n.total_job_run_time, s.job_run_time(now));
-            w.value_named(
-                &n.total_job_suspend_time,
-                s.job_suspended_total + s.suspended_since.map_or(0, |t| now - t),
-            );
-            // STARTD_JOB_ATTRS: the job's own expressions, as they are now.
-            for name in &s.policy.job_attrs {
-                match job.get(name) {
-                    Some(e) => w.expr(name.as_str(), e.clone()),
-                    None if w.ad().contains(name) => {
-                        w.ad().remove(name);
+            Places::run(&mut places.job, w, |w| {
+                w.value_named(&n.total_job_run_time, s.job_run_time(now));
+                w.value_named(
+                    &n.total_job_suspend_time,
+                    s.job_suspended_total + s.suspended_since.map_or(0, |t| now - t),
+                );
+                // STARTD_JOB_ATTRS: the job's own expressions, as they are now.
+                for name in &s.policy.job_attrs {
+                    match job.get(name) {
+                        Some(e) => w.expr(name.as_str(), e.clone()),
+                        None if w.ad().contains(name) => {
+                            w.ad().remove(name);
+                        }
+                        None => {}
                     }
-                    None => {}
                 }
-            }
+            });
         }
         if parts.draining {
-            self.publish_draining(i, now, w);
+            self.publish_draining(i, now, w, places);
         }
         // Other slots' attributes, as STARTD_SLOT_ATTRS asks (also under
         // the 6.8 `vm<N>_` names).
@@ -1058,7 +1104,6 @@ impl Startd {
                 }
             }
         }
-        at
     }
 }
 
