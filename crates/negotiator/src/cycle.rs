@@ -786,26 +786,26 @@ pub fn negotiate_capped(
     per_autocluster: usize,
     now: i64,
 ) -> Plan {
-    Cycle::new(
+    negotiate_keeping(
         slot_ads,
         None,
         submitters,
         priorities,
+        limits,
         policy,
         per_autocluster,
         now,
     )
-    .run(limits)
 }
 
-/// [`negotiate_capped`] over slot ads whose generations the caller knows:
-/// slot class keys are kept in `kept` from one call to the next
-/// ([`KeptSlotKeys`]), and the plan is the one [`negotiate_capped`] makes.
+/// [`negotiate_capped`], where the caller knows the slot ads'
+/// generations (`keeping`): slot class keys are then kept in its
+/// [`KeptSlotKeys`] from one call to the next, and the plan is the one
+/// [`negotiate_capped`] makes.
 #[allow(clippy::too_many_arguments)]
 pub fn negotiate_keeping(
     slot_ads: &[ClassAd],
-    generations: SlotGenerations<'_>,
-    kept: &mut KeptSlotKeys,
+    keeping: Option<(SlotGenerations<'_>, &mut KeptSlotKeys)>,
     submitters: &[SubmitterJobs<'_>],
     priorities: &dyn Priorities,
     limits: &mut dyn Limits,
@@ -815,7 +815,7 @@ pub fn negotiate_keeping(
 ) -> Plan {
     Cycle::new(
         slot_ads,
-        Some(Keeping { generations, kept }),
+        keeping.map(|(generations, kept)| Keeping { generations, kept }),
         submitters,
         priorities,
         policy,

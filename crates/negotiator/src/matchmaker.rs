@@ -23,8 +23,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::cycle::{
-    negotiate_capped, negotiate_keeping, KeptIds, KeptSlotKeys, Plan, Policy, SlotGenerations,
-    SubmitterJobs,
+    negotiate_keeping, KeptIds, KeptSlotKeys, Plan, Policy, SlotGenerations, SubmitterJobs,
 };
 use crate::groups::negotiate_by_group;
 use crate::limits::{ConcurrencyLimits, CycleLimits};
@@ -112,21 +111,10 @@ pub fn negotiation_cycle_keeping(
         negotiate_by_group(
             slot_ads, submitters, &demand, accountant, limits, policy, pool_size, cap, now,
         )
-    } else if let Some((generations, kept)) = keeping {
+    } else {
         negotiate_keeping(
             slot_ads,
-            generations,
-            kept,
-            submitters,
-            &*accountant,
-            &mut CycleLimits::new(limits, now),
-            policy,
-            cap,
-            now,
-        )
-    } else {
-        negotiate_capped(
-            slot_ads,
+            keeping,
             submitters,
             &*accountant,
             &mut CycleLimits::new(limits, now),

@@ -132,11 +132,13 @@ fn check(policy: &Policy, steps: &[Step]) -> Vec<Plan> {
         let fresh = negotiate_capped(&ads, &subs, &prios, &mut NoLimits, policy, usize::MAX, NOW);
         let keeping = negotiate_keeping(
             &ads,
-            SlotGenerations {
-                generations: &generations,
-                changes_with_time: &changes_with_time,
-            },
-            &mut kept,
+            Some((
+                SlotGenerations {
+                    generations: &generations,
+                    changes_with_time: &changes_with_time,
+                },
+                &mut kept,
+            )),
             &subs,
             &prios,
             &mut NoLimits,
