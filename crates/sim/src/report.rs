@@ -7,6 +7,7 @@
 //! `serde_json` (shortest round-trip form), nothing depends on the clock.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
@@ -14,11 +15,11 @@ use serde_json::{json, Map, Value};
 #[derive(Clone, Debug, PartialEq)]
 pub struct TransitionRecord {
     pub time: i64,
-    /// `slot1@host`.
-    pub slot: String,
+    /// `slot1@host` (one text per slot, shared by its records).
+    pub slot: Arc<str>,
     /// `State/Activity` before and after.
-    pub from: String,
-    pub to: String,
+    pub from: &'static str,
+    pub to: &'static str,
     /// The transition's number in the manual.
     pub number: u8,
     pub cause: String,
@@ -207,7 +208,7 @@ impl Report {
             .transitions
             .iter()
             .map(|t| {
-                json!({"time": t.time, "slot": t.slot, "from": t.from, "to": t.to,
+                json!({"time": t.time, "slot": &*t.slot, "from": t.from, "to": t.to,
                        "number": t.number, "cause": t.cause})
             })
             .collect();

@@ -237,6 +237,9 @@ struct Machine {
     epoch: AdsEpoch,
     /// What the starter adds to the slot ads (see `starter_attrs`).
     starter_attrs: ClassAd,
+    /// Its slots' `slot1@host` labels, made once each for the report's
+    /// transitions.
+    labels: Vec<(String, Arc<str>)>,
 }
 
 /// The part of a job the simulator keeps beside the queue's ad.
@@ -549,6 +552,7 @@ impl<'f> Simulation<'f> {
                     dirty: true,
                     epoch: AdsEpoch::default(),
                     starter_attrs,
+                    labels: Vec::new(),
                 });
             }
         }
@@ -1040,6 +1044,17 @@ impl<'f> Simulation<'f> {
         label(slot, &self.machines[m].host)
     }
 
+    /// [`Simulation::slot_label`], made once per slot and then shared.
+    fn shared_label(&mut self, m: usize, slot: &str) -> Arc<str> {
+        let mach = &mut self.machines[m];
+        if let Some((_, l)) = mach.labels.iter().find(|(s, _)| s == slot) {
+            return Arc::clone(l);
+        }
+        let l: Arc<str> = label(slot, &mach.host).into();
+        mach.labels.push((slot.to_string(), Arc::clone(&l)));
+        l
+    }
+
     /// Records what a startd did and carries out its actions.
     fn absorb(&mut self, m: usize, ready: Ready) {
         let now = self.now;
@@ -1059,11 +1074,12 @@ impl<'f> Simulation<'f> {
             // Every transition of a day is recorded: its words are put
             // together without the formatting machinery, and a cause that
             // is already text is moved, not copied.
+            let slot = self.shared_label(m, &t.slot);
             self.report.transitions.push(TransitionRecord {
                 time: t.at,
-                slot: self.slot_label(m, &t.slot),
-                from: pair_text(t.from),
-                to: pair_text(t.to),
+                slot,
+                from: t.from.text(),
+                to: t.to.text(),
                 number: t.number,
                 cause: match t.cause {
                     Cause::Event(text) | Cause::Timer(text) => text,
@@ -2038,16 +2054,6 @@ fn label(slot: &str, host: &str) -> String {
     s.push_str(slot);
     s.push('@');
     s.push_str(host);
-    s
-}
-
-/// `State/Activity`, as `Pair`'s `Display` writes it.
-fn pair_text(p: Pair) -> String {
-    let (state, activity) = (p.0.name(), p.1.name());
-    let mut s = String::with_capacity(state.len() + 1 + activity.len());
-    s.push_str(state);
-    s.push('/');
-    s.push_str(activity);
     s
 }
 

@@ -167,6 +167,46 @@ impl Pair {
     }
 }
 
+/// Every state and activity, in the enums' order.
+const STATES: [State; 7] = [
+    State::Owner,
+    State::Unclaimed,
+    State::Matched,
+    State::Claimed,
+    State::Preempting,
+    State::Backfill,
+    State::Drained,
+];
+const ACTIVITIES: [Activity; 7] = [
+    Activity::Idle,
+    Activity::Benchmarking,
+    Activity::Busy,
+    Activity::Suspended,
+    Activity::Retiring,
+    Activity::Vacating,
+    Activity::Killing,
+];
+
+impl Pair {
+    /// `State/Activity`, as [`Pair`] displays, made once per pair: a
+    /// simulated day records hundreds of thousands of transitions.
+    pub fn text(self) -> &'static str {
+        static TEXTS: std::sync::OnceLock<Vec<Vec<String>>> = std::sync::OnceLock::new();
+        let texts = TEXTS.get_or_init(|| {
+            TOTAL_TIME
+                .iter()
+                .enumerate()
+                .map(|(s, row)| {
+                    (0..row.len())
+                        .map(|a| Pair(STATES[s], ACTIVITIES[a]).to_string())
+                        .collect()
+                })
+                .collect()
+        });
+        &texts[self.0 as usize][self.1 as usize]
+    }
+}
+
 impl fmt::Display for Pair {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.0, self.1)
@@ -216,5 +256,20 @@ impl fmt::Display for Transition {
             "{}: {} -> {} (transition {}): {}",
             self.slot, self.from, self.to, self.number, self.cause
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_pair_has_its_text() {
+        for s in STATES {
+            for a in ACTIVITIES {
+                assert_eq!(Pair(s, a).text(), Pair(s, a).to_string());
+                assert_eq!(Pair(s, a).text(), format!("{}/{}", s.name(), a.name()));
+            }
+        }
     }
 }
