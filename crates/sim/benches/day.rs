@@ -31,6 +31,13 @@
 //! is left: the startd's events (about a fifth: each transition rewrites
 //! the slot's facts), updates (a sixth: the clock's figures of every ad),
 //! the negotiator's pass over every slot ad, the schedd's bookkeeping.
+//! Since a slot's facts are written in groups (only what an event changed:
+//! `startd::publish`, `Groups`), both days take 64.4 G instructions
+//! against 67.4 G (callgrind, reports identical); wall times, 23.9-31.9 s
+//! against 26.2-30.9 s alternating at load 1-3, cannot show the 4.5%.
+//! Of what is left of writing facts, more than half is taking the claim's
+//! and job's attributes out of the ads (`ClassAd::remove`, one pass over
+//! the index per name).
 //!
 //! The pool sets FILESYSTEM_DOMAIN as well as UID_DOMAIN, as a site of
 //! this size does: left to its default (the host's name), every machine

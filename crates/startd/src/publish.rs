@@ -243,19 +243,19 @@ fn remove_all(ad: &mut ClassAd, names: &[&str]) {
     if !names.first().is_some_and(|n| ad.contains(n)) {
         return;
     }
+    // A removal looks the name up itself (no `contains` first).
     for n in names {
-        if ad.contains(n) {
-            ad.remove(n);
-        }
+        ad.remove(n);
     }
 }
 
 /// Everything [`Startd::write_facts`] writes into a slot ad, as it was
 /// when written: a refresh that finds the slot's facts equal to those the
-/// ad was written under writes only what moves with the clock. Numbers
-/// compare by their bits (what prints); values that cannot be compared
-/// exactly (lists, nested ads) never compare equal, so an ad holding them
-/// is rewritten every time.
+/// ad was written under writes only what moves with the clock, one that
+/// finds some [`Groups`] changed writes those. Numbers compare by their
+/// bits (what prints); values that cannot be compared exactly (lists,
+/// nested ads) never compare equal, so their group is rewritten every
+/// time.
 #[derive(Clone, Debug)]
 pub(crate) struct Facts {
     pair: Pair,
@@ -295,10 +295,76 @@ impl Same {
     }
 }
 
+/// The groups of a slot's [`Facts`], each written by its own part of
+/// [`Startd::write_facts`]: a slot's event (a claim, an activation, the
+/// starter's exit) changes two or three of them, and a refresh of an ad
+/// written under one of the few generations before writes only those (a
+/// job's life settles its slot about eight times, each a rewrite of every
+/// fact otherwise). Writing a group alone must give what writing all
+/// gives: a group's attributes depend on its own facts only, or it is
+/// written with what it depends on ([`Groups::written`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Groups(u16);
+
+impl Groups {
+    const NONE: Groups = Groups(0);
+    /// State, Activity, the times they were entered, and Requirements
+    /// (whether the slot is matchable is its state's).
+    const PAIR: Groups = Groups(1);
+    /// TotalTime<State><Activity> of the pairs before the current one:
+    /// which those are is the pair's too (see [`Groups::written`]).
+    const TIME_IN: Groups = Groups(1 << 1);
+    /// The slot's resources, what it was provisioned, TotalSlots.
+    const RESOURCES: Groups = Groups(1 << 2);
+    const CPU_BUSY: Groups = Groups(1 << 3);
+    const BENCHMARK: Groups = Groups(1 << 4);
+    /// CurrentRank, the claim's rank.
+    const RANK: Groups = Groups(1 << 5);
+    const LATCHES: Groups = Groups(1 << 6);
+    /// The claim's attributes, or their removal (CLAIM_ATTRS).
+    const CLAIM: Groups = Groups(1 << 7);
+    /// The running job's attributes, or their removal (JOB_ATTRS and
+    /// STARTD_JOB_ATTRS).
+    const JOB: Groups = Groups(1 << 8);
+    /// The drain's attributes and the last drain's times.
+    const DRAIN: Groups = Groups(1 << 9);
+    const ALL: Groups = Groups((1 << 10) - 1);
+
+    fn has(self, g: Groups) -> bool {
+        self.0 & g.0 != 0
+    }
+
+    fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    fn with(self, g: Groups, changed: bool) -> Groups {
+        if changed {
+            Groups(self.0 | g.0)
+        } else {
+            self
+        }
+    }
+
+    /// The groups a refresh must write when these changed: a new pair
+    /// makes the old one's time a past pair's and the new one's the
+    /// clock's.
+    fn written(self) -> Groups {
+        self.with(Groups::TIME_IN, self.has(Groups::PAIR))
+    }
+}
+
+impl std::ops::BitOr for Groups {
+    type Output = Groups;
+    fn bitor(self, other: Groups) -> Groups {
+        Groups(self.0 | other.0)
+    }
+}
+
 impl Facts {
     fn of(startd: &Startd, i: usize) -> Facts {
         let s = &startd.slots[i];
-        Facts {
+        let mut facts = Facts {
             pair: s.pair(),
             entered: (s.entered_state, s.entered_activity),
             resources: s.resources.clone(),
@@ -307,17 +373,60 @@ impl Facts {
             cpu_busy: s.cpu_busy_since.is_some(),
             time_in: s.time_in.clone(),
             benchmark: (s.last_benchmark, s.mips, s.kflops),
-            rank: s.claim.as_ref().map(|c| c.rank.to_bits()),
-            latches: s
+            rank: None,
+            latches: Vec::new(),
+            claim: None,
+            job: None,
+            drain: (None, None, None),
+        };
+        facts.update(
+            startd,
+            i,
+            Groups::RANK | Groups::LATCHES | Groups::CLAIM | Groups::JOB | Groups::DRAIN,
+        );
+        facts
+    }
+
+    /// Takes slot `i`'s facts of the `groups` given, leaving the others
+    /// (a new generation copies only what changed).
+    fn update(&mut self, startd: &Startd, i: usize, groups: Groups) {
+        let s = &startd.slots[i];
+        if groups.has(Groups::PAIR) {
+            self.pair = s.pair();
+            self.entered = (s.entered_state, s.entered_activity);
+        }
+        if groups.has(Groups::TIME_IN) {
+            self.time_in.clone_from(&s.time_in);
+        }
+        if groups.has(Groups::RESOURCES) {
+            self.resources.clone_from(&s.resources);
+            self.provisioned.clone_from(&s.provisioned);
+            self.slots = startd.slots.len();
+        }
+        if groups.has(Groups::CPU_BUSY) {
+            self.cpu_busy = s.cpu_busy_since.is_some();
+        }
+        if groups.has(Groups::BENCHMARK) {
+            self.benchmark = (s.last_benchmark, s.mips, s.kflops);
+        }
+        if groups.has(Groups::RANK) {
+            self.rank = s.claim.as_ref().map(|c| c.rank.to_bits());
+        }
+        if groups.has(Groups::LATCHES) {
+            self.latches = s
                 .latches
                 .iter()
                 .map(|(n, v, t)| (n.clone(), Same(v.clone()), *t))
-                .collect(),
-            claim: s
+                .collect();
+        }
+        if groups.has(Groups::CLAIM) {
+            self.claim = s
                 .claim
                 .as_ref()
-                .map(|c| [c.user.clone(), c.owner.clone(), c.schedd.clone()]),
-            job: match (&s.job, s.job_start) {
+                .map(|c| [c.user.clone(), c.owner.clone(), c.schedd.clone()]);
+        }
+        if groups.has(Groups::JOB) {
+            self.job = match (&s.job, s.job_start) {
                 (Some(_), Some(start)) => Some((
                     start,
                     s.job_facts.id.clone(),
@@ -325,70 +434,102 @@ impl Facts {
                     s.job_facts.concurrency_limits.clone().map(Same),
                 )),
                 _ => None,
-            },
-            drain: (
+            };
+        }
+        if groups.has(Groups::DRAIN) {
+            self.drain = (
                 startd.last_drain_start,
                 startd.last_drain_stop,
                 startd.drain.as_ref().map(|d| (d.id, d.reason.clone())),
-            ),
+            );
         }
     }
-}
 
-impl Facts {
-    /// Whether slot `i`'s facts are still these: [`Facts::of`] compared
-    /// field by field without building (no copy of a string or a list on
-    /// every refresh).
+    /// Whether slot `i`'s facts are still these.
     fn hold(&self, startd: &Startd, i: usize) -> bool {
+        self.differ(startd, i).is_empty()
+    }
+
+    /// Which groups of slot `i`'s facts differ from these: [`Facts::of`]
+    /// compared group by group without building (no copy of a string or
+    /// a list on every refresh).
+    fn differ(&self, startd: &Startd, i: usize) -> Groups {
         let s = &startd.slots[i];
         let job = match (&s.job, s.job_start) {
             (Some(_), Some(start)) => Some(start),
             _ => None,
         };
-        self.pair == s.pair()
-            && self.entered == (s.entered_state, s.entered_activity)
-            && self.resources == s.resources
-            && self.provisioned == s.provisioned
-            && self.slots == startd.slots.len()
-            && self.cpu_busy == s.cpu_busy_since.is_some()
-            && self.time_in == s.time_in
-            && self.benchmark == (s.last_benchmark, s.mips, s.kflops)
-            && self.rank == s.claim.as_ref().map(|c| c.rank.to_bits())
-            && self.latches.len() == s.latches.len()
-            && self
-                .latches
-                .iter()
-                .zip(&s.latches)
-                .all(|((n, v, t), (n2, v2, t2))| n == n2 && v.same(v2) && t == t2)
-            && match (&self.claim, &s.claim) {
-                (Some([user, owner, schedd]), Some(c)) => {
-                    *user == c.user && *owner == c.owner && *schedd == c.schedd
-                }
-                (None, None) => true,
-                _ => false,
-            }
-            && match (&self.job, job) {
-                (Some((start, id, universe, limits)), Some(now_start)) => {
-                    let f = &s.job_facts;
-                    *start == now_start
-                        && *id == f.id
-                        && *universe == f.universe
-                        && match (limits, &f.concurrency_limits) {
-                            (Some(a), Some(b)) => a.same(b),
-                            (None, None) => true,
-                            _ => false,
-                        }
-                }
-                (None, None) => true,
-                _ => false,
-            }
-            && self.drain.0 == startd.last_drain_start
-            && self.drain.1 == startd.last_drain_stop
-            && match (&self.drain.2, &startd.drain) {
-                (Some((id, reason)), Some(d)) => *id == d.id && *reason == d.reason,
-                (None, None) => true,
-                _ => false,
-            }
+        Groups::NONE
+            .with(
+                Groups::PAIR,
+                self.pair != s.pair() || self.entered != (s.entered_state, s.entered_activity),
+            )
+            .with(Groups::TIME_IN, self.time_in != s.time_in)
+            .with(
+                Groups::RESOURCES,
+                self.resources != s.resources
+                    || self.provisioned != s.provisioned
+                    || self.slots != startd.slots.len(),
+            )
+            .with(
+                Groups::CPU_BUSY,
+                self.cpu_busy != s.cpu_busy_since.is_some(),
+            )
+            .with(
+                Groups::BENCHMARK,
+                self.benchmark != (s.last_benchmark, s.mips, s.kflops),
+            )
+            .with(
+                Groups::RANK,
+                self.rank != s.claim.as_ref().map(|c| c.rank.to_bits()),
+            )
+            .with(
+                Groups::LATCHES,
+                self.latches.len() != s.latches.len()
+                    || !self
+                        .latches
+                        .iter()
+                        .zip(&s.latches)
+                        .all(|((n, v, t), (n2, v2, t2))| n == n2 && v.same(v2) && t == t2),
+            )
+            .with(
+                Groups::CLAIM,
+                !match (&self.claim, &s.claim) {
+                    (Some([user, owner, schedd]), Some(c)) => {
+                        *user == c.user && *owner == c.owner && *schedd == c.schedd
+                    }
+                    (None, None) => true,
+                    _ => false,
+                },
+            )
+            .with(
+                Groups::JOB,
+                !match (&self.job, job) {
+                    (Some((start, id, universe, limits)), Some(now_start)) => {
+                        let f = &s.job_facts;
+                        *start == now_start
+                            && *id == f.id
+                            && *universe == f.universe
+                            && match (limits, &f.concurrency_limits) {
+                                (Some(a), Some(b)) => a.same(b),
+                                (None, None) => true,
+                                _ => false,
+                            }
+                    }
+                    (None, None) => true,
+                    _ => false,
+                },
+            )
+            .with(
+                Groups::DRAIN,
+                self.drain.0 != startd.last_drain_start
+                    || self.drain.1 != startd.last_drain_stop
+                    || !match (&self.drain.2, &startd.drain) {
+                        (Some((id, reason)), Some(d)) => *id == d.id && *reason == d.reason,
+                        (None, None) => true,
+                        _ => false,
+                    },
+            )
     }
 }
 
@@ -424,11 +565,18 @@ impl Places {
     }
 }
 
-/// A slot's facts and the generation they were given.
+/// A slot's facts and the generation they were given, with the few
+/// generations before and what changed since each: an ad written under
+/// one of those needs only those groups written. A slot's own ad is
+/// usually one generation behind when refreshed; a caller's copy that
+/// publishing swaps back in, as many as the events between
+/// publications.
 #[derive(Clone, Debug)]
 pub(crate) struct Generation {
     facts: Facts,
     generation: u64,
+    /// The latest first; a generation of 0 is none (they start at 1).
+    before: [(u64, Groups); 4],
 }
 
 impl Generation {
@@ -436,10 +584,30 @@ impl Generation {
     pub(crate) fn generation(&self) -> u64 {
         self.generation
     }
+
+    /// What changed in these facts since generation `g`, if it is one of
+    /// those kept.
+    fn changed_since(&self, g: u64) -> Option<Groups> {
+        self.before
+            .iter()
+            .find(|(k, _)| *k == g && g != 0)
+            .map(|(_, changed)| *changed)
+    }
+
+    /// The facts moved on to `generation`, `changed` having changed.
+    fn advance(&mut self, generation: u64, changed: Groups) {
+        self.before.rotate_right(1);
+        self.before[0] = (self.generation, Groups::NONE);
+        for (_, since) in &mut self.before {
+            *since = *since | changed;
+        }
+        self.generation = generation;
+    }
 }
 
-/// Whether a debug build checks this refresh that kept the facts against
-/// a whole one: one in `REFRESH_CHECK_EVERY` (checking every one made the
+/// Whether a debug build checks this refresh that kept the facts, or
+/// wrote only the groups that changed, against a whole one: one in
+/// `REFRESH_CHECK_EVERY` (checking every one made the
 /// simulator's tests five times slower), so a long test still has its
 /// refreshes checked by the hundred.
 #[cfg(debug_assertions)]
@@ -452,7 +620,8 @@ fn check_this_refresh() -> bool {
             .is_multiple_of(every)
 }
 
-/// How often a debug build checks a refresh that kept the facts (see
+/// How often a debug build checks a refresh that kept some or all of the
+/// facts (see
 /// `check_this_refresh`); a test may set 1 to check every one.
 #[cfg(debug_assertions)]
 pub static REFRESH_CHECK_EVERY: std::sync::atomic::AtomicU64 =
@@ -474,7 +643,9 @@ fn assert_same_ads(full: &ClassAd, ad: &ClassAd) {
     if a != b {
         let missing: Vec<_> = a.iter().filter(|x| !b.contains(x)).collect();
         let extra: Vec<_> = b.iter().filter(|x| !a.contains(x)).collect();
-        panic!("a refresh that kept the facts left the ad stale: should have {missing:?}, has {extra:?}");
+        panic!(
+            "a refresh that kept facts left the ad stale: should have {missing:?}, has {extra:?}"
+        );
     }
 }
 
@@ -488,18 +659,29 @@ impl Startd {
         } else {
             (s.ad.clone(), s.ad_stamp)
         };
-        let kept = self.kept(i, stamp);
-        self.refresh(i, now, &mut ad, kept, Clock::ALL);
+        let stale = self.stale(i, stamp);
+        self.refresh(i, now, &mut ad, stale, Clock::ALL);
         ad
     }
 
-    /// Whether an ad of slot `i` written under `stamp` holds the slot's
-    /// facts as they are now.
-    fn kept(&self, i: usize, stamp: Option<u64>) -> bool {
-        let s = &self.slots[i];
-        s.facts
-            .as_ref()
-            .is_some_and(|f| stamp == Some(f.generation) && f.facts.hold(self, i))
+    /// Which groups of slot `i`'s facts an ad written under `stamp` holds
+    /// stale: none when it holds them as they are now, all when what it
+    /// was written under is not known.
+    fn stale(&self, i: usize, stamp: Option<u64>) -> Groups {
+        let Some(f) = &self.slots[i].facts else {
+            return Groups::ALL;
+        };
+        if stamp.is_none() {
+            Groups::ALL
+        } else if stamp == Some(f.generation) {
+            f.facts.differ(self, i)
+        } else {
+            // Written under an earlier generation: what changed since,
+            // and since this one.
+            stamp
+                .and_then(|g| f.changed_since(g))
+                .map_or(Groups::ALL, |since| since | f.facts.differ(self, i))
+        }
     }
 
     /// The machine's load from HTCondor's jobs: every slot's share.
@@ -670,7 +852,19 @@ impl Startd {
             ad = self.static_ad(i);
             stamp = None;
         }
-        let places = self.refresh(i, now, &mut ad, stamp == Some(generation), parts);
+        // Written under this generation, or under one of the few before
+        // (the slot's own ad, or a caller's copy published under it): only
+        // what changed since is written.
+        let f = self.slots[i].facts.as_ref();
+        let stale = match stamp {
+            Some(g) if g == generation => Groups::NONE,
+            Some(g) => match f {
+                Some(f) if f.generation == generation => f.changed_since(g).unwrap_or(Groups::ALL),
+                _ => Groups::ALL,
+            },
+            None => Groups::ALL,
+        };
+        let places = self.refresh(i, now, &mut ad, stale, parts);
         self.slots[i].places = places;
         self.slots[i].ad_stamp = Some(generation);
         ad
@@ -687,14 +881,31 @@ impl Startd {
     /// The generation of slot `i`'s facts as they are now: the one they
     /// had if nothing changed, else a new one.
     pub(crate) fn current_generation(&mut self, i: usize) -> u64 {
-        if let Some(f) = &self.slots[i].facts {
-            if f.facts.hold(self, i) {
-                return f.generation;
+        let generation;
+        match self.slots[i].facts.take() {
+            Some(mut f) => {
+                let changed = f.facts.differ(self, i);
+                if changed.is_empty() {
+                    let kept = f.generation;
+                    self.slots[i].facts = Some(f);
+                    return kept;
+                }
+                // Only what changed is copied into the snapshot.
+                generation = new_generation();
+                f.facts.update(self, i, changed);
+                f.advance(generation, changed);
+                self.slots[i].facts = Some(f);
+            }
+            None => {
+                generation = new_generation();
+                let facts = Facts::of(self, i);
+                self.slots[i].facts = Some(Box::new(Generation {
+                    facts,
+                    generation,
+                    before: [(0, Groups::ALL); 4],
+                }));
             }
         }
-        let facts = Facts::of(self, i);
-        let generation = new_generation();
-        self.slots[i].facts = Some(Box::new(Generation { facts, generation }));
         generation
     }
 
@@ -855,8 +1066,8 @@ impl Startd {
 
     /// Brings slot `i`'s ad up to date at `now`. What moves only when the
     /// startd's state does (the state, the readings, the claim and its job,
-    /// resources, drain) is written unless `written` says the ad already
-    /// holds the slot's current facts (see [`Facts`]); the
+    /// resources, drain) is written where `stale` says the ad does not
+    /// hold the slot's current facts (see [`Facts`], [`Groups`]); the
     /// figures that move with the clock are written every time, after it.
     /// A pool of thousands of slots polls and publishes each every few
     /// minutes, and most of those refreshes find nothing but the clock
@@ -865,21 +1076,28 @@ impl Startd {
     /// Each part starts where it was found last time (`Slot::places`),
     /// and where each was found now is returned: a lookup by name costs
     /// more than all the writes after it that land in place.
-    fn refresh(&self, i: usize, now: i64, ad: &mut ClassAd, written: bool, parts: Clock) -> Places {
+    fn refresh(&self, i: usize, now: i64, ad: &mut ClassAd, stale: Groups, parts: Clock) -> Places {
         #[cfg(debug_assertions)]
-        let before = (written && check_this_refresh()).then(|| ad.clone());
+        let before = (stale != Groups::ALL && check_this_refresh()).then(|| ad.clone());
         let mut places = self.slots[i].places;
         let mut w = ad.refresher();
-        if !written {
-            Places::run(&mut places.facts, &mut w, |w| self.write_facts(i, w));
+        if !stale.is_empty() {
+            w.seek(places.facts as usize);
+            let groups = if stale == Groups::ALL {
+                Groups::ALL
+            } else {
+                stale.written()
+            };
+            places.facts = self.write_facts(i, &mut w, groups, places.facts as usize) as u32;
         }
         self.write_clock(i, now, &mut w, parts, &mut places);
-        // Tests (debug builds) check that skipping the facts changed
-        // nothing: a fact the comparison misses would leave a stale value.
+        // Tests (debug builds) check that skipping facts changed nothing:
+        // a fact the comparison misses, or a group written without one it
+        // depends on, would leave a stale value.
         #[cfg(debug_assertions)]
         if let Some(mut full) = before {
             let mut w = full.refresher();
-            self.write_facts(i, &mut w);
+            self.write_facts(i, &mut w, Groups::ALL, 0);
             self.write_clock(i, now, &mut w, parts, &mut Places::default());
             assert_same_ads(&full, ad);
         }
@@ -887,58 +1105,94 @@ impl Startd {
     }
 
     /// What slot `i`'s ad says that moves only when the startd's state
-    /// does (see [`Facts`]; a change here must show there).
-    fn write_facts(&self, i: usize, w: &mut Refresher<'_>) {
+    /// does (see [`Facts`]; a change here must show there), of the
+    /// `groups` given, always in the same order: a refresh writing only
+    /// some adds a new attribute where a whole one would.
+    /// Returns where the first (State) landed, `at` if it was not written.
+    fn write_facts(&self, i: usize, w: &mut Refresher<'_>, groups: Groups, at: usize) -> usize {
         let s = &self.slots[i];
+        let mut at = at;
         // Written in the same order every time, so each lands in place.
-        w.text("State", s.state.name());
-        w.text("Activity", s.activity.name());
-        w.value("EnteredCurrentState", s.entered_state);
-        w.value("EnteredCurrentActivity", s.entered_activity);
-        match &self.resources {
-            Some(machine) => s.resources.publish(&s.provisioned, machine, w),
-            None => {
-                w.value("Cpus", s.resources.whole_cpus());
-                w.value("Memory", s.resources.memory);
-                w.value("Disk", s.resources.disk);
+        if groups.has(Groups::PAIR) {
+            w.text("State", s.state.name());
+            at = w.last();
+            w.text("Activity", s.activity.name());
+            w.value("EnteredCurrentState", s.entered_state);
+            w.value("EnteredCurrentActivity", s.entered_activity);
+        }
+        if groups.has(Groups::RESOURCES) {
+            match &self.resources {
+                Some(machine) => s.resources.publish(&s.provisioned, machine, w),
+                None => {
+                    w.value("Cpus", s.resources.whole_cpus());
+                    w.value("Memory", s.resources.memory);
+                    w.value("Disk", s.resources.disk);
+                }
+            }
+            w.value("TotalSlots", self.slots.len() as i64);
+        }
+        if groups.has(Groups::CPU_BUSY) {
+            w.value("CpuIsBusy", s.cpu_busy_since.is_some());
+        }
+        if groups.has(Groups::TIME_IN) {
+            // TotalTime<State><Activity> of the pairs before the current
+            // one (the current one moves with the clock).
+            let current = s.pair();
+            for (pair, secs) in &s.time_in {
+                if *pair != current {
+                    w.value(pair.total_time_attr(), *secs);
+                }
             }
         }
-        w.value("TotalSlots", self.slots.len() as i64);
-        w.value("CpuIsBusy", s.cpu_busy_since.is_some());
-        // TotalTime<State><Activity> of the pairs before the current one
-        // (the current one moves with the clock).
-        let current = s.pair();
-        for (pair, secs) in &s.time_in {
-            if *pair != current {
-                w.value(pair.total_time_attr(), *secs);
+        if groups.has(Groups::BENCHMARK) {
+            w.value("LastBenchmark", s.last_benchmark);
+            if let Some(v) = s.mips {
+                w.value("Mips", v);
+            }
+            if let Some(v) = s.kflops {
+                w.value("KFlops", v);
             }
         }
-        w.value("LastBenchmark", s.last_benchmark);
-        if let Some(v) = s.mips {
-            w.value("Mips", v);
+        if groups.has(Groups::PAIR) {
+            // Not matchable while Matched, Preempting or Drained; otherwise
+            // Requirements is START, as HTCondor publishes it.
+            let not_matchable =
+                matches!(s.state, State::Matched | State::Preempting | State::Drained);
+            w.expr(
+                "Requirements",
+                if not_matchable {
+                    Expr::from_value(Value::Bool(false))
+                } else {
+                    start_reference().clone()
+                },
+            );
         }
-        if let Some(v) = s.kflops {
-            w.value("KFlops", v);
+        if groups.has(Groups::RANK) {
+            w.value("CurrentRank", s.claim.as_ref().map_or(0.0, |c| c.rank));
         }
-
-        // Not matchable while Matched, Preempting or Drained; otherwise
-        // Requirements is START, as HTCondor publishes it.
-        let not_matchable = matches!(s.state, State::Matched | State::Preempting | State::Drained);
-        w.expr(
-            "Requirements",
-            if not_matchable {
-                Expr::from_value(Value::Bool(false))
-            } else {
-                start_reference().clone()
-            },
-        );
-        w.value("CurrentRank", s.claim.as_ref().map_or(0.0, |c| c.rank));
-        for (name, value, changed) in &s.latches {
-            w.value(&format!("{name}Value"), value.clone());
-            w.value(&format!("{name}Time"), *changed);
+        if groups.has(Groups::LATCHES) {
+            for (name, value, changed) in &s.latches {
+                w.value(&format!("{name}Value"), value.clone());
+                w.value(&format!("{name}Time"), *changed);
+            }
         }
 
         // The claim and its job.
+        if groups.has(Groups::CLAIM) {
+            self.write_claim(i, w);
+        }
+        if groups.has(Groups::JOB) {
+            self.write_job(i, w);
+        }
+        if groups.has(Groups::DRAIN) {
+            self.write_drain(w);
+        }
+        at
+    }
+
+    /// The claim's part of [`Startd::write_facts`].
+    fn write_claim(&self, i: usize, w: &mut Refresher<'_>) {
+        let s = &self.slots[i];
         match &s.claim {
             Some(c) => {
                 w.text("RemoteUser", c.user.as_str());
@@ -948,6 +1202,11 @@ impl Startd {
             }
             None => remove_all(w.ad(), CLAIM_ATTRS),
         }
+    }
+
+    /// The running job's part of [`Startd::write_facts`].
+    fn write_job(&self, i: usize, w: &mut Refresher<'_>) {
+        let s = &self.slots[i];
         match (&s.job, s.job_start) {
             (Some(_), Some(start)) => {
                 w.value("JobStart", start);
@@ -975,6 +1234,10 @@ impl Startd {
                 }
             }
         }
+    }
+
+    /// The drain's part of [`Startd::write_facts`].
+    fn write_drain(&self, w: &mut Refresher<'_>) {
         if let Some(t) = self.last_drain_start {
             w.value("LastDrainStartTime", t);
         }
@@ -1091,12 +1354,16 @@ impl Startd {
                         } else {
                             other.ad.clone()
                         };
-                        let kept = self.kept(j, other.ad_stamp);
+                        let stale = if other.ad.is_empty() {
+                            Groups::ALL
+                        } else {
+                            self.stale(j, other.ad_stamp)
+                        };
                         let parts = Clock {
                             cross_slot: false,
                             ..Clock::ALL
                         };
-                        self.refresh(j, now, &mut other_ad, kept, parts);
+                        self.refresh(j, now, &mut other_ad, stale, parts);
                         other_ad.eval_attr(name, &env)
                     };
                     w.value(&format!("slot{}_{name}", other.id), v.clone());
@@ -1110,6 +1377,76 @@ impl Startd {
 #[cfg(test)]
 mod tests {
     use super::changes_with_time;
+    use crate::engine::{Drain, DrainHow};
+    use crate::{MachineInfo, Readings, SlotResources, Startd};
+
+    const T0: i64 = 1_700_000_000;
+
+    /// The engine forgets every ad when a drain begins or ends (START
+    /// changes with it), so no event leaves the drain's group the only one
+    /// to write; written alone all the same, it must be right.
+    #[test]
+    fn the_drain_s_facts_written_alone_are_what_a_whole_rewrite_writes() {
+        #[cfg(debug_assertions)]
+        super::REFRESH_CHECK_EVERY.store(1, std::sync::atomic::Ordering::Relaxed);
+        let c = config::load(
+            &config::LoadOptions::new("STARTD", config::Root::File("c".into())),
+            &config::MemFiles::new().with("c", "RunBenchmarks = False"),
+            &config::FixedHost::empty(),
+        )
+        .unwrap();
+        let slot = SlotResources {
+            cpus: 1.0,
+            memory: 1024,
+            disk: 1_000_000,
+            swap: 0,
+            custom: Vec::new(),
+        };
+        let machine = MachineInfo::new("exec.example.org", 1.0, 1024, 1_000_000);
+        let mut s = Startd::new(&c, machine, vec![(1, None, slot)], T0).unwrap();
+        s.tick(
+            T0,
+            Readings {
+                keyboard_idle: 3600,
+                console_idle: 3600,
+                load_avg: 0.0,
+                condor_load: Vec::new(),
+            },
+        );
+        let env = classad::Env::default();
+        let refreshed = |s: &mut Startd, now: i64| {
+            let ad = s.take_ad(0, now);
+            let seen = [
+                "Draining",
+                "DrainReason",
+                "LastDrainStartTime",
+                "LastDrainStopTime",
+            ]
+            .map(|n| ad.eval_attr(n, &env).to_string());
+            s.put_ad(0, ad);
+            seen
+        };
+        refreshed(&mut s, T0 + 1);
+        s.last_drain_start = Some(T0 + 2);
+        s.drain = Some(Drain {
+            id: 1,
+            how: DrainHow::Graceful,
+            resume_on_completion: false,
+            start_expr: None,
+            reason: "by test".into(),
+            complete: false,
+        });
+        assert_eq!(
+            refreshed(&mut s, T0 + 3),
+            ["true", "\"by test\"", "1700000002", "undefined"]
+        );
+        s.drain = None;
+        s.last_drain_stop = Some(T0 + 4);
+        assert_eq!(
+            refreshed(&mut s, T0 + 5),
+            ["undefined", "undefined", "1700000002", "1700000004"]
+        );
+    }
 
     #[test]
     fn the_figures_that_move_with_the_clock_are_named() {
