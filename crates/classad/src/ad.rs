@@ -503,7 +503,28 @@ pub struct Refresher<'a> {
 impl Refresher<'_> {
     /// Sets `name` to a literal value.
     pub fn value(&mut self, name: &str, v: impl Into<crate::Value>) {
-        self.expr(name, Expr::from_value(v.into()));
+        let v = v.into();
+        // A number over the same attribute's number, where it is expected:
+        // stored in place (see `value_named`).
+        if let Some((n, e)) = self.ad.entries.get_mut(self.next) {
+            use crate::Value::{Int, Real};
+            let stored = match (e, &v) {
+                (Expr::Lit(Int(old)), Int(x)) if same_name(n.as_str(), name) => {
+                    *old = *x;
+                    true
+                }
+                (Expr::Lit(Real(old)), Real(x)) if same_name(n.as_str(), name) => {
+                    *old = *x;
+                    true
+                }
+                _ => false,
+            };
+            if stored {
+                self.landed(self.next);
+                return;
+            }
+        }
+        self.expr(name, Expr::from_value(v));
     }
 
     /// Sets `name` to the string `v`, leaving an equal string in place

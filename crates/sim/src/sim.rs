@@ -18,8 +18,10 @@
 //! only randomness is [`SplitMix64`] seeded from the scenario. Same
 //! scenario, same seed: the same report, byte for byte.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use classad::{ClassAd, Env, Value};
 use config::{Config, FileError, FixedHost, LoadOptions, Root};
@@ -353,10 +355,10 @@ pub struct Simulation<'f> {
     /// Jobs by schedd and id. It is only looked up, never walked, so a
     /// hash map serves (a B-tree of 100,000 jobs costs a cache miss a
     /// level for every job event).
-    job_index: HashMap<(usize, JobId), usize>,
+    job_index: FxHashMap<(usize, JobId), usize>,
     /// Machines by host name (where a schedd's messages to a startd go:
     /// every keep-alive of every claim); only looked up, like `job_index`.
-    machine_index: HashMap<String, usize>,
+    machine_index: FxHashMap<String, usize>,
     /// (machine, slot) -> the job running there.
     running: BTreeMap<(usize, String), usize>,
     /// Why the slot's claim is being preempted (for the report).
@@ -646,7 +648,7 @@ impl<'f> Simulation<'f> {
             machines,
             schedds,
             jobs: Vec::new(),
-            job_index: HashMap::new(),
+            job_index: FxHashMap::default(),
             machine_index,
             running: BTreeMap::new(),
             preempt_cause: BTreeMap::new(),
