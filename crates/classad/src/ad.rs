@@ -274,6 +274,23 @@ impl ClassAd {
         }
     }
 
+    /// Makes room for `additional` more attributes of the ad's own, so
+    /// that inserting them grows neither the list nor its index: an ad
+    /// kept at its smallest (a queued job's proc ad) that is about to take
+    /// many grows once instead of at every power of two.
+    pub fn reserve(&mut self, additional: usize) {
+        let want = self.entries.len() + additional;
+        self.entries.reserve(additional);
+        if want * 2 > self.slots.len() {
+            let size = (want * 2).next_power_of_two().max(8);
+            self.slots.clear();
+            self.slots.resize(size, 0);
+            for pos in 0..self.entries.len() {
+                self.place(pos);
+            }
+        }
+    }
+
     fn reindex(&mut self) {
         let size = (self.entries.len() * 2).next_power_of_two().max(8);
         self.slots.clear();
@@ -619,6 +636,23 @@ impl Refresher<'_> {
 mod refresher_tests {
     use super::*;
     use crate::Value;
+
+    #[test]
+    fn reserved_room_keeps_every_name_found() {
+        let env = crate::Env::default();
+        let mut ad = ClassAd::new();
+        ad.insert_value("A", 1);
+        ad.shrink_to_fit();
+        ad.reserve(30);
+        for k in 0..40 {
+            ad.insert_value(&format!("N{k}"), k);
+        }
+        assert!(matches!(ad.eval_attr("a", &env), Value::Int(1)));
+        for k in 0..40 {
+            assert!(matches!(ad.eval_attr(&format!("n{k}"), &env), Value::Int(v) if v == k));
+        }
+        assert_eq!(ad.len(), 41);
+    }
 
     #[test]
     fn first_says_where_a_run_began() {

@@ -268,6 +268,10 @@ enum Parent {
 }
 
 /// Edits one job ad and remembers what it touched.
+/// About how many attributes a job's run writes into its ad (matched,
+/// started, ended): room for them is made at once.
+const RUN_ATTRIBUTES: usize = 24;
+
 struct Edit<'a> {
     ad: &'a mut ClassAd,
     touched: Vec<String>,
@@ -838,6 +842,12 @@ impl JobQueue {
             ad: Arc::make_mut(ad),
             touched: Vec::new(),
         };
+        // A job's proc ad is kept at its smallest while it waits (a queue
+        // holds hundreds of thousands); the first run writes a score of
+        // attributes into it, which then find their room at once.
+        if matches!(event, JobEvent::Matched | JobEvent::Started { .. }) {
+            e.ad.reserve(RUN_ATTRIBUTES);
+        }
         let from = e.status();
         let wrong = |event: &JobEvent| QueueError::WrongStatus {
             job: id,
