@@ -27,17 +27,22 @@
 //! them, the simulator's events sit in a calendar of seconds, and the
 //! negotiator keeps slot weights and holds job ads weakly: 20.6-24.2 s
 //! against 35.4-39.6 s for the build before (2695b46), alternating, load
-//! about 1, reports identical. The goal of 20 s is close, not met. What
-//! is left: the startd's events (about a fifth: each transition rewrites
-//! the slot's facts), updates (a sixth: the clock's figures of every ad),
-//! the negotiator's pass over every slot ad, the schedd's bookkeeping.
-//! Since a slot's facts are written in groups (only what an event changed:
-//! `startd::publish`, `Groups`), both days take 64.4 G instructions
-//! against 67.4 G (callgrind, reports identical); wall times, 23.9-31.9 s
-//! against 26.2-30.9 s alternating at load 1-3, cannot show the 4.5%.
-//! Of what is left of writing facts, more than half is taking the claim's
-//! and job's attributes out of the ads (`ClassAd::remove`, one pass over
-//! the index per name).
+//! about 1, reports identical.
+//! Since the simulator queues a submission as the schedd keeps it (a
+//! cluster ad and proc ads of what differs: claims and activations no
+//! longer copy whole job ads), each run of a slot ad's clock figures
+//! starts at its own place, a slot's facts are written in groups (only
+//! what an event changed), a removal renumbers the ad's index without a
+//! branch, numbers are stored over numbers in place, and transition
+//! records share their texts: 16.7-24.6 s (five runs) against 24.3-30.4 s
+//! for the build before (d95cf57), alternating at load 0.3-1.5, reports
+//! identical. The small day runs 4.42 G instructions against 5.96 G
+//! (callgrind). The goal of 20 s is met in most runs, not reliably: this
+//! machine's wall times vary by a third from run to run. What is left,
+//! by instructions: the schedd's job queue edits (about a tenth: names
+//! hashed and looked up through the cluster ad, the touched list), the
+//! negotiator's pass over every slot ad each cycle (a fourteenth), the
+//! claims kept under string keys, and the startd's refreshes.
 //!
 //! The pool sets FILESYSTEM_DOMAIN as well as UID_DOMAIN, as a site of
 //! this size does: left to its default (the host's name), every machine
