@@ -29,6 +29,9 @@ pub mod slot;
 pub mod state;
 pub mod vm_host;
 
+#[cfg(test)]
+mod test_support;
+
 pub use engine::{
     Action, ClaimRequest, DrainFigures, DrainHow, Event, Readings, Ready, Refusal, SetupError,
     ShutdownHow, Startd,

@@ -1378,9 +1378,8 @@ impl Startd {
 mod tests {
     use super::changes_with_time;
     use crate::engine::{Drain, DrainHow};
-    use crate::{MachineInfo, Readings, SlotResources, Startd};
-
-    const T0: i64 = 1_700_000_000;
+    use crate::test_support::{startd, T0};
+    use crate::{Readings, Startd};
 
     /// The engine forgets every ad when a drain begins or ends (START
     /// changes with it), so no event leaves the drain's group the only one
@@ -1389,21 +1388,7 @@ mod tests {
     fn the_drain_s_facts_written_alone_are_what_a_whole_rewrite_writes() {
         #[cfg(debug_assertions)]
         super::REFRESH_CHECK_EVERY.store(1, std::sync::atomic::Ordering::Relaxed);
-        let c = config::load(
-            &config::LoadOptions::new("STARTD", config::Root::File("c".into())),
-            &config::MemFiles::new().with("c", "RunBenchmarks = False"),
-            &config::FixedHost::empty(),
-        )
-        .unwrap();
-        let slot = SlotResources {
-            cpus: 1.0,
-            memory: 1024,
-            disk: 1_000_000,
-            swap: 0,
-            custom: Vec::new(),
-        };
-        let machine = MachineInfo::new("exec.example.org", 1.0, 1024, 1_000_000);
-        let mut s = Startd::new(&c, machine, vec![(1, None, slot)], T0).unwrap();
+        let mut s = startd("");
         s.tick(
             T0,
             Readings {

@@ -248,27 +248,8 @@ impl Startd {
 
 #[cfg(test)]
 mod tests {
-    use crate::{MachineInfo, Readings, SlotResources, Startd};
-
-    const T0: i64 = 1_700_000_000;
-
-    fn startd(text: &str) -> Startd {
-        let c = config::load(
-            &config::LoadOptions::new("STARTD", config::Root::File("c".into())),
-            &config::MemFiles::new().with("c", &format!("RunBenchmarks = False\n{text}")),
-            &config::FixedHost::empty(),
-        )
-        .unwrap();
-        let slot = SlotResources {
-            cpus: 1.0,
-            memory: 1024,
-            disk: 1_000_000,
-            swap: 0,
-            custom: Vec::new(),
-        };
-        let machine = MachineInfo::new("exec.example.org", 1.0, 1024, 1_000_000);
-        Startd::new(&c, machine, vec![(1, None, slot)], T0).unwrap()
-    }
+    use crate::test_support::{startd, T0};
+    use crate::Readings;
 
     fn polled_quiet(text: &str) -> bool {
         let mut s = startd(text);

@@ -13,16 +13,6 @@ use startd::engine::DrainHow;
 use startd::resources::HostReadings;
 use startd::{AdsEpoch, Event, Startd};
 
-/// The ad as sorted `name = expression` lines.
-fn lines(ad: &classad::ClassAd) -> Vec<String> {
-    let mut v: Vec<String> = ad
-        .iter()
-        .map(|(n, e)| format!("{} = {e}", n.as_str().to_ascii_lowercase()))
-        .collect();
-    v.sort();
-    v
-}
-
 /// Each slot's own ad and its published ads against ads built afresh (a
 /// copy of the startd whose ads were forgotten).
 fn check_fresh(

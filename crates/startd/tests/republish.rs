@@ -15,17 +15,6 @@ use startd::{AdsEpoch, Event, Startd};
 
 use std::collections::HashMap;
 
-/// The ad as sorted `name = expression` lines (order of insertion may
-/// differ between copies; what an ad says does not).
-fn lines(ad: &classad::ClassAd) -> Vec<String> {
-    let mut v: Vec<String> = ad
-        .iter()
-        .map(|(n, e)| format!("{} = {e}", n.as_str().to_ascii_lowercase()))
-        .collect();
-    v.sort();
-    v
-}
-
 fn extra() -> classad::ClassAd {
     ad("[ HasFileTransfer = true; FileSystemDomain = \"fs.example.org\"; UidDomain = \"example.org\" ]")
 }

@@ -123,3 +123,14 @@ pub fn run_job(s: &mut Startd, job: ClassAd, now: i64) {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(pair(s, 0), "Claimed/Busy");
 }
+
+/// The ad as sorted `name = expression` lines (order of insertion may
+/// differ between copies; what an ad says does not).
+pub fn lines(ad: &classad::ClassAd) -> Vec<String> {
+    let mut v: Vec<String> = ad
+        .iter()
+        .map(|(n, e)| format!("{} = {e}", n.as_str().to_ascii_lowercase()))
+        .collect();
+    v.sort();
+    v
+}
