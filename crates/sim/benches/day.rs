@@ -34,9 +34,9 @@
 //! starts at its own place, a slot's facts are written in groups (only
 //! what an event changed), a removal renumbers the ad's index without a
 //! branch, numbers are stored over numbers in place, and transition
-//! records share their texts: 16.7-24.6 s (five runs) against 24.3-30.4 s
-//! for the build before (d95cf57), alternating at load 0.3-1.5, reports
-//! identical. The small day runs 4.42 G instructions against 5.96 G
+//! records share their texts: 16.7-24.6 s (seven runs, six under 20 s)
+//! against 24.3-30.4 s for the build before (d95cf57), alternating at
+//! load 0.1-1.5, reports identical. The small day runs 4.42 G instructions against 5.96 G
 //! (callgrind). The goal of 20 s is met in most runs, not reliably: this
 //! machine's wall times vary by a third from run to run. What is left,
 //! by instructions: the schedd's job queue edits (about a tenth: names
