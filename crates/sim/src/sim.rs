@@ -731,8 +731,8 @@ impl<'f> Simulation<'f> {
         }
     }
 
-    /// The ads `condor_submit` makes of job spec `spec` for cluster `cluster`.
-    /// The jobs of `spec`'s submission as the schedd keeps them: a cluster
+    /// The jobs `condor_submit` makes of job spec `spec` for cluster
+    /// `cluster`, as the schedd keeps them: a cluster
     /// ad and one proc ad per job of what differs from it, split as
     /// HTCondor's client splits them (a copy of the job before it, but
     /// for its ProcId, is split without being built).
