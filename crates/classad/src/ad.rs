@@ -282,17 +282,17 @@ impl ClassAd {
         let want = self.entries.len() + additional;
         self.entries.reserve(additional);
         if want * 2 > self.slots.len() {
-            let size = (want * 2).next_power_of_two().max(8);
-            self.slots.clear();
-            self.slots.resize(size, 0);
-            for pos in 0..self.entries.len() {
-                self.place(pos);
-            }
+            self.reindex_for(want);
         }
     }
 
     fn reindex(&mut self) {
-        let size = (self.entries.len() * 2).next_power_of_two().max(8);
+        self.reindex_for(self.entries.len());
+    }
+
+    /// Rebuilds the index at the size for `count` attributes.
+    fn reindex_for(&mut self, count: usize) {
+        let size = (count * 2).next_power_of_two().max(8);
         self.slots.clear();
         self.slots.resize(size, 0);
         for pos in 0..self.entries.len() {
@@ -503,6 +503,18 @@ impl fmt::Display for ClassAd {
     }
 }
 
+/// Sets `e` to the value `v`. A number over a number (most of a refresh:
+/// the clock's figures) is stored in place, with no expression made or
+/// dropped.
+fn store(e: &mut Expr, v: crate::Value) {
+    use crate::Value::{Int, Real};
+    match (e, v) {
+        (Expr::Lit(Int(old)), Int(n)) => *old = n,
+        (Expr::Lit(Real(old)), Real(n)) => *old = n,
+        (e, v) => *e = Expr::from_value(v),
+    }
+}
+
 /// Sets attributes of an ad in a run, expecting each where the one before
 /// was followed last time: a daemon that refreshes the same few dozen
 /// attributes of its ads on every poll then writes each in place, in
@@ -521,22 +533,10 @@ impl Refresher<'_> {
     /// Sets `name` to a literal value.
     pub fn value(&mut self, name: &str, v: impl Into<crate::Value>) {
         let v = v.into();
-        // A number over the same attribute's number, where it is expected:
-        // stored in place (see `value_named`).
+        // Where it is expected, stored in place (see `store`).
         if let Some((n, e)) = self.ad.entries.get_mut(self.next) {
-            use crate::Value::{Int, Real};
-            let stored = match (e, &v) {
-                (Expr::Lit(Int(old)), Int(x)) if same_name(n.as_str(), name) => {
-                    *old = *x;
-                    true
-                }
-                (Expr::Lit(Real(old)), Real(x)) if same_name(n.as_str(), name) => {
-                    *old = *x;
-                    true
-                }
-                _ => false,
-            };
-            if stored {
+            if same_name(n.as_str(), name) {
+                store(e, v);
                 self.landed(self.next);
                 return;
             }
@@ -591,14 +591,7 @@ impl Refresher<'_> {
                 }
             },
         };
-        // A number over a number (most of a refresh: the clock's figures)
-        // is stored in place, with no expression made or dropped.
-        use crate::Value::{Int, Real};
-        match (&mut self.ad.entries[pos].1, v) {
-            (Expr::Lit(Int(old)), Int(n)) => *old = n,
-            (Expr::Lit(Real(old)), Real(n)) => *old = n,
-            (e, v) => *e = Expr::from_value(v),
-        }
+        store(&mut self.ad.entries[pos].1, v);
         self.landed(pos);
     }
 
