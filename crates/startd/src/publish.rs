@@ -363,27 +363,23 @@ impl std::ops::BitOr for Groups {
 
 impl Facts {
     fn of(startd: &Startd, i: usize) -> Facts {
-        let s = &startd.slots[i];
+        // Every group taken by `update`, over empty places.
         let mut facts = Facts {
-            pair: s.pair(),
-            entered: (s.entered_state, s.entered_activity),
-            resources: s.resources.clone(),
-            provisioned: s.provisioned.clone(),
-            slots: startd.slots.len(),
-            cpu_busy: s.cpu_busy_since.is_some(),
-            time_in: s.time_in.clone(),
-            benchmark: (s.last_benchmark, s.mips, s.kflops),
+            pair: startd.slots[i].pair(),
+            entered: (0, 0),
+            resources: SlotResources::default(),
+            provisioned: SlotResources::default(),
+            slots: 0,
+            cpu_busy: false,
+            time_in: Vec::new(),
+            benchmark: (0, None, None),
             rank: None,
             latches: Vec::new(),
             claim: None,
             job: None,
             drain: (None, None, None),
         };
-        facts.update(
-            startd,
-            i,
-            Groups::RANK | Groups::LATCHES | Groups::CLAIM | Groups::JOB | Groups::DRAIN,
-        );
+        facts.update(startd, i, Groups::ALL);
         facts
     }
 
@@ -594,6 +590,17 @@ impl Generation {
             .map(|(_, changed)| *changed)
     }
 
+    /// What an ad written under `stamp` holds stale of these facts as
+    /// they were at this generation: nothing under it, what changed since
+    /// under one of those kept, all otherwise.
+    fn stale_since(&self, stamp: Option<u64>) -> Groups {
+        match stamp {
+            Some(g) if g == self.generation => Groups::NONE,
+            Some(g) => self.changed_since(g).unwrap_or(Groups::ALL),
+            None => Groups::ALL,
+        }
+    }
+
     /// The facts moved on to `generation`, `changed` having changed.
     fn advance(&mut self, generation: u64, changed: Groups) {
         self.before.rotate_right(1);
@@ -671,16 +678,10 @@ impl Startd {
         let Some(f) = &self.slots[i].facts else {
             return Groups::ALL;
         };
-        if stamp.is_none() {
-            Groups::ALL
-        } else if stamp == Some(f.generation) {
-            f.facts.differ(self, i)
-        } else {
-            // Written under an earlier generation: what changed since,
-            // and since this one.
-            stamp
-                .and_then(|g| f.changed_since(g))
-                .map_or(Groups::ALL, |since| since | f.facts.differ(self, i))
+        // What changed up to the last generation, and since.
+        match f.stale_since(stamp) {
+            Groups::ALL => Groups::ALL,
+            since => since | f.facts.differ(self, i),
         }
     }
 
@@ -855,14 +856,10 @@ impl Startd {
         // Written under this generation, or under one of the few before
         // (the slot's own ad, or a caller's copy published under it): only
         // what changed since is written.
-        let f = self.slots[i].facts.as_ref();
-        let stale = match stamp {
-            Some(g) if g == generation => Groups::NONE,
-            Some(g) => match f {
-                Some(f) if f.generation == generation => f.changed_since(g).unwrap_or(Groups::ALL),
-                _ => Groups::ALL,
-            },
-            None => Groups::ALL,
+        let stale = match &self.slots[i].facts {
+            Some(f) if f.generation == generation => f.stale_since(stamp),
+            _ if stamp == Some(generation) => Groups::NONE,
+            _ => Groups::ALL,
         };
         let places = self.refresh(i, now, &mut ad, stale, parts);
         self.slots[i].places = places;
