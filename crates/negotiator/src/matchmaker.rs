@@ -75,7 +75,7 @@ pub fn negotiation_cycle(
 /// group keeps nothing (each group's cycle starts from other names).
 pub fn negotiation_cycle_keeping(
     slot_ads: &[ClassAd],
-    keeping: Option<(SlotGenerations<'_>, &mut KeptSlotKeys)>,
+    mut keeping: Option<(SlotGenerations<'_>, &mut KeptSlotKeys)>,
     submitters: &[SubmitterJobs<'_>],
     accountant: &mut Accountant,
     limits: &mut ConcurrencyLimits,
@@ -83,7 +83,6 @@ pub fn negotiation_cycle_keeping(
     now: i64,
 ) -> Plan {
     let env = Env::at(now);
-    let mut keeping = keeping;
     let cores = match &mut keeping {
         Some((generations, kept)) => kept.pool_cores(slot_ads, *generations, &env),
         None => pool_cores(slot_ads, &env),

@@ -4,6 +4,9 @@
 //! (several matches, consumption policy, pslot preemption), concurrency
 //! limits, and autoclusters.
 
+mod common;
+
+use common::*;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -13,25 +16,6 @@ use negotiator::cycle::{
     negotiate, KeptIds, Limits, MatchKind, NoLimits, Plan, Policy, Priorities, Reason,
     SubmitterJobs,
 };
-
-const NOW: i64 = 1_700_000_000;
-
-fn config(text: &str) -> config::Config {
-    config::load(
-        &config::LoadOptions::new("NEGOTIATOR", config::Root::File("condor_config".into())),
-        &config::MemFiles::new().with("condor_config", text),
-        &config::FixedHost::empty(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn policy(text: &str) -> Policy {
-    Policy::from_config(&config(text)).unwrap()
-}
-
-fn ad(text: &str) -> ClassAd {
-    ClassAd::parse(text).unwrap_or_else(|e| panic!("{e}: {text}"))
-}
 
 /// Effective priorities and usage, by submitter; 0.5 (HTCondor's best) when unknown.
 #[derive(Default)]

@@ -13,34 +13,14 @@
 //! across the run and from scratch, and the plans must be equal (the
 //! matches' costs and the pool's size are the slots' weights).
 
+mod common;
+
 use classad::ClassAd;
+use common::*;
 use negotiator::accountant::Accountant;
 use negotiator::cycle::{KeptSlotKeys, Plan, Policy, SlotGenerations, SubmitterJobs};
 use negotiator::limits::ConcurrencyLimits;
 use negotiator::matchmaker::{negotiation_cycle, negotiation_cycle_keeping};
-
-const NOW: i64 = 1_700_000_000;
-
-fn config(text: &str) -> config::Config {
-    config::load(
-        &config::LoadOptions::new("NEGOTIATOR", config::Root::File("condor_config".into())),
-        &config::MemFiles::new().with("condor_config", text),
-        &config::FixedHost::empty(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn ad(text: &str) -> ClassAd {
-    ClassAd::parse(text).unwrap_or_else(|e| panic!("{e}: {text}"))
-}
-
-/// The startd's figures that move with the clock, as far as these cases
-/// use them.
-fn changes_with_time(name: &str) -> bool {
-    ["KeyboardIdle", "TotalJobRunTime"]
-        .iter()
-        .any(|n| n.eq_ignore_ascii_case(name))
-}
 
 /// A slot: its generation and its ad (after what every slot has).
 fn slot(generation: u64, name: &str, rest: &str) -> (u64, ClassAd) {

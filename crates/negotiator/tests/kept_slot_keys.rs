@@ -11,35 +11,14 @@
 //! keys across the run and from scratch, and the plans must be equal; the
 //! number of slot ads the keeping cycle looked up says what was kept.
 
+mod common;
+
 use classad::ClassAd;
+use common::*;
 use negotiator::cycle::{
     negotiate_capped, negotiate_keeping, KeptSlotKeys, NoLimits, Plan, Policy, Priorities,
     SlotGenerations, SubmitterJobs,
 };
-
-const NOW: i64 = 1_700_000_000;
-
-fn policy(text: &str) -> Policy {
-    let config = config::load(
-        &config::LoadOptions::new("NEGOTIATOR", config::Root::File("condor_config".into())),
-        &config::MemFiles::new().with("condor_config", text),
-        &config::FixedHost::empty(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    Policy::from_config(&config).unwrap()
-}
-
-fn ad(text: &str) -> ClassAd {
-    ClassAd::parse(text).unwrap_or_else(|e| panic!("{e}: {text}"))
-}
-
-/// The startd's figures that move with the clock, as far as these cases
-/// use them (the negotiator does not know the startd's list).
-fn changes_with_time(name: &str) -> bool {
-    ["KeyboardIdle", "TotalJobRunTime"]
-        .iter()
-        .any(|n| n.eq_ignore_ascii_case(name))
-}
 
 /// One user's priority, the same for everyone else.
 struct Prios(f64);

@@ -2,21 +2,13 @@
 //! configuration: priorities decide who goes first, and a pool-wide limit
 //! holds across submitters.
 
+mod common;
+
 use classad::ClassAd;
+use common::*;
 use negotiator::accountant::Accountant;
 use negotiator::cycle::{negotiate, Policy, SubmitterJobs};
 use negotiator::limits::{ConcurrencyLimits, CycleLimits};
-
-const NOW: i64 = 1_700_000_000;
-
-fn config(text: &str) -> config::Config {
-    config::load(
-        &config::LoadOptions::new("NEGOTIATOR", config::Root::File("condor_config".into())),
-        &config::MemFiles::new().with("condor_config", text),
-        &config::FixedHost::empty(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
-}
 
 fn slot(n: usize) -> ClassAd {
     ClassAd::parse(&format!(
