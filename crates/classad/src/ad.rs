@@ -152,14 +152,21 @@ impl ClassAd {
             self.entries[pos].1 = expr;
             return;
         }
+        self.insert_absent(name, expr);
+    }
+
+    /// Adds `name`, known not to be among the ad's own (a caller that
+    /// just looked it up does not look again); returns where it went.
+    fn insert_absent(&mut self, name: AttrName, expr: Expr) -> usize {
         let name = self.unhide(name);
         self.entries.push((name, expr));
+        let pos = self.entries.len() - 1;
         if self.entries.len() * 2 > self.slots.len() {
             self.reindex();
         } else {
-            let pos = self.entries.len() - 1;
             self.place(pos);
         }
+        pos
     }
 
     /// Before a chained ad takes a name of its own: the name shows again if
@@ -195,7 +202,9 @@ impl ClassAd {
         let e = Expr::from_value(v.into());
         match self.position_hashed(crate::name::fold_hash(name), name) {
             Some(pos) => self.entries[pos].1 = e,
-            None => self.insert(AttrName::new(name), e),
+            None => {
+                self.insert_absent(AttrName::new(name), e);
+            }
         }
     }
 
@@ -213,19 +222,20 @@ impl ClassAd {
     /// name the parent has is hidden from then on (the parent is not
     /// changed).
     pub fn remove(&mut self, name: &str) -> Option<Expr> {
-        let key = AttrName::new(name);
-        let own = self.position(&key).map(|pos| {
+        // Looked up by its text: no name is made (interned) to find one.
+        let hash = crate::name::fold_hash(name);
+        let own = self.position_hashed(hash, name).map(|pos| {
             self.unindex(pos);
             let (_, e) = self.entries.remove(pos);
             e
         });
-        if self.chain.is_none() || self.is_hidden(&key) {
+        if self.chain.is_none() || self.is_hidden_str(name) {
             return own;
         }
         let chain = self.chain.as_mut()?;
         let inherited = chain
             .parent
-            .lookup_entry(&key)
+            .entry_hashed(hash, name)
             .map(|(n, e)| (n.clone(), e.clone()));
         match inherited {
             Some((spelled, e)) => {
@@ -391,6 +401,19 @@ impl ClassAd {
         }
     }
 
+    /// [`ClassAd::lookup_entry`] by a name's text, already hashed.
+    fn entry_hashed(&self, hash: u64, name: &str) -> Option<(&AttrName, &Expr)> {
+        if let Some(pos) = self.position_hashed(hash, name) {
+            let (n, e) = &self.entries[pos];
+            return Some((n, e));
+        }
+        let chain = self.chain.as_ref()?;
+        if self.is_hidden_str(name) {
+            return None;
+        }
+        chain.parent.entry_hashed(hash, name)
+    }
+
     fn inherited_get(&self, hash: u64, name: &str) -> Option<&Expr> {
         let chain = self.chain.as_ref()?;
         if self.is_hidden_str(name) {
@@ -506,6 +529,7 @@ impl fmt::Display for ClassAd {
 /// Sets `e` to the value `v`. A number over a number (most of a refresh:
 /// the clock's figures) is stored in place, with no expression made or
 /// dropped.
+#[inline]
 fn store(e: &mut Expr, v: crate::Value) {
     use crate::Value::{Int, Real};
     match (e, v) {
@@ -564,8 +588,8 @@ impl Refresher<'_> {
             _ => match self.ad.position_hashed(crate::name::fold_hash(name), name) {
                 Some(p) => p,
                 None => {
-                    self.ad.insert(AttrName::new(name), e);
-                    self.landed(self.ad.entries.len() - 1);
+                    let pos = self.ad.insert_absent(AttrName::new(name), e);
+                    self.landed(pos);
                     return;
                 }
             },
@@ -585,8 +609,8 @@ impl Refresher<'_> {
             _ => match self.ad.position_hashed(name.fold_hash(), name.as_str()) {
                 Some(p) => p,
                 None => {
-                    self.ad.insert(name.clone(), Expr::from_value(v));
-                    self.landed(self.ad.entries.len() - 1);
+                    let pos = self.ad.insert_absent(name.clone(), Expr::from_value(v));
+                    self.landed(pos);
                     return;
                 }
             },

@@ -1111,9 +1111,9 @@ impl Startd {
         let mut at = at;
         // Written in the same order every time, so each lands in place.
         if groups.has(Groups::PAIR) {
-            w.text("State", s.state.name());
+            w.value("State", s.state.value());
             at = w.last();
-            w.text("Activity", s.activity.name());
+            w.value("Activity", s.activity.value());
             w.value("EnteredCurrentState", s.entered_state);
             w.value("EnteredCurrentActivity", s.entered_activity);
         }

@@ -46,9 +46,36 @@ impl State {
             State::Drained => "Drained",
         }
     }
+
+    /// The name as the string value a slot ad publishes, made once: a
+    /// slot's every move publishes its state, and allocates nothing for it.
+    pub fn value(self) -> classad::Value {
+        classad::Value::Str(match self {
+            State::Owner => arcstr::literal!("Owner"),
+            State::Unclaimed => arcstr::literal!("Unclaimed"),
+            State::Matched => arcstr::literal!("Matched"),
+            State::Claimed => arcstr::literal!("Claimed"),
+            State::Preempting => arcstr::literal!("Preempting"),
+            State::Backfill => arcstr::literal!("Backfill"),
+            State::Drained => arcstr::literal!("Drained"),
+        })
+    }
 }
 
 impl Activity {
+    /// The name as a published string value, made once (see [`State::value`]).
+    pub fn value(self) -> classad::Value {
+        classad::Value::Str(match self {
+            Activity::Idle => arcstr::literal!("Idle"),
+            Activity::Benchmarking => arcstr::literal!("Benchmarking"),
+            Activity::Busy => arcstr::literal!("Busy"),
+            Activity::Suspended => arcstr::literal!("Suspended"),
+            Activity::Retiring => arcstr::literal!("Retiring"),
+            Activity::Vacating => arcstr::literal!("Vacating"),
+            Activity::Killing => arcstr::literal!("Killing"),
+        })
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Activity::Idle => "Idle",
@@ -270,6 +297,16 @@ mod tests {
                 assert_eq!(Pair(s, a).text(), Pair(s, a).to_string());
                 assert_eq!(Pair(s, a).text(), format!("{}/{}", s.name(), a.name()));
             }
+        }
+    }
+
+    #[test]
+    fn each_published_value_is_the_name() {
+        for s in STATES {
+            assert_eq!(s.value().as_str(), Some(s.name()));
+        }
+        for a in ACTIVITIES {
+            assert_eq!(a.value().as_str(), Some(a.name()));
         }
     }
 }
