@@ -604,18 +604,52 @@ impl Refresher<'_> {
     /// hash computed.
     pub fn value_named(&mut self, name: &AttrName, v: impl Into<crate::Value>) {
         let v = v.into();
-        let pos = match self.ad.entries.get(self.next) {
-            Some((n, _)) if n.matches(name) => self.next,
-            _ => match self.ad.position_hashed(name.fold_hash(), name.as_str()) {
-                Some(p) => p,
-                None => {
-                    let pos = self.ad.insert_absent(name.clone(), Expr::from_value(v));
-                    self.landed(pos);
-                    return;
-                }
-            },
-        };
-        store(&mut self.ad.entries[pos].1, v);
+        match self.find_named(name) {
+            Some(pos) => {
+                store(&mut self.ad.entries[pos].1, v);
+                self.landed(pos);
+            }
+            None => self.add_named(name, Expr::from_value(v)),
+        }
+    }
+
+    /// [`Refresher::text`] by a name made once (see
+    /// [`Refresher::value_named`]).
+    pub fn text_named(&mut self, name: &AttrName, v: &str) {
+        if let Some((n, Expr::Lit(crate::Value::Str(old)))) = self.ad.entries.get(self.next) {
+            if n.matches(name) && old.as_str() == v {
+                self.landed(self.next);
+                return;
+            }
+        }
+        self.value_named(name, v);
+    }
+
+    /// [`Refresher::expr`] by a name made once (see
+    /// [`Refresher::value_named`]).
+    pub fn expr_named(&mut self, name: &AttrName, e: Expr) {
+        match self.find_named(name) {
+            Some(pos) => {
+                self.ad.entries[pos].1 = e;
+                self.landed(pos);
+            }
+            None => self.add_named(name, e),
+        }
+    }
+
+    /// Where `name` is: where the next write is expected, else looked up
+    /// by its hash made once. (Inlined: the writes in place are most of a
+    /// refresh.)
+    #[inline(always)]
+    fn find_named(&self, name: &AttrName) -> Option<usize> {
+        match self.ad.entries.get(self.next) {
+            Some((n, _)) if n.matches(name) => Some(self.next),
+            _ => self.ad.position_hashed(name.fold_hash(), name.as_str()),
+        }
+    }
+
+    fn add_named(&mut self, name: &AttrName, e: Expr) {
+        let pos = self.ad.insert_absent(name.clone(), e);
         self.landed(pos);
     }
 

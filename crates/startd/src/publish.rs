@@ -155,6 +155,47 @@ clock_figures! {
     quick_badput: "ExpectedMachineQuickDrainingBadput",
 }
 
+/// The names of the facts a refresh writes, made once (found in place
+/// by pointer, and looked up without hashing their text when not).
+struct FactNames {
+    state: AttrName,
+    activity: AttrName,
+    entered_state: AttrName,
+    entered_activity: AttrName,
+    total_slots: AttrName,
+    cpu_is_busy: AttrName,
+    requirements: AttrName,
+    current_rank: AttrName,
+    remote_user: AttrName,
+    remote_owner: AttrName,
+    client_machine: AttrName,
+    remote_schedd_name: AttrName,
+    job_start: AttrName,
+    job_id: AttrName,
+    job_universe: AttrName,
+}
+
+fn fact_names() -> &'static FactNames {
+    static NAMES: std::sync::OnceLock<FactNames> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| FactNames {
+        state: AttrName::new("State"),
+        activity: AttrName::new("Activity"),
+        entered_state: AttrName::new("EnteredCurrentState"),
+        entered_activity: AttrName::new("EnteredCurrentActivity"),
+        total_slots: AttrName::new("TotalSlots"),
+        cpu_is_busy: AttrName::new("CpuIsBusy"),
+        requirements: AttrName::new("Requirements"),
+        current_rank: AttrName::new("CurrentRank"),
+        remote_user: AttrName::new("RemoteUser"),
+        remote_owner: AttrName::new("RemoteOwner"),
+        client_machine: AttrName::new("ClientMachine"),
+        remote_schedd_name: AttrName::new("RemoteScheddName"),
+        job_start: AttrName::new("JobStart"),
+        job_id: AttrName::new("JobId"),
+        job_universe: AttrName::new("JobUniverse"),
+    })
+}
+
 /// TotalTime<State><Activity>, slot<N>_<name> and vm<N>_<name>.
 fn clock_prefixed(name: &str) -> bool {
     let after = |prefix: &str| {
@@ -1108,14 +1149,15 @@ impl Startd {
     /// Returns where the first (State) landed, `at` if it was not written.
     fn write_facts(&self, i: usize, w: &mut Refresher<'_>, groups: Groups, at: usize) -> usize {
         let s = &self.slots[i];
+        let n = fact_names();
         let mut at = at;
         // Written in the same order every time, so each lands in place.
         if groups.has(Groups::PAIR) {
-            w.value("State", s.state.value());
+            w.value_named(&n.state, s.state.value());
             at = w.last();
-            w.value("Activity", s.activity.value());
-            w.value("EnteredCurrentState", s.entered_state);
-            w.value("EnteredCurrentActivity", s.entered_activity);
+            w.value_named(&n.activity, s.activity.value());
+            w.value_named(&n.entered_state, s.entered_state);
+            w.value_named(&n.entered_activity, s.entered_activity);
         }
         if groups.has(Groups::RESOURCES) {
             match &self.resources {
@@ -1126,10 +1168,10 @@ impl Startd {
                     w.value("Disk", s.resources.disk);
                 }
             }
-            w.value("TotalSlots", self.slots.len() as i64);
+            w.value_named(&n.total_slots, self.slots.len() as i64);
         }
         if groups.has(Groups::CPU_BUSY) {
-            w.value("CpuIsBusy", s.cpu_busy_since.is_some());
+            w.value_named(&n.cpu_is_busy, s.cpu_busy_since.is_some());
         }
         if groups.has(Groups::TIME_IN) {
             // TotalTime<State><Activity> of the pairs before the current
@@ -1137,7 +1179,7 @@ impl Startd {
             let current = s.pair();
             for (pair, secs) in &s.time_in {
                 if *pair != current {
-                    w.value(pair.total_time_attr(), *secs);
+                    w.value_named(pair.total_time_name(), *secs);
                 }
             }
         }
@@ -1155,8 +1197,8 @@ impl Startd {
             // Requirements is START, as HTCondor publishes it.
             let not_matchable =
                 matches!(s.state, State::Matched | State::Preempting | State::Drained);
-            w.expr(
-                "Requirements",
+            w.expr_named(
+                &n.requirements,
                 if not_matchable {
                     Expr::from_value(Value::Bool(false))
                 } else {
@@ -1165,7 +1207,7 @@ impl Startd {
             );
         }
         if groups.has(Groups::RANK) {
-            w.value("CurrentRank", s.claim.as_ref().map_or(0.0, |c| c.rank));
+            w.value_named(&n.current_rank, s.claim.as_ref().map_or(0.0, |c| c.rank));
         }
         if groups.has(Groups::LATCHES) {
             for (name, value, changed) in &s.latches {
@@ -1190,12 +1232,13 @@ impl Startd {
     /// The claim's part of [`Startd::write_facts`].
     fn write_claim(&self, i: usize, w: &mut Refresher<'_>) {
         let s = &self.slots[i];
+        let n = fact_names();
         match &s.claim {
             Some(c) => {
-                w.text("RemoteUser", c.user.as_str());
-                w.text("RemoteOwner", c.owner.as_str());
-                w.text("ClientMachine", c.schedd.as_str());
-                w.text("RemoteScheddName", c.schedd.as_str());
+                w.text_named(&n.remote_user, c.user.as_str());
+                w.text_named(&n.remote_owner, c.owner.as_str());
+                w.text_named(&n.client_machine, c.schedd.as_str());
+                w.text_named(&n.remote_schedd_name, c.schedd.as_str());
             }
             None => remove_all(w.ad(), CLAIM_ATTRS),
         }
@@ -1204,15 +1247,16 @@ impl Startd {
     /// The running job's part of [`Startd::write_facts`].
     fn write_job(&self, i: usize, w: &mut Refresher<'_>) {
         let s = &self.slots[i];
+        let n = fact_names();
         match (&s.job, s.job_start) {
             (Some(_), Some(start)) => {
-                w.value("JobStart", start);
+                w.value_named(&n.job_start, start);
                 let facts = &s.job_facts;
                 if let Some(id) = &facts.id {
-                    w.text("JobId", id);
+                    w.text_named(&n.job_id, id);
                 }
                 if let Some(u) = facts.universe {
-                    w.value("JobUniverse", u);
+                    w.value_named(&n.job_universe, u);
                 }
                 // The running job's concurrency limits: the negotiator
                 // counts limits in use from the slot ads.
