@@ -31,7 +31,7 @@ use classad::value::ArcStr;
 use classad::{ClassAd, Expr, Value};
 
 use crate::claims::submitter_of;
-use crate::job::{attr, JobId, JobStatus};
+use crate::job::{attr, names, JobId, JobStatus};
 use crate::queue::status_of;
 
 /// Jobs counted by `JobStatus`: `[n]` is the number of jobs whose status
@@ -85,17 +85,18 @@ pub(crate) struct JobKey {
 
 impl JobKey {
     pub(crate) fn of(id: JobId, ad: &ClassAd) -> JobKey {
-        let (owner, owner_plain) = match ad.get(attr::OWNER) {
+        // Names made once: a key is made twice for every change to a job.
+        let (owner, owner_plain) = match ad.lookup_name(&names::OWNER) {
             None => (None, true),
             Some(Expr::Lit(Value::Str(s))) => (Some(s.clone()), true),
             Some(_) => (None, false),
         };
         let status_plain = matches!(
-            ad.get(attr::JOB_STATUS),
+            ad.lookup_name(&names::JOB_STATUS),
             None | Some(Expr::Lit(Value::Int(_)))
         );
         let cluster_plain = matches!(
-            ad.get(attr::CLUSTER_ID),
+            ad.lookup_name(&names::CLUSTER_ID),
             Some(Expr::Lit(Value::Int(c))) if *c == id.cluster
         );
         JobKey {
@@ -110,8 +111,8 @@ impl JobKey {
 /// `claims::submitter_of`, without its evaluations in the common case (a
 /// literal `User` and no `AccountingGroup`), which gives the same answer.
 fn submitter(ad: &ClassAd) -> ArcStr {
-    if ad.get("AccountingGroup").is_none() {
-        if let Some(Expr::Lit(Value::Str(s))) = ad.get(attr::USER) {
+    if ad.lookup_name(&names::ACCOUNTING_GROUP).is_none() {
+        if let Some(Expr::Lit(Value::Str(s))) = ad.lookup_name(&names::USER) {
             if !s.is_empty() {
                 return s.clone();
             }

@@ -34,11 +34,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use classad::{ClassAd, Env, Expr, Value};
+use classad::{AttrName, ClassAd, Env, Expr, Value};
 
 use crate::authz::{self, Refusal, SuperUsers};
 use crate::index::{self, Candidates, JobIndex, JobKey, StatusCounts, Terms};
-use crate::job::{attr, HoldCode, JobId, JobStatus};
+use crate::job::{attr, names, HoldCode, JobId, JobStatus};
 use crate::policy::{self, ExitDecision, PolicyAction, SystemPolicy};
 use crate::submit_policy::{SubmitPolicy, SubmitRefused};
 use crate::userlog::{EndedBy, ExitHow, LogEvent, Rusage, Usage};
@@ -274,59 +274,75 @@ const RUN_ATTRIBUTES: usize = 24;
 
 struct Edit<'a> {
     ad: &'a mut ClassAd,
-    touched: Vec<String>,
+    /// The names set or deleted, each once, in the order they changed
+    /// (spelled out as the change's `attributes` at the end).
+    touched: Vec<&'static AttrName>,
 }
 
 impl Edit<'_> {
-    fn touch(&mut self, name: &str) {
-        if !self.touched.iter().any(|t| t.eq_ignore_ascii_case(name)) {
-            self.touched.push(name.to_string());
+    // Names made once (`names`): the ad finds them by their hash and
+    // their interned text, and the list of those touched compares
+    // pointers, where a name's text was hashed, interned and copied at
+    // every write.
+    fn touch(&mut self, name: &'static AttrName) {
+        if !self.touched.iter().any(|t| t.matches(name)) {
+            self.touched.push(name);
         }
     }
-    fn set(&mut self, name: &str, v: impl Into<Value>) {
-        self.ad.insert_value(name, v);
+    fn set(&mut self, name: &'static AttrName, v: impl Into<Value>) {
+        self.ad.insert(name.clone(), Expr::from_value(v.into()));
         self.touch(name);
     }
-    fn remove(&mut self, name: &str) {
-        if self.ad.remove(name).is_some() {
+    fn remove(&mut self, name: &'static AttrName) {
+        if self.ad.remove(name.as_str()).is_some() {
             self.touch(name);
         }
     }
-    fn int(&self, name: &str) -> Option<i64> {
-        literal(self.ad, name).and_then(|v| match v {
+    fn int(&self, name: &AttrName) -> Option<i64> {
+        literal_named(self.ad, name).and_then(|v| match v {
             Value::Int(i) => Some(i),
             Value::Real(r) => Some(r as i64),
             Value::Bool(b) => Some(b as i64),
             _ => None,
         })
     }
-    fn string(&self, name: &str) -> Option<String> {
-        literal(self.ad, name).and_then(|v| v.as_str().map(str::to_string))
+    fn string(&self, name: &AttrName) -> Option<String> {
+        literal_named(self.ad, name).and_then(|v| v.as_str().map(str::to_string))
     }
-    fn increment(&mut self, name: &str) -> i64 {
+    fn number(&self, name: &AttrName) -> Option<f64> {
+        literal_named(self.ad, name).and_then(|v| v.as_number())
+    }
+    fn increment(&mut self, name: &'static AttrName) -> i64 {
         let n = self.int(name).unwrap_or(0) + 1;
         self.set(name, n);
         n
     }
     /// Adds `by` seconds to a time total, keeping its type: HTCondor keeps
     /// `RemoteWallClockTime` as a real and the slot times as integers.
-    fn add_time(&mut self, name: &str, by: i64) {
-        match literal(self.ad, name) {
+    fn add_time(&mut self, name: &'static AttrName, by: i64) {
+        match literal_named(self.ad, name) {
             Some(Value::Real(r)) => self.set(name, r + by as f64),
             Some(Value::Int(i)) => self.set(name, i + by),
             _ => self.set(name, by as f64),
         }
     }
     fn status(&self) -> JobStatus {
-        self.int(attr::JOB_STATUS)
+        self.int(&names::JOB_STATUS)
             .and_then(JobStatus::from_number)
             .unwrap_or(JobStatus::Idle)
     }
     fn set_status(&mut self, to: JobStatus, now: i64) {
         let from = self.status();
-        self.set(attr::LAST_JOB_STATUS, from.number());
-        self.set(attr::JOB_STATUS, to.number());
-        self.set(attr::ENTERED_CURRENT_STATUS, now);
+        self.set(&names::LAST_JOB_STATUS, from.number());
+        self.set(&names::JOB_STATUS, to.number());
+        self.set(&names::ENTERED_CURRENT_STATUS, now);
+    }
+    /// The attributes touched, as a [`Change`] lists them.
+    fn attributes(&self) -> Vec<String> {
+        self.touched
+            .iter()
+            .map(|n| n.as_str().to_string())
+            .collect()
     }
 }
 
@@ -392,8 +408,19 @@ fn same_literal_int(ads: &[ClassAd], name: &str) -> Option<i64> {
 
 /// The value of a literal attribute (what the queue itself wrote).
 fn literal(ad: &ClassAd, name: &str) -> Option<Value> {
-    match ad.get(name)? {
-        classad::Expr::Lit(v) => Some(v.clone()),
+    value_of(ad, ad.get(name)?)
+}
+
+/// [`literal`] of a name made once (`names`).
+fn literal_named(ad: &ClassAd, name: &AttrName) -> Option<Value> {
+    value_of(ad, ad.lookup_name(name)?)
+}
+
+/// A literal's value, or what an expression evaluates to when that is
+/// neither undefined nor an error.
+fn value_of(ad: &ClassAd, e: &Expr) -> Option<Value> {
+    match e {
+        Expr::Lit(v) => Some(v.clone()),
         e => {
             let v = ad.eval(e, &Env::default());
             (!v.is_undefined() && !v.is_error()).then_some(v)
@@ -403,7 +430,7 @@ fn literal(ad: &ClassAd, name: &str) -> Option<Value> {
 
 /// The status a job ad records.
 pub fn status_of(ad: &ClassAd) -> Option<JobStatus> {
-    match literal(ad, attr::JOB_STATUS)? {
+    match literal_named(ad, &names::JOB_STATUS)? {
         Value::Int(n) => JobStatus::from_number(n),
         _ => None,
     }
@@ -860,28 +887,28 @@ impl JobQueue {
                 if from != JobStatus::Idle {
                     return Err(wrong(&event));
                 }
-                e.set(attr::LAST_MATCH_TIME, now);
-                e.increment(attr::NUM_JOB_MATCHES);
+                e.set(&names::LAST_MATCH_TIME, now);
+                e.increment(&names::NUM_JOB_MATCHES);
                 None
             }
             JobEvent::Started { host, slot, claim } => {
                 if from != JobStatus::Idle {
                     return Err(wrong(&event));
                 }
-                let shadows = e.increment(attr::NUM_SHADOW_STARTS);
-                e.set(attr::JOB_RUN_COUNT, shadows);
-                e.increment(attr::NUM_JOB_STARTS);
-                if e.int(attr::JOB_START_DATE).unwrap_or(0) <= 0 {
-                    e.set(attr::JOB_START_DATE, now);
+                let shadows = e.increment(&names::NUM_SHADOW_STARTS);
+                e.set(&names::JOB_RUN_COUNT, shadows);
+                e.increment(&names::NUM_JOB_STARTS);
+                if e.int(&names::JOB_START_DATE).unwrap_or(0) <= 0 {
+                    e.set(&names::JOB_START_DATE, now);
                 }
-                e.set(attr::JOB_CURRENT_START_DATE, now);
-                e.set(attr::JOB_CURRENT_START_EXECUTING_DATE, now);
-                e.set(attr::SHADOW_BDAY, now);
-                e.set(attr::REMOTE_HOST, slot.as_str());
-                e.set(attr::CURRENT_HOSTS, 1);
-                e.set(attr::STARTD_IP_ADDR, host.as_str());
+                e.set(&names::JOB_CURRENT_START_DATE, now);
+                e.set(&names::JOB_CURRENT_START_EXECUTING_DATE, now);
+                e.set(&names::SHADOW_BDAY, now);
+                e.set(&names::REMOTE_HOST, slot.as_str());
+                e.set(&names::CURRENT_HOSTS, 1);
+                e.set(&names::STARTD_IP_ADDR, host.as_str());
                 if let Some(c) = claim {
-                    e.set(attr::CLAIM_ID, c.as_str());
+                    e.set(&names::CLAIM_ID, c.as_str());
                 }
                 e.set_status(JobStatus::Running, now);
                 Some(LogEvent::Execute {
@@ -897,7 +924,7 @@ impl JobQueue {
                 if !from.is_active() {
                     return Err(wrong(&event));
                 }
-                e.set(attr::JOB_DISCONNECTED_DATE, now);
+                e.set(&names::JOB_DISCONNECTED_DATE, now);
                 Some(LogEvent::Disconnected {
                     reason: reason.clone(),
                     startd_name: startd.clone(),
@@ -908,7 +935,7 @@ impl JobQueue {
                 if !from.is_active() {
                     return Err(wrong(&event));
                 }
-                e.remove(attr::JOB_DISCONNECTED_DATE);
+                e.remove(&names::JOB_DISCONNECTED_DATE);
                 Some(LogEvent::Reconnected {
                     startd_name: startd.clone(),
                     startd_addr: address.clone(),
@@ -921,8 +948,8 @@ impl JobQueue {
                 }
                 // The run's time is not committed: the job starts over.
                 end_run(&mut e, now, false, &RunReport::default());
-                e.remove(attr::JOB_DISCONNECTED_DATE);
-                e.set(attr::LAST_VACATE_TIME, now);
+                e.remove(&names::JOB_DISCONNECTED_DATE);
+                e.set(&names::LAST_VACATE_TIME, now);
                 e.set_status(JobStatus::Idle, now);
                 Some(LogEvent::ReconnectFailed {
                     reason: reason.clone(),
@@ -933,8 +960,8 @@ impl JobQueue {
                 if from != JobStatus::Running {
                     return Err(wrong(&event));
                 }
-                e.set(attr::LAST_SUSPENSION_TIME, now);
-                e.increment(attr::TOTAL_SUSPENSIONS);
+                e.set(&names::LAST_SUSPENSION_TIME, now);
+                e.increment(&names::TOTAL_SUSPENSIONS);
                 e.set_status(JobStatus::Suspended, now);
                 Some(LogEvent::Suspended {
                     num_pids: *num_pids,
@@ -957,7 +984,7 @@ impl JobQueue {
                     return Err(wrong(&event));
                 }
                 let usage = end_run(&mut e, now, *checkpointed, report);
-                e.set(attr::LAST_VACATE_TIME, now);
+                e.set(&names::LAST_VACATE_TIME, now);
                 e.set_status(JobStatus::Idle, now);
                 Some(LogEvent::Evicted {
                     checkpointed: *checkpointed,
@@ -970,7 +997,7 @@ impl JobQueue {
                 if from != JobStatus::Running {
                     return Err(wrong(&event));
                 }
-                e.set(attr::JOB_CURRENT_START_TRANSFER_OUTPUT_DATE, now);
+                e.set(&names::JOB_CURRENT_START_TRANSFER_OUTPUT_DATE, now);
                 e.set_status(JobStatus::TransferringOutput, now);
                 None
             }
@@ -979,14 +1006,14 @@ impl JobQueue {
                     return Err(wrong(&event));
                 }
                 if from == JobStatus::TransferringOutput {
-                    e.set(attr::JOB_CURRENT_FINISH_TRANSFER_OUTPUT_DATE, now);
+                    e.set(&names::JOB_CURRENT_FINISH_TRANSFER_OUTPUT_DATE, now);
                 }
                 let usage = end_run(&mut e, now, true, report);
-                e.increment(attr::NUM_JOB_COMPLETIONS);
+                e.increment(&names::NUM_JOB_COMPLETIONS);
                 record_exit(&mut e, how);
                 match policy::at_exit(e.ad, system, &env) {
                     ExitDecision::Complete => {
-                        e.set(attr::COMPLETION_DATE, now);
+                        e.set(&names::COMPLETION_DATE, now);
                         e.set_status(JobStatus::Completed, now);
                         Some(LogEvent::Terminated {
                             how: how.clone(),
@@ -1027,7 +1054,7 @@ impl JobQueue {
                 }
                 if from.is_active() {
                     end_run(&mut e, now, false, &RunReport::default());
-                    e.set(attr::LAST_VACATE_TIME, now);
+                    e.set(&names::LAST_VACATE_TIME, now);
                     stop = true;
                 }
                 Some(hold(&mut e, reason, *code, *subcode, now))
@@ -1036,19 +1063,19 @@ impl JobQueue {
                 if from != JobStatus::Held {
                     return Err(wrong(&event));
                 }
-                if let Some(r) = e.string(attr::HOLD_REASON) {
-                    e.set(attr::LAST_HOLD_REASON, r);
+                if let Some(r) = e.string(&names::HOLD_REASON) {
+                    e.set(&names::LAST_HOLD_REASON, r);
                 }
-                if let Some(c) = e.int(attr::HOLD_REASON_CODE) {
-                    e.set(attr::LAST_HOLD_REASON_CODE, c);
+                if let Some(c) = e.int(&names::HOLD_REASON_CODE) {
+                    e.set(&names::LAST_HOLD_REASON_CODE, c);
                 }
-                if let Some(c) = e.int(attr::HOLD_REASON_SUBCODE) {
-                    e.set(attr::LAST_HOLD_REASON_SUBCODE, c);
+                if let Some(c) = e.int(&names::HOLD_REASON_SUBCODE) {
+                    e.set(&names::LAST_HOLD_REASON_SUBCODE, c);
                 }
-                e.remove(attr::HOLD_REASON);
-                e.remove(attr::HOLD_REASON_CODE);
-                e.remove(attr::HOLD_REASON_SUBCODE);
-                e.set(attr::RELEASE_REASON, reason.as_str());
+                e.remove(&names::HOLD_REASON);
+                e.remove(&names::HOLD_REASON_CODE);
+                e.remove(&names::HOLD_REASON_SUBCODE);
+                e.set(&names::RELEASE_REASON, reason.as_str());
                 e.set_status(JobStatus::Idle, now);
                 Some(LogEvent::Released {
                     reason: Some(reason.clone()),
@@ -1073,7 +1100,7 @@ impl JobQueue {
             from: Some(from),
             to,
             log,
-            attributes: e.touched,
+            attributes: e.attributes(),
             stop,
         })
     }
@@ -1145,7 +1172,7 @@ impl JobQueue {
                     touched: Vec::new(),
                 };
                 let run = current_run(&e, now);
-                e.add_time(attr::REMOTE_WALL_CLOCK_TIME, run);
+                e.add_time(&names::REMOTE_WALL_CLOCK_TIME, run);
                 policy::periodic(&running, status, system, &env)
             } else {
                 policy::periodic(ad, status, system, &env)
@@ -1180,17 +1207,17 @@ impl JobQueue {
 /// Seconds the current run has lasted (since the shadow started).
 fn current_run(e: &Edit<'_>, now: i64) -> i64 {
     let start = e
-        .int(attr::SHADOW_BDAY)
-        .or_else(|| e.int(attr::JOB_CURRENT_START_DATE))
+        .int(&names::SHADOW_BDAY)
+        .or_else(|| e.int(&names::JOB_CURRENT_START_DATE))
         .unwrap_or(now);
     (now - start).max(0)
 }
 
 fn end_suspension(e: &mut Edit<'_>, now: i64) {
-    let since = e.int(attr::LAST_SUSPENSION_TIME).unwrap_or(0);
+    let since = e.int(&names::LAST_SUSPENSION_TIME).unwrap_or(0);
     if since > 0 {
-        e.add_time(attr::CUMULATIVE_SUSPENSION_TIME, (now - since).max(0));
-        e.set(attr::LAST_SUSPENSION_TIME, 0i64);
+        e.add_time(&names::CUMULATIVE_SUSPENSION_TIME, (now - since).max(0));
+        e.set(&names::LAST_SUSPENSION_TIME, 0i64);
     }
 }
 
@@ -1203,31 +1230,25 @@ fn end_run(e: &mut Edit<'_>, now: i64, committed: bool, report: &RunReport) -> U
         end_suspension(e, now);
     }
     // The run's claim is no longer the job's.
-    e.remove(attr::CLAIM_ID);
+    e.remove(&names::CLAIM_ID);
     let run = current_run(e, now);
-    e.add_time(attr::REMOTE_WALL_CLOCK_TIME, run);
-    e.add_time(attr::CUMULATIVE_SLOT_TIME, run);
+    e.add_time(&names::REMOTE_WALL_CLOCK_TIME, run);
+    e.add_time(&names::CUMULATIVE_SLOT_TIME, run);
     if committed {
-        e.add_time(attr::COMMITTED_TIME, run);
-        e.add_time(attr::COMMITTED_SLOT_TIME, run);
-        e.add_time(attr::REMOTE_USER_CPU, report.remote_user_cpu);
-        e.add_time(attr::REMOTE_SYS_CPU, report.remote_sys_cpu);
+        e.add_time(&names::COMMITTED_TIME, run);
+        e.add_time(&names::COMMITTED_SLOT_TIME, run);
+        e.add_time(&names::REMOTE_USER_CPU, report.remote_user_cpu);
+        e.add_time(&names::REMOTE_SYS_CPU, report.remote_sys_cpu);
     }
-    e.add_time(attr::CUMULATIVE_REMOTE_USER_CPU, report.remote_user_cpu);
-    e.add_time(attr::CUMULATIVE_REMOTE_SYS_CPU, report.remote_sys_cpu);
-    let total_sent = literal(e.ad, "BytesSent")
-        .and_then(|v| v.as_number())
-        .unwrap_or(0.0)
-        + report.bytes_sent;
-    let total_received = literal(e.ad, "BytesRecvd")
-        .and_then(|v| v.as_number())
-        .unwrap_or(0.0)
-        + report.bytes_received;
-    e.set("BytesSent", total_sent);
-    e.set("BytesRecvd", total_received);
+    e.add_time(&names::CUMULATIVE_REMOTE_USER_CPU, report.remote_user_cpu);
+    e.add_time(&names::CUMULATIVE_REMOTE_SYS_CPU, report.remote_sys_cpu);
+    let total_sent = e.number(&names::BYTES_SENT).unwrap_or(0.0) + report.bytes_sent;
+    let total_received = e.number(&names::BYTES_RECVD).unwrap_or(0.0) + report.bytes_received;
+    e.set(&names::BYTES_SENT, total_sent);
+    e.set(&names::BYTES_RECVD, total_received);
     for (name, kib) in [
-        ("ImageSize", report.image_size_kib),
-        ("ResidentSetSize", report.resident_set_size_kib),
+        (&names::IMAGE_SIZE, report.image_size_kib),
+        (&names::RESIDENT_SET_SIZE, report.resident_set_size_kib),
     ] {
         if let Some(kib) = kib {
             let before = e.int(name).unwrap_or(0);
@@ -1236,17 +1257,13 @@ fn end_run(e: &mut Edit<'_>, now: i64, committed: bool, report: &RunReport) -> U
             }
         }
     }
-    if let Some(host) = e.string(attr::REMOTE_HOST) {
-        e.set(attr::LAST_REMOTE_HOST, host);
+    if let Some(host) = e.string(&names::REMOTE_HOST) {
+        e.set(&names::LAST_REMOTE_HOST, host);
     }
-    e.remove(attr::REMOTE_HOST);
-    e.set(attr::CURRENT_HOSTS, 0);
-    e.remove(attr::SHADOW_BDAY);
-    let cpu = |name: &str| {
-        literal(e.ad, name)
-            .and_then(|v| v.as_number())
-            .unwrap_or(0.0) as i64
-    };
+    e.remove(&names::REMOTE_HOST);
+    e.set(&names::CURRENT_HOSTS, 0);
+    e.remove(&names::SHADOW_BDAY);
+    let cpu = |name: &AttrName| e.number(name).unwrap_or(0.0) as i64;
     Usage {
         run_remote: Rusage {
             user_secs: report.remote_user_cpu,
@@ -1254,8 +1271,8 @@ fn end_run(e: &mut Edit<'_>, now: i64, committed: bool, report: &RunReport) -> U
         },
         run_local: Rusage::default(),
         total_remote: Rusage {
-            user_secs: cpu(attr::CUMULATIVE_REMOTE_USER_CPU),
-            sys_secs: cpu(attr::CUMULATIVE_REMOTE_SYS_CPU),
+            user_secs: cpu(&names::CUMULATIVE_REMOTE_USER_CPU),
+            sys_secs: cpu(&names::CUMULATIVE_REMOTE_SYS_CPU),
         },
         total_local: Rusage::default(),
         run_sent_bytes: report.bytes_sent,
@@ -1271,27 +1288,27 @@ fn end_run(e: &mut Edit<'_>, now: i64, committed: bool, report: &RunReport) -> U
 fn record_exit(e: &mut Edit<'_>, how: &ExitHow) {
     match how {
         ExitHow::Code(c) => {
-            e.set(attr::EXIT_BY_SIGNAL, false);
-            e.set(attr::EXIT_CODE, *c);
-            e.set(attr::EXIT_STATUS, *c);
-            e.remove(attr::EXIT_SIGNAL);
+            e.set(&names::EXIT_BY_SIGNAL, false);
+            e.set(&names::EXIT_CODE, *c);
+            e.set(&names::EXIT_STATUS, *c);
+            e.remove(&names::EXIT_SIGNAL);
         }
         ExitHow::Signal { signal, core_file } => {
-            e.set(attr::EXIT_BY_SIGNAL, true);
-            e.set(attr::EXIT_SIGNAL, *signal);
-            e.remove(attr::EXIT_CODE);
-            e.set(attr::JOB_CORE_DUMPED, core_file.is_some());
+            e.set(&names::EXIT_BY_SIGNAL, true);
+            e.set(&names::EXIT_SIGNAL, *signal);
+            e.remove(&names::EXIT_CODE);
+            e.set(&names::JOB_CORE_DUMPED, core_file.is_some());
         }
     }
 }
 
 fn hold(e: &mut Edit<'_>, reason: &str, code: HoldCode, subcode: i64, now: i64) -> LogEvent {
-    e.set(attr::HOLD_REASON, reason);
-    e.set(attr::HOLD_REASON_CODE, code.0);
-    e.set(attr::HOLD_REASON_SUBCODE, subcode);
-    e.increment(attr::NUM_HOLDS);
+    e.set(&names::HOLD_REASON, reason);
+    e.set(&names::HOLD_REASON_CODE, code.0);
+    e.set(&names::HOLD_REASON_SUBCODE, subcode);
+    e.increment(&names::NUM_HOLDS);
     // NumHoldsByReason = [ JobPolicy = 2; UserRequest = 1 ]
-    let mut by_reason = match e.ad.get(attr::NUM_HOLDS_BY_REASON) {
+    let mut by_reason = match e.ad.lookup_name(&names::NUM_HOLDS_BY_REASON) {
         Some(classad::Expr::Ad(a)) => (**a).clone(),
         _ => ClassAd::new(),
     };
@@ -1302,10 +1319,10 @@ fn hold(e: &mut Edit<'_>, reason: &str, code: HoldCode, subcode: i64, now: i64) 
     };
     by_reason.insert_value(label, n + 1);
     e.ad.insert(
-        attr::NUM_HOLDS_BY_REASON,
+        names::NUM_HOLDS_BY_REASON.clone(),
         classad::Expr::Ad(std::sync::Arc::new(by_reason)),
     );
-    e.touch(attr::NUM_HOLDS_BY_REASON);
+    e.touch(&names::NUM_HOLDS_BY_REASON);
     e.set_status(JobStatus::Held, now);
     LogEvent::Held {
         reason: Some(reason.to_string()),
@@ -1315,7 +1332,7 @@ fn hold(e: &mut Edit<'_>, reason: &str, code: HoldCode, subcode: i64, now: i64) 
 }
 
 fn remove(e: &mut Edit<'_>, reason: &str, now: i64) -> LogEvent {
-    e.set(attr::REMOVE_REASON, reason);
+    e.set(&names::REMOVE_REASON, reason);
     e.set_status(JobStatus::Removed, now);
     LogEvent::Aborted {
         reason: Some(reason.to_string()),
