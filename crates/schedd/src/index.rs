@@ -79,8 +79,10 @@ pub(crate) struct JobKey {
     status: usize,
     /// `ClusterId`, `Owner` and `JobStatus` are what the index assumes:
     /// `ClusterId` the literal of the job's id, `Owner` a literal string
-    /// or absent, `JobStatus` a literal integer or absent.
-    regular: bool,
+    /// or absent (`named_plain`), `JobStatus` a literal integer or absent
+    /// (`status_plain`).
+    named_plain: bool,
+    status_plain: bool,
 }
 
 impl JobKey {
@@ -91,10 +93,7 @@ impl JobKey {
             Some(Expr::Lit(Value::Str(s))) => (Some(s.clone()), true),
             Some(_) => (None, false),
         };
-        let status_plain = matches!(
-            ad.lookup_name(&names::JOB_STATUS),
-            None | Some(Expr::Lit(Value::Int(_)))
-        );
+        let (status, status_plain) = status_key(ad);
         let cluster_plain = matches!(
             ad.lookup_name(&names::CLUSTER_ID),
             Some(Expr::Lit(Value::Int(c))) if *c == id.cluster
@@ -102,9 +101,39 @@ impl JobKey {
         JobKey {
             owner,
             submitter: submitter(ad),
-            status: slot(status_of(ad)),
-            regular: owner_plain && status_plain && cluster_plain,
+            status,
+            named_plain: owner_plain && cluster_plain,
+            status_plain,
         }
+    }
+
+    /// The key of the job once its ad changed in nothing the key reads
+    /// but `JobStatus` (what the queue writes as a job runs: never its
+    /// `Owner`, `User`, `AccountingGroup` or `ClusterId`): half the
+    /// lookups of [`JobKey::of`], for the queue's every event.
+    pub(crate) fn with_status_of(&self, ad: &ClassAd) -> JobKey {
+        let (status, status_plain) = status_key(ad);
+        JobKey {
+            owner: self.owner.clone(),
+            submitter: self.submitter.clone(),
+            status,
+            named_plain: self.named_plain,
+            status_plain,
+        }
+    }
+
+    fn regular(&self) -> bool {
+        self.named_plain && self.status_plain
+    }
+}
+
+/// The slot of the job's status, and whether `JobStatus` is a literal
+/// integer or absent: one lookup of it.
+fn status_key(ad: &ClassAd) -> (usize, bool) {
+    match ad.lookup_name(&names::JOB_STATUS) {
+        None => (slot(None), true),
+        Some(Expr::Lit(Value::Int(n))) => (slot(JobStatus::from_number(*n)), true),
+        Some(_) => (slot(status_of(ad)), false),
     }
 }
 
@@ -190,7 +219,7 @@ impl JobIndex {
         if self.group(key).by_status[key.status].insert(id) {
             self.clusters.entry(id.cluster).or_default().0[key.status] += 1;
         }
-        if !key.regular {
+        if !key.regular() {
             self.irregular.insert(id);
         }
     }
@@ -204,7 +233,7 @@ impl JobIndex {
                 }
             }
         }
-        if !key.regular {
+        if !key.regular() {
             self.irregular.remove(&id);
         }
     }

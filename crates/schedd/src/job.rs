@@ -174,17 +174,39 @@ pub mod attr {
 /// into the job's ad, and making the name again from its text at every
 /// write (hashing and interning it) cost more than the write itself.
 pub(crate) mod names {
+    use std::ops::Deref;
     use std::sync::LazyLock;
 
     use classad::AttrName;
 
     use super::attr;
 
+    /// One of the names, with a bit of its own: a set of them (those an
+    /// edit touched) is a word, not a list to search.
+    pub(crate) struct Name {
+        pub(crate) bit: u64,
+        made: LazyLock<AttrName>,
+    }
+
+    impl Deref for Name {
+        type Target = AttrName;
+        fn deref(&self) -> &AttrName {
+            &self.made
+        }
+    }
+
+    // Numbered in order; a sixty-fifth name would not compile (its bit
+    // overflows the word).
     macro_rules! names {
-        ($($name:ident = $text:expr;)*) => {
-            $(pub(crate) static $name: LazyLock<AttrName> =
-                LazyLock::new(|| AttrName::new($text));)*
+        ($($name:ident = $text:expr;)*) => { names!(@ 0; $($name = $text;)*); };
+        (@ $n:expr; $name:ident = $text:expr; $($rest:tt)*) => {
+            pub(crate) static $name: Name = Name {
+                bit: 1 << ($n),
+                made: LazyLock::new(|| AttrName::new($text)),
+            };
+            names!(@ $n + 1; $($rest)*);
         };
+        (@ $n:expr;) => {};
     }
 
     names! {

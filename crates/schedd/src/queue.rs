@@ -38,7 +38,8 @@ use classad::{AttrName, ClassAd, Env, Expr, Value};
 
 use crate::authz::{self, Refusal, SuperUsers};
 use crate::index::{self, Candidates, JobIndex, JobKey, StatusCounts, Terms};
-use crate::job::{attr, names, HoldCode, JobId, JobStatus};
+use crate::job::names::{self, Name};
+use crate::job::{attr, HoldCode, JobId, JobStatus};
 use crate::policy::{self, ExitDecision, PolicyAction, SystemPolicy};
 use crate::submit_policy::{SubmitPolicy, SubmitRefused};
 use crate::userlog::{EndedBy, ExitHow, LogEvent, Rusage, Usage};
@@ -275,25 +276,39 @@ const RUN_ATTRIBUTES: usize = 24;
 struct Edit<'a> {
     ad: &'a mut ClassAd,
     /// The names set or deleted, each once, in the order they changed
-    /// (spelled out as the change's `attributes` at the end).
-    touched: Vec<&'static AttrName>,
+    /// (spelled out as the change's `attributes` at the end), and their
+    /// bits (`Name::bit`): which are among them.
+    touched: Vec<&'static Name>,
+    touched_bits: u64,
+}
+
+impl<'a> Edit<'a> {
+    fn new(ad: &'a mut ClassAd) -> Edit<'a> {
+        Edit {
+            ad,
+            touched: Vec::new(),
+            touched_bits: 0,
+        }
+    }
 }
 
 impl Edit<'_> {
     // Names made once (`names`): the ad finds them by their hash and
-    // their interned text, and the list of those touched compares
-    // pointers, where a name's text was hashed, interned and copied at
-    // every write.
-    fn touch(&mut self, name: &'static AttrName) {
-        if !self.touched.iter().any(|t| t.matches(name)) {
+    // their interned text, and the set of those touched is a word, where
+    // a name's text was hashed, interned, copied and searched for in a
+    // list at every write.
+    fn touch(&mut self, name: &'static Name) {
+        if self.touched_bits & name.bit == 0 {
+            self.touched_bits |= name.bit;
             self.touched.push(name);
         }
     }
-    fn set(&mut self, name: &'static AttrName, v: impl Into<Value>) {
-        self.ad.insert(name.clone(), Expr::from_value(v.into()));
+    fn set(&mut self, name: &'static Name, v: impl Into<Value>) {
+        self.ad
+            .insert(AttrName::clone(name), Expr::from_value(v.into()));
         self.touch(name);
     }
-    fn remove(&mut self, name: &'static AttrName) {
+    fn remove(&mut self, name: &'static Name) {
         if self.ad.remove(name.as_str()).is_some() {
             self.touch(name);
         }
@@ -312,14 +327,14 @@ impl Edit<'_> {
     fn number(&self, name: &AttrName) -> Option<f64> {
         literal_named(self.ad, name).and_then(|v| v.as_number())
     }
-    fn increment(&mut self, name: &'static AttrName) -> i64 {
+    fn increment(&mut self, name: &'static Name) -> i64 {
         let n = self.int(name).unwrap_or(0) + 1;
         self.set(name, n);
         n
     }
     /// Adds `by` seconds to a time total, keeping its type: HTCondor keeps
     /// `RemoteWallClockTime` as a real and the slot times as integers.
-    fn add_time(&mut self, name: &'static AttrName, by: i64) {
+    fn add_time(&mut self, name: &'static Name, by: i64) {
         match literal_named(self.ad, name) {
             Some(Value::Real(r)) => self.set(name, r + by as f64),
             Some(Value::Int(i)) => self.set(name, i + by),
@@ -865,10 +880,7 @@ impl JobQueue {
         let env = self.env(now);
         let ad = self.jobs.get_mut(&id).ok_or(QueueError::NoSuchJob(id))?;
         let before = JobKey::of(id, ad);
-        let mut e = Edit {
-            ad: Arc::make_mut(ad),
-            touched: Vec::new(),
-        };
+        let mut e = Edit::new(Arc::make_mut(ad));
         // A job's proc ad is kept at its smallest while it waits (a queue
         // holds hundreds of thousands); the first run writes a score of
         // attributes into it, which then find their room at once.
@@ -1093,7 +1105,9 @@ impl JobQueue {
             }
         };
         let to = e.status();
-        let after = JobKey::of(id, e.ad);
+        // An event writes none of what files the job but its status.
+        let after = before.with_status_of(e.ad);
+        debug_assert_eq!(after, JobKey::of(id, e.ad));
         self.index.rekey(id, &before, &after);
         Ok(Change {
             job: id,
@@ -1167,10 +1181,7 @@ impl JobQueue {
             }
             let decision = if status.is_active() {
                 let mut running = ClassAd::clone(ad);
-                let mut e = Edit {
-                    ad: &mut running,
-                    touched: Vec::new(),
-                };
+                let mut e = Edit::new(&mut running);
                 let run = current_run(&e, now);
                 e.add_time(&names::REMOTE_WALL_CLOCK_TIME, run);
                 policy::periodic(&running, status, system, &env)
