@@ -20,6 +20,7 @@
 //! Start reading at [`queue::JobQueue::apply`].
 
 pub mod authz;
+mod claim_ids;
 pub mod claims;
 pub mod dedicated;
 pub mod edit;
