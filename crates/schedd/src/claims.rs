@@ -54,6 +54,11 @@ use crate::userlog::ExitHow;
 /// group (`group_a.alice@domain`), else `User` (owner@domain), else its
 /// Owner.
 pub fn submitter_of(job: &ClassAd) -> String {
+    // The common case, with nothing evaluated (every match and every job
+    // that becomes idle asks).
+    if let Some(user) = crate::index::plain_submitter(job) {
+        return user.to_string();
+    }
     let env = Env::at(0);
     let text = |name: &str| match job.eval_attr(name, &env) {
         Value::Str(s) if !s.is_empty() => Some(s.to_string()),

@@ -140,14 +140,23 @@ fn status_key(ad: &ClassAd) -> (usize, bool) {
 /// `claims::submitter_of`, without its evaluations in the common case (a
 /// literal `User` and no `AccountingGroup`), which gives the same answer.
 fn submitter(ad: &ClassAd) -> ArcStr {
-    if ad.lookup_name(&names::ACCOUNTING_GROUP).is_none() {
-        if let Some(Expr::Lit(Value::Str(s))) = ad.lookup_name(&names::USER) {
-            if !s.is_empty() {
-                return s.clone();
-            }
-        }
+    match plain_submitter(ad) {
+        Some(s) => s.clone(),
+        None => ArcStr::from(submitter_of(ad)),
     }
-    ArcStr::from(submitter_of(ad))
+}
+
+/// The job's `User`, where it is a literal non-empty string and the job
+/// has no `AccountingGroup`: then it is who the job is accounted to
+/// (`claims::submitter_of`), with nothing evaluated.
+pub(crate) fn plain_submitter(ad: &ClassAd) -> Option<&ArcStr> {
+    if ad.lookup_name(&names::ACCOUNTING_GROUP).is_some() {
+        return None;
+    }
+    match ad.lookup_name(&names::USER) {
+        Some(Expr::Lit(Value::Str(s))) if !s.is_empty() => Some(s),
+        _ => None,
+    }
 }
 
 #[derive(Clone, Debug)]
