@@ -22,7 +22,7 @@
 //!
 //! [`JobQueue`]: crate::JobQueue
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::RangeInclusive;
 
 use classad::expr::BinOp;
@@ -31,6 +31,7 @@ use classad::value::ArcStr;
 use classad::{ClassAd, Expr, Value};
 
 use crate::claims::submitter_of;
+use crate::fast_hash::QuickMap;
 use crate::job::{attr, names, JobId, JobStatus};
 use crate::queue::status_of;
 
@@ -186,16 +187,17 @@ pub(crate) struct JobIndex {
     /// empty group (there are few of them, and they come back).
     groups: Vec<Group>,
     /// Submitter, then owner, to the group's place in `groups`.
-    lookup: HashMap<Box<str>, OwnersOf>,
+    lookup: QuickMap<Box<str>, OwnersOf>,
     irregular: BTreeSet<JobId>,
     /// Each cluster's jobs by status (late materialization asks for a
     /// factory's present and idle jobs whenever one of them changes: a
     /// scan of its jobs each time made a cluster's run quadratic).
-    clusters: HashMap<i64, StatusCounts>,
+    clusters: QuickMap<i64, StatusCounts>,
 }
 
 impl JobIndex {
-    fn group(&mut self, key: &JobKey) -> &mut Group {
+    /// Where the group of `key` is in `groups` (made if new).
+    fn group_at(&mut self, key: &JobKey) -> usize {
         let owner = key.owner.as_deref();
         // The common case, with nothing copied: a group already made.
         let known = self.lookup.get(&*key.submitter).and_then(|owners| {
@@ -221,11 +223,22 @@ impl JobIndex {
                 at
             }
         };
-        &mut self.groups[at]
+        at
     }
 
     pub(crate) fn insert(&mut self, id: JobId, key: &JobKey) {
-        if self.group(key).by_status[key.status].insert(id) {
+        let at = self.group_at(key);
+        self.file(at, id, key);
+    }
+
+    pub(crate) fn remove(&mut self, id: JobId, key: &JobKey) {
+        let at = self.group_at(key);
+        self.unfile(at, id, key);
+    }
+
+    /// Files job `id` under `key` in group `at` (`key`'s).
+    fn file(&mut self, at: usize, id: JobId, key: &JobKey) {
+        if self.groups[at].by_status[key.status].insert(id) {
             self.clusters.entry(id.cluster).or_default().0[key.status] += 1;
         }
         if !key.regular() {
@@ -233,8 +246,9 @@ impl JobIndex {
         }
     }
 
-    pub(crate) fn remove(&mut self, id: JobId, key: &JobKey) {
-        if self.group(key).by_status[key.status].remove(&id) {
+    /// Takes job `id`, filed under `key`, out of group `at` (`key`'s).
+    fn unfile(&mut self, at: usize, id: JobId, key: &JobKey) {
+        if self.groups[at].by_status[key.status].remove(&id) {
             if let Some(c) = self.clusters.get_mut(&id.cluster) {
                 c.0[key.status] = c.0[key.status].saturating_sub(1);
                 if c.jobs() == 0 {
@@ -254,10 +268,19 @@ impl JobIndex {
 
     /// Job `id` was filed under `before` and is now `after`.
     pub(crate) fn rekey(&mut self, id: JobId, before: &JobKey, after: &JobKey) {
-        if before != after {
-            self.remove(id, before);
-            self.insert(id, after);
+        if before == after {
+            return;
         }
+        let from = self.group_at(before);
+        self.unfile(from, id, before);
+        // A job that changed status alone (nearly every change) stays in
+        // its group: found once.
+        let to = if before.owner == after.owner && before.submitter == after.submitter {
+            from
+        } else {
+            self.group_at(after)
+        };
+        self.file(to, id, after);
     }
 
     pub(crate) fn total(&self) -> StatusCounts {
