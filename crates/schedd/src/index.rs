@@ -123,6 +123,11 @@ impl JobKey {
         }
     }
 
+    /// The status it files the job under (`queue::status_of` its ad).
+    pub(crate) fn status(&self) -> Option<JobStatus> {
+        JobStatus::from_number(self.status as i64)
+    }
+
     fn regular(&self) -> bool {
         self.named_plain && self.status_plain
     }

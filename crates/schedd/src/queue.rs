@@ -249,13 +249,22 @@ pub struct Submitted {
 /// change to a job goes through the queue, which files the job again.
 #[derive(Clone, Debug, Default)]
 pub struct JobQueue {
-    jobs: BTreeMap<JobId, Arc<ClassAd>>,
+    jobs: BTreeMap<JobId, Queued>,
     index: JobIndex,
     /// The next cluster id to hand out.
     next_cluster: i64,
     /// The local zone (seconds east of UTC) for policy expressions that
     /// format times.
     pub utc_offset: i32,
+}
+
+/// A job in the queue: its ad, and where the index files it (what
+/// [`JobKey::of`] its ad says, kept so that a change to the job need not
+/// read it again: every change to an ad goes through the queue).
+#[derive(Clone, Debug)]
+struct Queued {
+    ad: Arc<ClassAd>,
+    key: JobKey,
 }
 
 /// What a submission's jobs are chained to.
@@ -309,6 +318,13 @@ impl Edit<'_> {
         self.touch(name);
     }
     fn remove(&mut self, name: &'static Name) {
+        // A name the job does not have (ExitSignal at an exit by code)
+        // is not made again from its text only to find that out: removing
+        // it would change nothing (a chained ad hides only what its
+        // parent shows).
+        if self.ad.lookup_name(name).is_none() {
+            return;
+        }
         if self.ad.remove(name.as_str()).is_some() {
             self.touch(name);
         }
@@ -483,8 +499,12 @@ impl JobQueue {
     /// Queues (or replaces) job `id`, filed in the index.
     fn put(&mut self, id: JobId, ad: Arc<ClassAd>) {
         let key = JobKey::of(id, &ad);
-        if let Some(old) = self.jobs.insert(id, ad) {
-            self.index.remove(id, &JobKey::of(id, &old));
+        let queued = Queued {
+            ad,
+            key: key.clone(),
+        };
+        if let Some(old) = self.jobs.insert(id, queued) {
+            self.index.remove(id, &old.key);
         }
         self.index.insert(id, &key);
     }
@@ -510,7 +530,7 @@ impl JobQueue {
     }
 
     pub fn job(&self, id: JobId) -> Option<&ClassAd> {
-        self.jobs.get(&id).map(|ad| &**ad)
+        self.jobs.get(&id).map(|q| &*q.ad)
     }
 
     /// Changes job `id`'s ad with `f` (copied first while a snapshot holds
@@ -520,27 +540,29 @@ impl JobQueue {
         id: JobId,
         f: impl FnOnce(&mut ClassAd) -> R,
     ) -> Option<R> {
-        let shared = self.jobs.get_mut(&id)?;
-        let before = JobKey::of(id, shared);
-        let ad = Arc::make_mut(shared);
+        let queued = self.jobs.get_mut(&id)?;
+        let ad = Arc::make_mut(&mut queued.ad);
         let r = f(ad);
-        self.index.rekey(id, &before, &JobKey::of(id, ad));
+        let after = JobKey::of(id, ad);
+        self.index.rekey(id, &queued.key, &after);
+        queued.key = after;
         Some(r)
     }
 
     /// Job `id`'s ad as the queue shares it: it stays as it is now, whatever
     /// the queue does to the job later.
     pub fn shared_job(&self, id: JobId) -> Option<Arc<ClassAd>> {
-        self.jobs.get(&id).cloned()
+        self.jobs.get(&id).map(|q| Arc::clone(&q.ad))
     }
 
     pub fn status(&self, id: JobId) -> Option<JobStatus> {
-        self.jobs.get(&id).and_then(|ad| status_of(ad))
+        // As the index files it: the same as `status_of` its ad.
+        self.jobs.get(&id).and_then(|q| q.key.status())
     }
 
     /// Every job, in id order.
     pub fn jobs(&self) -> impl Iterator<Item = (JobId, &ClassAd)> {
-        self.jobs.iter().map(|(id, ad)| (*id, &**ad))
+        self.jobs.iter().map(|(id, q)| (*id, &*q.ad))
     }
 
     /// Every job as it is now, in id order, to read without the queue:
@@ -550,7 +572,7 @@ impl JobQueue {
     pub fn snapshot(&self) -> Vec<(JobId, Arc<ClassAd>)> {
         self.jobs
             .iter()
-            .map(|(id, ad)| (*id, Arc::clone(ad)))
+            .map(|(id, q)| (*id, Arc::clone(&q.ad)))
             .collect()
     }
 
@@ -565,9 +587,9 @@ impl JobQueue {
     /// Takes a job out of the queue (into history: the daemon decides when
     /// a completed or removed job leaves).
     pub fn forget(&mut self, id: JobId) -> Option<Arc<ClassAd>> {
-        let ad = self.jobs.remove(&id)?;
-        self.index.remove(id, &JobKey::of(id, &ad));
-        Some(ad)
+        let q = self.jobs.remove(&id)?;
+        self.index.remove(id, &q.key);
+        Some(q.ad)
     }
 
     /// The jobs in the queue by `JobStatus`, from the queue's counters.
@@ -626,20 +648,20 @@ impl JobQueue {
     pub fn snapshot_cluster(&self, cluster: i64) -> Vec<(JobId, Arc<ClassAd>)> {
         self.jobs
             .range(index::cluster_range(cluster))
-            .map(|(id, ad)| (*id, Arc::clone(ad)))
+            .map(|(id, q)| (*id, Arc::clone(&q.ad)))
             .collect()
     }
 
     fn lookup<'a>(&'a self, ids: &'a [JobId]) -> impl Iterator<Item = (JobId, Arc<ClassAd>)> + 'a {
         ids.iter()
-            .filter_map(|id| Some((*id, Arc::clone(self.jobs.get(id)?))))
+            .filter_map(|id| Some((*id, Arc::clone(&self.jobs.get(id)?.ad))))
     }
 
     /// The procs of cluster `cluster`, in id order.
     pub fn cluster_jobs(&self, cluster: i64) -> impl Iterator<Item = (JobId, &ClassAd)> {
         self.jobs
             .range(index::cluster_range(cluster))
-            .map(|(id, ad)| (*id, &**ad))
+            .map(|(id, q)| (*id, &*q.ad))
     }
 
     /// Queues one cluster of job ads (from the `submit` crate) for
@@ -878,9 +900,8 @@ impl JobQueue {
         system: &SystemPolicy,
     ) -> Result<Change, QueueError> {
         let env = self.env(now);
-        let ad = self.jobs.get_mut(&id).ok_or(QueueError::NoSuchJob(id))?;
-        let before = JobKey::of(id, ad);
-        let mut e = Edit::new(Arc::make_mut(ad));
+        let queued = self.jobs.get_mut(&id).ok_or(QueueError::NoSuchJob(id))?;
+        let mut e = Edit::new(Arc::make_mut(&mut queued.ad));
         // A job's proc ad is kept at its smallest while it waits (a queue
         // holds hundreds of thousands); the first run writes a score of
         // attributes into it, which then find their room at once.
@@ -1106,9 +1127,10 @@ impl JobQueue {
         };
         let to = e.status();
         // An event writes none of what files the job but its status.
-        let after = before.with_status_of(e.ad);
+        let after = queued.key.with_status_of(e.ad);
         debug_assert_eq!(after, JobKey::of(id, e.ad));
-        self.index.rekey(id, &before, &after);
+        self.index.rekey(id, &queued.key, &after);
+        queued.key = after;
         Ok(Change {
             job: id,
             from: Some(from),
@@ -1129,7 +1151,7 @@ impl JobQueue {
         action: UserAction,
         now: i64,
     ) -> Result<Change, QueueError> {
-        let ad = self.jobs.get(&id).ok_or(QueueError::NoSuchJob(id))?;
+        let ad = &self.jobs.get(&id).ok_or(QueueError::NoSuchJob(id))?.ad;
         let verb = match action {
             UserAction::Hold { .. } => "hold",
             UserAction::Release { .. } => "release",
@@ -1165,7 +1187,7 @@ impl JobQueue {
     pub fn evaluate_periodic(&mut self, now: i64, system: &SystemPolicy) -> Vec<Change> {
         let env = self.env(now);
         let mut decisions = Vec::new();
-        for (id, ad) in &self.jobs {
+        for (id, Queued { ad, .. }) in &self.jobs {
             let Some(status) = status_of(ad) else {
                 continue;
             };
