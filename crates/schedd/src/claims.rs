@@ -43,7 +43,9 @@ use negotiator::limits::ConcurrencyLimits;
 use negotiator::reuse;
 use startd::{Action, ClaimRequest, Event};
 
+use crate::claim_ids::ByClaim;
 use crate::dedicated::{self, ShutdownPolicy};
+use crate::fast_hash::QuickMap;
 use crate::job::{attr, HoldCode, JobId, JobStatus};
 use crate::queue::{status_of, JobEvent, JobQueue, RunReport};
 use crate::userlog::ExitHow;
@@ -53,6 +55,11 @@ use crate::userlog::ExitHow;
 /// group (`group_a.alice@domain`), else `User` (owner@domain), else its
 /// Owner.
 pub fn submitter_of(job: &ClassAd) -> String {
+    // The common case, with nothing evaluated (every match and every job
+    // that becomes idle asks).
+    if let Some(user) = crate::index::plain_submitter(job) {
+        return user.to_string();
+    }
     let env = Env::at(0);
     let text = |name: &str| match job.eval_attr(name, &env) {
         Value::Str(s) if !s.is_empty() => Some(s.to_string()),
@@ -232,13 +239,20 @@ pub struct Ready {
 
 /// The runs in flight, by claim and by job (a parallel job has one run
 /// per node).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Runs {
-    by_claim: BTreeMap<String, JobId>,
+    by_claim: ByClaim<JobId>,
     by_job: BTreeMap<JobId, BTreeSet<String>>,
 }
 
 impl Runs {
+    fn new(prefix: Arc<str>) -> Runs {
+        Runs {
+            by_claim: ByClaim::new(prefix),
+            by_job: BTreeMap::new(),
+        }
+    }
+
     fn insert(&mut self, claim_id: String, job: JobId) {
         if let Some(old) = self.by_claim.insert(claim_id.clone(), job) {
             self.unlink(old, &claim_id);
@@ -386,21 +400,21 @@ pub struct Claims {
     /// reused claim skips the negotiator, so the schedd must not break them.
     limits: ConcurrencyLimits,
     seq: u64,
-    claims: BTreeMap<String, Claim>,
+    claims: ByClaim<Claim>,
     /// Activated runs not yet over, by claim id: a run outlives its claim
     /// when the startd ends the claim while the starter is still at work.
     runs: Runs,
     /// Each submitter's idle jobs not on a claim, in its order: JobPrio
     /// (higher first), then job id.
     idle: BTreeMap<String, BTreeSet<(i64, JobId)>>,
-    idle_key: BTreeMap<JobId, (String, i64)>,
+    idle_key: QuickMap<JobId, (String, i64)>,
     /// Jobs on a claim (requested, activating or running).
     on_claim: BTreeSet<JobId>,
     /// Runs that outlived their claim (the startd ended it while the
     /// starter was at work): when their starter last said anything, their
     /// lease, and `slot@startd`. A run whose last report never comes is
     /// given up when its lease ends, as a silent claim's is.
-    orphans: BTreeMap<String, (i64, i64, String)>,
+    orphans: ByClaim<(i64, i64, String)>,
     /// The latest `now` it was given (for when a claim is released).
     clock: i64,
     /// The dedicated scheduler's name (`DedicatedScheduler@<schedd>`):
@@ -429,18 +443,20 @@ impl Claims {
         alive_interval: i64,
         limits: ConcurrencyLimits,
     ) -> Claims {
+        // Every id this schedd makes starts so (see `claim_ids`).
+        let prefix: Arc<str> = Arc::from(format!("{id_prefix}#"));
         Claims {
             schedd: schedd.to_string(),
             id_prefix: id_prefix.to_string(),
             alive_interval,
             limits,
             seq: 0,
-            claims: BTreeMap::new(),
-            runs: Runs::default(),
+            claims: ByClaim::new(Arc::clone(&prefix)),
+            runs: Runs::new(Arc::clone(&prefix)),
             idle: BTreeMap::new(),
-            idle_key: BTreeMap::new(),
+            idle_key: QuickMap::default(),
             on_claim: BTreeSet::new(),
-            orphans: BTreeMap::new(),
+            orphans: ByClaim::new(prefix),
             clock: 0,
             scheduler: dedicated::scheduler_name(schedd),
             gangs: BTreeMap::new(),
@@ -1151,7 +1167,7 @@ impl Claims {
             self.claims.remove(&id);
             ready.charges.push(Charge::Remove { claim_id: id });
         }
-        for (id, c) in &self.claims {
+        for (id, c) in self.claims.iter() {
             if c.phase == Phase::Released {
                 continue;
             }
@@ -1179,10 +1195,11 @@ impl Claims {
         // runs and the claims are walked side by side (both are in claim
         // id order) rather than each run's claim looked up, and the queue
         // is asked of the job's status only for a run that is late.
-        let mut claims = self.claims.iter_mut().peekable();
-        for (claim_id, &j) in &self.runs.by_claim {
-            while claims.next_if(|(id, _)| *id < claim_id).is_some() {}
-            let Some((_, c)) = claims.next_if(|(id, _)| *id == claim_id) else {
+        let mut claims = self.claims.keyed_mut().peekable();
+        for (key, &j) in self.runs.by_claim.keyed() {
+            let claim_id = key.as_str();
+            while claims.next_if(|(k, _)| *k < key).is_some() {}
+            let Some((_, c)) = claims.next_if(|(k, _)| *k == key) else {
                 continue;
             };
             let silent = now - c.last_heard;
@@ -1194,12 +1211,12 @@ impl Claims {
             }
             if c.gone_since.is_some_and(|t| now - t >= round) {
                 lost.push((
-                    claim_id.clone(),
+                    claim_id.to_string(),
                     "Claim not found at execution machine".to_string(),
                 ));
             } else if silent > c.lease + round {
                 lost.push((
-                    claim_id.clone(),
+                    claim_id.to_string(),
                     format!(
                         "Job disconnected too long: JobLeaseDuration ({} seconds) expired",
                         c.lease
@@ -1226,7 +1243,7 @@ impl Claims {
         // Runs that outlived their claim.
         let runs = &self.runs;
         self.orphans.retain(|id, _| runs.contains_key(id));
-        for (claim_id, (heard, lease, _)) in &self.orphans {
+        for (claim_id, (heard, lease, _)) in self.orphans.iter() {
             let active = self
                 .runs
                 .get(claim_id)

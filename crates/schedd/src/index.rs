@@ -22,7 +22,7 @@
 //!
 //! [`JobQueue`]: crate::JobQueue
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::RangeInclusive;
 
 use classad::expr::BinOp;
@@ -31,7 +31,8 @@ use classad::value::ArcStr;
 use classad::{ClassAd, Expr, Value};
 
 use crate::claims::submitter_of;
-use crate::job::{attr, JobId, JobStatus};
+use crate::fast_hash::QuickMap;
+use crate::job::{attr, names, JobId, JobStatus};
 use crate::queue::status_of;
 
 /// Jobs counted by `JobStatus`: `[n]` is the number of jobs whose status
@@ -79,45 +80,89 @@ pub(crate) struct JobKey {
     status: usize,
     /// `ClusterId`, `Owner` and `JobStatus` are what the index assumes:
     /// `ClusterId` the literal of the job's id, `Owner` a literal string
-    /// or absent, `JobStatus` a literal integer or absent.
-    regular: bool,
+    /// or absent (`named_plain`), `JobStatus` a literal integer or absent
+    /// (`status_plain`).
+    named_plain: bool,
+    status_plain: bool,
 }
 
 impl JobKey {
     pub(crate) fn of(id: JobId, ad: &ClassAd) -> JobKey {
-        let (owner, owner_plain) = match ad.get(attr::OWNER) {
+        // Names made once: a key is made twice for every change to a job.
+        let (owner, owner_plain) = match ad.lookup_name(&names::OWNER) {
             None => (None, true),
             Some(Expr::Lit(Value::Str(s))) => (Some(s.clone()), true),
             Some(_) => (None, false),
         };
-        let status_plain = matches!(
-            ad.get(attr::JOB_STATUS),
-            None | Some(Expr::Lit(Value::Int(_)))
-        );
+        let (status, status_plain) = status_key(ad);
         let cluster_plain = matches!(
-            ad.get(attr::CLUSTER_ID),
+            ad.lookup_name(&names::CLUSTER_ID),
             Some(Expr::Lit(Value::Int(c))) if *c == id.cluster
         );
         JobKey {
             owner,
             submitter: submitter(ad),
-            status: slot(status_of(ad)),
-            regular: owner_plain && status_plain && cluster_plain,
+            status,
+            named_plain: owner_plain && cluster_plain,
+            status_plain,
         }
+    }
+
+    /// The key of the job once its ad changed in nothing the key reads
+    /// but `JobStatus` (what the queue writes as a job runs: never its
+    /// `Owner`, `User`, `AccountingGroup` or `ClusterId`): half the
+    /// lookups of [`JobKey::of`], for the queue's every event.
+    pub(crate) fn with_status_of(&self, ad: &ClassAd) -> JobKey {
+        let (status, status_plain) = status_key(ad);
+        JobKey {
+            owner: self.owner.clone(),
+            submitter: self.submitter.clone(),
+            status,
+            named_plain: self.named_plain,
+            status_plain,
+        }
+    }
+
+    /// The status it files the job under (`queue::status_of` its ad).
+    pub(crate) fn status(&self) -> Option<JobStatus> {
+        JobStatus::from_number(self.status as i64)
+    }
+
+    fn regular(&self) -> bool {
+        self.named_plain && self.status_plain
+    }
+}
+
+/// The slot of the job's status, and whether `JobStatus` is a literal
+/// integer or absent: one lookup of it.
+fn status_key(ad: &ClassAd) -> (usize, bool) {
+    match ad.lookup_name(&names::JOB_STATUS) {
+        None => (slot(None), true),
+        Some(Expr::Lit(Value::Int(n))) => (slot(JobStatus::from_number(*n)), true),
+        Some(_) => (slot(status_of(ad)), false),
     }
 }
 
 /// `claims::submitter_of`, without its evaluations in the common case (a
 /// literal `User` and no `AccountingGroup`), which gives the same answer.
 fn submitter(ad: &ClassAd) -> ArcStr {
-    if ad.get("AccountingGroup").is_none() {
-        if let Some(Expr::Lit(Value::Str(s))) = ad.get(attr::USER) {
-            if !s.is_empty() {
-                return s.clone();
-            }
-        }
+    match plain_submitter(ad) {
+        Some(s) => s.clone(),
+        None => ArcStr::from(submitter_of(ad)),
     }
-    ArcStr::from(submitter_of(ad))
+}
+
+/// The job's `User`, where it is a literal non-empty string and the job
+/// has no `AccountingGroup`: then it is who the job is accounted to
+/// (`claims::submitter_of`), with nothing evaluated.
+pub(crate) fn plain_submitter(ad: &ClassAd) -> Option<&ArcStr> {
+    if ad.lookup_name(&names::ACCOUNTING_GROUP).is_some() {
+        return None;
+    }
+    match ad.lookup_name(&names::USER) {
+        Some(Expr::Lit(Value::Str(s))) if !s.is_empty() => Some(s),
+        _ => None,
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -147,16 +192,17 @@ pub(crate) struct JobIndex {
     /// empty group (there are few of them, and they come back).
     groups: Vec<Group>,
     /// Submitter, then owner, to the group's place in `groups`.
-    lookup: HashMap<Box<str>, OwnersOf>,
+    lookup: QuickMap<Box<str>, OwnersOf>,
     irregular: BTreeSet<JobId>,
     /// Each cluster's jobs by status (late materialization asks for a
     /// factory's present and idle jobs whenever one of them changes: a
     /// scan of its jobs each time made a cluster's run quadratic).
-    clusters: HashMap<i64, StatusCounts>,
+    clusters: QuickMap<i64, StatusCounts>,
 }
 
 impl JobIndex {
-    fn group(&mut self, key: &JobKey) -> &mut Group {
+    /// Where the group of `key` is in `groups` (made if new).
+    fn group_at(&mut self, key: &JobKey) -> usize {
         let owner = key.owner.as_deref();
         // The common case, with nothing copied: a group already made.
         let known = self.lookup.get(&*key.submitter).and_then(|owners| {
@@ -182,20 +228,32 @@ impl JobIndex {
                 at
             }
         };
-        &mut self.groups[at]
+        at
     }
 
     pub(crate) fn insert(&mut self, id: JobId, key: &JobKey) {
-        if self.group(key).by_status[key.status].insert(id) {
+        let at = self.group_at(key);
+        self.file(at, id, key);
+    }
+
+    pub(crate) fn remove(&mut self, id: JobId, key: &JobKey) {
+        let at = self.group_at(key);
+        self.unfile(at, id, key);
+    }
+
+    /// Files job `id` under `key` in group `at` (`key`'s).
+    fn file(&mut self, at: usize, id: JobId, key: &JobKey) {
+        if self.groups[at].by_status[key.status].insert(id) {
             self.clusters.entry(id.cluster).or_default().0[key.status] += 1;
         }
-        if !key.regular {
+        if !key.regular() {
             self.irregular.insert(id);
         }
     }
 
-    pub(crate) fn remove(&mut self, id: JobId, key: &JobKey) {
-        if self.group(key).by_status[key.status].remove(&id) {
+    /// Takes job `id`, filed under `key`, out of group `at` (`key`'s).
+    fn unfile(&mut self, at: usize, id: JobId, key: &JobKey) {
+        if self.groups[at].by_status[key.status].remove(&id) {
             if let Some(c) = self.clusters.get_mut(&id.cluster) {
                 c.0[key.status] = c.0[key.status].saturating_sub(1);
                 if c.jobs() == 0 {
@@ -203,7 +261,7 @@ impl JobIndex {
                 }
             }
         }
-        if !key.regular {
+        if !key.regular() {
             self.irregular.remove(&id);
         }
     }
@@ -215,10 +273,19 @@ impl JobIndex {
 
     /// Job `id` was filed under `before` and is now `after`.
     pub(crate) fn rekey(&mut self, id: JobId, before: &JobKey, after: &JobKey) {
-        if before != after {
-            self.remove(id, before);
-            self.insert(id, after);
+        if before == after {
+            return;
         }
+        let from = self.group_at(before);
+        self.unfile(from, id, before);
+        // A job that changed status alone (nearly every change) stays in
+        // its group: found once.
+        let to = if before.owner == after.owner && before.submitter == after.submitter {
+            from
+        } else {
+            self.group_at(after)
+        };
+        self.file(to, id, after);
     }
 
     pub(crate) fn total(&self) -> StatusCounts {

@@ -169,6 +169,107 @@ pub mod attr {
     pub const SUBMIT_EVENT_USER_NOTES: &str = "SubmitEventUserNotes";
 }
 
+/// The names of [`attr`] the queue writes and reads as a job runs, each
+/// made once (interned, its hash taken): a run writes some forty of them
+/// into the job's ad, and making the name again from its text at every
+/// write (hashing and interning it) cost more than the write itself.
+pub(crate) mod names {
+    use std::ops::Deref;
+    use std::sync::LazyLock;
+
+    use classad::AttrName;
+
+    use super::attr;
+
+    /// One of the names, with a bit of its own: a set of them (those an
+    /// edit touched) is a word, not a list to search.
+    pub(crate) struct Name {
+        pub(crate) bit: u64,
+        made: LazyLock<AttrName>,
+    }
+
+    impl Deref for Name {
+        type Target = AttrName;
+        fn deref(&self) -> &AttrName {
+            &self.made
+        }
+    }
+
+    // Numbered in order; a sixty-fifth name would not compile (its bit
+    // overflows the word).
+    macro_rules! names {
+        ($($name:ident = $text:expr;)*) => { names!(@ 0; $($name = $text;)*); };
+        (@ $n:expr; $name:ident = $text:expr; $($rest:tt)*) => {
+            pub(crate) static $name: Name = Name {
+                bit: 1 << ($n),
+                made: LazyLock::new(|| AttrName::new($text)),
+            };
+            names!(@ $n + 1; $($rest)*);
+        };
+        (@ $n:expr;) => {};
+    }
+
+    names! {
+        JOB_STATUS = attr::JOB_STATUS;
+        LAST_JOB_STATUS = attr::LAST_JOB_STATUS;
+        ENTERED_CURRENT_STATUS = attr::ENTERED_CURRENT_STATUS;
+        CLUSTER_ID = attr::CLUSTER_ID;
+        OWNER = attr::OWNER;
+        USER = attr::USER;
+        JOB_START_DATE = attr::JOB_START_DATE;
+        JOB_CURRENT_START_DATE = attr::JOB_CURRENT_START_DATE;
+        JOB_CURRENT_START_EXECUTING_DATE = attr::JOB_CURRENT_START_EXECUTING_DATE;
+        JOB_CURRENT_START_TRANSFER_OUTPUT_DATE = attr::JOB_CURRENT_START_TRANSFER_OUTPUT_DATE;
+        JOB_CURRENT_FINISH_TRANSFER_OUTPUT_DATE = attr::JOB_CURRENT_FINISH_TRANSFER_OUTPUT_DATE;
+        SHADOW_BDAY = attr::SHADOW_BDAY;
+        LAST_MATCH_TIME = attr::LAST_MATCH_TIME;
+        NUM_JOB_MATCHES = attr::NUM_JOB_MATCHES;
+        NUM_SHADOW_STARTS = attr::NUM_SHADOW_STARTS;
+        JOB_RUN_COUNT = attr::JOB_RUN_COUNT;
+        NUM_JOB_STARTS = attr::NUM_JOB_STARTS;
+        NUM_JOB_COMPLETIONS = attr::NUM_JOB_COMPLETIONS;
+        REMOTE_HOST = attr::REMOTE_HOST;
+        CURRENT_HOSTS = attr::CURRENT_HOSTS;
+        LAST_REMOTE_HOST = attr::LAST_REMOTE_HOST;
+        STARTD_IP_ADDR = attr::STARTD_IP_ADDR;
+        CLAIM_ID = attr::CLAIM_ID;
+        JOB_DISCONNECTED_DATE = attr::JOB_DISCONNECTED_DATE;
+        REMOTE_WALL_CLOCK_TIME = attr::REMOTE_WALL_CLOCK_TIME;
+        CUMULATIVE_SLOT_TIME = attr::CUMULATIVE_SLOT_TIME;
+        COMMITTED_TIME = attr::COMMITTED_TIME;
+        COMMITTED_SLOT_TIME = attr::COMMITTED_SLOT_TIME;
+        CUMULATIVE_SUSPENSION_TIME = attr::CUMULATIVE_SUSPENSION_TIME;
+        LAST_SUSPENSION_TIME = attr::LAST_SUSPENSION_TIME;
+        TOTAL_SUSPENSIONS = attr::TOTAL_SUSPENSIONS;
+        LAST_VACATE_TIME = attr::LAST_VACATE_TIME;
+        REMOTE_USER_CPU = attr::REMOTE_USER_CPU;
+        REMOTE_SYS_CPU = attr::REMOTE_SYS_CPU;
+        CUMULATIVE_REMOTE_USER_CPU = attr::CUMULATIVE_REMOTE_USER_CPU;
+        CUMULATIVE_REMOTE_SYS_CPU = attr::CUMULATIVE_REMOTE_SYS_CPU;
+        EXIT_CODE = attr::EXIT_CODE;
+        EXIT_BY_SIGNAL = attr::EXIT_BY_SIGNAL;
+        EXIT_SIGNAL = attr::EXIT_SIGNAL;
+        EXIT_STATUS = attr::EXIT_STATUS;
+        JOB_CORE_DUMPED = attr::JOB_CORE_DUMPED;
+        COMPLETION_DATE = attr::COMPLETION_DATE;
+        HOLD_REASON = attr::HOLD_REASON;
+        HOLD_REASON_CODE = attr::HOLD_REASON_CODE;
+        HOLD_REASON_SUBCODE = attr::HOLD_REASON_SUBCODE;
+        LAST_HOLD_REASON = attr::LAST_HOLD_REASON;
+        LAST_HOLD_REASON_CODE = attr::LAST_HOLD_REASON_CODE;
+        LAST_HOLD_REASON_SUBCODE = attr::LAST_HOLD_REASON_SUBCODE;
+        NUM_HOLDS = attr::NUM_HOLDS;
+        NUM_HOLDS_BY_REASON = attr::NUM_HOLDS_BY_REASON;
+        RELEASE_REASON = attr::RELEASE_REASON;
+        REMOVE_REASON = attr::REMOVE_REASON;
+        ACCOUNTING_GROUP = "AccountingGroup";
+        BYTES_SENT = "BytesSent";
+        BYTES_RECVD = "BytesRecvd";
+        IMAGE_SIZE = "ImageSize";
+        RESIDENT_SET_SIZE = "ResidentSetSize";
+    }
+}
+
 /// `HoldReasonCode` values, with the label `NumHoldsByReason` counts them
 /// under (docs: codes-other-values/hold-reason-codes and the
 /// `HoldReasonCode` table of the job attributes).

@@ -20,10 +20,12 @@
 //! Start reading at [`queue::JobQueue::apply`].
 
 pub mod authz;
+mod claim_ids;
 pub mod claims;
 pub mod dedicated;
 pub mod edit;
 pub mod factory;
+mod fast_hash;
 pub mod index;
 pub mod job;
 pub mod policy;

@@ -34,10 +34,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use classad::{ClassAd, Env, Expr, Value};
+use classad::{AttrName, ClassAd, Env, Expr, Value};
 
 use crate::authz::{self, Refusal, SuperUsers};
 use crate::index::{self, Candidates, JobIndex, JobKey, StatusCounts, Terms};
+use crate::job::names::{self, Name};
 use crate::job::{attr, HoldCode, JobId, JobStatus};
 use crate::policy::{self, ExitDecision, PolicyAction, SystemPolicy};
 use crate::submit_policy::{SubmitPolicy, SubmitRefused};
@@ -248,13 +249,22 @@ pub struct Submitted {
 /// change to a job goes through the queue, which files the job again.
 #[derive(Clone, Debug, Default)]
 pub struct JobQueue {
-    jobs: BTreeMap<JobId, Arc<ClassAd>>,
+    jobs: BTreeMap<JobId, Queued>,
     index: JobIndex,
     /// The next cluster id to hand out.
     next_cluster: i64,
     /// The local zone (seconds east of UTC) for policy expressions that
     /// format times.
     pub utc_offset: i32,
+}
+
+/// A job in the queue: its ad, and where the index files it (what
+/// [`JobKey::of`] its ad says, kept so that a change to the job need not
+/// read it again: every change to an ad goes through the queue).
+#[derive(Clone, Debug)]
+struct Queued {
+    ad: Arc<ClassAd>,
+    key: JobKey,
 }
 
 /// What a submission's jobs are chained to.
@@ -274,59 +284,96 @@ const RUN_ATTRIBUTES: usize = 24;
 
 struct Edit<'a> {
     ad: &'a mut ClassAd,
-    touched: Vec<String>,
+    /// The names set or deleted, each once, in the order they changed
+    /// (spelled out as the change's `attributes` at the end), and their
+    /// bits (`Name::bit`): which are among them.
+    touched: Vec<&'static Name>,
+    touched_bits: u64,
+}
+
+impl<'a> Edit<'a> {
+    fn new(ad: &'a mut ClassAd) -> Edit<'a> {
+        Edit {
+            ad,
+            touched: Vec::new(),
+            touched_bits: 0,
+        }
+    }
 }
 
 impl Edit<'_> {
-    fn touch(&mut self, name: &str) {
-        if !self.touched.iter().any(|t| t.eq_ignore_ascii_case(name)) {
-            self.touched.push(name.to_string());
+    // Names made once (`names`): the ad finds them by their hash and
+    // their interned text, and the set of those touched is a word, where
+    // a name's text was hashed, interned, copied and searched for in a
+    // list at every write.
+    fn touch(&mut self, name: &'static Name) {
+        if self.touched_bits & name.bit == 0 {
+            self.touched_bits |= name.bit;
+            self.touched.push(name);
         }
     }
-    fn set(&mut self, name: &str, v: impl Into<Value>) {
-        self.ad.insert_value(name, v);
+    fn set(&mut self, name: &'static Name, v: impl Into<Value>) {
+        self.ad
+            .insert(AttrName::clone(name), Expr::from_value(v.into()));
         self.touch(name);
     }
-    fn remove(&mut self, name: &str) {
-        if self.ad.remove(name).is_some() {
+    fn remove(&mut self, name: &'static Name) {
+        // A name the job does not have (ExitSignal at an exit by code)
+        // is not made again from its text only to find that out: removing
+        // it would change nothing (a chained ad hides only what its
+        // parent shows).
+        if self.ad.lookup_name(name).is_none() {
+            return;
+        }
+        if self.ad.remove(name.as_str()).is_some() {
             self.touch(name);
         }
     }
-    fn int(&self, name: &str) -> Option<i64> {
-        literal(self.ad, name).and_then(|v| match v {
+    fn int(&self, name: &AttrName) -> Option<i64> {
+        literal_named(self.ad, name).and_then(|v| match v {
             Value::Int(i) => Some(i),
             Value::Real(r) => Some(r as i64),
             Value::Bool(b) => Some(b as i64),
             _ => None,
         })
     }
-    fn string(&self, name: &str) -> Option<String> {
-        literal(self.ad, name).and_then(|v| v.as_str().map(str::to_string))
+    fn string(&self, name: &AttrName) -> Option<String> {
+        literal_named(self.ad, name).and_then(|v| v.as_str().map(str::to_string))
     }
-    fn increment(&mut self, name: &str) -> i64 {
+    fn number(&self, name: &AttrName) -> Option<f64> {
+        literal_named(self.ad, name).and_then(|v| v.as_number())
+    }
+    fn increment(&mut self, name: &'static Name) -> i64 {
         let n = self.int(name).unwrap_or(0) + 1;
         self.set(name, n);
         n
     }
     /// Adds `by` seconds to a time total, keeping its type: HTCondor keeps
     /// `RemoteWallClockTime` as a real and the slot times as integers.
-    fn add_time(&mut self, name: &str, by: i64) {
-        match literal(self.ad, name) {
+    fn add_time(&mut self, name: &'static Name, by: i64) {
+        match literal_named(self.ad, name) {
             Some(Value::Real(r)) => self.set(name, r + by as f64),
             Some(Value::Int(i)) => self.set(name, i + by),
             _ => self.set(name, by as f64),
         }
     }
     fn status(&self) -> JobStatus {
-        self.int(attr::JOB_STATUS)
+        self.int(&names::JOB_STATUS)
             .and_then(JobStatus::from_number)
             .unwrap_or(JobStatus::Idle)
     }
     fn set_status(&mut self, to: JobStatus, now: i64) {
         let from = self.status();
-        self.set(attr::LAST_JOB_STATUS, from.number());
-        self.set(attr::JOB_STATUS, to.number());
-        self.set(attr::ENTERED_CURRENT_STATUS, now);
+        self.set(&names::LAST_JOB_STATUS, from.number());
+        self.set(&names::JOB_STATUS, to.number());
+        self.set(&names::ENTERED_CURRENT_STATUS, now);
+    }
+    /// The attributes touched, as a [`Change`] lists them.
+    fn attributes(&self) -> Vec<String> {
+        self.touched
+            .iter()
+            .map(|n| n.as_str().to_string())
+            .collect()
     }
 }
 
@@ -392,8 +439,19 @@ fn same_literal_int(ads: &[ClassAd], name: &str) -> Option<i64> {
 
 /// The value of a literal attribute (what the queue itself wrote).
 fn literal(ad: &ClassAd, name: &str) -> Option<Value> {
-    match ad.get(name)? {
-        classad::Expr::Lit(v) => Some(v.clone()),
+    value_of(ad, ad.get(name)?)
+}
+
+/// [`literal`] of a name made once (`names`).
+fn literal_named(ad: &ClassAd, name: &AttrName) -> Option<Value> {
+    value_of(ad, ad.lookup_name(name)?)
+}
+
+/// A literal's value, or what an expression evaluates to when that is
+/// neither undefined nor an error.
+fn value_of(ad: &ClassAd, e: &Expr) -> Option<Value> {
+    match e {
+        Expr::Lit(v) => Some(v.clone()),
         e => {
             let v = ad.eval(e, &Env::default());
             (!v.is_undefined() && !v.is_error()).then_some(v)
@@ -403,7 +461,7 @@ fn literal(ad: &ClassAd, name: &str) -> Option<Value> {
 
 /// The status a job ad records.
 pub fn status_of(ad: &ClassAd) -> Option<JobStatus> {
-    match literal(ad, attr::JOB_STATUS)? {
+    match literal_named(ad, &names::JOB_STATUS)? {
         Value::Int(n) => JobStatus::from_number(n),
         _ => None,
     }
@@ -441,8 +499,12 @@ impl JobQueue {
     /// Queues (or replaces) job `id`, filed in the index.
     fn put(&mut self, id: JobId, ad: Arc<ClassAd>) {
         let key = JobKey::of(id, &ad);
-        if let Some(old) = self.jobs.insert(id, ad) {
-            self.index.remove(id, &JobKey::of(id, &old));
+        let queued = Queued {
+            ad,
+            key: key.clone(),
+        };
+        if let Some(old) = self.jobs.insert(id, queued) {
+            self.index.remove(id, &old.key);
         }
         self.index.insert(id, &key);
     }
@@ -468,7 +530,7 @@ impl JobQueue {
     }
 
     pub fn job(&self, id: JobId) -> Option<&ClassAd> {
-        self.jobs.get(&id).map(|ad| &**ad)
+        self.jobs.get(&id).map(|q| &*q.ad)
     }
 
     /// Changes job `id`'s ad with `f` (copied first while a snapshot holds
@@ -478,27 +540,29 @@ impl JobQueue {
         id: JobId,
         f: impl FnOnce(&mut ClassAd) -> R,
     ) -> Option<R> {
-        let shared = self.jobs.get_mut(&id)?;
-        let before = JobKey::of(id, shared);
-        let ad = Arc::make_mut(shared);
+        let queued = self.jobs.get_mut(&id)?;
+        let ad = Arc::make_mut(&mut queued.ad);
         let r = f(ad);
-        self.index.rekey(id, &before, &JobKey::of(id, ad));
+        let after = JobKey::of(id, ad);
+        self.index.rekey(id, &queued.key, &after);
+        queued.key = after;
         Some(r)
     }
 
     /// Job `id`'s ad as the queue shares it: it stays as it is now, whatever
     /// the queue does to the job later.
     pub fn shared_job(&self, id: JobId) -> Option<Arc<ClassAd>> {
-        self.jobs.get(&id).cloned()
+        self.jobs.get(&id).map(|q| Arc::clone(&q.ad))
     }
 
     pub fn status(&self, id: JobId) -> Option<JobStatus> {
-        self.jobs.get(&id).and_then(|ad| status_of(ad))
+        // As the index files it: the same as `status_of` its ad.
+        self.jobs.get(&id).and_then(|q| q.key.status())
     }
 
     /// Every job, in id order.
     pub fn jobs(&self) -> impl Iterator<Item = (JobId, &ClassAd)> {
-        self.jobs.iter().map(|(id, ad)| (*id, &**ad))
+        self.jobs.iter().map(|(id, q)| (*id, &*q.ad))
     }
 
     /// Every job as it is now, in id order, to read without the queue:
@@ -508,7 +572,7 @@ impl JobQueue {
     pub fn snapshot(&self) -> Vec<(JobId, Arc<ClassAd>)> {
         self.jobs
             .iter()
-            .map(|(id, ad)| (*id, Arc::clone(ad)))
+            .map(|(id, q)| (*id, Arc::clone(&q.ad)))
             .collect()
     }
 
@@ -523,9 +587,9 @@ impl JobQueue {
     /// Takes a job out of the queue (into history: the daemon decides when
     /// a completed or removed job leaves).
     pub fn forget(&mut self, id: JobId) -> Option<Arc<ClassAd>> {
-        let ad = self.jobs.remove(&id)?;
-        self.index.remove(id, &JobKey::of(id, &ad));
-        Some(ad)
+        let q = self.jobs.remove(&id)?;
+        self.index.remove(id, &q.key);
+        Some(q.ad)
     }
 
     /// The jobs in the queue by `JobStatus`, from the queue's counters.
@@ -584,20 +648,20 @@ impl JobQueue {
     pub fn snapshot_cluster(&self, cluster: i64) -> Vec<(JobId, Arc<ClassAd>)> {
         self.jobs
             .range(index::cluster_range(cluster))
-            .map(|(id, ad)| (*id, Arc::clone(ad)))
+            .map(|(id, q)| (*id, Arc::clone(&q.ad)))
             .collect()
     }
 
     fn lookup<'a>(&'a self, ids: &'a [JobId]) -> impl Iterator<Item = (JobId, Arc<ClassAd>)> + 'a {
         ids.iter()
-            .filter_map(|id| Some((*id, Arc::clone(self.jobs.get(id)?))))
+            .filter_map(|id| Some((*id, Arc::clone(&self.jobs.get(id)?.ad))))
     }
 
     /// The procs of cluster `cluster`, in id order.
     pub fn cluster_jobs(&self, cluster: i64) -> impl Iterator<Item = (JobId, &ClassAd)> {
         self.jobs
             .range(index::cluster_range(cluster))
-            .map(|(id, ad)| (*id, &**ad))
+            .map(|(id, q)| (*id, &*q.ad))
     }
 
     /// Queues one cluster of job ads (from the `submit` crate) for
@@ -836,12 +900,8 @@ impl JobQueue {
         system: &SystemPolicy,
     ) -> Result<Change, QueueError> {
         let env = self.env(now);
-        let ad = self.jobs.get_mut(&id).ok_or(QueueError::NoSuchJob(id))?;
-        let before = JobKey::of(id, ad);
-        let mut e = Edit {
-            ad: Arc::make_mut(ad),
-            touched: Vec::new(),
-        };
+        let queued = self.jobs.get_mut(&id).ok_or(QueueError::NoSuchJob(id))?;
+        let mut e = Edit::new(Arc::make_mut(&mut queued.ad));
         // A job's proc ad is kept at its smallest while it waits (a queue
         // holds hundreds of thousands); the first run writes a score of
         // attributes into it, which then find their room at once.
@@ -860,28 +920,28 @@ impl JobQueue {
                 if from != JobStatus::Idle {
                     return Err(wrong(&event));
                 }
-                e.set(attr::LAST_MATCH_TIME, now);
-                e.increment(attr::NUM_JOB_MATCHES);
+                e.set(&names::LAST_MATCH_TIME, now);
+                e.increment(&names::NUM_JOB_MATCHES);
                 None
             }
             JobEvent::Started { host, slot, claim } => {
                 if from != JobStatus::Idle {
                     return Err(wrong(&event));
                 }
-                let shadows = e.increment(attr::NUM_SHADOW_STARTS);
-                e.set(attr::JOB_RUN_COUNT, shadows);
-                e.increment(attr::NUM_JOB_STARTS);
-                if e.int(attr::JOB_START_DATE).unwrap_or(0) <= 0 {
-                    e.set(attr::JOB_START_DATE, now);
+                let shadows = e.increment(&names::NUM_SHADOW_STARTS);
+                e.set(&names::JOB_RUN_COUNT, shadows);
+                e.increment(&names::NUM_JOB_STARTS);
+                if e.int(&names::JOB_START_DATE).unwrap_or(0) <= 0 {
+                    e.set(&names::JOB_START_DATE, now);
                 }
-                e.set(attr::JOB_CURRENT_START_DATE, now);
-                e.set(attr::JOB_CURRENT_START_EXECUTING_DATE, now);
-                e.set(attr::SHADOW_BDAY, now);
-                e.set(attr::REMOTE_HOST, slot.as_str());
-                e.set(attr::CURRENT_HOSTS, 1);
-                e.set(attr::STARTD_IP_ADDR, host.as_str());
+                e.set(&names::JOB_CURRENT_START_DATE, now);
+                e.set(&names::JOB_CURRENT_START_EXECUTING_DATE, now);
+                e.set(&names::SHADOW_BDAY, now);
+                e.set(&names::REMOTE_HOST, slot.as_str());
+                e.set(&names::CURRENT_HOSTS, 1);
+                e.set(&names::STARTD_IP_ADDR, host.as_str());
                 if let Some(c) = claim {
-                    e.set(attr::CLAIM_ID, c.as_str());
+                    e.set(&names::CLAIM_ID, c.as_str());
                 }
                 e.set_status(JobStatus::Running, now);
                 Some(LogEvent::Execute {
@@ -897,7 +957,7 @@ impl JobQueue {
                 if !from.is_active() {
                     return Err(wrong(&event));
                 }
-                e.set(attr::JOB_DISCONNECTED_DATE, now);
+                e.set(&names::JOB_DISCONNECTED_DATE, now);
                 Some(LogEvent::Disconnected {
                     reason: reason.clone(),
                     startd_name: startd.clone(),
@@ -908,7 +968,7 @@ impl JobQueue {
                 if !from.is_active() {
                     return Err(wrong(&event));
                 }
-                e.remove(attr::JOB_DISCONNECTED_DATE);
+                e.remove(&names::JOB_DISCONNECTED_DATE);
                 Some(LogEvent::Reconnected {
                     startd_name: startd.clone(),
                     startd_addr: address.clone(),
@@ -921,8 +981,8 @@ impl JobQueue {
                 }
                 // The run's time is not committed: the job starts over.
                 end_run(&mut e, now, false, &RunReport::default());
-                e.remove(attr::JOB_DISCONNECTED_DATE);
-                e.set(attr::LAST_VACATE_TIME, now);
+                e.remove(&names::JOB_DISCONNECTED_DATE);
+                e.set(&names::LAST_VACATE_TIME, now);
                 e.set_status(JobStatus::Idle, now);
                 Some(LogEvent::ReconnectFailed {
                     reason: reason.clone(),
@@ -933,8 +993,8 @@ impl JobQueue {
                 if from != JobStatus::Running {
                     return Err(wrong(&event));
                 }
-                e.set(attr::LAST_SUSPENSION_TIME, now);
-                e.increment(attr::TOTAL_SUSPENSIONS);
+                e.set(&names::LAST_SUSPENSION_TIME, now);
+                e.increment(&names::TOTAL_SUSPENSIONS);
                 e.set_status(JobStatus::Suspended, now);
                 Some(LogEvent::Suspended {
                     num_pids: *num_pids,
@@ -957,7 +1017,7 @@ impl JobQueue {
                     return Err(wrong(&event));
                 }
                 let usage = end_run(&mut e, now, *checkpointed, report);
-                e.set(attr::LAST_VACATE_TIME, now);
+                e.set(&names::LAST_VACATE_TIME, now);
                 e.set_status(JobStatus::Idle, now);
                 Some(LogEvent::Evicted {
                     checkpointed: *checkpointed,
@@ -970,7 +1030,7 @@ impl JobQueue {
                 if from != JobStatus::Running {
                     return Err(wrong(&event));
                 }
-                e.set(attr::JOB_CURRENT_START_TRANSFER_OUTPUT_DATE, now);
+                e.set(&names::JOB_CURRENT_START_TRANSFER_OUTPUT_DATE, now);
                 e.set_status(JobStatus::TransferringOutput, now);
                 None
             }
@@ -979,14 +1039,14 @@ impl JobQueue {
                     return Err(wrong(&event));
                 }
                 if from == JobStatus::TransferringOutput {
-                    e.set(attr::JOB_CURRENT_FINISH_TRANSFER_OUTPUT_DATE, now);
+                    e.set(&names::JOB_CURRENT_FINISH_TRANSFER_OUTPUT_DATE, now);
                 }
                 let usage = end_run(&mut e, now, true, report);
-                e.increment(attr::NUM_JOB_COMPLETIONS);
+                e.increment(&names::NUM_JOB_COMPLETIONS);
                 record_exit(&mut e, how);
                 match policy::at_exit(e.ad, system, &env) {
                     ExitDecision::Complete => {
-                        e.set(attr::COMPLETION_DATE, now);
+                        e.set(&names::COMPLETION_DATE, now);
                         e.set_status(JobStatus::Completed, now);
                         Some(LogEvent::Terminated {
                             how: how.clone(),
@@ -1027,7 +1087,7 @@ impl JobQueue {
                 }
                 if from.is_active() {
                     end_run(&mut e, now, false, &RunReport::default());
-                    e.set(attr::LAST_VACATE_TIME, now);
+                    e.set(&names::LAST_VACATE_TIME, now);
                     stop = true;
                 }
                 Some(hold(&mut e, reason, *code, *subcode, now))
@@ -1036,19 +1096,19 @@ impl JobQueue {
                 if from != JobStatus::Held {
                     return Err(wrong(&event));
                 }
-                if let Some(r) = e.string(attr::HOLD_REASON) {
-                    e.set(attr::LAST_HOLD_REASON, r);
+                if let Some(r) = e.string(&names::HOLD_REASON) {
+                    e.set(&names::LAST_HOLD_REASON, r);
                 }
-                if let Some(c) = e.int(attr::HOLD_REASON_CODE) {
-                    e.set(attr::LAST_HOLD_REASON_CODE, c);
+                if let Some(c) = e.int(&names::HOLD_REASON_CODE) {
+                    e.set(&names::LAST_HOLD_REASON_CODE, c);
                 }
-                if let Some(c) = e.int(attr::HOLD_REASON_SUBCODE) {
-                    e.set(attr::LAST_HOLD_REASON_SUBCODE, c);
+                if let Some(c) = e.int(&names::HOLD_REASON_SUBCODE) {
+                    e.set(&names::LAST_HOLD_REASON_SUBCODE, c);
                 }
-                e.remove(attr::HOLD_REASON);
-                e.remove(attr::HOLD_REASON_CODE);
-                e.remove(attr::HOLD_REASON_SUBCODE);
-                e.set(attr::RELEASE_REASON, reason.as_str());
+                e.remove(&names::HOLD_REASON);
+                e.remove(&names::HOLD_REASON_CODE);
+                e.remove(&names::HOLD_REASON_SUBCODE);
+                e.set(&names::RELEASE_REASON, reason.as_str());
                 e.set_status(JobStatus::Idle, now);
                 Some(LogEvent::Released {
                     reason: Some(reason.clone()),
@@ -1066,14 +1126,17 @@ impl JobQueue {
             }
         };
         let to = e.status();
-        let after = JobKey::of(id, e.ad);
-        self.index.rekey(id, &before, &after);
+        // An event writes none of what files the job but its status.
+        let after = queued.key.with_status_of(e.ad);
+        debug_assert_eq!(after, JobKey::of(id, e.ad));
+        self.index.rekey(id, &queued.key, &after);
+        queued.key = after;
         Ok(Change {
             job: id,
             from: Some(from),
             to,
             log,
-            attributes: e.touched,
+            attributes: e.attributes(),
             stop,
         })
     }
@@ -1088,7 +1151,7 @@ impl JobQueue {
         action: UserAction,
         now: i64,
     ) -> Result<Change, QueueError> {
-        let ad = self.jobs.get(&id).ok_or(QueueError::NoSuchJob(id))?;
+        let ad = &self.jobs.get(&id).ok_or(QueueError::NoSuchJob(id))?.ad;
         let verb = match action {
             UserAction::Hold { .. } => "hold",
             UserAction::Release { .. } => "release",
@@ -1124,7 +1187,7 @@ impl JobQueue {
     pub fn evaluate_periodic(&mut self, now: i64, system: &SystemPolicy) -> Vec<Change> {
         let env = self.env(now);
         let mut decisions = Vec::new();
-        for (id, ad) in &self.jobs {
+        for (id, Queued { ad, .. }) in &self.jobs {
             let Some(status) = status_of(ad) else {
                 continue;
             };
@@ -1140,12 +1203,9 @@ impl JobQueue {
             }
             let decision = if status.is_active() {
                 let mut running = ClassAd::clone(ad);
-                let mut e = Edit {
-                    ad: &mut running,
-                    touched: Vec::new(),
-                };
+                let mut e = Edit::new(&mut running);
                 let run = current_run(&e, now);
-                e.add_time(attr::REMOTE_WALL_CLOCK_TIME, run);
+                e.add_time(&names::REMOTE_WALL_CLOCK_TIME, run);
                 policy::periodic(&running, status, system, &env)
             } else {
                 policy::periodic(ad, status, system, &env)
@@ -1180,17 +1240,17 @@ impl JobQueue {
 /// Seconds the current run has lasted (since the shadow started).
 fn current_run(e: &Edit<'_>, now: i64) -> i64 {
     let start = e
-        .int(attr::SHADOW_BDAY)
-        .or_else(|| e.int(attr::JOB_CURRENT_START_DATE))
+        .int(&names::SHADOW_BDAY)
+        .or_else(|| e.int(&names::JOB_CURRENT_START_DATE))
         .unwrap_or(now);
     (now - start).max(0)
 }
 
 fn end_suspension(e: &mut Edit<'_>, now: i64) {
-    let since = e.int(attr::LAST_SUSPENSION_TIME).unwrap_or(0);
+    let since = e.int(&names::LAST_SUSPENSION_TIME).unwrap_or(0);
     if since > 0 {
-        e.add_time(attr::CUMULATIVE_SUSPENSION_TIME, (now - since).max(0));
-        e.set(attr::LAST_SUSPENSION_TIME, 0i64);
+        e.add_time(&names::CUMULATIVE_SUSPENSION_TIME, (now - since).max(0));
+        e.set(&names::LAST_SUSPENSION_TIME, 0i64);
     }
 }
 
@@ -1203,31 +1263,25 @@ fn end_run(e: &mut Edit<'_>, now: i64, committed: bool, report: &RunReport) -> U
         end_suspension(e, now);
     }
     // The run's claim is no longer the job's.
-    e.remove(attr::CLAIM_ID);
+    e.remove(&names::CLAIM_ID);
     let run = current_run(e, now);
-    e.add_time(attr::REMOTE_WALL_CLOCK_TIME, run);
-    e.add_time(attr::CUMULATIVE_SLOT_TIME, run);
+    e.add_time(&names::REMOTE_WALL_CLOCK_TIME, run);
+    e.add_time(&names::CUMULATIVE_SLOT_TIME, run);
     if committed {
-        e.add_time(attr::COMMITTED_TIME, run);
-        e.add_time(attr::COMMITTED_SLOT_TIME, run);
-        e.add_time(attr::REMOTE_USER_CPU, report.remote_user_cpu);
-        e.add_time(attr::REMOTE_SYS_CPU, report.remote_sys_cpu);
+        e.add_time(&names::COMMITTED_TIME, run);
+        e.add_time(&names::COMMITTED_SLOT_TIME, run);
+        e.add_time(&names::REMOTE_USER_CPU, report.remote_user_cpu);
+        e.add_time(&names::REMOTE_SYS_CPU, report.remote_sys_cpu);
     }
-    e.add_time(attr::CUMULATIVE_REMOTE_USER_CPU, report.remote_user_cpu);
-    e.add_time(attr::CUMULATIVE_REMOTE_SYS_CPU, report.remote_sys_cpu);
-    let total_sent = literal(e.ad, "BytesSent")
-        .and_then(|v| v.as_number())
-        .unwrap_or(0.0)
-        + report.bytes_sent;
-    let total_received = literal(e.ad, "BytesRecvd")
-        .and_then(|v| v.as_number())
-        .unwrap_or(0.0)
-        + report.bytes_received;
-    e.set("BytesSent", total_sent);
-    e.set("BytesRecvd", total_received);
+    e.add_time(&names::CUMULATIVE_REMOTE_USER_CPU, report.remote_user_cpu);
+    e.add_time(&names::CUMULATIVE_REMOTE_SYS_CPU, report.remote_sys_cpu);
+    let total_sent = e.number(&names::BYTES_SENT).unwrap_or(0.0) + report.bytes_sent;
+    let total_received = e.number(&names::BYTES_RECVD).unwrap_or(0.0) + report.bytes_received;
+    e.set(&names::BYTES_SENT, total_sent);
+    e.set(&names::BYTES_RECVD, total_received);
     for (name, kib) in [
-        ("ImageSize", report.image_size_kib),
-        ("ResidentSetSize", report.resident_set_size_kib),
+        (&names::IMAGE_SIZE, report.image_size_kib),
+        (&names::RESIDENT_SET_SIZE, report.resident_set_size_kib),
     ] {
         if let Some(kib) = kib {
             let before = e.int(name).unwrap_or(0);
@@ -1236,17 +1290,13 @@ fn end_run(e: &mut Edit<'_>, now: i64, committed: bool, report: &RunReport) -> U
             }
         }
     }
-    if let Some(host) = e.string(attr::REMOTE_HOST) {
-        e.set(attr::LAST_REMOTE_HOST, host);
+    if let Some(host) = e.string(&names::REMOTE_HOST) {
+        e.set(&names::LAST_REMOTE_HOST, host);
     }
-    e.remove(attr::REMOTE_HOST);
-    e.set(attr::CURRENT_HOSTS, 0);
-    e.remove(attr::SHADOW_BDAY);
-    let cpu = |name: &str| {
-        literal(e.ad, name)
-            .and_then(|v| v.as_number())
-            .unwrap_or(0.0) as i64
-    };
+    e.remove(&names::REMOTE_HOST);
+    e.set(&names::CURRENT_HOSTS, 0);
+    e.remove(&names::SHADOW_BDAY);
+    let cpu = |name: &AttrName| e.number(name).unwrap_or(0.0) as i64;
     Usage {
         run_remote: Rusage {
             user_secs: report.remote_user_cpu,
@@ -1254,8 +1304,8 @@ fn end_run(e: &mut Edit<'_>, now: i64, committed: bool, report: &RunReport) -> U
         },
         run_local: Rusage::default(),
         total_remote: Rusage {
-            user_secs: cpu(attr::CUMULATIVE_REMOTE_USER_CPU),
-            sys_secs: cpu(attr::CUMULATIVE_REMOTE_SYS_CPU),
+            user_secs: cpu(&names::CUMULATIVE_REMOTE_USER_CPU),
+            sys_secs: cpu(&names::CUMULATIVE_REMOTE_SYS_CPU),
         },
         total_local: Rusage::default(),
         run_sent_bytes: report.bytes_sent,
@@ -1271,27 +1321,27 @@ fn end_run(e: &mut Edit<'_>, now: i64, committed: bool, report: &RunReport) -> U
 fn record_exit(e: &mut Edit<'_>, how: &ExitHow) {
     match how {
         ExitHow::Code(c) => {
-            e.set(attr::EXIT_BY_SIGNAL, false);
-            e.set(attr::EXIT_CODE, *c);
-            e.set(attr::EXIT_STATUS, *c);
-            e.remove(attr::EXIT_SIGNAL);
+            e.set(&names::EXIT_BY_SIGNAL, false);
+            e.set(&names::EXIT_CODE, *c);
+            e.set(&names::EXIT_STATUS, *c);
+            e.remove(&names::EXIT_SIGNAL);
         }
         ExitHow::Signal { signal, core_file } => {
-            e.set(attr::EXIT_BY_SIGNAL, true);
-            e.set(attr::EXIT_SIGNAL, *signal);
-            e.remove(attr::EXIT_CODE);
-            e.set(attr::JOB_CORE_DUMPED, core_file.is_some());
+            e.set(&names::EXIT_BY_SIGNAL, true);
+            e.set(&names::EXIT_SIGNAL, *signal);
+            e.remove(&names::EXIT_CODE);
+            e.set(&names::JOB_CORE_DUMPED, core_file.is_some());
         }
     }
 }
 
 fn hold(e: &mut Edit<'_>, reason: &str, code: HoldCode, subcode: i64, now: i64) -> LogEvent {
-    e.set(attr::HOLD_REASON, reason);
-    e.set(attr::HOLD_REASON_CODE, code.0);
-    e.set(attr::HOLD_REASON_SUBCODE, subcode);
-    e.increment(attr::NUM_HOLDS);
+    e.set(&names::HOLD_REASON, reason);
+    e.set(&names::HOLD_REASON_CODE, code.0);
+    e.set(&names::HOLD_REASON_SUBCODE, subcode);
+    e.increment(&names::NUM_HOLDS);
     // NumHoldsByReason = [ JobPolicy = 2; UserRequest = 1 ]
-    let mut by_reason = match e.ad.get(attr::NUM_HOLDS_BY_REASON) {
+    let mut by_reason = match e.ad.lookup_name(&names::NUM_HOLDS_BY_REASON) {
         Some(classad::Expr::Ad(a)) => (**a).clone(),
         _ => ClassAd::new(),
     };
@@ -1302,10 +1352,10 @@ fn hold(e: &mut Edit<'_>, reason: &str, code: HoldCode, subcode: i64, now: i64) 
     };
     by_reason.insert_value(label, n + 1);
     e.ad.insert(
-        attr::NUM_HOLDS_BY_REASON,
+        names::NUM_HOLDS_BY_REASON.clone(),
         classad::Expr::Ad(std::sync::Arc::new(by_reason)),
     );
-    e.touch(attr::NUM_HOLDS_BY_REASON);
+    e.touch(&names::NUM_HOLDS_BY_REASON);
     e.set_status(JobStatus::Held, now);
     LogEvent::Held {
         reason: Some(reason.to_string()),
@@ -1315,7 +1365,7 @@ fn hold(e: &mut Edit<'_>, reason: &str, code: HoldCode, subcode: i64, now: i64) 
 }
 
 fn remove(e: &mut Edit<'_>, reason: &str, now: i64) -> LogEvent {
-    e.set(attr::REMOVE_REASON, reason);
+    e.set(&names::REMOVE_REASON, reason);
     e.set_status(JobStatus::Removed, now);
     LogEvent::Aborted {
         reason: Some(reason.to_string()),
