@@ -1626,7 +1626,8 @@ impl<'a, 'p> Cycle<'a, 'p> {
             .zip(&orders)
             .map(|(s, order)| {
                 let kept = s.kept.as_ref().filter(|k| k.ids.len() == s.jobs.len())?;
-                let mut first: HashMap<u64, usize> = HashMap::new();
+                // (A fast hash: asked for every job; never iterated.)
+                let mut first: FxHashMap<u64, usize> = FxHashMap::default();
                 let mut of = vec![0; s.jobs.len()];
                 for &ji in order {
                     of[ji] = *first.entry(kept.ids[ji]).or_insert(ji);
@@ -1685,7 +1686,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
             .collect();
         for (si, s) in self.submitters.iter().enumerate() {
             let mut clusters = Clusters::default();
-            let mut ac_of_first: HashMap<usize, usize> = HashMap::new();
+            let mut ac_of_first: FxHashMap<usize, usize> = FxHashMap::default();
             let base = self.acs.len();
             let mut queue = Vec::with_capacity(s.jobs.len());
             for &ji in &orders[si] {
@@ -2561,8 +2562,14 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 user,
             });
         }
-        let name = self.submitters[sub].name.clone();
-        *self.usage.entry(name).or_insert(0.0) += cost.max(0.0);
+        // The submitter's name copied only the first time it is charged.
+        let name = &self.submitters[sub].name;
+        match self.usage.get_mut(name) {
+            Some(u) => *u += cost.max(0.0),
+            None => {
+                self.usage.insert(name.clone(), 0.0 + cost.max(0.0));
+            }
+        }
         let env = &self.env;
         self.matches.push(Match {
             submitter: sub,
