@@ -16,12 +16,13 @@
 //! attribute name an expression mentions, whatever its scope, and, through
 //! expressions bound to those names, the names they mention in turn.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use classad::name::Special;
 use classad::{AttrName, ClassAd, Expr, Value};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The set of significant attribute names, case-insensitive, in the order
 /// they were found (deterministic for a given input).
@@ -31,18 +32,20 @@ pub struct SignificantAttrs {
     /// Indexes into `names` by case-insensitive hash: asking for a name
     /// already there (every reference of every slot's expressions, every
     /// cycle) folds nothing and allocates nothing.
-    index: HashMap<u64, Vec<usize>>,
+    /// (Fast hashes for these four: asked for every binding of every ad
+    /// keyed, never iterated.)
+    index: FxHashMap<u64, Vec<usize>>,
     /// Structural hashes of expressions already searched for references.
-    walked: HashSet<u64>,
+    walked: FxHashSet<u64>,
     /// The names' case-insensitive hashes: whether a proc ad's own
     /// attribute may be significant, without folding its name (a hash
     /// shared with another name only makes the answer "maybe").
-    folded: HashSet<u64>,
+    folded: FxHashSet<u64>,
     /// Keys of the cluster ads proc ads are chained to, each with the
     /// number of names it was computed over (names only grow, so a key
     /// over fewer is stale). The ad is held so that its address is not
     /// reused while the key is kept.
-    parent_keys: HashMap<usize, (Arc<ClassAd>, u64, usize)>,
+    parent_keys: FxHashMap<usize, (Arc<ClassAd>, u64, usize)>,
 }
 
 impl SignificantAttrs {

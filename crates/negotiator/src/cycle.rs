@@ -297,8 +297,10 @@ impl KeptSlotKeys {
 #[derive(Clone, Debug)]
 struct LoadedSlot {
     generation: u64,
-    name: Option<String>,
-    remote_user: Option<String>,
+    /// Shared with the cycle's [`Slot`] (a slot's name and user are not
+    /// copied for every slot of every cycle).
+    name: Option<Arc<str>>,
+    remote_user: Option<Arc<str>>,
     partitionable: bool,
     dynamic: bool,
     current_rank: f64,
@@ -343,6 +345,42 @@ const LOADED_NAMES: [&str; 13] = [
 /// The expressions whose references the cycle learns from every slot.
 const SLOT_EXPRESSIONS: [&str; 4] = ["Requirements", "Rank", "Start", "SlotWeight"];
 
+/// [`LOADED_NAMES`] made once, so that reading a slot afresh (at every
+/// change of its state) folds and hashes none of them again.
+struct LoadedNames {
+    name: AttrName,
+    /// Whose claim it is, in the order HTCondor picks it: a preempting
+    /// claim's first, then the accounting group, then the remote user.
+    users: [AttrName; 4],
+    partitionable: AttrName,
+    dynamic: AttrName,
+    current_rank: AttrName,
+    parent: AttrName,
+    /// [`SLOT_EXPRESSIONS`], in that order (Rank second).
+    expressions: [AttrName; 4],
+}
+
+impl LoadedNames {
+    fn get() -> &'static LoadedNames {
+        static NAMES: std::sync::OnceLock<LoadedNames> = std::sync::OnceLock::new();
+        NAMES.get_or_init(|| LoadedNames {
+            name: AttrName::new("Name"),
+            users: [
+                "PreemptingAccountingGroup",
+                "PreemptingUser",
+                "AccountingGroup",
+                "RemoteUser",
+            ]
+            .map(AttrName::new),
+            partitionable: AttrName::new("PartitionableSlot"),
+            dynamic: AttrName::new("DynamicSlot"),
+            current_rank: AttrName::new("CurrentRank"),
+            parent: AttrName::new("ParentSlotName"),
+            expressions: SLOT_EXPRESSIONS.map(AttrName::new),
+        })
+    }
+}
+
 impl LoadedSlot {
     /// What the cycle reads of `ad` first, with whether it may be kept
     /// (every attribute it came from a literal or missing). `last_refs`
@@ -357,38 +395,31 @@ impl LoadedSlot {
     ) -> (LoadedSlot, bool) {
         // Each attribute looked up once, as lit_string and lit_number
         // would read it, noting whether it was a literal or missing.
+        let names = LoadedNames::get();
         let mut keepable = true;
-        let mut read = |name: &str| -> Value {
-            match ad.get(name) {
+        let mut read = |name: &AttrName| -> Value {
+            match ad.lookup_name(name) {
                 None => Value::Undefined,
                 Some(Expr::Lit(v)) => v.clone(),
                 Some(_) => {
                     keepable = false;
-                    ad.eval_attr(name, env)
+                    ad.eval_attr(name.as_str(), env)
                 }
             }
         };
-        let text = |v: Value| v.as_str().map(str::to_string);
-        let name = text(read("Name"));
-        // The user a claim belongs to, as HTCondor picks it: a preempting
-        // claim's first, then the accounting group, then the remote user.
-        let remote_user = [
-            "PreemptingAccountingGroup",
-            "PreemptingUser",
-            "AccountingGroup",
-            "RemoteUser",
-        ]
-        .iter()
-        .find_map(|a| text(read(a)));
-        let partitionable = read("PartitionableSlot").is_true();
-        let dynamic = read("DynamicSlot").is_true();
-        let current_rank = read("CurrentRank").as_number().unwrap_or(0.0);
+        let text = |v: Value| v.as_str().map(Arc::<str>::from);
+        let name = text(read(&names.name));
+        // The user a claim belongs to, as HTCondor picks it.
+        let remote_user = names.users.iter().find_map(|a| text(read(a)));
+        let partitionable = read(&names.partitionable).is_true();
+        let dynamic = read(&names.dynamic).is_true();
+        let current_rank = read(&names.current_rank).as_number().unwrap_or(0.0);
+        let expressions = names.expressions.each_ref().map(|n| ad.lookup_name(n));
         let mut refs = Vec::new();
-        for e in SLOT_EXPRESSIONS {
-            if let Some(x) = ad.get(e) {
-                crate::autocluster::references(x, &mut refs);
-            }
+        for x in expressions.into_iter().flatten() {
+            crate::autocluster::references(x, &mut refs);
         }
+        let [_, rank, _, slot_weight] = expressions;
         // Spelled alike too: the cycle learns a name as first spelled.
         let alike = |l: &[AttrName]| {
             l.len() == refs.len() && l.iter().zip(&refs).all(|(a, b)| a.as_str() == b.as_str())
@@ -398,10 +429,10 @@ impl LoadedSlot {
             _ => refs.into(),
         };
         let weight = match changes_with_time.filter(|c| !c("SlotWeight")) {
-            Some(c) => match ad.get("SlotWeight") {
+            Some(c) => match slot_weight {
                 None => OwnWeight::Lasting(None),
                 Some(e) if crate::lasting::lasting(e, ad, c) => {
-                    OwnWeight::Lasting(lit_number(ad, "SlotWeight", env))
+                    OwnWeight::Lasting(bound_number(ad, e, "SlotWeight", env))
                 }
                 Some(_) => OwnWeight::Read,
             },
@@ -414,8 +445,8 @@ impl LoadedSlot {
             partitionable,
             dynamic,
             current_rank,
-            rank_preemption: rank_preemption_possible(ad, current_rank),
-            has_parent: ad.contains("ParentSlotName"),
+            rank_preemption: rank_preemption_possible_of(rank, current_rank),
+            has_parent: ad.lookup_name(&names.parent).is_some(),
             refs,
             weight,
         };
@@ -610,8 +641,8 @@ enum Offered {
 /// One slot as the cycle sees it.
 struct Slot<'a> {
     ad: Cow<'a, ClassAd>,
-    name: String,
-    remote_user: Option<String>,
+    name: Arc<str>,
+    remote_user: Option<Arc<str>>,
     partitionable: bool,
     /// Claimed dynamic slots pslot preemption may take, for a partitionable slot.
     children: Vec<usize>,
@@ -855,9 +886,32 @@ struct Cycle<'a, 'p> {
 
 fn lit_number(ad: &ClassAd, name: &str, env: &Env) -> Option<f64> {
     match ad.get(name) {
-        Some(Expr::Lit(v)) => v.as_number(),
-        Some(_) => ad.eval_attr(name, env).as_number(),
+        Some(e) => bound_number(ad, e, name, env),
         None => None,
+    }
+}
+
+/// [`lit_number`] of a name made once.
+fn named_number(ad: &ClassAd, name: &AttrName, env: &Env) -> Option<f64> {
+    match ad.lookup_name(name) {
+        Some(e) => bound_number(ad, e, name.as_str(), env),
+        None => None,
+    }
+}
+
+/// What a submitter's jobs are ordered by (`JobPrio` descending, then
+/// `QDate`, `ClusterId`, `ProcId`), made once: read of every idle job of
+/// every cycle.
+fn job_order_names() -> &'static [AttrName; 4] {
+    static NAMES: std::sync::OnceLock<[AttrName; 4]> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| ["JobPrio", "QDate", "ClusterId", "ProcId"].map(AttrName::new))
+}
+
+/// [`lit_number`] of `name`, already looked up: bound to `e` in `ad`.
+fn bound_number(ad: &ClassAd, e: &Expr, name: &str, env: &Env) -> Option<f64> {
+    match e {
+        Expr::Lit(v) => v.as_number(),
+        _ => ad.eval_attr(name, env).as_number(),
     }
 }
 
@@ -1042,7 +1096,10 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 (None, Some(l)) => l,
                 (None, None) => unreachable!("read when not kept"),
             };
-            let name = loaded.name.clone().unwrap_or_else(|| format!("slot#{i}"));
+            let name = loaded
+                .name
+                .clone()
+                .unwrap_or_else(|| Arc::from(format!("slot#{i}")));
             let remote = loaded.remote_user.clone();
             let partitionable = loaded.partitionable;
             let dynamic = loaded.dynamic;
@@ -1136,7 +1193,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 .slots
                 .iter()
                 .enumerate()
-                .map(|(i, s)| (s.name.as_str(), i))
+                .map(|(i, s)| (&*s.name, i))
                 .collect();
             let mut children = Vec::new();
             for i in 0..self.slots.len() {
@@ -1269,9 +1326,25 @@ impl<'n, 's> SlotClusters<'n, 's> {
 
     /// The cluster of `ad`, whose key is `key`, made if new.
     fn assign(&mut self, key: u64, ad: &'s ClassAd) -> usize {
+        self.assign_bound(key, ad, None)
+    }
+
+    /// [`SlotClusters::assign`] where `bound`, if known, is what `ad`
+    /// binds to each name (looked up as its key was made), so that a slot
+    /// keyed afresh is not looked up twice.
+    fn assign_bound(
+        &mut self,
+        key: u64,
+        ad: &'s ClassAd,
+        bound: Option<&[Option<&'s Expr>]>,
+    ) -> usize {
         self.scratch.clear();
-        self.scratch
-            .extend(self.names.iter().map(|n| ad.lookup_name(n)));
+        match bound {
+            Some(b) if b.len() == self.names.len() => self.scratch.extend_from_slice(b),
+            _ => self
+                .scratch
+                .extend(self.names.iter().map(|n| ad.lookup_name(n))),
+        }
         let ids = self.by_key.entry(key).or_default();
         for &id in ids.iter() {
             let alike = self.bound[id]
@@ -1328,6 +1401,8 @@ fn slot_keys<'s>(
         moving: vec![0; len],
         moving_names: Vec::new(),
         moving_bound: Vec::new(),
+        bound: Vec::new(),
+        bound_at: Vec::new(),
         full: keys,
         keyed: candidates.len(),
     }
@@ -1347,9 +1422,18 @@ struct SlotKeys<'s> {
     /// (empty where the names grew while the keys were made: then they
     /// are looked up again).
     moving_bound: Vec<Option<&'s Expr>>,
+    /// What each slot looked up afresh binds to every significant name, in
+    /// their order, found as its key was made (none where the names grew
+    /// while the keys were made), at `bound_at` (by slot index,
+    /// [`NOT_BOUND`] for a slot not looked up).
+    bound: Vec<Option<&'s Expr>>,
+    bound_at: Vec<u32>,
     /// Slot ads looked up for their lasting part.
     keyed: usize,
 }
+
+/// [`SlotKeys::bound_at`] of a slot whose bindings are not known.
+const NOT_BOUND: u32 = u32::MAX;
 
 impl<'s> SlotKeys<'s> {
     /// What slot `i` binds to the names that move with time, if known.
@@ -1359,6 +1443,17 @@ impl<'s> SlotKeys<'s> {
             return Some(&[]);
         }
         self.moving_bound.get(i * n..(i + 1) * n)
+    }
+
+    /// What slot `i` binds to every significant name, if it was looked up
+    /// afresh and the names did not grow.
+    fn bound(&self, i: usize, names: usize) -> Option<&[Option<&'s Expr>]> {
+        let at = *self.bound_at.get(i)?;
+        if at == NOT_BOUND {
+            return None;
+        }
+        let at = at as usize;
+        self.bound.get(at..at + names)
     }
 }
 
@@ -1382,6 +1477,8 @@ fn kept_slot_keys<'s>(
         moving: vec![0; len],
         moving_names: Vec::new(),
         moving_bound: Vec::new(),
+        bound: Vec::new(),
+        bound_at: vec![NOT_BOUND; len],
         keyed: 0,
     };
     // Whether each significant name changes with time, asked once per
@@ -1399,6 +1496,7 @@ fn kept_slot_keys<'s>(
     let stride = moves.iter().filter(|m| **m).count();
     let mut bound: Vec<Option<&'s Expr>> = vec![None; len * stride];
     let mut scratch = Vec::with_capacity(stride);
+    let mut lasting_scratch = Vec::with_capacity(attrs.len());
     let mut over = vec![0usize; len];
     let mut first = true;
     let mut rounds = 0;
@@ -1407,15 +1505,18 @@ fn kept_slot_keys<'s>(
         rounds += 1;
         for &i in &stale {
             let kept = if first { known(i) } else { None };
+            lasting_scratch.clear();
             let (lasting, grew_l) = match kept {
                 Some(k) => (k, false),
                 None => {
                     keys.keyed += usize::from(first);
-                    attrs.key_over(of(i), false, &moves, changes_with_time, None)
+                    let out = first.then_some(&mut lasting_scratch);
+                    attrs.key_over(of(i), false, &moves, changes_with_time, out)
                 }
             };
             // Nothing moves: no second pass over the names.
             let (moving, grew_m) = if moves.len() == attrs.len() && !moves.contains(&true) {
+                scratch.clear();
                 (0, false)
             } else {
                 scratch.clear();
@@ -1429,6 +1530,21 @@ fn kept_slot_keys<'s>(
             keys.moving[i] = moving;
             keys.full[i] = lasting ^ moving.rotate_left(32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             over[i] = if grew_l || grew_m { 0 } else { attrs.len() };
+            // Both parts' bindings, merged back into the names' order
+            // (kept only if no name was learnt: see below).
+            if first
+                && kept.is_none()
+                && !(grew_l || grew_m)
+                && lasting_scratch.len() + scratch.len() == attrs.len()
+                && moves.len() == attrs.len()
+            {
+                keys.bound_at[i] = u32::try_from(keys.bound.len()).unwrap_or(NOT_BOUND);
+                let (mut l, mut m) = (lasting_scratch.iter(), scratch.iter());
+                for &moved in &moves {
+                    let b = if moved { m.next() } else { l.next() };
+                    keys.bound.push(b.copied().flatten());
+                }
+            }
         }
         first = false;
         moves = moves_of(attrs);
@@ -1442,15 +1558,23 @@ fn kept_slot_keys<'s>(
     keys.moving_names = (0..attrs.len()).filter(|&j| moves[j]).collect();
     if rounds == 1 && keys.moving_names.len() == stride {
         keys.moving_bound = bound;
+    } else {
+        keys.bound.clear();
+        keys.bound_at.clear();
     }
     keys
 }
 
 /// See [`Cycle::rank_preemption_possible`].
 fn rank_preemption_possible(ad: &ClassAd, current_rank: f64) -> bool {
-    match pslot::literal(ad.get("Rank")) {
+    rank_preemption_possible_of(ad.get("Rank"), current_rank)
+}
+
+/// [`rank_preemption_possible`] of a slot whose Rank is `rank`.
+fn rank_preemption_possible_of(rank: Option<&Expr>, current_rank: f64) -> bool {
+    match pslot::literal(rank) {
         Some(v) => v.as_number().unwrap_or(0.0) > current_rank,
-        None => ad.contains("Rank"),
+        None => rank.is_some(),
     }
 }
 
@@ -1468,6 +1592,7 @@ fn priority_preemption_configured(policy: &Policy) -> bool {
 impl<'a, 'p> Cycle<'a, 'p> {
     fn build_autoclusters(&mut self, attrs: &mut SignificantAttrs) {
         let env = self.env.clone();
+        let [prio, qdate, cluster, proc] = job_order_names();
         // Each submitter's jobs in its order.
         let mut orders = Vec::new();
         for s in self.submitters {
@@ -1476,8 +1601,8 @@ impl<'a, 'p> Cycle<'a, 'p> {
                 .iter()
                 .enumerate()
                 .map(|(i, j)| {
-                    let n = |a: &str| lit_number(j, a, &env).unwrap_or(0.0);
-                    (-n("JobPrio"), n("QDate"), n("ClusterId"), n("ProcId"), i)
+                    let n = |a: &AttrName| named_number(j, a, &env).unwrap_or(0.0);
+                    (-n(prio), n(qdate), n(cluster), n(proc), i)
                 })
                 .collect();
             keyed.sort_by(|a, b| {
@@ -1501,7 +1626,8 @@ impl<'a, 'p> Cycle<'a, 'p> {
             .zip(&orders)
             .map(|(s, order)| {
                 let kept = s.kept.as_ref().filter(|k| k.ids.len() == s.jobs.len())?;
-                let mut first: HashMap<u64, usize> = HashMap::new();
+                // (A fast hash: asked for every job; never iterated.)
+                let mut first: FxHashMap<u64, usize> = FxHashMap::default();
                 let mut of = vec![0; s.jobs.len()];
                 for &ji in order {
                     of[ji] = *first.entry(kept.ids[ji]).or_insert(ji);
@@ -1560,7 +1686,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
             .collect();
         for (si, s) in self.submitters.iter().enumerate() {
             let mut clusters = Clusters::default();
-            let mut ac_of_first: HashMap<usize, usize> = HashMap::new();
+            let mut ac_of_first: FxHashMap<usize, usize> = FxHashMap::default();
             let base = self.acs.len();
             let mut queue = Vec::with_capacity(s.jobs.len());
             for &ji in &orders[si] {
@@ -1675,6 +1801,7 @@ impl<'a, 'p> Cycle<'a, 'p> {
         // Each slot's cluster first (the slots' ads are borrowed while
         // their bindings are compared), then the classes in slot order.
         let (cluster, clusters_made): (Vec<Option<usize>>, usize) = {
+            let attrs_len = attrs.len();
             let mut clusters = SlotClusters::new(attrs.names());
             let cluster = candidates
                 .iter()
@@ -1693,7 +1820,9 @@ impl<'a, 'p> Cycle<'a, 'p> {
                             &keys.moving_names,
                             keys.moving_bound(i),
                         ),
-                        None => clusters.assign(keys.full[i], &s.ad),
+                        None => {
+                            clusters.assign_bound(keys.full[i], &s.ad, keys.bound(i, attrs_len))
+                        }
                     })
                 })
                 .collect();
@@ -2420,25 +2549,35 @@ impl<'a, 'p> Cycle<'a, 'p> {
         };
         for v in victims {
             self.take(v);
-            let user = self.slots[v].remote_user.clone().unwrap_or_default();
+            let user = self.slots[v]
+                .remote_user
+                .as_deref()
+                .unwrap_or_default()
+                .to_string();
             let w = self.slots[v].weight;
             *self.usage.entry(user.clone()).or_insert(0.0) -= w;
             preempted.push(Preempted {
                 slot: v,
-                slot_name: self.slots[v].name.clone(),
+                slot_name: self.slots[v].name.to_string(),
                 user,
             });
         }
-        let name = self.submitters[sub].name.clone();
-        *self.usage.entry(name).or_insert(0.0) += cost.max(0.0);
+        // The submitter's name copied only the first time it is charged.
+        let name = &self.submitters[sub].name;
+        match self.usage.get_mut(name) {
+            Some(u) => *u += cost.max(0.0),
+            None => {
+                self.usage.insert(name.clone(), 0.0 + cost.max(0.0));
+            }
+        }
         let env = &self.env;
         self.matches.push(Match {
             submitter: sub,
             job: job_index,
-            cluster: lit_number(job, "ClusterId", env).unwrap_or(0.0) as i64,
-            proc: lit_number(job, "ProcId", env).unwrap_or(0.0) as i64,
+            cluster: named_number(job, &job_order_names()[2], env).unwrap_or(0.0) as i64,
+            proc: named_number(job, &job_order_names()[3], env).unwrap_or(0.0) as i64,
             slot,
-            slot_name: self.slots[slot].name.clone(),
+            slot_name: self.slots[slot].name.to_string(),
             kind,
             preempted,
             cost,
@@ -2737,6 +2876,19 @@ mod tests {
                 .collect();
             assert_eq!(got, want);
             assert_eq!(got, [0, 1, 0, 2, 1, 2, 3]);
+            // Given each ad's bindings, as its key was made: the same.
+            let mut given = SlotClusters::new(attrs.names());
+            let got: Vec<usize> = (0..ads.len())
+                .map(|i| {
+                    let b: Vec<_> = attrs
+                        .names()
+                        .iter()
+                        .map(|n| ads[i].lookup_name(n))
+                        .collect();
+                    given.assign_bound(keys[i], &ads[i], Some(&b))
+                })
+                .collect();
+            assert_eq!(got, want);
         }
     }
 
@@ -2847,5 +2999,74 @@ mod tests {
         let pol = policy("NEGOTIATOR_PRE_JOB_RANK = KeyboardIdle + Missing\n");
         let (_, groups) = order(&slots, 3, &pol);
         assert_eq!(groups, 4);
+    }
+
+    #[test]
+    fn kept_slot_keys_give_every_binding_of_a_slot_looked_up_afresh() {
+        let ads: Vec<ClassAd> = [
+            "[Cpus = 1; KeyboardIdle = 5; Start = true]",
+            "[Cpus = 2; Start = KeyboardIdle > 3; KeyboardIdle = 9]",
+            "[Cpus = 1; KeyboardIdle = 5; Start = true]",
+        ]
+        .iter()
+        .map(|t| ClassAd::parse(t).unwrap())
+        .collect();
+        let clock = |n: &str| n.eq_ignore_ascii_case("KeyboardIdle");
+        let mut attrs = SignificantAttrs::new();
+        for n in ["Cpus", "KeyboardIdle", "Start"] {
+            attrs.add(n);
+        }
+        // Slot 1 was kept from the last cycle: only the others are looked up.
+        let keys = kept_slot_keys(
+            &mut attrs,
+            &[0, 1, 2],
+            |i| &ads[i],
+            |i| (i == 1).then_some(42),
+            &clock,
+        );
+        let names = attrs.len();
+        // Compared by address: the very expressions of the ads.
+        let at = |b: Option<&[Option<&Expr>]>| -> Option<Vec<Option<*const Expr>>> {
+            b.map(|b| b.iter().map(|e| e.map(|e| e as *const Expr)).collect())
+        };
+        for i in [0, 2] {
+            let want: Vec<_> = attrs
+                .names()
+                .iter()
+                .map(|n| ads[i].lookup_name(n))
+                .collect();
+            assert_eq!(at(keys.bound(i, names)), at(Some(&want)), "slot {i}");
+        }
+        assert!(keys.bound(1, names).is_none());
+        // A slot that teaches the cycle a name: nothing is given (the
+        // bindings of the first round are over fewer names).
+        let ads: Vec<ClassAd> = ["[Cpus = 1; Start = true]", "[Cpus = 1; Start = Site == 1]"]
+            .iter()
+            .map(|t| ClassAd::parse(t).unwrap())
+            .collect();
+        let mut attrs = SignificantAttrs::new();
+        attrs.add("Start");
+        let keys = kept_slot_keys(&mut attrs, &[0, 1], |i| &ads[i], |_| None, &clock);
+        assert!(attrs.contains("Site"));
+        assert!(keys.bound(0, attrs.len()).is_none());
+        assert!(keys.bound(1, attrs.len()).is_none());
+    }
+
+    #[test]
+    fn a_loaded_slot_belongs_to_the_preempting_claim_first_then_the_group() {
+        let read = |text: &str| {
+            let ad = ClassAd::parse(text).unwrap();
+            LoadedSlot::read(&ad, 0, &Env::at(NOW), None, None).0
+        };
+        let l = read("[Name = \"s1\"; RemoteUser = \"u\"; AccountingGroup = \"g.u\"; Rank = 3]");
+        assert_eq!(l.name.as_deref(), Some("s1"));
+        assert_eq!(l.remote_user.as_deref(), Some("g.u"));
+        assert!(l.rank_preemption);
+        let l = read("[RemoteUser = \"u\"; PreemptingUser = \"p\"; CurrentRank = 5; Rank = 3]");
+        assert_eq!(l.name, None);
+        assert_eq!(l.remote_user.as_deref(), Some("p"));
+        assert_eq!(l.current_rank, 5.0);
+        assert!(!l.rank_preemption);
+        assert!(!l.has_parent);
     }
 }

@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use classad::{ClassAd, Env, Value};
+use classad::{AttrName, ClassAd, Env, Value};
 use config::{Config, ParamError};
 
 /// HTCondor's built-in `CONCURRENCY_LIMIT_DEFAULT`.
@@ -193,7 +193,10 @@ fn leading_number(s: &str) -> f64 {
 /// attribute missing, or an expression that is undefined on this slot)
 /// asks for nothing, as in HTCondor.
 pub fn job_limits(job: &ClassAd, slot: &ClassAd, env: &Env) -> Vec<LimitRequest> {
-    if !job.contains("ConcurrencyLimits") {
+    // Made once: asked of every job on a claim before every cycle.
+    static NAME: std::sync::OnceLock<AttrName> = std::sync::OnceLock::new();
+    let name = NAME.get_or_init(|| AttrName::new("ConcurrencyLimits"));
+    if job.lookup_name(name).is_none() {
         return Vec::new();
     }
     match classad::eval::eval_attr(job, Some(slot), "ConcurrencyLimits", env) {
