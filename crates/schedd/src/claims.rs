@@ -43,9 +43,10 @@ use negotiator::limits::ConcurrencyLimits;
 use negotiator::reuse;
 use startd::{Action, ClaimRequest, Event};
 
+use rustc_hash::FxHashMap;
+
 use crate::claim_ids::ByClaim;
 use crate::dedicated::{self, ShutdownPolicy};
-use crate::fast_hash::QuickMap;
 use crate::job::{attr, HoldCode, JobId, JobStatus};
 use crate::queue::{status_of, JobEvent, JobQueue, RunReport};
 use crate::userlog::ExitHow;
@@ -407,7 +408,7 @@ pub struct Claims {
     /// Each submitter's idle jobs not on a claim, in its order: JobPrio
     /// (higher first), then job id.
     idle: BTreeMap<String, BTreeSet<(i64, JobId)>>,
-    idle_key: QuickMap<JobId, (String, i64)>,
+    idle_key: FxHashMap<JobId, (String, i64)>,
     /// Jobs on a claim (requested, activating or running).
     on_claim: BTreeSet<JobId>,
     /// Runs that outlived their claim (the startd ended it while the
@@ -454,7 +455,7 @@ impl Claims {
             claims: ByClaim::new(Arc::clone(&prefix)),
             runs: Runs::new(Arc::clone(&prefix)),
             idle: BTreeMap::new(),
-            idle_key: QuickMap::default(),
+            idle_key: FxHashMap::default(),
             on_claim: BTreeSet::new(),
             orphans: ByClaim::new(prefix),
             clock: 0,

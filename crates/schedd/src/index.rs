@@ -30,8 +30,9 @@ use classad::name::Special;
 use classad::value::ArcStr;
 use classad::{ClassAd, Expr, Value};
 
+use rustc_hash::FxHashMap;
+
 use crate::claims::submitter_of;
-use crate::fast_hash::QuickMap;
 use crate::job::{attr, names, JobId, JobStatus};
 use crate::queue::status_of;
 
@@ -191,13 +192,15 @@ pub(crate) struct JobIndex {
     /// Never shrinks: an owner or submitter with no jobs left keeps an
     /// empty group (there are few of them, and they come back).
     groups: Vec<Group>,
-    /// Submitter, then owner, to the group's place in `groups`.
-    lookup: QuickMap<Box<str>, OwnersOf>,
+    /// Submitter, then owner, to the group's place in `groups`. (FxHash:
+    /// the keys here are the queue's own names and ids, not chosen to
+    /// collide, and nothing iterates these tables where order shows.)
+    lookup: FxHashMap<Box<str>, OwnersOf>,
     irregular: BTreeSet<JobId>,
     /// Each cluster's jobs by status (late materialization asks for a
     /// factory's present and idle jobs whenever one of them changes: a
     /// scan of its jobs each time made a cluster's run quadratic).
-    clusters: QuickMap<i64, StatusCounts>,
+    clusters: FxHashMap<i64, StatusCounts>,
 }
 
 impl JobIndex {

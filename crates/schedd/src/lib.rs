@@ -25,7 +25,6 @@ pub mod claims;
 pub mod dedicated;
 pub mod edit;
 pub mod factory;
-mod fast_hash;
 pub mod index;
 pub mod job;
 pub mod policy;
