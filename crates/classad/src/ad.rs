@@ -612,9 +612,26 @@ impl Refresher<'_> {
     /// hot refreshes of a pool's slot ads): found in place by pointer,
     /// since names are interned, with neither its text compared nor its
     /// hash computed.
+    ///
+    /// The write in place (most of a refresh) is inlined into the caller;
+    /// the lookup is not.
+    #[inline]
     pub fn value_named(&mut self, name: &AttrName, v: impl Into<crate::Value>) {
         let v = v.into();
-        match self.find_named(name) {
+        if let Some((n, e)) = self.ad.entries.get_mut(self.next) {
+            if n.matches(name) {
+                store(e, v);
+                self.landed(self.next);
+                return;
+            }
+        }
+        self.value_named_elsewhere(name, v);
+    }
+
+    /// [`Refresher::value_named`] of a name not where expected.
+    #[inline(never)]
+    fn value_named_elsewhere(&mut self, name: &AttrName, v: crate::Value) {
+        match self.ad.position_hashed(name.fold_hash(), name.as_str()) {
             Some(pos) => {
                 store(&mut self.ad.entries[pos].1, v);
                 self.landed(pos);
@@ -677,6 +694,7 @@ impl Refresher<'_> {
         self.first
     }
 
+    #[inline(always)]
     fn landed(&mut self, pos: usize) {
         self.first.get_or_insert(pos);
         self.next = pos + 1;
