@@ -1241,6 +1241,7 @@ impl Claims {
                 ));
             }
         }
+        drop(claims);
         // Runs that outlived their claim.
         let runs = &self.runs;
         self.orphans.retain(|id, _| runs.contains_key(id));
