@@ -98,6 +98,17 @@ enum Found {
     Text(String),
 }
 
+/// The index's key of an id of the map's prefix whose `len` bytes after
+/// it make `word`. The word is filed with its bytes the other way round:
+/// the Fx hash carries a word's low bits up into the whole hash but not
+/// its high bits down, and the bytes that tell ids apart (the first
+/// digits) are the word's high bits, whose hashes hashbrown's tag (the
+/// hash's top bits) then hardly told apart, so that a look-up compared
+/// many keys where it should compare one.
+fn short(word: u64, len: usize) -> Found {
+    Found::Short(word.swap_bytes(), len)
+}
+
 /// A map by claim id, in the ids' text order (see the module's notes).
 ///
 /// Finding one claim is what the schedd does most (every word from a
@@ -165,7 +176,7 @@ impl<V> ByClaim<V> {
     /// of the map's prefix, or past ten million claims).
     fn found(&self, id: &str) -> Found {
         match id.strip_prefix(&*self.prefix) {
-            Some(after) if after.len() <= 8 => Found::Short(word(after.as_bytes()), after.len()),
+            Some(after) if after.len() <= 8 => short(word(after.as_bytes()), after.len()),
             _ => Found::Text(id.to_string()),
         }
     }
@@ -268,7 +279,7 @@ impl<V> ByClaim<V> {
             values[i] = None;
             vacant.push(i);
             let found = match k.prefix {
-                Some(_) if k.len <= 8 => Found::Short(k.word, k.len),
+                Some(_) if k.len <= 8 => short(k.word, k.len),
                 _ => Found::Text(k.id.clone()),
             };
             index.remove(&found);
