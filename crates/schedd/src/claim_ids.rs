@@ -12,9 +12,10 @@
 //! remade at a restart under another prefix) is compared by its text.
 
 use std::cmp::Ordering;
-use std::collections::btree_map;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 /// A claim id as a [`ByClaim`] files it.
 #[derive(Clone, Debug)]
@@ -88,20 +89,54 @@ impl PartialEq for ClaimKey {
 
 impl Eq for ClaimKey {}
 
+/// How the hash index finds an id: one of the map's prefix with at
+/// most eight bytes after it by those bytes' word and their count (which
+/// together are those bytes, see `word`), any other by its text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Found {
+    Short(u64, usize),
+    Text(String),
+}
+
+/// The index's key of an id of the map's prefix whose `len` bytes after
+/// it make `word`. The word is filed with its bytes the other way round:
+/// the Fx hash carries a word's low bits up into the whole hash but not
+/// its high bits down, and the bytes that tell ids apart (the first
+/// digits) are the word's high bits, whose hashes hashbrown's tag (the
+/// hash's top bits) then hardly told apart, so that a look-up compared
+/// many keys where it should compare one.
+fn short(word: u64, len: usize) -> Found {
+    Found::Short(word.swap_bytes(), len)
+}
+
 /// A map by claim id, in the ids' text order (see the module's notes).
+///
+/// Finding one claim is what the schedd does most (every word from a
+/// startd), walking them in order far less: the values sit in a slab,
+/// the ordered map gives their order and a hash index finds one without
+/// a search of the ordered map.
 #[derive(Clone, Debug)]
 pub(crate) struct ByClaim<V> {
     /// The prefix of the ids the schedd makes (`<id_prefix>#`); every key
     /// of this map that has it shares this one allocation.
     prefix: Arc<str>,
-    map: BTreeMap<ClaimKey, V>,
+    /// Each id's slot in `values`, in the ids' text order.
+    order: BTreeMap<ClaimKey, usize>,
+    index: FxHashMap<Found, usize>,
+    /// The values; a slot emptied by a removal is listed in `vacant` and
+    /// filled by the next insertion.
+    values: Vec<Option<V>>,
+    vacant: Vec<usize>,
 }
 
 impl<V> ByClaim<V> {
     pub(crate) fn new(prefix: Arc<str>) -> ByClaim<V> {
         ByClaim {
             prefix,
-            map: BTreeMap::new(),
+            order: BTreeMap::new(),
+            index: FxHashMap::default(),
+            values: Vec::new(),
+            vacant: Vec::new(),
         }
     }
 
@@ -122,9 +157,9 @@ impl<V> ByClaim<V> {
         }
     }
 
-    /// A key to look `id` up by. One of the map's prefix is compared by
-    /// its word and length alone when what follows the prefix is short
-    /// (see `word`), and needs no copy of the id.
+    /// A key to look `id` up by in the ordered map. One of the map's
+    /// prefix is compared by its word and length alone when what follows
+    /// the prefix is short (see `word`), and needs no copy of the id.
     fn probe(&self, id: &str) -> ClaimKey {
         match id.strip_prefix(&*self.prefix) {
             Some(after) if after.len() <= 8 => ClaimKey {
@@ -137,65 +172,119 @@ impl<V> ByClaim<V> {
         }
     }
 
+    /// What the index finds `id` by (a copy of the id only for one not
+    /// of the map's prefix, or past ten million claims).
+    fn found(&self, id: &str) -> Found {
+        match id.strip_prefix(&*self.prefix) {
+            Some(after) if after.len() <= 8 => short(word(after.as_bytes()), after.len()),
+            _ => Found::Text(id.to_string()),
+        }
+    }
+
+    /// The slot of `id`, if the map has it.
+    fn slot(&self, id: &str) -> Option<usize> {
+        if self.order.is_empty() {
+            return None;
+        }
+        self.index.get(&self.found(id)).copied()
+    }
+
     pub(crate) fn insert(&mut self, id: String, v: V) -> Option<V> {
+        if let Some(i) = self.slot(&id) {
+            return self.values[i].replace(v);
+        }
+        let found = self.found(&id);
+        let i = match self.vacant.pop() {
+            Some(i) => {
+                self.values[i] = Some(v);
+                i
+            }
+            None => {
+                self.values.push(Some(v));
+                self.values.len() - 1
+            }
+        };
         let key = self.key(id);
-        self.map.insert(key, v)
+        self.order.insert(key, i);
+        self.index.insert(found, i);
+        None
     }
 
     // An empty map (the runs that outlived their claim, nearly always)
     // answers without a key made.
     pub(crate) fn get(&self, id: &str) -> Option<&V> {
-        if self.map.is_empty() {
-            return None;
-        }
-        self.map.get(&self.probe(id))
+        self.values[self.slot(id)?].as_ref()
     }
 
     pub(crate) fn get_mut(&mut self, id: &str) -> Option<&mut V> {
-        if self.map.is_empty() {
-            return None;
-        }
-        let probe = self.probe(id);
-        self.map.get_mut(&probe)
+        let i = self.slot(id)?;
+        self.values[i].as_mut()
     }
 
     pub(crate) fn remove(&mut self, id: &str) -> Option<V> {
-        if self.map.is_empty() {
+        if self.order.is_empty() {
             return None;
         }
-        let probe = self.probe(id);
-        self.map.remove(&probe)
+        let i = self.index.remove(&self.found(id))?;
+        self.order.remove(&self.probe(id));
+        self.vacant.push(i);
+        self.values[i].take()
     }
 
     pub(crate) fn contains_key(&self, id: &str) -> bool {
-        self.get(id).is_some()
+        self.slot(id).is_some()
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.map.len()
+        self.order.len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.order.is_empty()
+    }
+
+    fn value(&self, i: usize) -> &V {
+        self.values[i]
+            .as_ref()
+            .expect("an id's slot holds its value")
     }
 
     /// The ids and values, in the ids' text order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &V)> {
-        self.map.iter().map(|(k, v)| (&k.id, v))
+        self.order.iter().map(|(k, &i)| (&k.id, self.value(i)))
     }
 
     /// The keys and values, in the ids' text order (the keys compare
     /// faster than the ids).
-    pub(crate) fn keyed(&self) -> btree_map::Iter<'_, ClaimKey, V> {
-        self.map.iter()
+    pub(crate) fn keyed(&self) -> impl Iterator<Item = (&ClaimKey, &V)> {
+        self.order.iter().map(|(k, &i)| (k, self.value(i)))
     }
 
-    pub(crate) fn keyed_mut(&mut self) -> btree_map::IterMut<'_, ClaimKey, V> {
-        self.map.iter_mut()
+    pub(crate) fn keyed_mut(&mut self) -> impl Iterator<Item = (&ClaimKey, &mut V)> {
+        // Each id has its own slot: every value is handed out once.
+        let mut slots: Vec<Option<&mut V>> = self.values.iter_mut().map(Option::as_mut).collect();
+        self.order.iter().map(move |(k, &i)| {
+            let v = slots[i].take().expect("an id's slot holds its value");
+            (k, v)
+        })
     }
 
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(&str, &mut V) -> bool) {
-        self.map.retain(|k, v| keep(&k.id, v));
+        let (values, vacant, index) = (&mut self.values, &mut self.vacant, &mut self.index);
+        self.order.retain(|k, &mut i| {
+            let v = values[i].as_mut().expect("an id's slot holds its value");
+            if keep(&k.id, v) {
+                return true;
+            }
+            values[i] = None;
+            vacant.push(i);
+            let found = match k.prefix {
+                Some(_) if k.len <= 8 => short(k.word, k.len),
+                _ => Found::Text(k.id.clone()),
+            };
+            index.remove(&found);
+            false
+        });
     }
 }
 
@@ -292,5 +381,49 @@ mod tests {
         let (ka, _) = a.keyed().next().expect("one");
         let (kb, _) = b.keyed().next().expect("one");
         assert!(ka < kb);
+    }
+
+    #[test]
+    fn ids_removed_and_made_again_are_found_and_kept_in_order() {
+        // Removals leave slots that later insertions fill: what is found
+        // and the order must not depend on which slot a value sits in.
+        let mut map = ByClaim::new(Arc::from("<s>#"));
+        let mut model = BTreeMap::new();
+        for (n, id) in ids().into_iter().enumerate() {
+            map.insert(id.clone(), n);
+            model.insert(id, n);
+        }
+        for (n, id) in ids().into_iter().enumerate().filter(|(n, _)| n % 3 == 0) {
+            assert_eq!(map.remove(&id), model.remove(&id), "{id:?} {n}");
+        }
+        map.retain(|id, v| {
+            *v += 1;
+            !id.ends_with('7')
+        });
+        model.retain(|id, v| {
+            *v += 1;
+            !id.ends_with('7')
+        });
+        for id in ["<s>#7", "<s>#1000", "<other>", "<s>#123456789012"] {
+            assert_eq!(
+                map.insert(id.to_string(), 1),
+                model.insert(id.to_string(), 1)
+            );
+        }
+        // Made again over a value it has: the value is replaced.
+        assert_eq!(map.insert("<s>#7".into(), 2), Some(1));
+        model.insert("<s>#7".into(), 2);
+        let kept: Vec<(&String, &usize)> = map.iter().collect();
+        assert_eq!(kept, model.iter().collect::<Vec<_>>());
+        for id in ids() {
+            assert_eq!(map.get(&id), model.get(&id), "{id:?}");
+        }
+        for (_, v) in map.keyed_mut() {
+            *v *= 10;
+        }
+        let keyed: Vec<(&str, usize)> = map.keyed().map(|(k, &v)| (k.as_str(), v)).collect();
+        let want: Vec<(&str, usize)> = model.iter().map(|(k, &v)| (k.as_str(), v * 10)).collect();
+        assert_eq!(keyed, want);
+        assert_eq!(map.len(), model.len());
     }
 }

@@ -660,11 +660,17 @@ impl Claims {
             }
             fresh |= self.refresh(id, queue);
         }
-        let stopped: Vec<(String, Stop)> = ids
-            .iter()
-            .flat_map(|&j| self.runs.claims_of(j).into_iter().map(move |c| (c, j)))
-            .filter_map(|(claim_id, j)| Some((claim_id, stop_of(j)?)))
-            .collect();
+        // Most changed jobs run on and keep running: their claims are
+        // copied out only when their run is to stop.
+        let mut stopped: Vec<(String, Stop)> = Vec::new();
+        for &j in ids {
+            let Some(claims) = self.runs.by_job.get(&j) else {
+                continue;
+            };
+            if let Some(stop) = stop_of(j) {
+                stopped.extend(claims.iter().map(|c| (c.clone(), stop)));
+            }
+        }
         for (claim_id, stop) in stopped {
             let startd = self
                 .claims
@@ -1241,6 +1247,7 @@ impl Claims {
                 ));
             }
         }
+        drop(claims);
         // Runs that outlived their claim.
         let runs = &self.runs;
         self.orphans.retain(|id, _| runs.contains_key(id));
