@@ -223,7 +223,16 @@ impl ClassAd {
     /// changed).
     pub fn remove(&mut self, name: &str) -> Option<Expr> {
         // Looked up by its text: no name is made (interned) to find one.
-        let hash = crate::name::fold_hash(name);
+        self.remove_hashed(crate::name::fold_hash(name), name)
+    }
+
+    /// [`ClassAd::remove`] by a name made once: its hash is not computed
+    /// again.
+    pub fn remove_name(&mut self, name: &AttrName) -> Option<Expr> {
+        self.remove_hashed(name.fold_hash(), name.as_str())
+    }
+
+    fn remove_hashed(&mut self, hash: u64, name: &str) -> Option<Expr> {
         let own = self.position_hashed(hash, name).map(|pos| {
             self.unindex(pos);
             let (_, e) = self.entries.remove(pos);
@@ -751,6 +760,21 @@ mod refresher_tests {
         w.text("A", "x");
         assert_eq!(w.first(), Some(4));
         assert_eq!(w.last(), 0);
+    }
+
+    #[test]
+    fn a_name_made_once_removes_as_its_text_does() {
+        let mut parent = ClassAd::new();
+        parent.insert_value("FromParent", 1);
+        let mut ad = ClassAd::chained_to(std::sync::Arc::new(parent));
+        ad.insert_value("Own", 2);
+        assert!(ad.remove_name(&AttrName::new("own")).is_some());
+        assert!(ad.get("Own").is_none());
+        assert!(ad.remove_name(&AttrName::new("FROMPARENT")).is_some());
+        assert!(ad.get("FromParent").is_none());
+        assert!(ad.remove_name(&AttrName::new("FromParent")).is_none());
+        assert!(ad.remove_name(&AttrName::new("Never")).is_none());
+        assert_eq!(ad.len(), 0);
     }
 
     #[test]

@@ -318,14 +318,9 @@ impl Edit<'_> {
         self.touch(name);
     }
     fn remove(&mut self, name: &'static Name) {
-        // A name the job does not have (ExitSignal at an exit by code)
-        // is not made again from its text only to find that out: removing
-        // it would change nothing (a chained ad hides only what its
-        // parent shows).
-        if self.ad.lookup_name(name).is_none() {
-            return;
-        }
-        if self.ad.remove(name.as_str()).is_some() {
+        // By the name made once: a name the job does not have (ExitSignal
+        // at an exit by code) costs one lookup by its hash.
+        if self.ad.remove_name(name).is_some() {
             self.touch(name);
         }
     }
