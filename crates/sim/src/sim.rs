@@ -855,7 +855,10 @@ impl<'f> Simulation<'f> {
                 let ready = mach.startd.tick_with(now, |slots, r| {
                     Self::readings(scenario, busy, slots, now, r)
                 });
-                self.absorb(m, ready);
+                // Most polls change nothing and ask for nothing.
+                if !ready.transitions.is_empty() || !ready.actions.is_empty() {
+                    self.absorb(m, ready);
+                }
                 self.drive();
                 let p = self.machines[m].poll;
                 self.schedule(now + p, Ev::Tick(m));

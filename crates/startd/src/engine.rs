@@ -426,6 +426,16 @@ impl VacateTerms {
     }
 }
 
+/// Writes a load that changed: most polls find the same loads, and
+/// leaving the slot's memory unwritten spares writing it back (a large
+/// pool's slots do not stay in the cache between polls). Compared bit for
+/// bit, so that even the sign of a zero is kept as computed.
+fn set_load(at: &mut f64, load: f64) {
+    if at.to_bits() != load.to_bits() {
+        *at = load;
+    }
+}
+
 /// What a poll's latches left of a slot (`Startd::update_latches`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Latched {
@@ -985,8 +995,8 @@ impl Startd {
                 condor_load: condor_of(i),
                 owner_load: if n == 1 { owner } else { 0.0 },
             };
-            s.load_avg = l.load_avg();
-            s.condor_load_avg = l.condor_load_avg();
+            set_load(&mut s.load_avg, l.load_avg());
+            set_load(&mut s.condor_load_avg, l.condor_load_avg());
         }
     }
 
@@ -2883,7 +2893,10 @@ impl Startd {
         let mut i = 0;
         while i < self.slots.len() {
             let s = &self.slots[i];
-            let done = matches!(s.state, State::Owner | State::Unclaimed)
+            // Only dynamic slots are reaped: the others' states need not
+            // be read (a poll of a large pool reads every slot).
+            let done = matches!(s.kind, SlotKind::Dynamic { .. })
+                && matches!(s.state, State::Owner | State::Unclaimed)
                 && s.claim.is_none()
                 && s.preempting.is_none()
                 && !s.starter;

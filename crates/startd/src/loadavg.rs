@@ -65,7 +65,15 @@ impl SlotLoad {
 
 /// A load rounded to hundredths, as HTCondor publishes loads.
 pub fn hundredths(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
+    let y = x * 100.0;
+    // Most loads are whole hundredths already (no load, or whole CPUs of
+    // jobs), and `round` is a library call on the baseline x86-64 target;
+    // a value that survives the trip through an integer is whole, and
+    // rounds to itself.
+    if (y as i64) as f64 == y {
+        return y / 100.0;
+    }
+    y.round() / 100.0
 }
 
 /// `TotalCondorLoadAvg`: the load of all HTCondor's processes.

@@ -139,3 +139,14 @@ fn the_order_of_the_slots_matters_only_with_owner_load_to_share() {
     ];
     assert_eq!(owner_loads(1.0, &slots), [0.0, 0.0, 0.0]);
 }
+
+#[test]
+fn whole_hundredths_and_zeros_are_published_as_they_are() {
+    for x in [0.0, 1.0, 2.5, 0.01, 16.0, 1e300, -3.0] {
+        assert_eq!(hundredths(x), (x * 100.0).round() / 100.0, "{x}");
+    }
+    assert!(hundredths(-0.0).is_sign_negative());
+    assert!(hundredths(f64::NAN).is_nan());
+    assert_eq!(hundredths(0.005), 0.01);
+    assert_eq!(hundredths(-0.456), -0.46);
+}
