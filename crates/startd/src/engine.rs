@@ -844,6 +844,10 @@ impl Startd {
             return;
         }
         for i in 0..self.slots.len() {
+            // A quiet slot has no hook, and its policy is left unread.
+            if self.quiet_in_epoch(i) {
+                continue;
+            }
             let s = &self.slots[i];
             let Some(hooks) = &s.policy.hooks else {
                 continue;
@@ -1042,8 +1046,10 @@ impl Startd {
         let mut fresh = LatchedSlots::default();
         for i in 0..self.slots.len() {
             // Latches read the ad as it stands before this poll's CPU
-            // busy-ness is recorded; a slot without latches needs no ad.
-            let ad = (!self.slots[i].policy.latch_exprs.is_empty()).then(|| self.take_ad(i, now));
+            // busy-ness is recorded; a slot without latches needs no ad. A
+            // quiet slot has none, and its policy is left unread.
+            let latches = !self.quiet_in_epoch(i) && !self.slots[i].policy.latch_exprs.is_empty();
+            let ad = latches.then(|| self.take_ad(i, now));
             let mut unchanged = true;
             let busy = self.cpu_busy(i);
             let s = &mut self.slots[i];
