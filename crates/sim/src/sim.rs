@@ -849,9 +849,16 @@ impl<'f> Simulation<'f> {
         match ev {
             Ev::Arrival { spec, k } => self.arrival(spec, k),
             Ev::Tick(m) => {
-                let readings = self.readings(m, now);
-                let ready = self.machines[m].startd.tick(now, readings);
-                self.absorb(m, ready);
+                let scenario = &self.scenario;
+                let mach = &mut self.machines[m];
+                let busy = &mach.busy;
+                let ready = mach.startd.tick_with(now, |slots, r| {
+                    Self::readings(scenario, busy, slots, now, r)
+                });
+                // Most polls change nothing and ask for nothing.
+                if !ready.transitions.is_empty() || !ready.actions.is_empty() {
+                    self.absorb(m, ready);
+                }
                 self.drive();
                 let p = self.machines[m].poll;
                 self.schedule(now + p, Ev::Tick(m));
@@ -1000,11 +1007,19 @@ impl<'f> Simulation<'f> {
 
     // ---- the owner and the host --------------------------------------
 
-    fn readings(&self, m: usize, now: i64) -> Readings {
-        let mach = &self.machines[m];
-        let mut keyboard_idle = now - self.scenario.start + self.scenario.initial_idle;
+    /// What a machine's host reads at `now`: its owner's activity (`busy`)
+    /// and the jobs on its `slots`, written over the last poll's readings
+    /// `r` (their storage reused).
+    fn readings(
+        scenario: &Scenario,
+        busy: &[Busy],
+        slots: &[startd::slot::Slot],
+        now: i64,
+        r: &mut Readings,
+    ) {
+        let mut keyboard_idle = now - scenario.start + scenario.initial_idle;
         let mut load = 0.0;
-        for &(from, to, keyboard, l) in &mach.busy {
+        for &(from, to, keyboard, l) in busy {
             if from > now {
                 break;
             }
@@ -1017,27 +1032,20 @@ impl<'f> Simulation<'f> {
                 keyboard_idle = keyboard_idle.min(now - to);
             }
         }
-        let condor_load: Vec<f64> = mach
-            .startd
-            .slots()
-            .iter()
-            .map(|s| {
-                if s.pair() == Pair(State::Claimed, Activity::Busy)
-                    || s.pair() == Pair(State::Claimed, Activity::Retiring)
-                {
-                    s.resources.cpus.max(1.0)
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        let total: f64 = condor_load.iter().sum();
-        Readings {
-            keyboard_idle,
-            console_idle: keyboard_idle,
-            load_avg: load + total,
-            condor_load,
-        }
+        r.condor_load.clear();
+        r.condor_load.extend(slots.iter().map(|s| {
+            if s.pair() == Pair(State::Claimed, Activity::Busy)
+                || s.pair() == Pair(State::Claimed, Activity::Retiring)
+            {
+                s.resources.cpus.max(1.0)
+            } else {
+                0.0
+            }
+        }));
+        let total: f64 = r.condor_load.iter().sum();
+        r.keyboard_idle = keyboard_idle;
+        r.console_idle = keyboard_idle;
+        r.load_avg = load + total;
     }
 
     // ---- the startd's side -------------------------------------------

@@ -426,12 +426,61 @@ impl VacateTerms {
     }
 }
 
+/// Writes a load that changed: most polls find the same loads, and
+/// leaving the slot's memory unwritten spares writing it back (a large
+/// pool's slots do not stay in the cache between polls). Compared bit for
+/// bit, so that even the sign of a zero is kept as computed.
+fn set_load(at: &mut f64, load: f64) {
+    if at.to_bits() != load.to_bits() {
+        *at = load;
+    }
+}
+
 /// What a poll's latches left of a slot (`Startd::update_latches`).
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Latched {
     /// Nothing the slot publishes of them changed.
     unchanged: bool,
     /// Its ad was brought up to date at the poll.
     refreshed: bool,
+}
+
+/// What a poll's latches left of every slot, by slot index: the first 64
+/// in two bit sets, so that a poll of an ordinary machine allocates
+/// nothing for them; any further ones in a list.
+#[derive(Debug, Default)]
+struct LatchedSlots {
+    unchanged: u64,
+    refreshed: u64,
+    further: Vec<Latched>,
+    len: usize,
+}
+
+impl LatchedSlots {
+    fn push(&mut self, l: Latched) {
+        match u32::try_from(self.len).ok().filter(|&k| k < u64::BITS) {
+            Some(k) => {
+                self.unchanged |= u64::from(l.unchanged) << k;
+                self.refreshed |= u64::from(l.refreshed) << k;
+            }
+            None => self.further.push(l),
+        }
+        self.len += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn get(&self, i: usize) -> Latched {
+        match u32::try_from(i).ok().filter(|&k| k < u64::BITS) {
+            Some(k) => Latched {
+                unchanged: self.unchanged >> k & 1 == 1,
+                refreshed: self.refreshed >> k & 1 == 1,
+            },
+            None => self.further[i - u64::BITS as usize],
+        }
+    }
 }
 
 /// Seconds after which a claim still Claimed/Idle is said to be idle to
@@ -746,11 +795,19 @@ impl Startd {
     /// One poll: take the host's readings, update what depends on them,
     /// and let every slot take the transitions its policy calls for.
     pub fn tick(&mut self, now: i64, readings: Readings) -> Ready {
-        self.readings = readings;
+        self.tick_with(now, |_, r| *r = readings)
+    }
+
+    /// [`Startd::tick`], with the readings written by `read` over the last
+    /// poll's (given the slots as they are), so that a host polled often
+    /// reuses their storage instead of making new readings every time.
+    pub fn tick_with(&mut self, now: i64, read: impl FnOnce(&[Slot], &mut Readings)) -> Ready {
+        read(&self.slots, &mut self.readings);
         self.share_load();
         let latched = self.update_latches(now);
         let mut ready = Ready::default();
-        for (i, l) in latched.into_iter().enumerate() {
+        for i in 0..latched.len() {
+            let l = latched.get(i);
             let calm = ready.transitions.is_empty() && ready.actions.is_empty();
             if calm && self.is_quiet(i, now, l.unchanged) {
                 self.check_quiet(i, now);
@@ -787,6 +844,10 @@ impl Startd {
             return;
         }
         for i in 0..self.slots.len() {
+            // A quiet slot has no hook, and its policy is left unread.
+            if self.quiet_in_epoch(i) {
+                continue;
+            }
             let s = &self.slots[i];
             let Some(hooks) = &s.policy.hooks else {
                 continue;
@@ -922,6 +983,30 @@ impl Startd {
 
     /// Hands the machine's load out to the slots (`loadavg::assign_load`).
     fn share_load(&mut self) {
+        use crate::loadavg::{order_matters, owner_load, SlotLoad};
+        let condor = &self.readings.condor_load;
+        let condor_of = |i: usize| condor.get(i).copied().unwrap_or(0.0);
+        let n = self.slots.len();
+        let owner = owner_load(self.readings.load_avg, (0..n).map(condor_of).sum());
+        if order_matters(owner, n) {
+            self.share_load_in_order();
+            return;
+        }
+        // Most polls: no owner load to hand out (or one slot for all of
+        // it), so no slot's state need be read nor the slots sorted.
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            let l = SlotLoad {
+                condor_load: condor_of(i),
+                owner_load: if n == 1 { owner } else { 0.0 },
+            };
+            set_load(&mut s.load_avg, l.load_avg());
+            set_load(&mut s.condor_load_avg, l.condor_load_avg());
+        }
+    }
+
+    /// `share_load` when who gets the owner's load depends on the slots'
+    /// states and ranks.
+    fn share_load_in_order(&mut self) {
         use crate::loadavg::{assign_load, LoadState, SlotLoadInput};
         let inputs: Vec<SlotLoadInput> = self
             .slots
@@ -957,12 +1042,14 @@ impl Startd {
     /// Brings CpuBusy and STARTD_LATCH_EXPRS up to date. For each slot,
     /// whether nothing it publishes of them changed, and whether its ad
     /// was brought up to date here (only to evaluate latches).
-    fn update_latches(&mut self, now: i64) -> Vec<Latched> {
-        let mut fresh = Vec::with_capacity(self.slots.len());
+    fn update_latches(&mut self, now: i64) -> LatchedSlots {
+        let mut fresh = LatchedSlots::default();
         for i in 0..self.slots.len() {
             // Latches read the ad as it stands before this poll's CPU
-            // busy-ness is recorded; a slot without latches needs no ad.
-            let ad = (!self.slots[i].policy.latch_exprs.is_empty()).then(|| self.take_ad(i, now));
+            // busy-ness is recorded; a slot without latches needs no ad. A
+            // quiet slot has none, and its policy is left unread.
+            let latches = !self.quiet_in_epoch(i) && !self.slots[i].policy.latch_exprs.is_empty();
+            let ad = latches.then(|| self.take_ad(i, now));
             let mut unchanged = true;
             let busy = self.cpu_busy(i);
             let s = &mut self.slots[i];
@@ -2812,7 +2899,10 @@ impl Startd {
         let mut i = 0;
         while i < self.slots.len() {
             let s = &self.slots[i];
-            let done = matches!(s.state, State::Owner | State::Unclaimed)
+            // Only dynamic slots are reaped: the others' states need not
+            // be read (a poll of a large pool reads every slot).
+            let done = matches!(s.kind, SlotKind::Dynamic { .. })
+                && matches!(s.state, State::Owner | State::Unclaimed)
                 && s.claim.is_none()
                 && s.preempting.is_none()
                 && !s.starter;
@@ -2937,5 +3027,30 @@ fn same(a: &Value, b: &Value) -> bool {
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::Undefined, Value::Undefined) | (Value::Error, Value::Error) => true,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Latched, LatchedSlots};
+
+    /// A poll's latch outcomes read back as written, in and past the bit
+    /// sets.
+    #[test]
+    fn latched_slots_read_back_as_pushed() {
+        let all: Vec<Latched> = (0..150)
+            .map(|i| Latched {
+                unchanged: i % 3 != 0,
+                refreshed: i % 5 == 1,
+            })
+            .collect();
+        let mut set = LatchedSlots::default();
+        for &l in &all {
+            set.push(l);
+        }
+        assert_eq!(set.len(), all.len());
+        for (i, &l) in all.iter().enumerate() {
+            assert_eq!(set.get(i), l, "slot index {i}");
+        }
     }
 }

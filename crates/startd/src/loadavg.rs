@@ -65,12 +65,34 @@ impl SlotLoad {
 
 /// A load rounded to hundredths, as HTCondor publishes loads.
 pub fn hundredths(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
+    let y = x * 100.0;
+    // Most loads are whole hundredths already (no load, or whole CPUs of
+    // jobs), and `round` is a library call on the baseline x86-64 target;
+    // a value that survives the trip through an integer is whole, and
+    // rounds to itself.
+    if (y as i64) as f64 == y {
+        return y / 100.0;
+    }
+    y.round() / 100.0
 }
 
 /// `TotalCondorLoadAvg`: the load of all HTCondor's processes.
 pub fn total_condor_load(slots: &[SlotLoadInput]) -> f64 {
     slots.iter().map(|s| s.condor_load).sum()
+}
+
+/// The owner's load: what of `total_load` HTCondor's processes
+/// (`total_condor`, see [`total_condor_load`]) do not make, never below 0.
+pub fn owner_load(total_load: f64, total_condor: f64) -> f64 {
+    (total_load - total_condor).max(0.0)
+}
+
+/// Whether who gets the owner's load depends on the order of the slots:
+/// not when there is none to hand out, nor when one slot takes it all. A
+/// caller can then skip [`assign_load`]'s sort (and the inputs it sorts):
+/// every slot's owner load is 0, or the one slot's is all of it.
+pub fn order_matters(owner: f64, slots: usize) -> bool {
+    owner > 0.0 && slots > 1
 }
 
 /// Hands `total_load` (the machine's load average, `TotalLoadAvg`) out to
@@ -83,6 +105,13 @@ pub fn assign_load(total_load: f64, slots: &[SlotLoadInput]) -> Vec<SlotLoad> {
             owner_load: 0.0,
         })
         .collect();
+    let mut owner = owner_load(total_load, total_condor_load(slots));
+    if !order_matters(owner, slots.len()) {
+        if let [only] = out.as_mut_slice() {
+            only.owner_load = owner;
+        }
+        return out;
+    }
     let mut order: Vec<usize> = (0..slots.len()).collect();
     order.sort_by(|&a, &b| {
         let (x, y) = (&slots[a], &slots[b]);
@@ -98,7 +127,6 @@ pub fn assign_load(total_load: f64, slots: &[SlotLoadInput]) -> Vec<SlotLoad> {
             .then_with(|| (x.id, x.sub_id).cmp(&(y.id, y.sub_id)))
     });
 
-    let mut owner = (total_load - total_condor_load(slots)).max(0.0);
     let Some((&last, rest)) = order.split_last() else {
         return out;
     };

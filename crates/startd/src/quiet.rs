@@ -86,6 +86,25 @@ impl Startd {
                 .is_some_and(|q| q.epoch == self.quiet_epoch && now < q.until)
     }
 
+    /// Whether slot `i` went quiet under the current epoch (whether or not
+    /// its time is up). Such a slot has no fetch hook and no latches
+    /// (`quiet_until` lets no such slot go quiet), and its policy is the
+    /// one it went quiet with (a reconfiguration ends every quiet), so a
+    /// poll need not read its policy for them.
+    pub(crate) fn quiet_in_epoch(&self, i: usize) -> bool {
+        let s = &self.slots[i];
+        let quiet = s
+            .quiet
+            .as_ref()
+            .is_some_and(|q| q.epoch == self.quiet_epoch);
+        debug_assert!(
+            !quiet || (s.policy.hooks.is_none() && s.policy.latch_exprs.is_empty()),
+            "{}: a quiet slot has hooks or latches",
+            s.name
+        );
+        quiet
+    }
+
     /// The generation of slot `i`'s facts if it is quiet: nothing that
     /// changes a slot's facts leaves a slot quiet (events but keep-alives,
     /// transitions and changes to the set of slots bump the epoch; a poll

@@ -2,7 +2,9 @@
 //! goes to the slots that make it; the rest is the owner's, handed out in
 //! steps of at most 1.0, Owner-state slots first.
 
-use startd::loadavg::{assign_load, hundredths, total_condor_load, LoadState, SlotLoadInput};
+use startd::loadavg::{
+    assign_load, hundredths, order_matters, owner_load, total_condor_load, LoadState, SlotLoadInput,
+};
 
 fn slot(id: u32, state: LoadState, condor_load: f64) -> SlotLoadInput {
     SlotLoadInput {
@@ -107,4 +109,44 @@ fn the_load_below_condor_load_is_no_owner_load() {
 fn loads_are_published_to_hundredths() {
     assert_eq!(hundredths(0.456), 0.46);
     assert_eq!(hundredths(1.0 / 3.0), 0.33);
+}
+
+/// A machine with one slot: that slot is also the last, so it takes all
+/// the owner load, past 1.0 too, whatever its state.
+#[test]
+fn a_single_slot_takes_all_the_owner_load() {
+    for state in [Owner, Unclaimed, Claimed, Drained] {
+        let loads = assign_load(2.75, &[slot(1, state, 1.0)]);
+        assert_eq!(loads[0].owner_load, 1.75);
+        assert_eq!(loads[0].load_avg(), 2.75);
+        assert_eq!(loads[0].condor_load_avg(), 1.0);
+    }
+}
+
+/// The owner's load is what HTCondor's processes do not make; the order
+/// slots are served in only matters when there is some to share.
+#[test]
+fn the_order_of_the_slots_matters_only_with_owner_load_to_share() {
+    assert_eq!(owner_load(3.0, 1.25), 1.75);
+    assert_eq!(owner_load(1.0, 1.25), 0.0);
+    assert!(order_matters(0.5, 2));
+    assert!(!order_matters(0.0, 4));
+    assert!(!order_matters(2.0, 1));
+    let slots = [
+        slot(1, Claimed, 1.0),
+        slot(2, Owner, 0.0),
+        slot(3, Owner, 0.0),
+    ];
+    assert_eq!(owner_loads(1.0, &slots), [0.0, 0.0, 0.0]);
+}
+
+#[test]
+fn whole_hundredths_and_zeros_are_published_as_they_are() {
+    for x in [0.0, 1.0, 2.5, 0.01, 16.0, 1e300, -3.0] {
+        assert_eq!(hundredths(x), (x * 100.0).round() / 100.0, "{x}");
+    }
+    assert!(hundredths(-0.0).is_sign_negative());
+    assert!(hundredths(f64::NAN).is_nan());
+    assert_eq!(hundredths(0.005), 0.01);
+    assert_eq!(hundredths(-0.456), -0.46);
 }
