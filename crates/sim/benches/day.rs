@@ -43,6 +43,14 @@
 //! hashed and looked up through the cluster ad, the touched list), the
 //! negotiator's pass over every slot ad each cycle (a fourteenth), the
 //! claims kept under string keys, and the startd's refreshes.
+//! Since the schedd's queue edits go by names made once and keep each
+//! job's index key, claims are found by a hash index, the negotiator
+//! reads each slot ad once per cycle, the startd's poll allocates
+//! nothing and a slot's facts are written by names made once: 13.9-17.3 s
+//! against 17.2-20.3 s for the build before (42ab029), alternating at
+//! load about 1, reports identical; 3.41 G instructions for the small day
+//! against 4.56 G. What is left is mostly the startd's refreshes and
+//! events, and cache misses on each machine's memory.
 //!
 //! The pool sets FILESYSTEM_DOMAIN as well as UID_DOMAIN, as a site of
 //! this size does: left to its default (the host's name), every machine
