@@ -674,9 +674,7 @@ impl Refresher<'_> {
     }
 
     /// Where `name` is: where the next write is expected, else looked up
-    /// by its hash made once. (Inlined: the writes in place are most of a
-    /// refresh.)
-    #[inline(always)]
+    /// by its hash made once.
     fn find_named(&self, name: &AttrName) -> Option<usize> {
         match self.ad.entries.get(self.next) {
             Some((n, _)) if n.matches(name) => Some(self.next),

@@ -2567,6 +2567,8 @@ impl<'a, 'p> Cycle<'a, 'p> {
         match self.usage.get_mut(name) {
             Some(u) => *u += cost.max(0.0),
             None => {
+                // (Added to 0.0, as a first charge always was: a charge
+                // of -0.0 is kept as 0.0.)
                 self.usage.insert(name.clone(), 0.0 + cost.max(0.0));
             }
         }

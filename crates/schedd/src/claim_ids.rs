@@ -47,6 +47,14 @@ impl ClaimKey {
         &self.id
     }
 
+    /// What the index files this id by ([`ByClaim::found`] of its text).
+    fn found(&self) -> Found {
+        match self.prefix {
+            Some(_) if self.len <= 8 => short(self.word, self.len),
+            _ => Found::Text(self.id.clone()),
+        }
+    }
+
     fn after_prefix(&self) -> &[u8] {
         &self.id.as_bytes()[self.id.len() - self.len..]
     }
@@ -278,11 +286,7 @@ impl<V> ByClaim<V> {
             }
             values[i] = None;
             vacant.push(i);
-            let found = match k.prefix {
-                Some(_) if k.len <= 8 => short(k.word, k.len),
-                _ => Found::Text(k.id.clone()),
-            };
-            index.remove(&found);
+            index.remove(&k.found());
             false
         });
     }

@@ -277,11 +277,11 @@ enum Parent {
     Existing(Arc<ClassAd>),
 }
 
-/// Edits one job ad and remembers what it touched.
 /// About how many attributes a job's run writes into its ad (matched,
 /// started, ended): room for them is made at once.
 const RUN_ATTRIBUTES: usize = 24;
 
+/// Edits one job ad and remembers what it touched.
 struct Edit<'a> {
     ad: &'a mut ClassAd,
     /// The names set or deleted, each once, in the order they changed

@@ -113,10 +113,7 @@ impl Startd {
     /// (an update of a large pool compares every slot's otherwise).
     pub(crate) fn quiet_generation(&self, i: usize) -> Option<u64> {
         let s = &self.slots[i];
-        let quiet = s
-            .quiet
-            .as_ref()
-            .is_some_and(|q| q.epoch == self.quiet_epoch);
+        let quiet = self.quiet_in_epoch(i);
         let generation = s.facts.as_ref().filter(|_| quiet)?.generation();
         debug_assert!(
             self.facts_hold(i),
